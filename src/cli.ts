@@ -1,0 +1,34 @@
+// Operator commands: `token` mints a workspace-API token from APP_API_SECRET.
+import { parseArgs } from 'node:util';
+import { loadConfig } from './platform/config';
+import { mintToken } from './platform/jwt';
+
+const USAGE = `usage:
+  keel token --sub <actor> [--ttl 1h] [--role admin]   print a workspace-API token`;
+
+export function parseTtl(s: string): number {
+  const m = /^(\d+)([smhd]?)$/.exec(s);
+  if (!m) throw new Error('--ttl must look like 90s, 15m, 1h or 7d');
+  return Number(m[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
+}
+
+async function main(argv: string[]) {
+  const [cmd, ...rest] = argv;
+  if (cmd === 'token') {
+    const { values } = parseArgs({ args: rest, options: { sub: { type: 'string' }, ttl: { type: 'string', default: '1h' }, role: { type: 'string' } } });
+    if (!values.sub) throw new Error('--sub is required');
+    if (values.role !== undefined && values.role !== 'admin') throw new Error('--role takes only admin');
+    const config = loadConfig();
+    process.stdout.write(mintToken(config.apiSecret, { sub: values.sub, ttlSeconds: parseTtl(values.ttl!), role: values.role as 'admin' | undefined }) + '\n');
+    return;
+  }
+  process.stderr.write(USAGE + '\n');
+  process.exit(cmd ? 2 : 0);
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2)).catch((e) => {
+    process.stderr.write(`${(e as Error).message}\n`);
+    process.exit(1);
+  });
+}

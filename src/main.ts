@@ -1,0 +1,92 @@
+// Start-up: config -> database + migrations -> bus -> services -> listen. SIGTERM/SIGINT -> drain and stop.
+import { loadConfig, ConfigError, type ServiceName } from './platform/config';
+import { openDb } from './platform/db';
+import { openBus } from './platform/bus';
+import { mintToken } from './platform/jwt';
+import { createLogger, systemClock } from './platform/runtime';
+import type { Service, ServiceDeps, ServiceFactory } from './platform/service';
+import { createWorkspacesService } from './services/workspaces';
+import { createCatalogService } from './services/catalog';
+import { createSourcesService } from './services/sources';
+import { createWorkersService } from './services/workers';
+import { createIdentityService } from './services/identity';
+
+const factories: Record<ServiceName, ServiceFactory> = {
+  identity: createIdentityService,
+  workspaces: createWorkspacesService,
+  catalog: createCatalogService,
+  sources: createSourcesService,
+  workers: createWorkersService,
+};
+
+export interface Platform {
+  urls: Partial<Record<ServiceName, string>>;
+  stop(): Promise<void>;
+}
+
+/** Starts the services named in the config; used by the CLI entry below and by tests. */
+export async function startPlatform(env: Record<string, string | undefined> = process.env): Promise<Platform> {
+  const log = createLogger({ app: 'keel' });
+  const config = loadConfig(env);
+  const db = openDb(config.dataDir);
+  const bus = await openBus(config.bus, log.child({ component: 'bus' }));
+  const shutdown = new AbortController();
+  const deps: ServiceDeps = { config, db, bus, log, clock: systemClock, shutdown: shutdown.signal };
+
+  const running: { name: ServiceName; service: Service; server: { stop(force?: boolean): Promise<void> | void } }[] = [];
+  const urls: Platform['urls'] = {};
+  try {
+    for (const name of config.services) {
+      const service = await factories[name]({ ...deps, log: log.child({ service: name }) });
+      service.app.listen({ hostname: config.host, port: config.ports[name] });
+      const server = service.app.server!;
+      urls[name] = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`;
+      running.push({ name, service, server });
+      await service.start?.();
+      log.info('service listening', { service: name, url: urls[name] });
+    }
+  } catch (e) {
+    for (const r of running) await r.server.stop(true);
+    await bus.close();
+    db.$client.close();
+    throw e;
+  }
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      // Stop accepting, end long streams, let in-flight requests finish, then close what they use.
+      shutdown.abort();
+      await Promise.all(running.map((r) => r.server.stop(false)));
+      for (const r of running) await r.service.stop?.();
+      await bus.close();
+      db.$client.close();
+      log.info('stopped');
+    })());
+
+  if (config.apiSecretGenerated && config.services.includes('workspaces') && !env.APP_QUIET_TOKEN) {
+    const token = mintToken(config.apiSecret, { sub: 'admin', role: 'admin', ttlSeconds: 24 * 3600 });
+    process.stdout.write(`Dev admin token (24 h): ${token}\n`);
+  }
+  return { urls, stop };
+}
+
+if (import.meta.main) {
+  try {
+    const platform = await startPlatform();
+    const onSignal = (sig: string) => {
+      process.stderr.write(`${sig} received, shutting down\n`);
+      platform.stop().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    };
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    process.once('SIGINT', () => onSignal('SIGINT'));
+  } catch (e) {
+    // One line, naming the variable when the configuration is at fault.
+    const msg = e instanceof ConfigError ? `invalid configuration: ${e.message}` : `start-up failed: ${(e as Error).message}`;
+    process.stderr.write(msg + '\n');
+    process.exit(1);
+  }
+}

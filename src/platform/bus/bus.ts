@@ -1,0 +1,65 @@
+// One bus interface for request/reply and publish/subscribe; memory.ts and nats.ts implement it
+// with the same subjects and JSON payloads, so a service can move process by changing APP_BUS.
+import { AppError } from '../errors';
+import type { BusEvents, BusQueries } from './subjects';
+
+export type { BusEvents, BusQueries } from './subjects';
+export type QuerySubject = keyof BusQueries;
+export type EventSubject = keyof BusEvents;
+
+export type EventHandler<S extends EventSubject> = (payload: BusEvents[S], subject: S) => void | Promise<void>;
+export type QueryHandler<S extends QuerySubject> = (
+  request: BusQueries[S]['request'],
+) => BusQueries[S]['reply'] | Promise<BusQueries[S]['reply']>;
+
+export interface Bus {
+  /** Fire and forget: a failing subscriber is logged and never reaches the publisher. */
+  publish<S extends EventSubject>(subject: S, payload: BusEvents[S]): Promise<void>;
+  /** `pattern` is a subject or ends in `.*` / `.>` (NATS wildcards). Returns the unsubscribe function. */
+  subscribe<S extends EventSubject>(pattern: S | `${string}.*` | `${string}.>`, handler: EventHandler<S>): () => void;
+  /** Ask the one service that answers `subject`. An AppError thrown by the answerer is rethrown here. */
+  request<S extends QuerySubject>(
+    subject: S,
+    payload: BusQueries[S]['request'],
+    opts?: { timeoutMs?: number },
+  ): Promise<BusQueries[S]['reply']>;
+  /** Answer `subject`; queue-grouped so one replica answers each request. */
+  answer<S extends QuerySubject>(subject: S, handler: QueryHandler<S>): () => void;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+/** The JSON an answer travels as: either the reply or an error that becomes an AppError again. */
+export type Envelope = { ok: true; data: unknown } | { ok: false; error: { code: string; status: number; message: string; details?: Record<string, unknown>; retryable?: boolean } };
+
+export function errorEnvelope(e: unknown): Envelope {
+  if (e instanceof AppError) {
+    return { ok: false, error: { code: e.code, status: e.status, message: e.message, details: e.details, retryable: e.retryable } };
+  }
+  return { ok: false, error: { code: 'BUS_HANDLER_FAILED', status: 500, message: 'the answering service failed' } };
+}
+
+export function unwrap(env: Envelope): unknown {
+  if (env.ok) return env.data;
+  const { code, status, message, details, retryable } = env.error;
+  throw new AppError(code, status, message, { details, retryable });
+}
+
+export const busTimeout = (subject: string) =>
+  new AppError('BUS_TIMEOUT', 504, `no answer on ${subject} in time`, { retryable: true, category: 'transient' });
+export const busNoAnswerer = (subject: string) =>
+  new AppError('BUS_NO_ANSWERER', 503, `no service answers ${subject}`, { retryable: true, category: 'transient' });
+
+/** NATS subject matching: `*` is one token, `>` the rest. */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  if (pattern === subject) return true;
+  const p = pattern.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return s.length > i;
+    if (i >= s.length) return false;
+    if (p[i] !== '*' && p[i] !== s[i]) return false;
+  }
+  return p.length === s.length;
+}

@@ -1,0 +1,79 @@
+// The in-process bus. Payloads go through JSON like on NATS, so nothing works here that would break there.
+import { createLogger, errorFields, type Logger } from '../runtime';
+import {
+  busNoAnswerer,
+  busTimeout,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  errorEnvelope,
+  subjectMatches,
+  unwrap,
+  type Bus,
+  type Envelope,
+} from './bus';
+
+type AnyHandler = (payload: any, subject: any) => unknown;
+
+export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })): Bus {
+  const subscribers = new Set<{ pattern: string; handler: AnyHandler }>();
+  const answerers = new Map<string, AnyHandler[]>();
+  let turn = 0;
+
+  return {
+    async publish(subject, payload) {
+      const json = JSON.stringify(payload);
+      for (const sub of subscribers) {
+        if (!subjectMatches(sub.pattern, subject)) continue;
+        // Delivered after the publisher's turn, like a broker would; one failure stays local.
+        queueMicrotask(async () => {
+          try {
+            await sub.handler(JSON.parse(json), subject);
+          } catch (e) {
+            log.error('subscriber failed', { subject, ...errorFields(e) });
+          }
+        });
+      }
+    },
+    subscribe(pattern, handler) {
+      const entry = { pattern, handler: handler as AnyHandler };
+      subscribers.add(entry);
+      return () => void subscribers.delete(entry);
+    },
+    async request(subject, payload, opts) {
+      const list = answerers.get(subject);
+      if (!list || list.length === 0) throw busNoAnswerer(subject);
+      const handler = list[turn++ % list.length]!;
+      const timeoutMs = opts?.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+      const req = JSON.parse(JSON.stringify(payload));
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const answer = (async (): Promise<Envelope> => {
+        try {
+          return { ok: true, data: await handler(req, subject) };
+        } catch (e) {
+          return errorEnvelope(e);
+        }
+      })();
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(busTimeout(subject)), timeoutMs);
+      });
+      try {
+        const env = await Promise.race([answer, timeout]);
+        return JSON.parse(JSON.stringify(unwrap(env) ?? null));
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    answer(subject, handler) {
+      const list = answerers.get(subject) ?? [];
+      list.push(handler as AnyHandler);
+      answerers.set(subject, list);
+      return () => {
+        const l = answerers.get(subject);
+        if (l) l.splice(l.indexOf(handler as AnyHandler), 1);
+      };
+    },
+    async close() {
+      subscribers.clear();
+      answerers.clear();
+    },
+  };
+}

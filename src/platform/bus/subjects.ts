@@ -1,0 +1,73 @@
+// The subject map of CONTRACT.md: every query's request/reply and every event's payload.
+// Types only, so any service can speak a subject without importing the service that owns it.
+
+export interface ProbeStream {
+  index: number;
+  type: 'video' | 'audio' | 'subtitle' | 'data' | 'attachment' | 'unknown';
+  codec: string;
+  language: string;
+  defaultFlag: boolean;
+  bitRateBps: number | null;
+  channels?: number;
+  sampleRate?: number;
+  frameRate?: number;
+  width?: number;
+  height?: number;
+}
+
+export interface ProbeFacts {
+  container: string;
+  bitrateBps: number;
+  durationMs: number;
+  streams: ProbeStream[];
+  capabilities: string[];
+  keyframesMs: number[];
+  keyframeSource: 'cues' | 'mp4-index' | 'packet-scan' | 'none';
+}
+
+export interface BusQueries {
+  /** Probe a file under a media root. `root` is the index in APP_MEDIA_ROOTS, `path` relative to it. */
+  'qry.media.probe': {
+    request: { root: number; path: string };
+    reply:
+      | { medium: true; sizeBytes: number; fastHash: string; facts: ProbeFacts }
+      | { medium: false; sizeBytes: number; fastHash: string; reason: string };
+  };
+  'qry.sources.resolve': {
+    request: { assetId: string; actor?: string };
+    reply: { assetId: string; bindings: { id: string; sourceId: string; locator: string; available: boolean }[] };
+  };
+  /** Is this session live? Asked by every Bearer guard after the local signature check. */
+  'qry.identity.session': {
+    request: { sid: string; sub: string };
+    reply: { live: boolean; reauth: boolean; reason?: string; policies?: string[] };
+  };
+}
+
+export interface WorkspaceEventPayload {
+  event: string;
+  timestamp: string;
+  owner: string;
+  workspace: { id: string; name: string; status: string; reason?: string };
+}
+
+export interface BusEvents {
+  'evt.catalog.assetIndexed': {
+    assetId: string;
+    editionId: string;
+    workId: string | null;
+    path: string;
+    root: number;
+    identification: 'identified' | 'unidentified';
+    indexed: boolean;
+    indexVersion: number;
+    durationMs: number | null;
+    at: number;
+  };
+  'evt.workspace.created': WorkspaceEventPayload;
+  'evt.workspace.started': WorkspaceEventPayload;
+  'evt.workspace.stopped': WorkspaceEventPayload;
+  'evt.workspace.restarted': WorkspaceEventPayload;
+  'evt.workspace.deleted': WorkspaceEventPayload;
+  'evt.workspace.failed': WorkspaceEventPayload;
+}

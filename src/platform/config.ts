@@ -1,0 +1,154 @@
+// The environment, read once and validated. A bad value stops start-up with one line naming the variable.
+import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+
+export const SERVICE_NAMES = ['workspaces', 'catalog', 'sources', 'workers', 'identity'] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+export type Env = Record<string, string | undefined>;
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    reason: string,
+  ) {
+    super(`${variable}: ${reason}`);
+  }
+}
+
+export interface Config {
+  production: boolean;
+  host: string;
+  ports: Record<ServiceName, number>;
+  services: ServiceName[];
+  dataDir: string;
+  apiSecret: string;
+  /** True when the secret was generated (dev mode); start-up then prints an admin token. */
+  apiSecretGenerated: boolean;
+  mediaRoots: string[];
+  bus: string;
+  publicHost: string;
+  dockerHost: string | undefined;
+  workspacePortRange: [number, number];
+  webhookDenyPrivate: boolean;
+}
+
+// Small typed readers: every service parses its own variables with these, so the
+// one-line error format stays the same everywhere.
+export function readString(env: Env, name: string, fallback: string): string {
+  const v = env[name];
+  return v === undefined || v === '' ? fallback : v;
+}
+
+export function readInt(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number from ${min} to ${max}`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be a whole number from ${min} to ${max}`);
+  return n;
+}
+
+export function readBool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(name, 'must be true or false');
+}
+
+// Port 0 asks the system for any free port (tests use it).
+const readPort = (env: Env, name: string, fallback: number) => readInt(env, name, fallback, 0, 65535);
+
+function readServices(env: Env): ServiceName[] {
+  const raw = env.APP_SERVICES;
+  if (!raw) return [...SERVICE_NAMES];
+  const names = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  if (names.length === 0) throw new ConfigError('APP_SERVICES', `must name at least one of ${SERVICE_NAMES.join(', ')}`);
+  for (const n of names) {
+    if (!(SERVICE_NAMES as readonly string[]).includes(n)) {
+      throw new ConfigError('APP_SERVICES', `unknown service; choose from ${SERVICE_NAMES.join(', ')}`);
+    }
+  }
+  return [...new Set(names)] as ServiceName[];
+}
+
+function readMediaRoots(env: Env): string[] {
+  const raw = env.APP_MEDIA_ROOTS;
+  if (!raw) return [];
+  const roots = raw.split(':').filter(Boolean);
+  for (const r of roots) {
+    if (!isAbsolute(r)) throw new ConfigError('APP_MEDIA_ROOTS', 'every root must be an absolute directory');
+  }
+  return roots.map((r) => resolve(r));
+}
+
+function readBus(env: Env): string {
+  const v = readString(env, 'APP_BUS', 'memory');
+  if (v !== 'memory' && !/^nats:\/\/[^\s]+$/.test(v)) throw new ConfigError('APP_BUS', 'must be memory or a nats:// URL');
+  return v;
+}
+
+function readPortRange(env: Env): [number, number] {
+  const raw = readString(env, 'APP_WORKSPACE_PORT_RANGE', '20000-20999');
+  const m = /^(\d+)-(\d+)$/.exec(raw);
+  const lo = Number(m?.[1]);
+  const hi = Number(m?.[2]);
+  if (!m || lo < 1024 || hi > 65535 || lo > hi) {
+    throw new ConfigError('APP_WORKSPACE_PORT_RANGE', 'must be LOW-HIGH within 1024-65535');
+  }
+  return [lo, hi];
+}
+
+const SECRET_RE = /^[0-9a-f]{64}$/i;
+
+/** The workspace-API secret: given, or (outside production) generated once and kept under the data dir. */
+function readApiSecret(env: Env, dataDir: string, production: boolean): { secret: string; generated: boolean } {
+  const given = env.APP_API_SECRET;
+  if (given !== undefined && given !== '') {
+    if (!SECRET_RE.test(given)) throw new ConfigError('APP_API_SECRET', 'must be 64 hexadecimal characters (32 random bytes)');
+    return { secret: given.toLowerCase(), generated: false };
+  }
+  if (production) throw new ConfigError('APP_API_SECRET', 'is required in production (64 hexadecimal characters)');
+  const file = join(dataDir, 'api-secret');
+  if (existsSync(file)) {
+    const kept = readFileSync(file, 'utf8').trim();
+    if (SECRET_RE.test(kept)) return { secret: kept, generated: true };
+  }
+  const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex');
+  writeFileSync(file, secret + '\n', { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return { secret, generated: true };
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const production = env.NODE_ENV === 'production';
+  const dataDir = resolve(readString(env, 'APP_DATA_DIR', './data'));
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  } catch {
+    throw new ConfigError('APP_DATA_DIR', 'cannot be created or is not writable');
+  }
+  const { secret, generated } = readApiSecret(env, dataDir, production);
+  return {
+    production,
+    host: readString(env, 'APP_HOST', '127.0.0.1'),
+    ports: {
+      workspaces: readPort(env, 'APP_WORKSPACES_PORT', 3100),
+      catalog: readPort(env, 'APP_CATALOG_PORT', 3101),
+      sources: readPort(env, 'APP_SOURCES_PORT', 3102),
+      workers: readPort(env, 'APP_WORKERS_PORT', 3103),
+      identity: readPort(env, 'APP_IDENTITY_PORT', 3104),
+    },
+    services: readServices(env),
+    dataDir,
+    apiSecret: secret,
+    apiSecretGenerated: generated,
+    mediaRoots: readMediaRoots(env),
+    bus: readBus(env),
+    publicHost: readString(env, 'APP_PUBLIC_HOST', 'localhost'),
+    dockerHost: env.DOCKER_HOST || undefined,
+    workspacePortRange: readPortRange(env),
+    webhookDenyPrivate: readBool(env, 'APP_WEBHOOK_DENY_PRIVATE', false),
+  };
+}

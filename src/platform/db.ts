@@ -1,0 +1,31 @@
+// bun:sqlite + Drizzle: one database file under APP_DATA_DIR, WAL mode, migrations applied at start-up.
+// Each service reads and writes only the tables of its own *.tables.ts.
+import { Database } from 'bun:sqlite';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite';
+import { migrations } from '../../drizzle/migrations';
+
+export type Db = BunSQLiteDatabase<Record<string, never>> & { $client: Database };
+
+export function openDb(dataDir: string, file = 'keel.db'): Db {
+  const sqlite = new Database(join(dataDir, file), { create: true, strict: true });
+  sqlite.exec('PRAGMA journal_mode = WAL');
+  sqlite.exec('PRAGMA synchronous = NORMAL');
+  sqlite.exec('PRAGMA foreign_keys = ON');
+  sqlite.exec('PRAGMA busy_timeout = 5000');
+  const db = drizzle({ client: sqlite }) as Db;
+  migrate(db);
+  return db;
+}
+
+/** drizzle's own migrator, fed from the embedded copy instead of the migrations folder. */
+function migrate(db: Db) {
+  const metas = migrations.map((m) => ({
+    sql: m.sql.split('--> statement-breakpoint'),
+    bps: m.breakpoints,
+    folderMillis: m.when,
+    hash: createHash('sha256').update(m.sql).digest('hex'),
+  }));
+  (db as unknown as { dialect: { migrate: Function }; session: unknown }).dialect.migrate(metas, (db as any).session, {});
+}

@@ -1,0 +1,83 @@
+// The one place an exception becomes a response. Two error models: the workspace envelope and
+// RFC 9457 problem+json for the media services. Elysia's own errors (validation, unknown route,
+// broken JSON) and anything unexpected pass through here; no stack trace or received value leaks.
+import { Elysia, ValidationError } from 'elysia';
+import { AppError, toEnvelope, toProblem } from '../errors';
+import { createLogger, errorFields, type Logger } from '../runtime';
+
+export type ErrorStyle = 'envelope' | 'problem';
+
+interface Issue {
+  in: string;
+  property: string;
+  detail: string;
+}
+
+function validationIssues(e: ValidationError): Issue[] {
+  const where = e.type === 'params' ? 'path' : e.type;
+  // TypeBox messages describe the expectation, never the value received.
+  return e.all.slice(0, 10).map((i: any) => ({ in: where, property: i.path || '/', detail: i.message }));
+}
+
+/** Turns any thrown thing into an AppError for the given error model. */
+export function toAppError(code: string | number, error: unknown, style: ErrorStyle, production: boolean, log: Logger): AppError {
+  if (error instanceof AppError) return error;
+  if (code === 'VALIDATION' && error instanceof ValidationError) {
+    const issues = validationIssues(error);
+    if (style === 'envelope') {
+      return new AppError('INVALID_REQUEST', 400, `invalid ${issues[0]?.in ?? 'request'}: ${issues[0]?.property ?? ''} ${issues[0]?.detail ?? ''}`.trim(), {
+        details: { errors: issues },
+      });
+    }
+    const first = issues[0];
+    return new AppError('validation', 422, 'Request validation failed', {
+      details: {
+        on: first?.in ?? 'body',
+        ...(production || !first ? {} : { property: first.property, detail: first.detail }),
+      },
+    });
+  }
+  if (code === 'PARSE') {
+    return style === 'envelope'
+      ? new AppError('INVALID_REQUEST', 400, 'the request body is not valid JSON')
+      : new AppError('parse', 400, 'The request body could not be parsed');
+  }
+  if (code === 'NOT_FOUND') {
+    return style === 'envelope'
+      ? new AppError('NOT_FOUND', 404, 'no such route')
+      : new AppError('not-found', 404, 'No such route');
+  }
+  if (code === 'INVALID_COOKIE_SIGNATURE' || code === 'INVALID_FILE_TYPE') {
+    return new AppError(style === 'envelope' ? 'INVALID_REQUEST' : 'validation', style === 'envelope' ? 400 : 422, 'invalid request');
+  }
+  log.error('unhandled error', { code: String(code), ...errorFields(error) });
+  return style === 'envelope'
+    ? new AppError('INTERNAL_ERROR', 500, 'internal server error')
+    : new AppError('internal', 500, 'Internal server error', { retryable: true, category: 'transient' });
+}
+
+export function render(e: AppError, style: ErrorStyle, path: string): Response {
+  const headers: Record<string, string> = {
+    'content-type': style === 'envelope' ? 'application/json' : 'application/problem+json',
+    ...e.headers,
+  };
+  const body = style === 'envelope' ? toEnvelope(e) : toProblem(e, path);
+  return new Response(JSON.stringify(body), { status: e.status, headers });
+}
+
+/** Installs the error model on an app. Call it first on a service's root app. */
+export function errorHandling(style: ErrorStyle, opts: { production: boolean; log?: Logger }) {
+  const log = opts.log ?? createLogger({ component: 'http' });
+  return new Elysia({ name: `platform.errors.${style}`, seed: opts.production }).onError(
+    { as: 'global' },
+    ({ code, error, request, set }) => {
+      const appError = toAppError(code, error, style, opts.production, log);
+      const res = render(appError, style, new URL(request.url).pathname);
+      // Headers set earlier in the request (rate limit, CORS) stay on the error response.
+      for (const [k, v] of Object.entries(set.headers)) {
+        if (typeof v === 'string' && !res.headers.has(k)) res.headers.set(k, v);
+      }
+      return res;
+    },
+  );
+}

@@ -1,0 +1,31 @@
+// GET /health and GET /version, the same shapes on every service (media spec). No token, no dependency checks.
+import { Elysia, t } from 'elysia';
+import pkg from '../../../package.json';
+
+declare const KEEL_COMMIT: string | undefined;
+const startedAt = Date.now();
+
+export const VERSION = pkg.version;
+export const COMMIT = process.env.APP_COMMIT ?? (typeof KEEL_COMMIT === 'string' ? KEEL_COMMIT : 'dev');
+export const TRAIN = process.env.APP_TRAIN ?? 'edge';
+
+export const HealthSchema = t.Object({
+  status: t.Literal('ok'),
+  timestamp: t.Number({ description: 'Unix epoch milliseconds' }),
+  uptime: t.Number({ description: 'seconds since the process started' }),
+  version: t.String(),
+});
+export const VersionSchema = t.Object({ commit: t.String(), component: t.String(), train: t.String(), version: t.String() });
+
+export function healthRoutes(component: string) {
+  return new Elysia({ name: `platform.health.${component}`, detail: { tags: ['probes'] } })
+    .get(
+      '/health',
+      () => ({ status: 'ok' as const, timestamp: Date.now(), uptime: (Date.now() - startedAt) / 1000, version: VERSION }),
+      { response: HealthSchema, detail: { summary: 'Liveness probe', security: [] } },
+    )
+    .get('/version', () => ({ commit: COMMIT, component, train: TRAIN, version: VERSION }), {
+      response: VersionSchema,
+      detail: { summary: 'Build version', security: [] },
+    });
+}

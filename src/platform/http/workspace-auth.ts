@@ -1,0 +1,76 @@
+// Bearer auth and rate limits of the workspace API (CONTRACT.md): HS256 tokens keyed by
+// APP_API_SECRET, 100 req/min per client address without a valid token, 1000 per `sub` with one.
+// Runs on every request before parsing, so a 401 or 429 comes before any other answer.
+import { Elysia } from 'elysia';
+import { AppError } from '../errors';
+import { TokenError, verifyHs256 } from '../jwt';
+import { createFixedWindow } from '../rate-limit';
+
+export interface Actor {
+  id: string;
+  admin: boolean;
+}
+
+export interface WorkspaceAuthOptions {
+  secret: string;
+  anonymousLimit?: number;
+  authenticatedLimit?: number;
+  /** Paths under this prefix need a token; everything else is public. */
+  protectedPrefix?: string;
+  now?: () => number;
+}
+
+let seed = 0;
+
+export function workspaceAuth(opts: WorkspaceAuthOptions) {
+  const now = opts.now ?? Date.now;
+  const limiter = createFixedWindow(60_000, now);
+  const anonymous = opts.anonymousLimit ?? 100;
+  const authenticated = opts.authenticatedLimit ?? 1000;
+  const prefix = opts.protectedPrefix ?? '/api';
+  const actors = new WeakMap<Request, Actor>();
+
+  return new Elysia({ name: 'platform.workspace-auth', seed: seed++ })
+    .onRequest(({ request, set, server }) => {
+      let actor: Actor | undefined;
+      let failure: string | undefined;
+      const header = request.headers.get('authorization');
+      if (header) {
+        const m = /^Bearer ([^\s]+)$/i.exec(header);
+        if (!m) failure = 'malformed Authorization header';
+        else {
+          try {
+            const claims = verifyHs256(m[1]!, opts.secret, now());
+            actor = { id: claims.sub, admin: claims.role === 'admin' };
+          } catch (e) {
+            failure = e instanceof TokenError ? e.message : 'invalid token';
+          }
+        }
+      }
+      const key = actor ? `sub:${actor.id}` : `ip:${server?.requestIP(request)?.address ?? 'unknown'}`;
+      const d = limiter.hit(key, actor ? authenticated : anonymous);
+      set.headers['x-ratelimit-limit'] = String(d.limit);
+      set.headers['x-ratelimit-remaining'] = String(d.remaining);
+      set.headers['x-ratelimit-reset'] = String(d.resetAt);
+      if (!d.allowed) {
+        throw new AppError('RATE_LIMITED', 429, 'rate limit exceeded; retry after the window resets', {
+          details: { limit: d.limit, retryAfter: d.retryAfter },
+          headers: { 'retry-after': String(d.retryAfter) },
+        });
+      }
+      if (actor) actors.set(request, actor);
+      else if (new URL(request.url).pathname.startsWith(prefix)) {
+        throw new AppError('UNAUTHORIZED', 401, failure ?? 'a Bearer token is required', {
+          headers: { 'www-authenticate': 'Bearer' },
+        });
+      }
+    })
+    .resolve({ as: 'scoped' }, ({ request }) => {
+      const actor = actors.get(request);
+      if (!actor) throw new AppError('UNAUTHORIZED', 401, 'a Bearer token is required');
+      return { actor };
+    });
+}
+
+/** Ownership rule: admins act on everything; others only on what they own. */
+export const canAccess = (actor: Actor, owner: string) => actor.admin || actor.id === owner;

@@ -1,0 +1,27 @@
+// What main.ts hands every service, and what a service hands back.
+import type { Elysia } from 'elysia';
+import type { Bus } from './bus/bus';
+import type { Config } from './config';
+import type { Db } from './db';
+import type { Clock, Logger } from './runtime';
+
+export interface ServiceDeps {
+  config: Config;
+  db: Db;
+  bus: Bus;
+  log: Logger;
+  clock: Clock;
+  /** Aborted when the process begins to shut down: long streams end on it. */
+  shutdown: AbortSignal;
+}
+
+export interface Service {
+  // The concrete route types do not matter to main.ts, only that it can listen.
+  app: Elysia<any, any, any, any, any, any, any>;
+  /** Background work begun after the app listens (engine events, delivery loops). */
+  start?(): Promise<void> | void;
+  /** Ends background work; called on shutdown before the database closes. */
+  stop?(): Promise<void> | void;
+}
+
+export type ServiceFactory = (deps: ServiceDeps) => Service | Promise<Service>;
