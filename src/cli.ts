@@ -12,7 +12,9 @@ export function parseTtl(s: string): number {
   return Number(m[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
 }
 
-async function main(argv: string[]) {
+export const CLI_COMMANDS = ['token'];
+
+export async function runCli(argv: string[]) {
   const [cmd, ...rest] = argv;
   if (cmd === 'token') {
     const { values } = parseArgs({ args: rest, options: { sub: { type: 'string' }, ttl: { type: 'string', default: '1h' }, role: { type: 'string' } } });
@@ -23,11 +25,11 @@ async function main(argv: string[]) {
     return;
   }
   process.stderr.write(USAGE + '\n');
-  process.exit(cmd ? 2 : 0);
+  process.exit(cmd && cmd !== "help" ? 2 : 0);
 }
 
 if (import.meta.main) {
-  main(process.argv.slice(2)).catch((e) => {
+  runCli(process.argv.slice(2)).catch((e) => {
     process.stderr.write(`${(e as Error).message}\n`);
     process.exit(1);
   });

@@ -71,7 +71,8 @@ export async function startPlatform(env: Record<string, string | undefined> = pr
   return { urls, stop };
 }
 
-if (import.meta.main) {
+/** Runs the platform until SIGTERM/SIGINT; a start-up failure prints one line and exits 1. */
+export async function serve(): Promise<void> {
   try {
     const platform = await startPlatform();
     const onSignal = (sig: string) => {
@@ -90,3 +91,5 @@ if (import.meta.main) {
     process.exit(1);
   }
 }
+
+if (import.meta.main) await serve();

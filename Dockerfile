@@ -1,0 +1,25 @@
+# Keel as one compiled binary. Build: docker build -t keel .
+# Run:   docker run -p 3100-3104:3100-3104 -e APP_HOST=0.0.0.0 -e APP_API_SECRET=... \
+#          -v keel-data:/data -v /var/run/docker.sock:/var/run/docker.sock keel
+# The engine socket is mounted into Keel's own container only (workspaces never get it).
+FROM oven/bun:1-debian AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN bun install --frozen-lockfile || bun install
+COPY . .
+RUN bun run build
+
+FROM debian:bookworm-slim
+# ffprobe for the catalog, git for workspace repos, busybox-static to build the `minimal` image offline.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ffmpeg git busybox-static ca-certificates tini \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --home /data --uid 10001 keel \
+ && mkdir -p /data && chown keel /data
+COPY --from=build /src/dist/keel /usr/local/bin/keel
+ENV NODE_ENV=production APP_DATA_DIR=/data APP_HOST=0.0.0.0
+VOLUME /data
+EXPOSE 3100 3101 3102 3103 3104
+HEALTHCHECK --interval=30s --timeout=3s CMD ["/bin/sh", "-c", "exec 3<>/dev/tcp/127.0.0.1/3100 || exit 1"]
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/keel"]
+CMD ["serve"]

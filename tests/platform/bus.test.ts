@@ -1,0 +1,133 @@
+// The bus contract, run against both implementations: what works in-process must work on NATS.
+import { afterEach, describe, expect, test } from 'bun:test';
+import type { Bus } from '../../src/platform/bus/bus';
+import { subjectMatches } from '../../src/platform/bus/bus';
+import { createMemoryBus } from '../../src/platform/bus/memory';
+import { createNatsBus } from '../../src/platform/bus/nats';
+import { AppError } from '../../src/platform/errors';
+import { createLogger } from '../../src/platform/runtime';
+import { requireTestEnv } from '../helpers/platform';
+
+const quiet = createLogger({}, 'error');
+const natsUrl = requireTestEnv('KEEL_TEST_NATS_URL');
+const opened: Bus[] = [];
+// Every test gets fresh connections, so no answerer of one test is left for the next.
+afterEach(async () => {
+  for (const b of opened.splice(0)) await b.close();
+});
+
+const waitFor = async (cond: () => boolean, ms = 2000) => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await Bun.sleep(5);
+  }
+};
+
+const implementations: [string, () => Promise<[Bus, Bus]>][] = [
+  ['memory', async () => {
+    const b = createMemoryBus(quiet);
+    opened.push(b);
+    return [b, b];
+  }],
+  // Two connections: the answerer and the asker are different clients, as across processes.
+  ['nats', async () => {
+    const a = await createNatsBus(natsUrl, quiet);
+    const b = await createNatsBus(natsUrl, quiet);
+    opened.push(a, b);
+    return [a, b];
+  }],
+];
+
+for (const [name, open] of implementations) {
+  describe(`${name} bus`, () => {
+    test('a query is answered with the reply as JSON', async () => {
+      const [server, client] = await open();
+      server.answer('qry.identity.session', async (req) => ({ live: req.sid === 's1', reauth: false }));
+      await Bun.sleep(50);
+      expect(await client.request('qry.identity.session', { sid: 's1', sub: 'a' })).toEqual({ live: true, reauth: false });
+    });
+
+    test('an AppError thrown by the answerer reaches the asker with its code and status', async () => {
+      const [server, client] = await open();
+      server.answer('qry.sources.resolve', () => {
+        throw new AppError('SOURCE_NOT_FOUND', 404, 'no such asset');
+      });
+      await Bun.sleep(50);
+      const err = await client.request('qry.sources.resolve', { assetId: 'x' }).catch((e) => e);
+      expect(err).toBeInstanceOf(AppError);
+      expect(err.code).toBe('SOURCE_NOT_FOUND');
+      expect(err.status).toBe(404);
+    });
+
+    test('an unexpected answerer failure does not leak its message', async () => {
+      const [server, client] = await open();
+      server.answer('qry.media.probe', () => {
+        throw new Error('/secret/path exploded');
+      });
+      await Bun.sleep(50);
+      const err = await client.request('qry.media.probe', { root: 0, path: 'a' }).catch((e) => e);
+      expect(err.code).toBe('BUS_HANDLER_FAILED');
+      expect(err.message).not.toContain('/secret/path');
+    });
+
+    test('a query nobody answers fails at once with BUS_NO_ANSWERER', async () => {
+      const [, client] = await open();
+      const started = Date.now();
+      const err = await client.request('qry.identity.session', { sid: 's', sub: 'a' }, { timeoutMs: 3000 }).catch((e) => e);
+      expect(err.code).toBe('BUS_NO_ANSWERER');
+      expect(Date.now() - started).toBeLessThan(2000);
+    });
+
+    test('a slow answerer times out with BUS_TIMEOUT', async () => {
+      const [server, client] = await open();
+      const off = server.answer('qry.sources.resolve', async () => {
+        await Bun.sleep(500);
+        return { assetId: 'x', bindings: [] };
+      });
+      await Bun.sleep(50);
+      const err = await client.request('qry.sources.resolve', { assetId: 'x' }, { timeoutMs: 100 }).catch((e) => e);
+      off();
+      expect(err.code).toBe('BUS_TIMEOUT');
+    });
+
+    test('events reach every matching subscriber, wildcards included, and a failing one breaks nothing', async () => {
+      const [server, client] = await open();
+      const got: string[] = [];
+      const offs = [
+        server.subscribe('evt.workspace.*', (p, subject) => void got.push(`star:${subject}:${p.workspace.id}`)),
+        server.subscribe('evt.>', (_p, subject) => void got.push(`gt:${subject}`)),
+        server.subscribe('evt.workspace.created', () => {
+          throw new Error('subscriber bug');
+        }),
+      ];
+      await Bun.sleep(50);
+      const payload = { event: 'workspace.created', timestamp: new Date().toISOString(), owner: 'a', workspace: { id: 'w1', name: 'n', status: 'creating' } };
+      await client.publish('evt.workspace.created', payload);
+      await waitFor(() => got.length >= 2);
+      expect(got.sort()).toEqual(['gt:evt.workspace.created', 'star:evt.workspace.created:w1']);
+      for (const off of offs) off();
+    });
+
+    test('an unsubscribed handler receives nothing more', async () => {
+      const [server, client] = await open();
+      let n = 0;
+      const off = server.subscribe('evt.catalog.assetIndexed', () => void n++);
+      await Bun.sleep(50);
+      off();
+      await Bun.sleep(20);
+      await client.publish('evt.catalog.assetIndexed', { assetId: 'a' } as never);
+      await Bun.sleep(100);
+      expect(n).toBe(0);
+    });
+  });
+}
+
+test('subject patterns follow NATS rules', () => {
+  expect(subjectMatches('evt.workspace.*', 'evt.workspace.created')).toBe(true);
+  expect(subjectMatches('evt.workspace.*', 'evt.workspace.created.x')).toBe(false);
+  expect(subjectMatches('evt.>', 'evt.workspace.created')).toBe(true);
+  expect(subjectMatches('evt.>', 'evt')).toBe(false);
+  expect(subjectMatches('qry.media.probe', 'qry.media.probe')).toBe(true);
+  expect(subjectMatches('qry.media.*', 'qry.sources.resolve')).toBe(false);
+});
