@@ -2,12 +2,13 @@
 # Run:   docker run -p 3100-3104:3100-3104 -e APP_HOST=0.0.0.0 -e APP_API_SECRET=... \
 #          -v keel-data:/data -v /var/run/docker.sock:/var/run/docker.sock keel
 # The engine socket is mounted into Keel's own container only (workspaces never get it).
-FROM oven/bun:1-debian AS build
+FROM node:22-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-RUN bun install --frozen-lockfile || bun install
+# Bun comes from npm as a dev dependency, as on a developer machine.
+RUN npm ci
 COPY . .
-RUN bun run build
+RUN npx bun run build
 
 FROM debian:bookworm-slim
 # ffprobe for the catalog, git for workspace repos, busybox-static to build the `minimal` image offline.
@@ -20,6 +21,6 @@ COPY --from=build /src/dist/keel /usr/local/bin/keel
 ENV NODE_ENV=production APP_DATA_DIR=/data APP_HOST=0.0.0.0
 VOLUME /data
 EXPOSE 3100 3101 3102 3103 3104
-HEALTHCHECK --interval=30s --timeout=3s CMD ["/bin/sh", "-c", "exec 3<>/dev/tcp/127.0.0.1/3100 || exit 1"]
+HEALTHCHECK --interval=30s --timeout=3s CMD ["/usr/local/bin/keel", "healthcheck"]
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/keel"]
 CMD ["serve"]

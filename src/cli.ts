@@ -4,7 +4,8 @@ import { loadConfig } from './platform/config';
 import { mintToken } from './platform/jwt';
 
 const USAGE = `usage:
-  keel token --sub <actor> [--ttl 1h] [--role admin]   print a workspace-API token`;
+  keel token --sub <actor> [--ttl 1h] [--role admin]   print a workspace-API token
+  keel healthcheck                                     GET /health of every service this config runs (exit 0 when all answer ok)`;
 
 export function parseTtl(s: string): number {
   const m = /^(\d+)([smhd]?)$/.exec(s);
@@ -12,7 +13,7 @@ export function parseTtl(s: string): number {
   return Number(m[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
 }
 
-export const CLI_COMMANDS = ['token'];
+export const CLI_COMMANDS = ['token', 'healthcheck'];
 
 export async function runCli(argv: string[]) {
   const [cmd, ...rest] = argv;
@@ -22,6 +23,15 @@ export async function runCli(argv: string[]) {
     if (values.role !== undefined && values.role !== 'admin') throw new Error('--role takes only admin');
     const config = loadConfig();
     process.stdout.write(mintToken(config.apiSecret, { sub: values.sub, ttlSeconds: parseTtl(values.ttl!), role: values.role as 'admin' | undefined }) + '\n');
+    return;
+  }
+  if (cmd === 'healthcheck') {
+    const config = loadConfig();
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+    for (const name of config.services) {
+      const res = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${config.ports[name]}/health`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
+      if (res?.status !== 200) throw new Error(`${name} is not healthy`);
+    }
     return;
   }
   process.stderr.write(USAGE + '\n');

@@ -95,7 +95,7 @@ for (const [name, open] of implementations) {
       const [server, client] = await open();
       const got: string[] = [];
       const offs = [
-        server.subscribe('evt.workspace.*', (p, subject) => void got.push(`star:${subject}:${p.workspace.id}`)),
+        server.subscribe('evt.workspace.*', (p, subject) => void got.push(`star:${subject}:${(p as { workspace: { id: string } }).workspace.id}`)),
         server.subscribe('evt.>', (_p, subject) => void got.push(`gt:${subject}`)),
         server.subscribe('evt.workspace.created', () => {
           throw new Error('subscriber bug');
