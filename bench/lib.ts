@@ -1,0 +1,48 @@
+// Shared measuring tools for the benchmarks: a bounded load loop, percentiles, a table printer.
+
+export interface LoadResult {
+  requests: number;
+  seconds: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+export function percentile(sortedMs: number[], p: number): number {
+  if (sortedMs.length === 0) return NaN;
+  const i = Math.min(sortedMs.length - 1, Math.max(0, Math.ceil((p / 100) * sortedMs.length) - 1));
+  return sortedMs[i]!;
+}
+
+export function summarize(samplesMs: number[]) {
+  const s = [...samplesMs].sort((a, b) => a - b);
+  return { n: s.length, p50Ms: percentile(s, 50), p99Ms: percentile(s, 99), medianMs: percentile(s, 50), maxMs: s[s.length - 1] ?? NaN };
+}
+
+/** Runs `task` `total` times over `concurrency` loops (bounded in count), timing each call. */
+export async function load(task: () => Promise<unknown>, opts: { total: number; concurrency: number; warmup?: number }): Promise<LoadResult> {
+  for (let i = 0; i < (opts.warmup ?? Math.min(200, opts.total / 10)); i++) await task();
+  const samples: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: opts.concurrency }, async () => {
+      while (next < opts.total) {
+        next++;
+        const t0 = performance.now();
+        await task();
+        samples.push(performance.now() - t0);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const { p50Ms, p99Ms } = summarize(samples);
+  return { requests: samples.length, seconds, rps: samples.length / seconds, p50Ms, p99Ms };
+}
+
+export const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+export function printTable(title: string, rows: Record<string, unknown>[]) {
+  console.log(`\n## ${title}`);
+  console.table(rows);
+}
