@@ -2,6 +2,10 @@
 // the other so they do not compete for the two cores, and writes the figures to bench/results.json.
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { prepareMachine } from '../scripts/machine';
+
+const machine = await prepareMachine();
+Object.assign(process.env, machine.env);
 
 const only = process.argv.slice(2);
 const files = readdirSync(import.meta.dir)
@@ -23,4 +27,5 @@ for (const f of files) {
 }
 writeFileSync(join(import.meta.dir, 'results.json'), JSON.stringify(results, null, 2) + '\n');
 console.log('\nwrote bench/results.json');
+machine.stop();
 process.exit(failed ? 1 : 0);
