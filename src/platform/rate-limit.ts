@@ -43,3 +43,55 @@ export function createFixedWindow(windowMs: number, now: () => number = Date.now
     size: () => windows.size,
   };
 }
+
+export interface BucketSpec {
+  /** Tokens added per second. */
+  ratePerSec: number;
+  /** Bucket size: how many requests may arrive at once after a quiet period. */
+  burst: number;
+}
+
+/**
+ * Token bucket per key: `burst` tokens, refilled continuously at `ratePerSec`. Idle keys whose
+ * bucket is full again are dropped, so memory follows the number of recently active keys.
+ */
+export function createTokenBucket(spec: BucketSpec, now: () => number = Date.now) {
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  const fullAfterMs = (spec.burst / spec.ratePerSec) * 1000;
+  let lastSweep = now();
+
+  const level = (key: string, t: number) => {
+    const b = buckets.get(key);
+    if (!b) return { tokens: spec.burst, at: t };
+    return { tokens: Math.min(spec.burst, b.tokens + ((t - b.at) / 1000) * spec.ratePerSec), at: t };
+  };
+
+  return {
+    take(key: string, cost = 1): Decision {
+      const t = now();
+      if (t - lastSweep > fullAfterMs) {
+        for (const [k, b] of buckets) if (t - b.at >= fullAfterMs) buckets.delete(k);
+        lastSweep = t;
+      }
+      const b = level(key, t);
+      const allowed = b.tokens >= cost;
+      if (allowed) b.tokens -= cost;
+      buckets.set(key, b);
+      const missing = Math.max(0, cost - b.tokens);
+      return {
+        allowed,
+        limit: spec.burst,
+        remaining: Math.floor(b.tokens),
+        resetAt: Math.ceil((t + ((spec.burst - b.tokens) / spec.ratePerSec) * 1000) / 1000),
+        // Whole seconds, rounded up: retrying after this many seconds finds `cost` tokens.
+        retryAfter: allowed ? 0 : Math.max(1, Math.ceil(missing / spec.ratePerSec)),
+      };
+    },
+    /** Gives back what `take` consumed, when a later check refuses the same request. */
+    refund(key: string, cost = 1) {
+      const b = buckets.get(key);
+      if (b) b.tokens = Math.min(spec.burst, b.tokens + cost);
+    },
+    size: () => buckets.size,
+  };
+}

@@ -25,6 +25,26 @@ export interface ProbeFacts {
   keyframeSource: 'cues' | 'mp4-index' | 'packet-scan' | 'none';
 }
 
+/** Why a session stopped being live (reply of qry.identity.session). */
+export type IdentitySessionEndReason =
+  | 'unknown-session'
+  | 'session-revoked'
+  | 'session-expired'
+  | 'refresh-reuse'
+  | 'key-rotated'
+  | 'policies-changed'
+  | 'actor-disabled';
+
+/** An Ed25519 public key as published in the JWKS. */
+export interface IdentityPublicJwk {
+  kty: 'OKP';
+  crv: 'Ed25519';
+  x: string;
+  kid: string;
+  alg: 'EdDSA';
+  use: 'sig';
+}
+
 export interface BusQueries {
   /** Probe a file under a media root. `root` is the index in APP_MEDIA_ROOTS, `path` relative to it. */
   'qry.media.probe': {
@@ -37,10 +57,20 @@ export interface BusQueries {
     request: { assetId: string; actor?: string };
     reply: { assetId: string; bindings: { id: string; sourceId: string; locator: string; available: boolean }[] };
   };
-  /** Is this session live? Asked by every Bearer guard after the local signature check. */
+  /**
+   * Is this session live? Asked by every Bearer guard after the local signature check.
+   * `live: false, reauth: true`: the session ended for `reason`; a new POST /sessions with a valid
+   * API key fixes it. `live: false, reauth: false`: no such session for this actor.
+   * `policies` is the actor's current policy list when live.
+   */
   'qry.identity.session': {
     request: { sid: string; sub: string };
-    reply: { live: boolean; reauth: boolean; reason?: string; policies?: string[] };
+    reply: { live: boolean; reauth: boolean; reason?: IdentitySessionEndReason; policies?: string[] };
+  };
+  /** The public keys that verify access tokens (the body of /.well-known/jwks.json), for guards on the bus. */
+  'qry.identity.jwks': {
+    request: Record<string, never>;
+    reply: { keys: IdentityPublicJwk[] };
   };
 }
 
