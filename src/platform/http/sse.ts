@@ -5,6 +5,8 @@
 export interface SseSink {
   /** Sends one event; returns false when the client is gone or the stream is closed. */
   send(data: unknown, event?: string, id?: string): boolean;
+  /** Sends a frame made once by encodeEvent: one serialisation shared by many clients (fan-out). */
+  sendEncoded(frame: Uint8Array): boolean;
   comment(text: string): boolean;
   close(): void;
   readonly closed: boolean;
@@ -24,6 +26,16 @@ export interface SseOptions {
 }
 
 const enc = new TextEncoder();
+
+function eventText(data: unknown, event?: string, id?: string): string {
+  let frame = '';
+  if (id) frame += `id: ${id}\n`;
+  if (event) frame += `event: ${event}\n`;
+  return frame + `data: ${JSON.stringify(data)}\n\n`;
+}
+
+/** One SSE event as bytes, for sendEncoded. */
+export const encodeEvent = (data: unknown, event?: string, id?: string): Uint8Array => enc.encode(eventText(data, event, id));
 
 export function sseResponse(opts: SseOptions): Response {
   let cleanup: (() => void) | void;
@@ -46,9 +58,9 @@ export function sseResponse(opts: SseOptions): Response {
     } catch {}
   };
 
-  const write = (text: string) => {
+  const write = (text: string) => writeBytes(enc.encode(text));
+  const writeBytes = (bytes: Uint8Array) => {
     if (closed) return false;
-    const bytes = enc.encode(text);
     try {
       controller.enqueue(bytes);
       backlog = Math.max(0, -(controller.desiredSize ?? 0));
@@ -60,13 +72,8 @@ export function sseResponse(opts: SseOptions): Response {
   };
 
   const sink: SseSink = {
-    send(data, event, id) {
-      let frame = '';
-      if (id) frame += `id: ${id}\n`;
-      if (event) frame += `event: ${event}\n`;
-      frame += `data: ${JSON.stringify(data)}\n\n`;
-      return write(frame);
-    },
+    send: (data, event, id) => write(eventText(data, event, id)),
+    sendEncoded: writeBytes,
     comment: (text) => write(`: ${text}\n\n`),
     close: finish,
     get closed() {
