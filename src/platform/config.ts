@@ -31,6 +31,8 @@ export interface Config {
   dockerHost: string | undefined;
   workspacePortRange: [number, number];
   webhookDenyPrivate: boolean;
+  /** The raw environment, for the variables a service parses itself (e.g. identity.config.ts). */
+  env: Env;
 }
 
 // Small typed readers: every service parses its own variables with these, so the
@@ -150,5 +152,6 @@ export function loadConfig(env: Env = process.env): Config {
     dockerHost: env.DOCKER_HOST || undefined,
     workspacePortRange: readPortRange(env),
     webhookDenyPrivate: readBool(env, 'APP_WEBHOOK_DENY_PRIVATE', false),
+    env,
   };
 }
