@@ -31,7 +31,7 @@ export async function startPlatform(env: Record<string, string | undefined> = pr
   const db = openDb(config.dataDir);
   const bus = await openBus(config.bus, log.child({ component: 'bus' }));
   const shutdown = new AbortController();
-  const deps: ServiceDeps = { config, db, bus, log, clock: systemClock, shutdown: shutdown.signal, env };
+  const deps: ServiceDeps = { config, db, bus, log, clock: systemClock, shutdown: shutdown.signal };
 
   const running: { name: ServiceName; service: Service; server: { stop(force?: boolean): Promise<void> | void } }[] = [];
   const urls: Platform['urls'] = {};

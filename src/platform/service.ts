@@ -1,7 +1,7 @@
 // What main.ts hands every service, and what a service hands back.
 import type { Elysia } from 'elysia';
 import type { Bus } from './bus/bus';
-import type { Config, Env } from './config';
+import type { Config } from './config';
 import type { Db } from './db';
 import type { Clock, Logger } from './runtime';
 
@@ -13,8 +13,6 @@ export interface ServiceDeps {
   clock: Clock;
   /** Aborted when the process begins to shut down: long streams end on it. */
   shutdown: AbortSignal;
-  /** The environment the platform was started with, for a service's own variables (`<svc>.config.ts`). */
-  env?: Env;
 }
 
 export interface Service {
