@@ -1,0 +1,61 @@
+// Schemas of the exec API: the request, the result and the streaming events.
+import { t, type Static } from 'elysia';
+
+export const EXEC_TIMEOUT_DEFAULT_MS = 30_000;
+export const EXEC_TIMEOUT_MAX_MS = 600_000;
+/** Bytes of each of stdout and stderr kept in a (non-streaming) result. */
+export const EXEC_OUTPUT_MAX_BYTES = 1024 * 1024;
+export const EXEC_ENV_MAX = 64;
+/** Exit code of a command killed at its timeout (as coreutils' timeout(1)). */
+export const EXIT_TIMED_OUT = 124;
+
+export const ExecBody = t.Object(
+  {
+    command: t.String({ minLength: 1, maxLength: 65536, description: 'run by `sh -c` in the workspace' }),
+    workdir: t.Optional(
+      t.String({ minLength: 1, maxLength: 4096, pattern: '^/[^\\u0000]*$', description: "absolute directory; default: the template's working directory" }),
+    ),
+    timeout: t.Optional(
+      t.Integer({
+        minimum: 1,
+        maximum: EXEC_TIMEOUT_MAX_MS,
+        default: EXEC_TIMEOUT_DEFAULT_MS,
+        description: `milliseconds; past it the command and every process it started are killed (exitCode ${EXIT_TIMED_OUT}, timedOut true)`,
+      }),
+    ),
+    env: t.Optional(
+      t.Record(t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' }), t.String({ maxLength: 32768, pattern: '^[^\\u0000]*$' }), {
+        maxProperties: EXEC_ENV_MAX,
+        description: 'extra environment variables (names: letters, digits, _; not starting with a digit)',
+      }),
+    ),
+    stream: t.Optional(
+      t.Boolean({
+        default: false,
+        description:
+          'true: answer text/event-stream with `event: stdout` / `event: stderr` (data {"data": "<text>"}) as output arrives, ' +
+          'then one `event: exit` (data: the Exec result without stdout/stderr) or `event: error` (data: the error body)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ExecInput = Static<typeof ExecBody>;
+
+export const ExecResult = t.Object({
+  exitCode: t.Integer(),
+  stdout: t.String({ description: `UTF-8; invalid bytes become U+FFFD; at most ${EXEC_OUTPUT_MAX_BYTES} bytes` }),
+  stderr: t.String({ description: `UTF-8; invalid bytes become U+FFFD; at most ${EXEC_OUTPUT_MAX_BYTES} bytes` }),
+  duration: t.Number({ description: 'milliseconds' }),
+  timedOut: t.Boolean(),
+  stdoutTruncated: t.Boolean(),
+  stderrTruncated: t.Boolean(),
+});
+export type ExecResult = Static<typeof ExecResult>;
+
+export const ExecExit = t.Object({
+  exitCode: t.Integer(),
+  duration: t.Number(),
+  timedOut: t.Boolean(),
+});
+export type ExecExit = Static<typeof ExecExit>;

@@ -1,0 +1,42 @@
+// HTTP wiring of command execution: a JSON result, or SSE output with `stream: true`.
+import { Elysia } from 'elysia';
+import { sseResponse } from '../../platform/http/sse';
+import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecResult, type ExecResult as ExecResultT } from './exec.model';
+import type { ExecService } from './exec.service';
+import type { WorkspaceAuthPlugin } from './logs.routes';
+import { ErrorEnvelope, IdParams } from './workspaces.model';
+
+export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; shutdown: AbortSignal }) {
+  return new Elysia({ name: 'workspaces.exec' })
+    .use(deps.auth)
+    .post(
+      '/api/workspaces/:id/exec',
+      async ({ params, body, actor, request }) => {
+        if (body.stream) {
+          const start = await deps.exec.stream(actor, params.id, body);
+          // A Response passes through Elysia untouched (the 200 schema describes the JSON answer).
+          return sseResponse({ signal: request.signal, shutdown: deps.shutdown, start }) as unknown as ExecResultT;
+        }
+        return deps.exec.run(actor, params.id, body, request.signal);
+      },
+      {
+        params: IdParams,
+        body: ExecBody,
+        response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope },
+        detail: {
+          tags: ['exec'],
+          summary: 'Run a command in a running workspace',
+          description:
+            "`command` runs as `sh -c` as the template's user, in `workdir` (default: the template's). " +
+            `\`timeout\` is in milliseconds (default ${EXEC_TIMEOUT_DEFAULT_MS}, at most ${EXEC_TIMEOUT_MAX_MS}); past it the command and every process it started ` +
+            `are killed and the answer comes at once with \`exitCode\` ${EXIT_TIMED_OUT} and \`timedOut: true\`. \`duration\` is in milliseconds. ` +
+            `stdout and stderr keep ${EXEC_OUTPUT_MAX_BYTES} bytes each (\`stdoutTruncated\`/\`stderrTruncated\` tell when more was written); ` +
+            'invalid UTF-8 becomes U+FFFD. A client that disconnects kills the command.\n\n' +
+            'With `stream: true` the answer is `text/event-stream`: `event: stdout` and `event: stderr` with data `{"data":"<text>"}` as output arrives ' +
+            '(no size cap; a slow client slows the command down), then exactly one `event: exit` with data `{exitCode, duration, timedOut}` or ' +
+            '`event: error` with data the error body.\n\n' +
+            'Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING.',
+        },
+      },
+    );
+}

@@ -1,0 +1,49 @@
+// Schemas of the logs API: the Log entry, the logs query and the stream counters.
+import { t, type Static } from 'elysia';
+
+export const LOG_TAIL_DEFAULT = 50;
+export const LOG_TAIL_MAX = 5000;
+/** Bytes a follower may leave unread before Keel drops it (its last event says so). */
+export const FOLLOWER_BACKLOG_MAX = 256 * 1024;
+
+export const LogLevelSchema = t.Union([t.Literal('debug'), t.Literal('info'), t.Literal('warn'), t.Literal('error')], {
+  description:
+    'stdout -> info; stderr -> error when the line names an error (error, fatal, panic, exception, traceback, critical), else warn; ' +
+    'a JSON object line keeps its own `level` (or lvl, severity, levelname; pino numbers too) and `msg`/`message`',
+});
+export type LogLevel = Static<typeof LogLevelSchema>;
+
+export const LogEntry = t.Object({
+  timestamp: t.String({ format: 'date-time', description: 'when the engine received the line (ISO 8601 UTC, ms)' }),
+  service: t.String({ description: '`main` for the container\'s main process, else the name of a service the template declares' }),
+  level: LogLevelSchema,
+  message: t.String(),
+});
+export type LogEntry = Static<typeof LogEntry>;
+
+export const LogsQuery = t.Object({
+  tail: t.Optional(
+    t.Integer({ minimum: 0, maximum: LOG_TAIL_MAX, default: LOG_TAIL_DEFAULT, description: `last lines to return (after the service filter); 0-${LOG_TAIL_MAX}` }),
+  ),
+  follow: t.Optional(
+    t.Boolean({
+      default: false,
+      description:
+        'true: answer text/event-stream; the tail first, then each new line, one `data:` line of JSON Log entry per event; ' +
+        '`: keep-alive` comments while idle; a final `event: end` ({reason: stopped|deleted|not-running|shutdown}) ' +
+        'or `event: dropped` ({reason: slow-reader}) before the stream closes',
+    }),
+  ),
+  service: t.Optional(t.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9._-]+$', description: 'only lines of this service (`main` = the main process)' })),
+});
+export type LogsQuery = Static<typeof LogsQuery>;
+
+export const LogsResponse = t.Object({ logs: t.Array(LogEntry) });
+
+export const StreamStats = t.Object({
+  engineStreams: t.Integer({ description: 'engine log streams Keel holds open (one per followed workspace, plus reads in progress)' }),
+  followers: t.Integer({ description: 'open follow=true log streams' }),
+  execs: t.Integer({ description: 'exec processes Keel is waiting on' }),
+  workspaces: t.Array(t.Object({ workspaceId: t.String(), followers: t.Integer() })),
+});
+export type StreamStats = Static<typeof StreamStats>;

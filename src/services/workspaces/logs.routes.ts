@@ -1,0 +1,58 @@
+// HTTP wiring of workspace logs (JSON and live SSE) and of the stream counters admins read.
+import { Elysia, t } from 'elysia';
+import { AppError } from '../../platform/errors';
+import { sseResponse } from '../../platform/http/sse';
+import type { workspaceAuth } from '../../platform/http/workspace-auth';
+import { LOG_TAIL_MAX, type LogEntry, LogsQuery, LogsResponse, StreamStats } from './logs.model';
+import type { LogsService } from './logs.service';
+import type { ExecService } from './exec.service';
+import { ErrorEnvelope, IdParams } from './workspaces.model';
+
+export type WorkspaceAuthPlugin = ReturnType<typeof workspaceAuth>;
+
+export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; shutdown: AbortSignal; heartbeatMs?: number }) {
+  return new Elysia({ name: 'workspaces.logs' })
+    .use(deps.auth)
+    .get(
+      '/api/workspaces/:id/logs',
+      async ({ params, query, actor, request }) => {
+        if (query.follow) {
+          const start = await deps.logs.follow(actor, params.id, query);
+          // A Response passes through Elysia untouched (the 200 schema describes the JSON answer).
+          return sseResponse({ signal: request.signal, shutdown: deps.shutdown, heartbeatMs: deps.heartbeatMs, start }) as unknown as { logs: LogEntry[] };
+        }
+        return { logs: await deps.logs.snapshot(actor, params.id, query) };
+      },
+      {
+        params: IdParams,
+        query: LogsQuery,
+        response: { 200: LogsResponse, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope },
+        detail: {
+          tags: ['logs'],
+          summary: 'Logs of a workspace (JSON, or a live SSE stream with follow=true)',
+          description:
+            `Each line carries the service that wrote it: \`main\` for the container's main process, else a service the template declares. ` +
+            `\`tail\` counts lines after the \`service\` filter (default 50, at most ${LOG_TAIL_MAX}). Logs of a stopped workspace stay readable.\n\n` +
+            'With `follow=true` the answer is `text/event-stream`: the tail, then each new line, each event one `data:` line holding a JSON Log entry. ' +
+            'Idle streams get `: keep-alive` comments. The stream ends with `event: end` (data `{"reason":"stopped"|"deleted"|"not-running"}`) when ' +
+            'the workspace stops or is deleted, or with `event: dropped` (data `{"reason":"slow-reader"}`) when the client leaves more than 256 KiB unread. ' +
+            'All followers of one workspace share one engine stream.',
+        },
+      },
+    )
+    .get(
+      '/api/system/streams',
+      ({ actor }) => {
+        if (!actor.admin) throw new AppError('FORBIDDEN', 403, 'only admins may read stream counters');
+        return { ...deps.logs.stats(), execs: deps.exec.active };
+      },
+      {
+        response: { 200: StreamStats, 401: ErrorEnvelope, 403: ErrorEnvelope },
+        detail: {
+          tags: ['logs'],
+          summary: 'Open engine log streams, log followers and running execs (admins)',
+          description: 'Counters of what Keel holds open, so operators and tests can see that closed clients released everything.',
+        },
+      },
+    );
+}
