@@ -1,7 +1,7 @@
 // Start-up: config -> database + migrations -> bus -> services -> listen. SIGTERM/SIGINT -> drain and stop.
 import { loadConfig, ConfigError, type ServiceName } from './platform/config';
 import { openDb } from './platform/db';
-import { openBus } from './platform/bus';
+import { openBus, type Bus } from './platform/bus';
 import { mintToken } from './platform/jwt';
 import { createLogger, systemClock } from './platform/runtime';
 import type { Service, ServiceDeps, ServiceFactory } from './platform/service';
@@ -21,6 +21,8 @@ const factories: Record<ServiceName, ServiceFactory> = {
 
 export interface Platform {
   urls: Partial<Record<ServiceName, string>>;
+  /** The platform's bus, so tests can attach a component (a guarded app, a subscriber) to it. */
+  bus: Bus;
   stop(): Promise<void>;
 }
 
@@ -68,7 +70,7 @@ export async function startPlatform(env: Record<string, string | undefined> = pr
     const token = mintToken(config.apiSecret, { sub: 'admin', role: 'admin', ttlSeconds: 24 * 3600 });
     process.stdout.write(`Dev admin token (24 h): ${token}\n`);
   }
-  return { urls, stop };
+  return { urls, bus, stop };
 }
 
 /** Runs the platform until SIGTERM/SIGINT; a start-up failure prints one line and exits 1. */
