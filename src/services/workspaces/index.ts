@@ -1,9 +1,97 @@
-// Composition root of the workspaces service. (Scaffold: replaced by the workspaces issue's work.)
+// Composition root of the workspaces service: engine, lifecycle, logs and exec behind one Elysia app
+// with the envelope error model, workspace auth and rate limits, OpenAPI and health probes.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Elysia } from 'elysia';
 import { errorHandling } from '../../platform/http/errors';
 import { healthRoutes } from '../../platform/http/health';
+import { openapiDocs } from '../../platform/http/openapi';
+import { workspaceAuth } from '../../platform/http/workspace-auth';
+import { newId, errorFields } from '../../platform/runtime';
 import type { Service, ServiceDeps } from '../../platform/service';
+import { createEngine, dockerOf } from './docker';
+import { logsExecEngine } from './docker-logs-exec';
+import { createExecService } from './exec.service';
+import { execRoutes } from './exec.routes';
+import { createLogHub } from './logs.hub';
+import { createLogsService } from './logs.service';
+import { logsRoutes } from './logs.routes';
+import { loadWorkspacesConfig } from './workspaces.config';
+import { workspacesRoutes } from './workspaces.routes';
+import { WorkspaceService } from './workspaces.service';
 
-export function createWorkspacesService(deps: ServiceDeps): Service {
-  return { app: new Elysia().use(errorHandling('problem', { production: deps.config.production, log: deps.log })).use(healthRoutes('workspaces')) };
+export type { WorkspaceService } from './workspaces.service';
+
+/** This Keel's identity on the engine, kept in the data dir so a restart recognizes its containers. */
+function instanceId(dataDir: string): string {
+  const file = join(dataDir, 'workspaces-instance');
+  if (existsSync(file)) {
+    const id = readFileSync(file, 'utf8').trim();
+    if (/^[a-z0-9_]+$/.test(id)) return id;
+  }
+  const id = newId('keel');
+  writeFileSync(file, id + '\n', { mode: 0o600 });
+  return id;
+}
+
+export function createWorkspacesService(deps: ServiceDeps): Service & { workspaces: WorkspaceService } {
+  const settings = loadWorkspacesConfig(deps.config.env);
+  const engine = createEngine(deps.config.dockerHost);
+  const workspaces = new WorkspaceService({
+    db: deps.db,
+    bus: deps.bus,
+    log: deps.log,
+    clock: deps.clock,
+    config: deps.config,
+    settings,
+    engine,
+    instance: instanceId(deps.config.dataDir),
+  });
+  const lx = logsExecEngine(dockerOf(engine));
+  const hub = createLogHub({ engine: lx, log: deps.log });
+  const logs = createLogsService({ engine: lx, hub, workspaces });
+  const exec = createExecService({ engine: lx, workspaces });
+  const auth = workspaceAuth({
+    secret: deps.config.apiSecret,
+    anonymousLimit: settings.anonymousLimit,
+    authenticatedLimit: settings.authenticatedLimit,
+  });
+
+  const app = new Elysia()
+    .use(errorHandling('envelope', { production: deps.config.production, log: deps.log }))
+    .use(
+      openapiDocs({
+        title: 'Keel workspace API',
+        component: 'workspaces',
+        description:
+          'Containerized development workspaces on a Docker engine: lifecycle, logs and command execution. ' +
+          'Every /api route needs `Authorization: Bearer <JWT>` (HS256, APP_API_SECRET). Errors are `{ error: { code, message, details } }`. ' +
+          'Responses carry X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset; past the limit: 429 RATE_LIMITED with Retry-After.',
+        tags: [
+          { name: 'workspaces', description: 'Workspace lifecycle' },
+          { name: 'logs', description: 'Workspace logs' },
+          { name: 'exec', description: 'Commands in a workspace' },
+          { name: 'probes', description: 'Health and version' },
+        ],
+      }),
+    )
+    .use(healthRoutes('workspaces'))
+    .use(auth)
+    .use(workspacesRoutes({ auth, workspaces }))
+    .use(logsRoutes({ auth, logs, exec, shutdown: deps.shutdown }))
+    .use(execRoutes({ auth, exec, shutdown: deps.shutdown }));
+
+  return {
+    app,
+    workspaces,
+    async start() {
+      // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
+      workspaces.watch();
+      await workspaces.reconcileAll().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
+    },
+    async stop() {
+      hub.closeAll();
+      await workspaces.close();
+    },
+  };
 }

@@ -1,0 +1,378 @@
+// The Docker engine behind one small wrapper: the only file that imports dockerode. Everything the
+// workspaces service asks of the engine is a function here, with engine errors turned into EngineError.
+import Docker from 'dockerode';
+import { PassThrough, type Readable } from 'node:stream';
+
+export const LABEL_MANAGED = 'dev.keel.managed';
+export const LABEL_WORKSPACE = 'dev.keel.workspace';
+export const LABEL_OWNER = 'dev.keel.owner';
+export const LABEL_INSTANCE = 'dev.keel.instance';
+export const LABEL_TEMPLATE = 'dev.keel.template';
+
+/** An engine failure with the engine's own message (never a stack) and its HTTP status when it had one. */
+export class EngineError extends Error {
+  constructor(
+    message: string,
+    readonly statusCode?: number,
+  ) {
+    super(message);
+    this.name = 'EngineError';
+  }
+}
+
+function engineError(e: unknown): EngineError {
+  if (e instanceof EngineError) return e;
+  const err = e as { statusCode?: number; json?: { message?: string }; reason?: string; message?: string };
+  const msg = err?.json?.message ?? err?.message ?? String(e);
+  return new EngineError(msg.replace(/^\(HTTP code \d+\)\s*/, '').trim(), err?.statusCode);
+}
+
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw engineError(e);
+  }
+}
+
+export interface ContainerSpec {
+  name: string;
+  image: string;
+  cmd: string[];
+  user: string;
+  workdir: string;
+  env: Record<string, string>;
+  hostname: string;
+  labels: Record<string, string>;
+  volume: string;
+  mountPath: string;
+  /** container port -> host port, published on bindAddress. */
+  ports: { container: number; host: number }[];
+  bindAddress: string;
+  memoryBytes: number;
+  nanoCpus: number;
+  pids: number;
+}
+
+export interface ContainerState {
+  id: string;
+  running: boolean;
+  /** Engine state word: created, running, paused, restarting, removing, exited, dead. */
+  state: string;
+  exitCode: number;
+  oomKilled: boolean;
+  error: string;
+}
+
+export interface ManagedContainer {
+  id: string;
+  workspaceId: string;
+  instance: string;
+  running: boolean;
+}
+
+export interface RawStats {
+  cpuPercent: number | null;
+  memoryUsed: number;
+  memoryLimit: number;
+  /** Raw counters, kept by the caller to compute the next CPU percentage. */
+  cpuTotal: number;
+  systemTotal: number;
+  onlineCpus: number;
+}
+
+export interface EngineEvent {
+  action: string;
+  containerId: string;
+  workspaceId: string;
+}
+
+export type Engine = ReturnType<typeof createEngine>;
+
+/** DOCKER_HOST as dockerode wants it: unix:// socket or tcp:// address; unset means the engine default. */
+function connection(dockerHost: string | undefined): Docker.DockerOptions | undefined {
+  if (!dockerHost) return undefined;
+  if (dockerHost.startsWith('unix://')) return { socketPath: dockerHost.slice('unix://'.length) };
+  const m = /^(?:tcp|http):\/\/([^:/]+):(\d+)\/?$/.exec(dockerHost);
+  if (m) return { host: m[1], port: Number(m[2]), protocol: 'http' };
+  return undefined;
+}
+
+const clients = new WeakMap<object, Docker>();
+
+/** The dockerode client behind an engine, for the functions of this file only (logs and exec below). */
+export function dockerOf(engine: Engine): Docker {
+  const d = clients.get(engine);
+  if (!d) throw new Error('not an engine made by createEngine');
+  return d;
+}
+
+export function createEngine(dockerHost?: string) {
+  const docker = new Docker(connection(dockerHost));
+
+  const drain = (stream: Readable) =>
+    new Promise<void>((resolve, reject) => {
+      docker.modem.followProgress(stream, (err: Error | null, out: { error?: string; errorDetail?: { message?: string } }[]) => {
+        const failed = out?.find((o) => o.error || o.errorDetail);
+        if (err) reject(engineError(err));
+        else if (failed) reject(new EngineError(failed.errorDetail?.message ?? failed.error ?? 'engine error'));
+        else resolve();
+      });
+    });
+
+  const engine = {
+    async ping(): Promise<void> {
+      await call(() => docker.ping());
+    },
+
+    async imageExists(ref: string): Promise<boolean> {
+      try {
+        await docker.getImage(ref).inspect();
+        return true;
+      } catch (e) {
+        if ((e as { statusCode?: number }).statusCode === 404) return false;
+        throw engineError(e);
+      }
+    },
+
+    async pullImage(ref: string): Promise<void> {
+      const stream = await call(() => docker.pull(ref) as Promise<Readable>);
+      await drain(stream);
+    },
+
+    /** `docker import` of a root filesystem tar, with Dockerfile-style `changes` (USER, WORKDIR, ...). */
+    async importImage(tar: Buffer, ref: string, changes: string[]): Promise<void> {
+      const [repo, tag] = ref.split(':');
+      const src = new PassThrough();
+      src.end(tar);
+      const stream = await call(() => docker.importImage(src, { repo, tag: tag ?? 'latest', changes } as object) as Promise<Readable>);
+      await drain(stream);
+    },
+
+    async createVolume(name: string, labels: Record<string, string>): Promise<void> {
+      await call(() => docker.createVolume({ Name: name, Labels: labels }));
+    },
+
+    /** Removes a volume; an absent one is fine. */
+    async removeVolume(name: string): Promise<void> {
+      try {
+        await docker.getVolume(name).remove();
+      } catch (e) {
+        if ((e as { statusCode?: number }).statusCode !== 404) throw engineError(e);
+      }
+    },
+
+    async volumeExists(name: string): Promise<boolean> {
+      try {
+        await docker.getVolume(name).inspect();
+        return true;
+      } catch (e) {
+        if ((e as { statusCode?: number }).statusCode === 404) return false;
+        throw engineError(e);
+      }
+    },
+
+    /** Creates (does not start) a least-privilege container: no capabilities, no new privileges, limits, init. */
+    async createContainer(spec: ContainerSpec): Promise<string> {
+      const exposed: Record<string, object> = {};
+      const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
+      for (const p of spec.ports) {
+        exposed[`${p.container}/tcp`] = {};
+        bindings[`${p.container}/tcp`] = [{ HostIp: spec.bindAddress, HostPort: String(p.host) }];
+      }
+      const c = await call(() =>
+        docker.createContainer({
+          name: spec.name,
+          Image: spec.image,
+          Cmd: spec.cmd,
+          User: spec.user,
+          WorkingDir: spec.workdir,
+          Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+          Hostname: spec.hostname,
+          Labels: spec.labels,
+          ExposedPorts: exposed,
+          HostConfig: {
+            Init: true,
+            Privileged: false,
+            CapDrop: ['ALL'],
+            SecurityOpt: ['no-new-privileges:true'],
+            Memory: spec.memoryBytes,
+            MemorySwap: spec.memoryBytes,
+            NanoCpus: spec.nanoCpus,
+            PidsLimit: spec.pids,
+            Mounts: [{ Type: 'volume', Source: spec.volume, Target: spec.mountPath }],
+            PortBindings: bindings,
+            RestartPolicy: { Name: 'no' },
+          },
+        }),
+      );
+      return c.id;
+    },
+
+    /** Copies a tar stream into the container's filesystem (volumes included), created or running. */
+    async putArchive(id: string, path: string, tar: Readable): Promise<void> {
+      await call(() => docker.getContainer(id).putArchive(tar, { path }));
+    },
+
+    async start(id: string): Promise<void> {
+      try {
+        await docker.getContainer(id).start();
+      } catch (e) {
+        if ((e as { statusCode?: number }).statusCode !== 304) throw engineError(e); // already running
+      }
+    },
+
+    /** SIGTERM, then SIGKILL after `graceSeconds`. */
+    async stop(id: string, graceSeconds: number): Promise<void> {
+      try {
+        await docker.getContainer(id).stop({ t: graceSeconds });
+      } catch (e) {
+        if ((e as { statusCode?: number }).statusCode !== 304) throw engineError(e); // already stopped
+      }
+    },
+
+    async kill(id: string): Promise<void> {
+      try {
+        await docker.getContainer(id).kill({ signal: 'SIGKILL' });
+      } catch (e) {
+        if ((e as { statusCode?: number }).statusCode !== 409) throw engineError(e); // not running
+      }
+    },
+
+    async restart(id: string, graceSeconds: number): Promise<void> {
+      await call(() => docker.getContainer(id).restart({ t: graceSeconds }));
+    },
+
+    /** Removes a container (running or not) and its anonymous volumes; an absent one is fine. */
+    async remove(id: string): Promise<void> {
+      try {
+        await docker.getContainer(id).remove({ force: true, v: true });
+      } catch (e) {
+        if ((e as { statusCode?: number }).statusCode !== 404) throw engineError(e);
+      }
+    },
+
+    /** The container's state, or null when the engine has no such container. */
+    async inspect(id: string): Promise<ContainerState | null> {
+      try {
+        const info = await docker.getContainer(id).inspect();
+        return {
+          id: info.Id,
+          running: info.State.Running && !info.State.Restarting,
+          state: info.State.Status,
+          exitCode: info.State.ExitCode,
+          oomKilled: info.State.OOMKilled,
+          error: info.State.Error ?? '',
+        };
+      } catch (e) {
+        if ((e as { statusCode?: number }).statusCode === 404) return null;
+        throw engineError(e);
+      }
+    },
+
+    /** Containers carrying the managed label (and this instance's label when given). */
+    async listManaged(instance?: string): Promise<ManagedContainer[]> {
+      const label = [`${LABEL_MANAGED}=true`, ...(instance ? [`${LABEL_INSTANCE}=${instance}`] : [])];
+      const list = await call(() => docker.listContainers({ all: true, filters: { label } }));
+      return list.map((c) => ({
+        id: c.Id,
+        workspaceId: c.Labels[LABEL_WORKSPACE] ?? '',
+        instance: c.Labels[LABEL_INSTANCE] ?? '',
+        running: c.State === 'running',
+      }));
+    },
+
+    /** One sample of the container's counters (no two-sample wait: the caller keeps the previous one). */
+    async stats(id: string): Promise<RawStats> {
+      const s = (await call(() => docker.getContainer(id).stats({ stream: false, 'one-shot': true } as { stream: false }))) as Docker.ContainerStats;
+      const cache = (s.memory_stats.stats as Record<string, number> | undefined)?.total_inactive_file ?? (s.memory_stats.stats as Record<string, number> | undefined)?.inactive_file ?? 0;
+      return {
+        cpuPercent: null,
+        memoryUsed: Math.max(0, (s.memory_stats.usage ?? 0) - cache),
+        memoryLimit: s.memory_stats.limit ?? 0,
+        cpuTotal: s.cpu_stats.cpu_usage.total_usage,
+        systemTotal: s.cpu_stats.system_cpu_usage ?? 0,
+        onlineCpus: s.cpu_stats.online_cpus ?? s.cpu_stats.cpu_usage.percpu_usage?.length ?? 1,
+      };
+    },
+
+    /** Runs a short command in a running container and returns its exit code and output (stats only). */
+    async run(id: string, cmd: string[], user?: string): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+      const exec = await call(() => docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, User: user }));
+      const stream = await call(() => exec.start({ hijack: true, stdin: false }));
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      const stdout = new PassThrough().on('data', (b: Buffer) => out.push(b));
+      const stderr = new PassThrough().on('data', (b: Buffer) => err.push(b));
+      docker.modem.demuxStream(stream, stdout, stderr);
+      await new Promise<void>((resolve, reject) => {
+        stream.on('end', resolve);
+        stream.on('close', resolve);
+        stream.on('error', reject);
+      });
+      const info = await call(() => exec.inspect());
+      return { exitCode: info.ExitCode ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+    },
+
+    /**
+     * Follows the engine's container events for managed containers of `instance`. Reconnects after a
+     * broken stream and calls `onGap` then, since events may have been missed.
+     */
+    watchEvents(instance: string, onEvent: (e: EngineEvent) => void, onGap: () => void): { stop(): void } {
+      let stopped = false;
+      let current: Readable | undefined;
+      const connect = async () => {
+        while (!stopped) {
+          try {
+            const stream = (await docker.getEvents({
+              filters: { type: ['container'], label: [`${LABEL_MANAGED}=true`, `${LABEL_INSTANCE}=${instance}`] },
+            })) as unknown as Readable;
+            if (stopped) {
+              stream.destroy();
+              return;
+            }
+            current = stream;
+            let buf = '';
+            await new Promise<void>((resolve) => {
+              stream.on('data', (chunk: Buffer) => {
+                buf += chunk.toString('utf8');
+                let nl: number;
+                while ((nl = buf.indexOf('\n')) >= 0) {
+                  const line = buf.slice(0, nl).trim();
+                  buf = buf.slice(nl + 1);
+                  if (!line) continue;
+                  try {
+                    const e = JSON.parse(line) as { Action?: string; status?: string; id?: string; Actor?: { Attributes?: Record<string, string> } };
+                    const workspaceId = e.Actor?.Attributes?.[LABEL_WORKSPACE];
+                    if (workspaceId) onEvent({ action: e.Action ?? e.status ?? '', containerId: e.id ?? '', workspaceId });
+                  } catch {
+                    // A line that is not JSON is not an event.
+                  }
+                }
+              });
+              stream.on('end', resolve);
+              stream.on('close', resolve);
+              stream.on('error', () => resolve());
+            });
+          } catch {
+            // Engine unreachable: retry below.
+          }
+          if (stopped) return;
+          await Bun.sleep(1000);
+          if (!stopped) onGap();
+        }
+      };
+      void connect();
+      return {
+        stop() {
+          stopped = true;
+          current?.destroy();
+        },
+      };
+    },
+  };
+  clients.set(engine, docker);
+  return engine;
+}
+
+// Logs and exec

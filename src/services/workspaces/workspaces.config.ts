@@ -1,0 +1,25 @@
+// The workspaces service's own environment variables, parsed once (a bad value stops start-up naming it).
+import { ConfigError, readInt, readString, type Env } from '../../platform/config';
+
+export interface WorkspacesConfig {
+  anonymousLimit: number;
+  authenticatedLimit: number;
+  /** Host address the workspace ports are published on. */
+  bindAddress: string;
+  cloneTimeoutMs: number;
+  stopGraceSeconds: number;
+}
+
+export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
+  const bindAddress = readString(env, 'APP_WORKSPACE_BIND_ADDRESS', '127.0.0.1');
+  if (!/^(\d{1,3}\.){3}\d{1,3}$/.test(bindAddress) && bindAddress !== '::1' && bindAddress !== '::') {
+    throw new ConfigError('APP_WORKSPACE_BIND_ADDRESS', 'must be an IP address such as 127.0.0.1 or 0.0.0.0');
+  }
+  return {
+    anonymousLimit: readInt(env, 'APP_RATE_LIMIT_ANONYMOUS', 100, 1, 1_000_000),
+    authenticatedLimit: readInt(env, 'APP_RATE_LIMIT_AUTHENTICATED', 1000, 1, 1_000_000),
+    bindAddress,
+    cloneTimeoutMs: readInt(env, 'APP_WORKSPACE_CLONE_TIMEOUT', 120, 1, 3600) * 1000,
+    stopGraceSeconds: readInt(env, 'APP_WORKSPACE_STOP_GRACE', 10, 0, 300),
+  };
+}

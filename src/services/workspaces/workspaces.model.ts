@@ -1,0 +1,90 @@
+// The workspace API's request and response schemas: the single source of validation, types and OpenAPI.
+import { t, type Static } from 'elysia';
+import { WORKSPACE_STATUSES } from './workspaces.tables';
+
+/** Lowercase letters, digits, `.`, `_`, `-`; starts with a letter or digit; 1-63 characters (a DNS label's length). */
+export const NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$';
+
+export const WorkspaceStatusSchema = t.UnionEnum(WORKSPACE_STATUSES, {
+  description: 'creating, starting, stopping and restarting are in progress; failed carries `reason`',
+});
+export const WorkspaceTypeSchema = t.UnionEnum(['persistent', 'temporary']);
+
+export const RepoSchema = t.Object(
+  {
+    url: t.String({ minLength: 1, maxLength: 2048, description: 'http(s)://, git://, ssh:// or user@host:path; cloned on the Keel host' }),
+    branch: t.Optional(t.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9._/-]+$', description: 'default: the remote HEAD' })),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateWorkspaceBody = t.Object(
+  {
+    name: t.String({ pattern: NAME_PATTERN, minLength: 1, maxLength: 63, description: 'unique among all workspaces' }),
+    template: t.Optional(t.String({ minLength: 1, maxLength: 63, default: 'bun-typescript' })),
+    type: t.Optional(WorkspaceTypeSchema),
+    port: t.Optional(t.Integer({ minimum: 1024, maximum: 65535, description: 'host port of the code server; assigned from APP_WORKSPACE_PORT_RANGE when absent' })),
+    repo: t.Optional(RepoSchema),
+  },
+  { additionalProperties: false },
+);
+export type CreateWorkspaceInput = Static<typeof CreateWorkspaceBody>;
+
+export const Urls = t.Object({
+  codeServer: t.String(),
+  rdp: t.String(),
+  ssh: t.String(),
+});
+
+export const Stats = t.Object({
+  cpu: t.String({ description: 'percentage of one CPU, e.g. "1.25%"' }),
+  memory: t.String({ description: 'used / limit, e.g. "12.4MiB / 256MiB"' }),
+  disk: t.String({ description: 'size of /workspace / size of the filesystem holding it; "unknown" while stopped and never measured' }),
+});
+
+const workspaceFields = {
+  id: t.String(),
+  name: t.String(),
+  status: WorkspaceStatusSchema,
+  port: t.Integer(),
+  template: t.String(),
+  type: WorkspaceTypeSchema,
+  createdAt: t.String({ format: 'date-time' }),
+};
+
+export const CreatedWorkspace = t.Object(workspaceFields);
+
+export const Workspace = t.Object({
+  ...workspaceFields,
+  containerId: t.Nullable(t.String(), { description: 'null until the container exists, or after it was removed outside Keel' }),
+  urls: Urls,
+  reason: t.Optional(t.String({ description: 'why the workspace is failed' })),
+});
+export type WorkspaceView = Static<typeof Workspace>;
+
+export const WorkspaceWithStats = t.Object({ ...Workspace.properties, stats: Stats });
+
+export const WorkspaceList = t.Object({ workspaces: t.Array(Workspace) });
+
+export const ListQuery = t.Object({
+  status: t.Optional(WorkspaceStatusSchema),
+  type: t.Optional(WorkspaceTypeSchema),
+});
+
+export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) });
+export const StopQuery = t.Object({ force: t.Optional(t.Boolean({ default: false, description: 'SIGKILL instead of SIGTERM' })) });
+export const DeleteQuery = t.Object({ volumes: t.Optional(t.Boolean({ default: false, description: 'also remove the workspace volume' })) });
+
+export const ActionResult = t.Object({ id: t.String(), status: WorkspaceStatusSchema });
+export const DeleteResult = t.Object({ id: t.String(), deleted: t.Literal(true) });
+
+export const ErrorEnvelope = t.Object(
+  {
+    error: t.Object({
+      code: t.String({ description: 'stable machine-readable code, e.g. WORKSPACE_NOT_FOUND' }),
+      message: t.String(),
+      details: t.Record(t.String(), t.Unknown()),
+    }),
+  },
+  { description: 'error envelope' },
+);

@@ -1,0 +1,93 @@
+// HTTP wiring of the workspace lifecycle: routes, schemas and status codes only; the rules live in workspaces.service.ts.
+import { Elysia } from 'elysia';
+import type { WorkspaceAuthPlugin } from './logs.routes';
+import type { WorkspaceService } from './workspaces.service';
+import {
+  ActionResult,
+  CreatedWorkspace,
+  CreateWorkspaceBody,
+  DeleteQuery,
+  DeleteResult,
+  ErrorEnvelope,
+  IdParams,
+  ListQuery,
+  StopQuery,
+  WorkspaceList,
+  WorkspaceWithStats,
+} from './workspaces.model';
+
+const TRANSITIONS =
+  'Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it ' +
+  '(poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with ' +
+  '`details.status` and `details.allowedFrom`.';
+
+export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: WorkspaceService }) {
+  const ws = deps.workspaces;
+  return new Elysia({ name: 'workspaces.lifecycle', detail: { tags: ['workspaces'] } })
+    .use(deps.auth)
+    .get('/api/workspaces', ({ actor, query }) => ({ workspaces: ws.list(actor, query) }), {
+      query: ListQuery,
+      response: { 200: WorkspaceList, 400: ErrorEnvelope, 401: ErrorEnvelope, 429: ErrorEnvelope },
+      detail: { summary: 'List your workspaces (admins: all), oldest first, optionally filtered by status and type' },
+    })
+    .post(
+      '/api/workspaces',
+      async ({ actor, body, set }) => {
+        const row = await ws.create(actor, body);
+        set.status = 201;
+        set.headers.location = `/api/workspaces/${row.id}`;
+        return { id: row.id, name: row.name, status: row.status, port: row.port, template: row.template, type: row.type, createdAt: row.createdAt };
+      },
+      {
+        body: CreateWorkspaceBody,
+        response: { 201: CreatedWorkspace, 400: ErrorEnvelope, 401: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
+        detail: {
+          summary: 'Create a workspace',
+          description:
+            'Answers 201 with status `creating`; the image is made ready (the `minimal` image is built offline on first use), the volume ' +
+            'and container are created, `repo` is cloned into /workspace on the Keel host, and the workspace starts. Any failure ends in ' +
+            'status `failed` with `reason`. 409 `WORKSPACE_EXISTS` when the name is taken (names are unique across all owners), 409 ' +
+            '`PORT_UNAVAILABLE` when `port` is reserved by another workspace or held by any process on the host, 400 `INVALID_REQUEST` ' +
+            'for a malformed body, an unknown template or a repo URL that is not http(s)://, git://, ssh:// or user@host:path.',
+        },
+      },
+    )
+    .get('/api/workspaces/:id', ({ actor, params }) => ws.get(actor, params.id), {
+      params: IdParams,
+      response: { 200: WorkspaceWithStats, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
+      detail: { summary: 'A workspace with its URLs and live stats (cpu, memory used / limit, disk used / total)' },
+    })
+    .post('/api/workspaces/:id/start', ({ actor, params }) => ws.start(actor, params.id), {
+      params: IdParams,
+      response: { 200: ActionResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
+      detail: {
+        summary: 'Start a stopped (or failed) workspace',
+        description: `From stopped or failed (a container removed outside Keel is recreated over the kept volume). ${TRANSITIONS}`,
+      },
+    })
+    .post('/api/workspaces/:id/stop', ({ actor, params, query }) => ws.stop(actor, params.id, query.force ?? false), {
+      params: IdParams,
+      query: StopQuery,
+      response: { 200: ActionResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
+      detail: {
+        summary: 'Stop a workspace (force=true: SIGKILL)',
+        description: `From running, starting or restarting (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. ${TRANSITIONS}`,
+      },
+    })
+    .post('/api/workspaces/:id/restart', ({ actor, params }) => ws.restart(actor, params.id), {
+      params: IdParams,
+      response: { 200: ActionResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
+      detail: { summary: 'Restart a workspace', description: `From running or stopped. ${TRANSITIONS}` },
+    })
+    .delete('/api/workspaces/:id', ({ actor, params, query }) => ws.remove(actor, params.id, query.volumes ?? false), {
+      params: IdParams,
+      query: DeleteQuery,
+      response: { 200: DeleteResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope },
+      detail: {
+        summary: 'Delete a workspace (volumes=true: its volume too)',
+        description:
+          'Removes the container and the workspace from any status; waits for an operation in flight. A persistent workspace\'s volume is ' +
+          'kept unless volumes=true; a temporary workspace\'s volume always goes. 502 `ENGINE_ERROR` when the engine refuses.',
+      },
+    });
+}

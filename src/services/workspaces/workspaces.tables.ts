@@ -1,0 +1,38 @@
+// The one table the workspaces service owns: a workspace, its owner, its reserved host ports and the
+// container/volume that back it. Status is the last state settled from the engine (or an operation in flight).
+import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+
+export const WORKSPACE_STATUSES = ['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed'] as const;
+export type WorkspaceStatus = (typeof WORKSPACE_STATUSES)[number];
+export type WorkspaceType = 'persistent' | 'temporary';
+
+export const workspaces = sqliteTable(
+  'workspaces_workspaces',
+  {
+    id: text('id').primaryKey(),
+    /** Unique across all owners (the spec: "unique among workspaces"). */
+    name: text('name').notNull().unique(),
+    owner: text('owner').notNull(),
+    template: text('template').notNull(),
+    type: text('type').$type<WorkspaceType>().notNull(),
+    status: text('status').$type<WorkspaceStatus>().notNull(),
+    /** Host ports published on the bind address: code server, ssh, rdp. */
+    port: integer('port').notNull().unique(),
+    sshPort: integer('ssh_port').notNull().unique(),
+    rdpPort: integer('rdp_port').notNull().unique(),
+    containerId: text('container_id'),
+    volume: text('volume').notNull(),
+    /** Set once the container exists with its repo copied in: a failed workspace can then be started again. */
+    provisioned: integer('provisioned', { mode: 'boolean' }).notNull().default(false),
+    /** Repo URL with any credentials removed; the raw URL is never stored. */
+    repoUrl: text('repo_url'),
+    repoBranch: text('repo_branch'),
+    /** Why the workspace is `failed` (engine or git message, secrets scrubbed). */
+    reason: text('reason'),
+    createdAt: text('created_at').notNull(),
+    updatedAt: text('updated_at').notNull(),
+  },
+  (t) => [index('workspaces_workspaces_owner_idx').on(t.owner, t.createdAt)],
+);
+
+export type WorkspaceRow = typeof workspaces.$inferSelect;
