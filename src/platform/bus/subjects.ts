@@ -21,7 +21,9 @@ export interface ProbeFacts {
   durationMs: number;
   streams: ProbeStream[];
   capabilities: string[];
+  /** Keyframe presentation times of the first video stream in ms, ascending; empty without video. */
   keyframesMs: number[];
+  /** Where the keyframes came from: the container's index (Matroska Cues, MP4 stss) or a packet scan. */
   keyframeSource: 'cues' | 'mp4-index' | 'packet-scan' | 'none';
 }
 
@@ -46,7 +48,12 @@ export interface IdentityPublicJwk {
 }
 
 export interface BusQueries {
-  /** Probe a file under a media root. `root` is the index in APP_MEDIA_ROOTS, `path` relative to it. */
+  /**
+   * Probe a file under a media root (answered by the catalog's media engine). `root` is the index in
+   * APP_MEDIA_ROOTS, `path` relative to it; the answerer confines it again. A file that is not a
+   * medium is a normal reply (`medium: false` with a short reason), not an error. Errors:
+   * CATALOG_PATH_REFUSED (422), CATALOG_PATH_NOT_FOUND (404).
+   */
   'qry.media.probe': {
     request: { root: number; path: string };
     reply:
@@ -82,16 +89,25 @@ export interface WorkspaceEventPayload {
 }
 
 export interface BusEvents {
+  /** Published by the catalog after a scan commits an asset with its MediaIndex (not for a non-medium). */
   'evt.catalog.assetIndexed': {
     assetId: string;
     editionId: string;
+    /** Null while the asset is unidentified (its edition has no work). */
     workId: string | null;
-    path: string;
+    /** Index of the media root in APP_MEDIA_ROOTS, and the path relative to it (symlinks resolved). */
     root: number;
+    path: string;
     identification: 'identified' | 'unidentified';
-    indexed: boolean;
+    indexed: true;
     indexVersion: number;
-    durationMs: number | null;
+    /** True when a rescan found different content (fastHash or size) at the same path. */
+    replaced: boolean;
+    container: string;
+    durationMs: number;
+    fastHash: string;
+    capabilities: string[];
+    /** Unix epoch milliseconds. */
     at: number;
   };
   'evt.workspace.created': WorkspaceEventPayload;

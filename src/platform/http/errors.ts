@@ -14,6 +14,12 @@ interface Issue {
 }
 
 function validationIssues(e: ValidationError): Issue[] {
+  // Elysia checks a coerced query number on its own (type 'property') and loses its key: the
+  // schema's `title` names it (e.g. t.Integer({ minimum: 1, title: 'pageSize' })).
+  if (e.type === 'property') {
+    const title = (e.validator as { title?: unknown } | undefined)?.title;
+    return e.all.slice(0, 1).map((i: any) => ({ in: 'query', property: typeof title === 'string' ? `/${title}` : '/', detail: i.message }));
+  }
   const where = e.type === 'params' ? 'path' : e.type;
   // TypeBox messages describe the expectation, never the value received.
   return e.all.slice(0, 10).map((i: any) => ({ in: where, property: i.path || '/', detail: i.message }));

@@ -1,9 +1,38 @@
-// Composition root of the catalog service. (Scaffold: replaced by the catalog issue's work.)
-import { Elysia } from 'elysia';
-import { errorHandling } from '../../platform/http/errors';
-import { healthRoutes } from '../../platform/http/health';
+// Composition root of the catalog service: the media engine (answering qry.media.probe on the bus),
+// the kind registry with its plugins, the catalog rules and the HTTP app.
 import type { Service, ServiceDeps } from '../../platform/service';
+import { loadCatalogConfig } from './catalog.config';
+import { createCatalogApp } from './catalog.routes';
+import { createCatalogService as createCatalog } from './catalog.service';
+import { createKindRegistry } from './kinds';
+import { createFfprobe, findFfprobe } from './media-engine/ffprobe';
+import { createProbeAnswerer } from './media-engine/probe.answerer';
+import { audiobookPlugin } from './plugins/audiobook';
+import { concertPlugin } from './plugins/concert';
+
+/** Content-type plugins shipped with Keel; their kinds join the registry. */
+export const KIND_PLUGINS = [audiobookPlugin, concertPlugin];
 
 export function createCatalogService(deps: ServiceDeps): Service {
-  return { app: new Elysia().use(errorHandling('problem', { production: deps.config.production, log: deps.log })).use(healthRoutes('catalog')) };
+  const cfg = loadCatalogConfig(deps.config.env);
+  const ffprobe = createFfprobe({
+    binary: findFfprobe(cfg.ffprobePath),
+    concurrency: cfg.probeConcurrency,
+    probeSizeBytes: cfg.probeSizeBytes,
+    analyzeDurationUs: cfg.probeAnalyzeUs,
+    timeoutMs: cfg.probeTimeoutMs,
+  });
+  const answerer = createProbeAnswerer({ mediaRoots: deps.config.mediaRoots, ffprobe });
+  const stopAnswering = answerer.listen(deps.bus);
+  const catalog = createCatalog({
+    db: deps.db,
+    bus: deps.bus,
+    clock: deps.clock,
+    log: deps.log,
+    mediaRoots: deps.config.mediaRoots,
+    kinds: createKindRegistry(KIND_PLUGINS),
+    // Format probe and keyframe scan each have the timeout; queueing behind the concurrency cap adds some.
+    probeWaitMs: cfg.probeTimeoutMs * 2 + 5_000,
+  });
+  return { app: createCatalogApp(deps, catalog), stop: () => stopAnswering() };
 }

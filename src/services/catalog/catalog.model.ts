@@ -1,0 +1,130 @@
+// t.* schemas of the catalog API: validation, types and the OpenAPI description in one place.
+import { t, type Static } from 'elysia';
+
+export const WorkSchema = t.Object({
+  id: t.String(),
+  kind: t.String({ description: 'id of a registered kind (GET /kinds)' }),
+  title: t.String(),
+  originalTitle: t.String(),
+  year: t.Number({ description: 'release year; 0 when unknown' }),
+  createdAt: t.Number(),
+  updatedAt: t.Number(),
+});
+
+export const AssetSchema = t.Object({
+  id: t.String(),
+  editionId: t.String(),
+  path: t.String({ description: 'path relative to its media root, symlinks resolved' }),
+  container: t.String({ description: 'mkv, webm, mp4, m4a, mov, ...; "unknown" for a file that is not a medium' }),
+  fastHash: t.String({ description: 'OpenSubtitles hash: 16 hex digits' }),
+  sizeBytes: t.Number(),
+  identification: t.Union([t.Literal('identified'), t.Literal('unidentified')]),
+  kind: t.String({ description: 'logical-composition (a medium: streams in one file) or opaque (not a medium)' }),
+  layout: t.String({ description: 'file' }),
+  createdAt: t.Number(),
+  updatedAt: t.Number(),
+});
+
+export const StreamSchema = t.Object({
+  index: t.Number(),
+  type: t.String({ description: 'video, audio, subtitle, data, attachment or unknown' }),
+  codec: t.String(),
+  language: t.String({ description: 'ISO 639-2 tag from the container; und when absent' }),
+  defaultFlag: t.Boolean(),
+  bitRateBps: t.Nullable(t.Number()),
+  channels: t.Optional(t.Number()),
+  sampleRate: t.Optional(t.Number()),
+  frameRate: t.Optional(t.Number()),
+  width: t.Optional(t.Number()),
+  height: t.Optional(t.Number()),
+});
+
+export const MediaIndexSchema = t.Object({
+  id: t.String(),
+  assetId: t.String(),
+  container: t.String(),
+  bitrateBps: t.Number(),
+  durationMs: t.Number(),
+  capabilities: t.Array(t.String()),
+  keyframesMs: t.Array(t.Number()),
+  indexVersion: t.Number({ description: 'starts at 1; +1 each time a rescan finds different file content' }),
+  createdAt: t.Number(),
+  streams: t.Array(StreamSchema),
+});
+
+export const ScanBody = t.Object({
+  path: t.String({ minLength: 1, maxLength: 4096, description: 'relative to a media root (APP_MEDIA_ROOTS); never absolute' }),
+  editionId: t.Optional(t.String({ minLength: 1, maxLength: 128, description: 'file the asset under this edition' })),
+  workId: t.Optional(t.String({ minLength: 1, maxLength: 128, description: 'file the asset under this work (its standard edition)' })),
+  root: t.Optional(t.Integer({ minimum: 0, maximum: 63, description: 'index of the media root; default: the first root holding the path' })),
+});
+
+export const ScanResponse = t.Object({
+  asset: AssetSchema,
+  index: t.Nullable(MediaIndexSchema, { description: 'null when the file is not a medium' }),
+  indexed: t.Boolean(),
+});
+
+export const AssetSummarySchema = t.Object({
+  assetId: t.String(),
+  editionId: t.String(),
+  container: t.String(),
+  durationMs: t.Number({ description: '0 when not indexed' }),
+  facets: t.Array(t.String({ description: 'video, audio, subtitles, hd, 4k, surround' })),
+  identification: t.String(),
+  indexed: t.Boolean(),
+  layout: t.String(),
+  sizeBytes: t.Number(),
+});
+
+export const RelationSchema = t.Object({
+  parentWorkId: t.String(),
+  childWorkId: t.String(),
+  rel: t.String({ description: 'has-season (series to season) or has-episode (season to episode)' }),
+  ordinal: t.Array(t.Number(), { description: 'numeric path: [1, 3] is season 1, episode 3' }),
+  createdAt: t.Number(),
+});
+
+export const KindSchema = t.Object({
+  id: t.String(),
+  label: t.String(),
+  family: t.String(),
+  finite: t.Boolean(),
+  actions: t.Array(t.String()),
+  editionKinds: t.Array(t.String()),
+  facets: t.Array(t.String()),
+  requiredFacets: t.Array(t.String()),
+  layouts: t.Array(t.String()),
+  pipelines: t.Array(t.String()),
+  relations: t.Array(t.String()),
+});
+
+export const WorkIdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 128 }) });
+export const WorksQuery = t.Object({
+  page: t.Optional(t.Integer({ minimum: 1, default: 1, title: 'page' })),
+  pageSize: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50, title: 'pageSize' })),
+});
+
+export const ProblemSchema = t.Object(
+  {
+    type: t.String(),
+    title: t.String(),
+    status: t.Number(),
+    code: t.String({ description: 'stable machine-readable code' }),
+    retryable: t.Boolean(),
+    category: t.String({ description: 'transient, permanent or recoverable' }),
+    instance: t.Optional(t.String()),
+    on: t.Optional(t.String({ description: 'validation: body, query, path or headers' })),
+    property: t.Optional(t.String({ description: 'validation, outside production only' })),
+    detail: t.Optional(t.String({ description: 'validation, outside production only' })),
+  },
+  { additionalProperties: true, description: 'RFC 9457 Problem Details (application/problem+json)' },
+);
+
+export type Work = Static<typeof WorkSchema>;
+export type Asset = Static<typeof AssetSchema>;
+export type MediaIndex = Static<typeof MediaIndexSchema>;
+export type Stream = Static<typeof StreamSchema>;
+export type AssetSummary = Static<typeof AssetSummarySchema>;
+export type Relation = Static<typeof RelationSchema>;
+export type ScanInput = Static<typeof ScanBody>;

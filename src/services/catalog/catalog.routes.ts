@@ -1,0 +1,95 @@
+// The catalog over HTTP: routes and schemas wiring only; the rules live in catalog.service.ts.
+// POST /scan sits in its own group behind the Bearer guard (policy resource:asset:scan, scan budget).
+import { Elysia, t } from 'elysia';
+import { bearerGuard, guardResponses } from '../../platform/http/bearer-guard';
+import { errorHandling } from '../../platform/http/errors';
+import { healthRoutes } from '../../platform/http/health';
+import { openapiDocs } from '../../platform/http/openapi';
+import type { ServiceDeps } from '../../platform/service';
+import {
+  AssetSummarySchema, KindSchema, ProblemSchema, RelationSchema, ScanBody, ScanResponse, WorkIdParams, WorkSchema, WorksQuery,
+} from './catalog.model';
+import type { CatalogService } from './catalog.service';
+
+const errors = { 400: ProblemSchema, 422: ProblemSchema };
+const notFound = { 404: ProblemSchema };
+
+/** POST /scan with its guard: the only route that needs a token. */
+function scanRoutes(catalog: CatalogService, guard: ReturnType<typeof bearerGuard>) {
+  return new Elysia({ name: 'catalog.scan' }).use(guard).post('/scan', ({ body }) => catalog.scan(body), {
+    policy: 'resource:asset:scan',
+    rateLimit: 'scan',
+    body: ScanBody,
+    response: { 200: ScanResponse, ...errors, ...notFound, 409: ProblemSchema, ...guardResponses, 502: ProblemSchema, 504: ProblemSchema },
+    detail: {
+      tags: ['scan'],
+      summary: 'Scan a file under a media root',
+      description:
+        'Probes the file through the media engine (bus query qry.media.probe), identifies it from its path, creates or ' +
+        'updates its asset and MediaIndex and publishes evt.catalog.assetIndexed. A file that is not a medium is ' +
+        'registered as unidentified with indexed=false and index=null. Needs a Bearer token with the policy ' +
+        'resource:asset:scan; 5 requests/s per actor, burst 20. Domain codes: CATALOG_PATH_REFUSED (422), ' +
+        'CATALOG_PATH_NOT_FOUND (404), CATALOG_WORK_NOT_FOUND (404), CATALOG_EDITION_NOT_FOUND (404), ' +
+        'CATALOG_BINDING_CONFLICT (409), CATALOG_NO_MEDIA_ROOTS (503), BUS_TIMEOUT (504).',
+    },
+  });
+}
+
+/** The public reads: kinds and works. */
+function readRoutes(catalog: CatalogService) {
+  return new Elysia({ name: 'catalog.reads', detail: { security: [] } })
+    .get('/kinds', () => ({ kinds: catalog.kinds() }), {
+      response: { 200: t.Object({ kinds: t.Array(KindSchema) }) },
+      detail: { tags: ['kinds'], summary: 'The kind registry: core kinds and the kinds of content-type plugins', security: [] },
+    })
+    .get('/works', ({ query }) => catalog.listWorks(query.page ?? 1, query.pageSize ?? 50), {
+      query: WorksQuery,
+      response: { 200: t.Object({ total: t.Number(), works: t.Array(WorkSchema) }), ...errors },
+      detail: { tags: ['works'], summary: 'List works, oldest first', security: [] },
+    })
+    .get('/works/:id', ({ params }) => ({ work: catalog.getWork(params.id) }), {
+      params: WorkIdParams,
+      response: { 200: t.Object({ work: WorkSchema }), ...errors, ...notFound },
+      detail: { tags: ['works'], summary: 'One work (404 CATALOG_WORK_NOT_FOUND)', security: [] },
+    })
+    .get('/works/:id/assets', ({ params }) => ({ assets: catalog.workAssets(params.id) }), {
+      params: WorkIdParams,
+      response: { 200: t.Object({ assets: t.Array(AssetSummarySchema) }), ...errors, ...notFound },
+      detail: {
+        tags: ['works'],
+        summary: 'Playable assets of a work over its editions: indexed first, then newest (404 CATALOG_WORK_NOT_FOUND)',
+        security: [],
+      },
+    })
+    .get('/works/:id/relations', ({ params }) => ({ relations: catalog.workRelations(params.id) }), {
+      params: WorkIdParams,
+      response: { 200: t.Object({ relations: t.Array(RelationSchema) }), ...errors, ...notFound },
+      detail: {
+        tags: ['works'],
+        summary: "The work's lineage (its parents and its descendants) ordered by ordinal, parent before child",
+        security: [],
+      },
+    });
+}
+
+export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService) {
+  const guard = bearerGuard({ bus: deps.bus, log: deps.log.child({ component: 'bearer-guard' }) });
+  return new Elysia()
+    .use(errorHandling('problem', { production: deps.config.production, log: deps.log }))
+    .use(
+      openapiDocs({
+        title: 'Keel catalog',
+        component: 'catalog',
+        description: 'Works, editions and media assets; file scanning through the media engine. Errors are RFC 9457 problem+json.',
+        tags: [
+          { name: 'scan', description: 'Register files under the media roots' },
+          { name: 'works', description: 'Works, their assets and relations (public reads)' },
+          { name: 'kinds', description: 'Kind registry' },
+          { name: 'probes', description: 'Health and version' },
+        ],
+      }),
+    )
+    .use(healthRoutes('catalog'))
+    .use(readRoutes(catalog))
+    .use(scanRoutes(catalog, guard));
+}

@@ -1,0 +1,318 @@
+// Catalog rules, free of HTTP: scan (probe over the bus, identify, file under an edition, index),
+// and the reads of works, their assets and relations. Errors are AppErrors with stable codes.
+import { and, asc, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import type { Bus } from '../../platform/bus/bus';
+import type { BusEvents, BusQueries, ProbeStream } from '../../platform/bus/subjects';
+import type { Db } from '../../platform/db';
+import { AppError } from '../../platform/errors';
+import { newId, type Clock, type Logger } from '../../platform/runtime';
+import type { Asset, AssetSummary, MediaIndex, Relation, ScanInput, Work } from './catalog.model';
+import { catalogAssets, catalogEditions, catalogMediaIndexes, catalogRelations, catalogWorks } from './catalog.tables';
+import { identify, type Identified } from './identify';
+import type { KindRegistry } from './kinds';
+import { locate } from './paths';
+
+export const workNotFound = () =>
+  new AppError('CATALOG_WORK_NOT_FOUND', 404, 'No such work', { retryable: false, category: 'permanent' });
+export const editionNotFound = () =>
+  new AppError('CATALOG_EDITION_NOT_FOUND', 404, 'No such edition', { retryable: false, category: 'permanent' });
+export const bindingConflict = () =>
+  new AppError('CATALOG_BINDING_CONFLICT', 409, 'The edition does not belong to the work', { retryable: false, category: 'permanent' });
+
+export interface CatalogDeps {
+  db: Db;
+  bus: Bus;
+  clock: Clock;
+  log: Logger;
+  mediaRoots: string[];
+  kinds: KindRegistry;
+  /** How long scan waits for the media engine (probe timeout plus the keyframe scan). */
+  probeWaitMs: number;
+}
+
+type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+type AssetRow = typeof catalogAssets.$inferSelect;
+type IndexRow = typeof catalogMediaIndexes.$inferSelect;
+type WorkRow = typeof catalogWorks.$inferSelect;
+
+const toWork = (r: WorkRow): Work => ({
+  id: r.id, kind: r.kind, title: r.title, originalTitle: r.originalTitle, year: r.year, createdAt: r.createdAt, updatedAt: r.updatedAt,
+});
+const toAsset = (r: AssetRow): Asset => ({
+  id: r.id, editionId: r.editionId, path: r.path, container: r.container, fastHash: r.fastHash, sizeBytes: r.sizeBytes,
+  identification: r.identification as Asset['identification'], kind: r.kind, layout: r.layout, createdAt: r.createdAt, updatedAt: r.updatedAt,
+});
+const toIndex = (r: IndexRow): MediaIndex => ({
+  id: r.id, assetId: r.assetId, container: r.container, bitrateBps: r.bitrateBps, durationMs: r.durationMs,
+  capabilities: r.capabilities, keyframesMs: r.keyframesMs, indexVersion: r.indexVersion, createdAt: r.createdAt,
+  streams: r.streams as MediaIndex['streams'],
+});
+
+/** `[1, 3]` -> `000001.000003`: text order equals ordinal order, parents before children. */
+export const ordinalKey = (ordinal: number[]) => ordinal.map((n) => String(n).padStart(6, '0')).join('.');
+
+/** Facets of an asset, from its index. */
+export function facetsOf(streams: ProbeStream[]): string[] {
+  const f: string[] = [];
+  const video = streams.filter((s) => s.type === 'video');
+  if (video.length) f.push('video');
+  if (streams.some((s) => s.type === 'audio')) f.push('audio');
+  if (streams.some((s) => s.type === 'subtitle')) f.push('subtitles');
+  const height = Math.max(0, ...video.map((s) => s.height ?? 0));
+  if (height >= 720) f.push('hd');
+  if (height >= 2160) f.push('4k');
+  if (streams.some((s) => s.type === 'audio' && (s.channels ?? 0) > 2)) f.push('surround');
+  return f;
+}
+
+export function createCatalogService(deps: CatalogDeps) {
+  const { db, clock } = deps;
+
+  function findWork(id: string): WorkRow | undefined {
+    return db.select().from(catalogWorks).where(eq(catalogWorks.id, id)).get();
+  }
+
+  /** Finds the work with `key`, or makes it. */
+  function ensureWork(tx: Tx, key: string, kind: string, title: string, year: number, now: number): WorkRow {
+    const found = tx.select().from(catalogWorks).where(eq(catalogWorks.matchKey, key)).get();
+    if (found) return found;
+    const row = { id: newId('wrk', clock), kind, title, originalTitle: title, year, matchKey: key, createdAt: now, updatedAt: now };
+    tx.insert(catalogWorks).values(row).run();
+    return row;
+  }
+
+  function ensureRelation(tx: Tx, parent: string, child: string, rel: string, ordinal: number[], now: number) {
+    tx.insert(catalogRelations)
+      .values({ parentWorkId: parent, childWorkId: child, rel, ordinal, ordinalKey: ordinalKey(ordinal), createdAt: now })
+      .onConflictDoNothing()
+      .run();
+  }
+
+  function ensureEdition(tx: Tx, workId: string, kind: string, now: number): string {
+    const found = tx
+      .select({ id: catalogEditions.id })
+      .from(catalogEditions)
+      .where(and(eq(catalogEditions.workId, workId), eq(catalogEditions.kind, kind)))
+      .get();
+    if (found) return found.id;
+    const id = newId('edn', clock);
+    tx.insert(catalogEditions).values({ id, workId, kind, createdAt: now, updatedAt: now }).run();
+    return id;
+  }
+
+  /** Files an identified name: the work, for an episode its series and season with their relations, and the edition. */
+  function fileIdentified(tx: Tx, idf: Identified, now: number): string {
+    if (!idf.episode) return ensureEdition(tx, ensureWork(tx, idf.key, idf.kind, idf.title, idf.year, now).id, idf.editionKind, now);
+    const { seriesKey, seriesTitle, season, episode } = idf.episode;
+    const series = ensureWork(tx, seriesKey, 'series', seriesTitle, idf.year, now);
+    const seasonWork = ensureWork(tx, `${seriesKey}|s${season}`, 'season', `${seriesTitle} Season ${season}`, 0, now);
+    const work = ensureWork(tx, idf.key, idf.kind, idf.title, idf.year, now);
+    ensureRelation(tx, series.id, seasonWork.id, 'has-season', [season], now);
+    ensureRelation(tx, seasonWork.id, work.id, 'has-episode', [season, episode], now);
+    return ensureEdition(tx, work.id, idf.editionKind, now);
+  }
+
+  /** A workless edition for an unidentified asset: its current one when it has one, else a new one. */
+  function unidentifiedEdition(tx: Tx, existing: AssetRow | undefined, now: number): string {
+    if (existing) {
+      const ed = tx.select().from(catalogEditions).where(eq(catalogEditions.id, existing.editionId)).get();
+      if (ed && ed.workId === null) return ed.id;
+    }
+    const id = newId('edn', clock);
+    tx.insert(catalogEditions).values({ id, workId: null, kind: 'unidentified', createdAt: now, updatedAt: now }).run();
+    return id;
+  }
+
+  /** Checks the explicit binding of the body before any work is done. */
+  function checkBinding(input: ScanInput): { editionId?: string; workId?: string } | null {
+    if (!input.editionId && !input.workId) return null;
+    if (input.workId && !findWork(input.workId)) throw workNotFound();
+    if (input.editionId) {
+      const ed = db.select().from(catalogEditions).where(eq(catalogEditions.id, input.editionId)).get();
+      if (!ed || ed.workId === null) throw editionNotFound();
+      if (input.workId && ed.workId !== input.workId) throw bindingConflict();
+    }
+    return { editionId: input.editionId, workId: input.workId };
+  }
+
+  async function scan(input: ScanInput): Promise<{ asset: Asset; index: MediaIndex | null; indexed: boolean }> {
+    const loc = locate(deps.mediaRoots, input.path, input.root);
+    const binding = checkBinding(input);
+    const probe: BusQueries['qry.media.probe']['reply'] = await deps.bus.request(
+      'qry.media.probe',
+      { root: loc.root, path: loc.relPath },
+      { timeoutMs: deps.probeWaitMs },
+    );
+
+    const result = db.transaction((tx) => {
+      const now = clock.now();
+      const existing = tx
+        .select()
+        .from(catalogAssets)
+        .where(and(eq(catalogAssets.root, loc.root), eq(catalogAssets.path, loc.relPath)))
+        .get();
+      const oldIndex = existing ? tx.select().from(catalogMediaIndexes).where(eq(catalogMediaIndexes.assetId, existing.id)).get() : undefined;
+      const replaced = !!existing && (existing.fastHash !== probe.fastHash || existing.sizeBytes !== probe.sizeBytes);
+
+      // Where the asset is filed: explicit binding > its identified edition so far > the name > unidentified.
+      let editionId: string;
+      let identification: Asset['identification'] = 'identified';
+      if (!probe.medium) {
+        editionId = unidentifiedEdition(tx, existing, now);
+        identification = 'unidentified';
+      } else if (binding?.editionId) editionId = binding.editionId;
+      else if (binding?.workId) editionId = ensureEdition(tx, binding.workId, 'standard', now);
+      else if (existing?.identification === 'identified') editionId = existing.editionId;
+      else {
+        const idf = identify(loc.relPath, deps.kinds.plugins);
+        if (idf) editionId = fileIdentified(tx, idf, now);
+        else {
+          editionId = unidentifiedEdition(tx, existing, now);
+          identification = 'unidentified';
+        }
+      }
+
+      const fields = {
+        editionId,
+        container: probe.medium ? probe.facts.container : 'unknown',
+        fastHash: probe.fastHash,
+        sizeBytes: probe.sizeBytes,
+        identification,
+        kind: probe.medium ? 'logical-composition' : 'opaque',
+        layout: 'file',
+      };
+      let asset: AssetRow;
+      if (existing) {
+        const changed = Object.entries(fields).some(([k, v]) => (existing as Record<string, unknown>)[k] !== v);
+        asset = { ...existing, ...fields, updatedAt: changed ? now : existing.updatedAt };
+        if (changed) tx.update(catalogAssets).set({ ...fields, updatedAt: now }).where(eq(catalogAssets.id, existing.id)).run();
+        // A workless edition left without assets goes with its last asset.
+        if (existing.editionId !== editionId) {
+          const left = tx.select({ n: count() }).from(catalogAssets).where(eq(catalogAssets.editionId, existing.editionId)).get();
+          if (left?.n === 0) tx.delete(catalogEditions).where(and(eq(catalogEditions.id, existing.editionId), isNull(catalogEditions.workId))).run();
+        }
+      } else {
+        asset = { id: newId('ast', clock), root: loc.root, path: loc.relPath, ...fields, createdAt: now, updatedAt: now };
+        tx.insert(catalogAssets).values(asset).run();
+      }
+
+      let index: IndexRow | undefined;
+      if (!probe.medium) {
+        if (oldIndex) tx.delete(catalogMediaIndexes).where(eq(catalogMediaIndexes.id, oldIndex.id)).run();
+      } else {
+        const f = probe.facts;
+        const facts = {
+          container: f.container, bitrateBps: f.bitrateBps, durationMs: f.durationMs, capabilities: f.capabilities,
+          keyframesMs: f.keyframesMs, keyframeSource: f.keyframeSource, streams: f.streams,
+        };
+        if (oldIndex && !replaced) index = oldIndex; // same content: the index stands as it is
+        else if (oldIndex) {
+          index = { ...oldIndex, ...facts, indexVersion: oldIndex.indexVersion + 1, createdAt: now };
+          tx.update(catalogMediaIndexes).set(index).where(eq(catalogMediaIndexes.id, oldIndex.id)).run();
+        } else {
+          index = { id: newId('idx', clock), assetId: asset.id, ...facts, indexVersion: 1, createdAt: now };
+          tx.insert(catalogMediaIndexes).values(index).run();
+        }
+      }
+      const workId = tx.select({ w: catalogEditions.workId }).from(catalogEditions).where(eq(catalogEditions.id, editionId)).get()?.w ?? null;
+      return { asset, index, replaced, workId };
+    });
+
+    if (result.index) {
+      // Published after the commit, so a subscriber that reads the catalog finds what the event names.
+      const event: BusEvents['evt.catalog.assetIndexed'] = {
+        assetId: result.asset.id,
+        editionId: result.asset.editionId,
+        workId: result.workId,
+        root: loc.root,
+        path: loc.relPath,
+        identification: result.asset.identification as Asset['identification'],
+        indexed: true,
+        indexVersion: result.index.indexVersion,
+        replaced: result.replaced,
+        container: result.index.container,
+        durationMs: result.index.durationMs,
+        fastHash: result.asset.fastHash,
+        capabilities: result.index.capabilities,
+        at: clock.now(),
+      };
+      await deps.bus.publish('evt.catalog.assetIndexed', event);
+    }
+    return { asset: toAsset(result.asset), index: result.index ? toIndex(result.index) : null, indexed: !!result.index };
+  }
+
+  function listWorks(page: number, pageSize: number): { total: number; works: Work[] } {
+    const total = db.select({ n: count() }).from(catalogWorks).get()?.n ?? 0;
+    const rows = db
+      .select()
+      .from(catalogWorks)
+      .orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id))
+      .limit(pageSize)
+      .offset((page - 1) * pageSize)
+      .all();
+    return { total, works: rows.map(toWork) };
+  }
+
+  function getWork(id: string): Work {
+    const w = findWork(id);
+    if (!w) throw workNotFound();
+    return toWork(w);
+  }
+
+  function workAssets(id: string): AssetSummary[] {
+    if (!findWork(id)) throw workNotFound();
+    const rows = db
+      .select({ asset: catalogAssets, index: catalogMediaIndexes })
+      .from(catalogAssets)
+      .innerJoin(catalogEditions, eq(catalogEditions.id, catalogAssets.editionId))
+      .leftJoin(catalogMediaIndexes, eq(catalogMediaIndexes.assetId, catalogAssets.id))
+      .where(eq(catalogEditions.workId, id))
+      .orderBy(desc(sql`${catalogMediaIndexes.id} IS NOT NULL`), desc(catalogAssets.createdAt), desc(catalogAssets.id))
+      .all();
+    return rows.map(({ asset, index }) => ({
+      assetId: asset.id,
+      editionId: asset.editionId,
+      container: asset.container,
+      durationMs: index?.durationMs ?? 0,
+      facets: index ? facetsOf(index.streams as ProbeStream[]) : [],
+      identification: asset.identification,
+      indexed: !!index,
+      layout: asset.layout,
+      sizeBytes: asset.sizeBytes,
+    }));
+  }
+
+  /** The work's lineage: relations up to its root and down through its descendants, by ordinal. */
+  function workRelations(id: string): Relation[] {
+    if (!findWork(id)) throw workNotFound();
+    const seen = new Set<string>();
+    const out: (typeof catalogRelations.$inferSelect)[] = [];
+    const add = (r: typeof catalogRelations.$inferSelect) => {
+      const k = `${r.parentWorkId}|${r.childWorkId}|${r.rel}`;
+      if (!seen.has(k)) {
+        seen.add(k);
+        out.push(r);
+      }
+    };
+    // Up: a season or an episode shows where it sits.
+    let cursor = [id];
+    for (let depth = 0; depth < 8 && cursor.length; depth++) {
+      const ups = db.select().from(catalogRelations).where(inArray(catalogRelations.childWorkId, cursor)).all();
+      ups.forEach(add);
+      cursor = ups.map((r) => r.parentWorkId);
+    }
+    // Down: a series lists its seasons and their episodes.
+    cursor = [id];
+    for (let depth = 0; depth < 8 && cursor.length; depth++) {
+      const downs = db.select().from(catalogRelations).where(inArray(catalogRelations.parentWorkId, cursor)).all();
+      downs.forEach(add);
+      cursor = downs.map((r) => r.childWorkId);
+    }
+    out.sort((a, b) => (a.ordinalKey < b.ordinalKey ? -1 : a.ordinalKey > b.ordinalKey ? 1 : a.rel < b.rel ? -1 : 1));
+    return out.map((r) => ({ parentWorkId: r.parentWorkId, childWorkId: r.childWorkId, rel: r.rel, ordinal: r.ordinal, createdAt: r.createdAt }));
+  }
+
+  return { scan, listWorks, getWork, workAssets, workRelations, kinds: () => deps.kinds.all() };
+}
+
+export type CatalogService = ReturnType<typeof createCatalogService>;

@@ -1,0 +1,32 @@
+// Positioned reads on an open file, shared by the container index parsers.
+import { open, type FileHandle } from 'node:fs/promises';
+
+export interface ByteSource {
+  size: number;
+  read(pos: number, len: number): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
+
+export async function openByteSource(file: string): Promise<ByteSource> {
+  const fh: FileHandle = await open(file, 'r');
+  const size = (await fh.stat()).size;
+  return {
+    size,
+    async read(pos, len) {
+      const n = Math.max(0, Math.min(len, size - pos));
+      const buf = new Uint8Array(n);
+      if (n > 0) await fh.read(buf, 0, n, pos);
+      return buf;
+    },
+    close: () => fh.close(),
+  };
+}
+
+/** A ByteSource over bytes in memory (tests build container structures this way). */
+export function bufferSource(bytes: Uint8Array): ByteSource {
+  return {
+    size: bytes.length,
+    read: async (pos, len) => bytes.slice(pos, Math.min(bytes.length, pos + len)),
+    close: async () => {},
+  };
+}

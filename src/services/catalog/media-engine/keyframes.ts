@@ -1,0 +1,36 @@
+// Keyframe positions, fastest source first: the container's own index (Matroska Cues, MP4 sync
+// samples), else a packet scan by ffprobe that reads packet flags without decoding.
+import type { Ffprobe } from './ffprobe';
+import { openByteSource } from './file-reader';
+import { matroskaCueKeyframes } from './matroska-cues';
+import { mp4SyncKeyframes } from './mp4-index';
+
+export type KeyframeSource = 'cues' | 'mp4-index' | 'packet-scan' | 'none';
+
+export async function containerIndexKeyframes(file: string, container: string): Promise<{ ms: number[]; source: KeyframeSource } | null> {
+  const src = await openByteSource(file);
+  try {
+    if (container === 'mkv' || container === 'webm') {
+      const ms = await matroskaCueKeyframes(src);
+      return ms ? { ms, source: 'cues' } : null;
+    }
+    if (container === 'mp4' || container === 'mov' || container === 'm4a') {
+      const ms = await mp4SyncKeyframes(src);
+      return ms ? { ms, source: 'mp4-index' } : null;
+    }
+    return null;
+  } catch {
+    // A damaged index is not an error of the probe: the packet scan still answers.
+    return null;
+  } finally {
+    await src.close();
+  }
+}
+
+export async function keyframes(file: string, container: string, hasVideo: boolean, ffprobe: Ffprobe): Promise<{ ms: number[]; source: KeyframeSource }> {
+  if (!hasVideo) return { ms: [], source: 'none' };
+  const fromIndex = await containerIndexKeyframes(file, container);
+  if (fromIndex && fromIndex.ms.length > 0) return fromIndex;
+  const scanned = await ffprobe.keyframePacketScan(file);
+  return scanned && scanned.length > 0 ? { ms: scanned, source: 'packet-scan' } : { ms: [], source: 'none' };
+}

@@ -1,0 +1,113 @@
+// The media engine's answer to qry.media.probe: facts of a real ffprobe run, keyframes and the
+// fastHash for a file under a media root. A file that is not a medium is a normal answer.
+import { extname } from 'node:path';
+import type { Bus } from '../../../platform/bus/bus';
+import type { BusQueries, ProbeFacts, ProbeStream } from '../../../platform/bus/subjects';
+import { checkRelativePath, pathNotFound, resolveOnRoot } from '../paths';
+import { capabilitiesOf } from './capabilities';
+import { fastHash } from './fast-hash';
+import type { Ffprobe, FfprobeJson, FfprobeStreamJson } from './ffprobe';
+import { keyframes } from './keyframes';
+
+type ProbeReply = BusQueries['qry.media.probe']['reply'];
+
+/** Our container name from ffprobe's demuxer list, refined by the brand or the extension. */
+export function containerName(formatName: string, file: string, majorBrand?: string): string {
+  const ext = extname(file).slice(1).toLowerCase();
+  if (formatName === 'matroska,webm') return ext === 'webm' ? 'webm' : 'mkv';
+  if (formatName.startsWith('mov,mp4')) {
+    if (majorBrand?.trim() === 'qt') return 'mov';
+    return ext === 'm4a' || majorBrand?.trim() === 'M4A' ? 'm4a' : 'mp4';
+  }
+  return formatName.split(',')[0]!;
+}
+
+const num = (v: string | number | undefined): number | null => {
+  const n = Number(v);
+  return v === undefined || v === '' || !Number.isFinite(n) ? null : n;
+};
+
+function frameRate(s: FfprobeStreamJson): number | undefined {
+  for (const r of [s.avg_frame_rate, s.r_frame_rate]) {
+    const [a, b] = (r ?? '').split('/').map(Number);
+    if (a && b) return Math.round((a / b) * 1000) / 1000;
+  }
+  return undefined;
+}
+
+const STREAM_TYPES = new Set(['video', 'audio', 'subtitle', 'data', 'attachment']);
+// Demuxers that open any text or a still image: what they find is not a medium.
+const NOT_MEDIA_FORMATS = new Set(['tty', 'image2', 'lrc', 'srt', 'ass', 'webvtt', 'subviewer', 'jacosub', 'microdvd']);
+
+export function toStream(s: FfprobeStreamJson): ProbeStream {
+  const type = (STREAM_TYPES.has(s.codec_type ?? '') ? s.codec_type : 'unknown') as ProbeStream['type'];
+  const out: ProbeStream = {
+    index: s.index,
+    type,
+    codec: s.codec_name ?? 'unknown',
+    language: s.tags?.language ?? 'und',
+    defaultFlag: s.disposition?.default === 1,
+    bitRateBps: num(s.bit_rate) ?? (s.tags?.BPS ? num(s.tags.BPS) : null),
+  };
+  if (type === 'audio') {
+    out.channels = s.channels ?? 0;
+    out.sampleRate = num(s.sample_rate) ?? 0;
+  }
+  if (type === 'video') {
+    out.frameRate = frameRate(s) ?? 0;
+    out.width = s.width ?? 0;
+    out.height = s.height ?? 0;
+  }
+  return out;
+}
+
+/** Medium or not: at least one playable audio or video stream in a real media container. */
+export function mediumVerdict(json: FfprobeJson): string | null {
+  const format = json.format?.format_name ?? '';
+  const streams = json.streams ?? [];
+  if (!format) return 'no container recognised';
+  if (NOT_MEDIA_FORMATS.has(format) || format.endsWith('_pipe')) return 'a text or still-image file';
+  const av = streams.filter((s) => (s.codec_type === 'audio' || (s.codec_type === 'video' && s.disposition?.attached_pic !== 1)));
+  if (av.length === 0) return 'no audio or video stream';
+  return null;
+}
+
+export function createProbeAnswerer(deps: { mediaRoots: string[]; ffprobe: Ffprobe }) {
+  async function probe(request: BusQueries['qry.media.probe']['request']): Promise<ProbeReply> {
+    // The bus is a boundary of its own: confine again, whoever asks.
+    const rel = checkRelativePath(request.path);
+    const resolved = resolveOnRoot(deps.mediaRoots, request.root, rel);
+    if (!resolved) throw pathNotFound();
+    const file = resolved.absPath;
+    const { hash, sizeBytes } = await fastHash(file);
+    if (sizeBytes === 0) return { medium: false, sizeBytes, fastHash: hash, reason: 'empty file' };
+    const probed = await deps.ffprobe.formatAndStreams(file);
+    if (!probed.ok) return { medium: false, sizeBytes, fastHash: hash, reason: probed.reason };
+    const verdict = mediumVerdict(probed.json);
+    if (verdict) return { medium: false, sizeBytes, fastHash: hash, reason: verdict };
+
+    const format = probed.json.format!;
+    const container = containerName(format.format_name!, file, format.tags?.major_brand);
+    const streams = (probed.json.streams ?? []).map(toStream);
+    const durationMs = Math.round((num(format.duration) ?? 0) * 1000);
+    const bitrateBps = num(format.bit_rate) ?? (durationMs > 0 ? Math.round((sizeBytes * 8 * 1000) / durationMs) : 0);
+    const hasVideo = streams.some((s) => s.type === 'video');
+    const kf = await keyframes(file, container, hasVideo, deps.ffprobe);
+    const facts: ProbeFacts = {
+      container,
+      bitrateBps,
+      durationMs,
+      streams,
+      capabilities: capabilitiesOf(container, durationMs, streams, kf.ms),
+      keyframesMs: kf.ms,
+      keyframeSource: kf.source,
+    };
+    return { medium: true, sizeBytes, fastHash: hash, facts };
+  }
+
+  return {
+    probe,
+    /** Registers the answerer; returns the function that unregisters it. */
+    listen: (bus: Bus) => bus.answer('qry.media.probe', probe),
+  };
+}
