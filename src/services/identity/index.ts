@@ -1,9 +1,43 @@
-// Composition root of the identity service. (Scaffold: replaced by the identity issue's work.)
-import { Elysia } from 'elysia';
-import { errorHandling } from '../../platform/http/errors';
-import { healthRoutes } from '../../platform/http/health';
+// Composition root of the identity service: config -> signing keys -> rules -> HTTP app + bus answers.
 import type { Service, ServiceDeps } from '../../platform/service';
+import { loadIdentityConfig } from './identity.config';
+import { createIdentityApp } from './identity.routes';
+import { createIdentityCore } from './identity.service';
+import { createKeyStore } from './keys';
 
-export function createIdentityService(deps: ServiceDeps): Service {
-  return { app: new Elysia().use(errorHandling('problem', { production: deps.config.production, log: deps.log })).use(healthRoutes('identity')) };
+const SWEEP_EVERY_MS = 60 * 60_000;
+
+export async function createIdentityService(deps: ServiceDeps): Promise<Service> {
+  const config = loadIdentityConfig(deps.config.env);
+  const keys = await createKeyStore({
+    dataDir: deps.config.dataDir,
+    overlapS: config.keyOverlapS,
+    maxAgeS: config.keyMaxAgeS,
+    given: config.signingKey,
+    clock: deps.clock,
+    log: deps.log,
+  });
+  const core = createIdentityCore({ db: deps.db, clock: deps.clock, log: deps.log, config, keys });
+
+  const unanswer = [
+    deps.bus.answer('qry.identity.session', ({ sid, sub }) => {
+      if (typeof sid !== 'string' || typeof sub !== 'string') return { live: false, reauth: false, reason: 'unknown-session' as const };
+      return core.sessionState(sid, sub);
+    }),
+    deps.bus.answer('qry.identity.jwks', () => ({ keys: keys.publicJwks() })),
+  ];
+  let sweeper: ReturnType<typeof setInterval> | undefined;
+
+  return {
+    app: createIdentityApp(deps, core, keys),
+    start() {
+      core.sweep();
+      sweeper = setInterval(() => core.sweep(), SWEEP_EVERY_MS);
+      sweeper.unref?.();
+    },
+    stop() {
+      clearInterval(sweeper);
+      for (const u of unanswer) u();
+    },
+  };
 }
