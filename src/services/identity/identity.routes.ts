@@ -90,6 +90,7 @@ export function createIdentityApp(deps: ServiceDeps, core: IdentityCore, keys: K
         description:
           'Actors with policies and API keys, sessions with EdDSA access tokens and rotating refresh tokens, and the JWKS that verifies them. Admin routes take a workspace-API admin token (HS256) or an access token with the admin:identity policy.',
         component: 'identity',
+        dottedPaths: true,
         tags: [
           { name: 'actors', description: 'Actors, policies and API keys (admin)' },
           { name: 'sessions', description: 'Access and refresh tokens' },
