@@ -101,3 +101,20 @@ export function ffprobeKeyframesMs(file: string): number[] {
   const ms = (j.packets as any[]).filter((p) => String(p.flags).includes('K')).map((p) => Math.round(Number(p.pts_time) * 1000));
   return [...new Set(ms)].sort((a, b) => a - b);
 }
+
+/**
+ * A catalog access token obtained as a user would (CONTRACT.md, "Identity, catalog tokens"): an admin
+ * workspace token creates an actor on the identity service, whose API key opens a session.
+ */
+export async function catalogToken(
+  p: { api(service: 'identity', path: string, init?: RequestInit & { as?: string | null; json?: unknown }): Promise<Response> },
+  name: string,
+  policies: string[] = ['resource:asset:scan'],
+): Promise<string> {
+  const created = await p.api('identity', '/actors', { method: 'POST', as: 'admin', json: { name, policies } });
+  if (created.status !== 201) throw new Error(`POST /actors answered ${created.status}: ${await created.text()}`);
+  const { apiKey } = (await created.json()) as { apiKey: string };
+  const session = await p.api('identity', '/sessions', { method: 'POST', as: null, json: { apiKey } });
+  if (session.status !== 201) throw new Error(`POST /sessions answered ${session.status}: ${await session.text()}`);
+  return ((await session.json()) as { accessToken: string }).accessToken;
+}
