@@ -168,24 +168,29 @@ export async function importJwks(keys: IdentityPublicJwk[]): Promise<Map<string,
   return out;
 }
 
-/** Keys from `qry.identity.jwks`, cached; refreshed on an unknown kid at most once per `minRefreshMs`. */
+/**
+ * Keys from `qry.identity.jwks`, cached. An unknown kid (a key rotated in since the last read)
+ * triggers a refresh; refreshes are at least `minRefreshMs` apart, and a request that arrives
+ * inside that gap waits for the next one rather than being refused.
+ */
 export function createBusKeySource(bus: Bus, opts: { minRefreshMs?: number; maxAgeMs?: number; now?: () => number; log?: Logger } = {}) {
   const minRefreshMs = opts.minRefreshMs ?? 1000;
   const maxAgeMs = opts.maxAgeMs ?? 5 * 60_000;
   const now = opts.now ?? Date.now;
   let keys = new Map<string, CryptoKey>();
   let loadedAt = -Infinity;
+  let lastAttempt = -Infinity;
   let inflight: Promise<void> | undefined;
 
   const refresh = () =>
     (inflight ??= (async () => {
+      lastAttempt = now();
       try {
         const reply = await bus.request('qry.identity.jwks', {}, { timeoutMs: 2000 });
         keys = await importJwks(reply.keys);
         loadedAt = now();
       } catch (e) {
-        // Keep the keys we had; the next unknown kid may try again after minRefreshMs.
-        loadedAt = Math.max(loadedAt, now() - maxAgeMs + minRefreshMs);
+        // Keep the keys we had: tokens they verify keep working while identity is away.
         opts.log?.warn('jwks refresh failed', errorFields(e));
         if (keys.size === 0) throw identityUnavailable();
       } finally {
@@ -194,14 +199,14 @@ export function createBusKeySource(bus: Bus, opts: { minRefreshMs?: number; maxA
     })());
 
   const keyFor: KeyLookup = async (kid) => {
-    const age = now() - loadedAt;
-    if (age > maxAgeMs) await refresh();
-    let key = keys.get(kid);
-    if (!key && now() - loadedAt >= minRefreshMs) {
-      await refresh();
-      key = keys.get(kid);
-    }
-    return key;
+    if (now() - loadedAt > maxAgeMs && now() - lastAttempt >= minRefreshMs) await refresh();
+    const key = keys.get(kid);
+    if (key) return key;
+    const asked = now();
+    const wait = lastAttempt + minRefreshMs - asked;
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (lastAttempt < asked) await refresh();
+    return keys.get(kid);
   };
   return { keyFor, refresh, size: () => keys.size };
 }

@@ -1,0 +1,141 @@
+// Signing keys: rotation with an overlap window, automatic age-based rotation, persistence under
+// APP_DATA_DIR, an operator-given key, and start-up refusal of bad key settings.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { calculateJwkThumbprint, createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { createActor, openSession, sleep, startGuardedApp } from './identity-helpers';
+
+const jwksOf = async (p: TestPlatform) => ((await (await fetch(p.url('identity') + '/.well-known/jwks.json')).json()).keys as { kid: string }[]).map((k) => k.kid);
+const kidOf = (token: string) => decodeProtectedHeader(token).kid;
+
+describe('rotation with an overlap window', () => {
+  let p: TestPlatform;
+  let guard: ReturnType<typeof startGuardedApp>;
+  beforeAll(async () => {
+    p = await startTestPlatform({ services: ['identity'], env: { APP_IDENTITY_ACCESS_TTL_S: '2', APP_IDENTITY_KEY_OVERLAP_S: '3' } });
+    guard = startGuardedApp(p.bus);
+  });
+  afterAll(async () => {
+    guard.stop();
+    await p.close();
+  });
+
+  test('tokens of the previous key stay valid during the overlap; the key leaves the JWKS after it', async () => {
+    const { apiKey } = await createActor(p);
+    const before = await openSession(p, apiKey);
+    expect((await guard.scan(before.accessToken)).status).toBe(200);
+
+    const res = await p.api('identity', '/keys/rotate', { method: 'POST', as: 'admin' });
+    expect(res.status).toBe(200);
+    const rotated = await res.json();
+    expect(rotated.previousKid).toBe(kidOf(before.accessToken));
+    expect(rotated.kid).not.toBe(rotated.previousKid);
+    expect(rotated.previousPublishedUntil).toBeGreaterThan(Date.now() + 2000);
+    expect(await jwksOf(p)).toEqual([rotated.kid, rotated.previousKid]);
+
+    // New tokens carry the new kid; the guard learns it over the bus on first sight.
+    const after = await openSession(p, apiKey);
+    expect(kidOf(after.accessToken)).toBe(rotated.kid);
+    expect((await guard.scan(after.accessToken)).status).toBe(200);
+    expect((await guard.scan(before.accessToken)).status).toBe(200);
+    // An outside verifier sees both keys too.
+    const jwks = createRemoteJWKSet(new URL(p.url('identity') + '/.well-known/jwks.json'));
+    await jwtVerify(before.accessToken, jwks);
+    await jwtVerify(after.accessToken, jwks);
+
+    await sleep(Math.max(0, rotated.previousPublishedUntil - Date.now()) + 100);
+    expect(await jwksOf(p)).toEqual([rotated.kid]);
+  });
+
+  test('rotation needs an admin', async () => {
+    const res = await p.api('identity', '/keys/rotate', { method: 'POST', as: 'alice' });
+    expect(res.status).toBe(403);
+    expect((await res.json()).code).toBe('forbidden');
+  });
+});
+
+describe('automatic rotation and persistence', () => {
+  test('a key older than APP_IDENTITY_KEY_MAX_AGE_S is rotated on the next signing', async () => {
+    const p = await startTestPlatform({ services: ['identity'], env: { APP_IDENTITY_KEY_MAX_AGE_S: '1' } });
+    try {
+      const { apiKey } = await createActor(p);
+      const first = await openSession(p, apiKey);
+      await sleep(1100);
+      const second = await openSession(p, apiKey);
+      expect(kidOf(second.accessToken)).not.toBe(kidOf(first.accessToken));
+      expect(await jwksOf(p)).toEqual([kidOf(second.accessToken)!, kidOf(first.accessToken)!]);
+    } finally {
+      await p.close();
+    }
+  });
+
+  test('the generated key is kept under APP_DATA_DIR (mode 0600) and reused after a restart', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'keel-identity-keys-'));
+    try {
+      const a = await startTestPlatform({ services: ['identity'], dataDir });
+      const kids = await jwksOf(a);
+      const { apiKey } = await createActor(a);
+      const s = await openSession(a, apiKey);
+      await a.close();
+      const file = join(dataDir, 'identity-keys.json');
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      const b = await startTestPlatform({ services: ['identity'], dataDir });
+      try {
+        expect(await jwksOf(b)).toEqual(kids);
+        const g = startGuardedApp(b.bus);
+        expect((await g.scan(s.accessToken)).status).toBe(200); // a token from before the restart still works
+        g.stop();
+      } finally {
+        await b.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('an operator-given key', () => {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+
+  test('APP_IDENTITY_SIGNING_KEY (PKCS8 PEM) signs, is published under its thumbprint, and cannot be rotated here', async () => {
+    const p = await startTestPlatform({ services: ['identity'], env: { APP_IDENTITY_SIGNING_KEY: pem } });
+    try {
+      const thumb = await calculateJwkThumbprint(publicKey.export({ format: 'jwk' }) as never);
+      expect(await jwksOf(p)).toEqual([thumb]);
+      const s = await openSession(p, (await createActor(p)).apiKey);
+      expect(kidOf(s.accessToken)).toBe(thumb);
+      const res = await p.api('identity', '/keys/rotate', { method: 'POST', as: 'admin' });
+      expect(res.status).toBe(409);
+      expect((await res.json()).code).toBe('IDENTITY_KEYS_EXTERNAL');
+      expect(existsSync(join(p.dataDir, 'identity-keys.json'))).toBe(false);
+    } finally {
+      await p.close();
+    }
+  });
+
+  test('a key that is not Ed25519, and out-of-range lifetimes, stop start-up naming the variable', async () => {
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const cases: [Record<string, string>, string][] = [
+      [{ APP_IDENTITY_SIGNING_KEY: rsa }, 'APP_IDENTITY_SIGNING_KEY:'],
+      [{ APP_IDENTITY_SIGNING_KEY: 'garbage' }, 'APP_IDENTITY_SIGNING_KEY:'],
+      [{ APP_IDENTITY_ACCESS_TTL_S: '901' }, 'APP_IDENTITY_ACCESS_TTL_S:'],
+      [{ APP_IDENTITY_ACCESS_TTL_S: '600', APP_IDENTITY_KEY_OVERLAP_S: '60' }, 'APP_IDENTITY_KEY_OVERLAP_S:'],
+    ];
+    for (const [env, message] of cases) {
+      const failed = await startTestPlatform({ services: ['identity'], env }).then(
+        async (p) => {
+          await p.close();
+          return '';
+        },
+        (e: Error) => e.message,
+      );
+      expect(failed.startsWith(message)).toBe(true);
+      expect(failed).not.toContain('BEGIN');
+    }
+  });
+});
