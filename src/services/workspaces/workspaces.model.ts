@@ -5,10 +5,15 @@ import { WORKSPACE_STATUSES } from './workspaces.tables';
 /** Lowercase letters, digits, `.`, `_`, `-`; starts with a letter or digit; 1-63 characters (a DNS label's length). */
 export const NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$';
 
-export const WorkspaceStatusSchema = t.UnionEnum(WORKSPACE_STATUSES, {
-  description: 'creating, starting, stopping and restarting are in progress; failed carries `reason`',
-});
-export const WorkspaceTypeSchema = t.UnionEnum(['persistent', 'temporary']);
+// Unions of literals, not t.UnionEnum: in a query, Elysia 1.4 fills an absent optional UnionEnum with its first value.
+export const WorkspaceStatusSchema = t.Union(
+  [t.Literal('creating'), t.Literal('starting'), t.Literal('running'), t.Literal('stopping'), t.Literal('stopped'), t.Literal('restarting'), t.Literal('failed')],
+  { description: 'creating, starting, stopping and restarting are in progress; failed carries `reason`' },
+);
+export const WorkspaceTypeSchema = t.Union([t.Literal('persistent'), t.Literal('temporary')]);
+// The schema and the table's list must agree.
+const _statuses: Static<typeof WorkspaceStatusSchema>[] = [...WORKSPACE_STATUSES];
+void _statuses;
 
 export const RepoSchema = t.Object(
   {
