@@ -5,7 +5,8 @@ import { mintToken } from './platform/jwt';
 
 const USAGE = `usage:
   keel token --sub <actor> [--ttl 1h] [--role admin]   print a workspace-API token
-  keel healthcheck                                     GET /health of every service this config runs (exit 0 when all answer ok)`;
+  keel healthcheck                                     GET /health of every service this config runs (exit 0 when all answer ok)
+  keel image minimal                                   build the minimal workspace image offline (busybox-static) into DOCKER_HOST's engine`;
 
 export function parseTtl(s: string): number {
   const m = /^(\d+)([smhd]?)$/.exec(s);
@@ -13,7 +14,7 @@ export function parseTtl(s: string): number {
   return Number(m[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
 }
 
-export const CLI_COMMANDS = ['token', 'healthcheck'];
+export const CLI_COMMANDS = ['token', 'healthcheck', 'image'];
 
 export async function runCli(argv: string[]) {
   const [cmd, ...rest] = argv;
@@ -32,6 +33,14 @@ export async function runCli(argv: string[]) {
       const res = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${config.ports[name]}/health`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
       if (res?.status !== 200) throw new Error(`${name} is not healthy`);
     }
+    return;
+  }
+  if (cmd === 'image') {
+    if (rest[0] !== 'minimal') throw new Error('usage: keel image minimal');
+    const { createEngine } = await import('./services/workspaces/docker');
+    const { buildMinimalImage, MINIMAL_IMAGE } = await import('./services/workspaces/minimal-image');
+    await buildMinimalImage(createEngine(process.env.DOCKER_HOST || undefined));
+    process.stdout.write(`built ${MINIMAL_IMAGE}\n`);
     return;
   }
   process.stderr.write(USAGE + '\n');
