@@ -53,10 +53,10 @@ export async function minimalRootfs(): Promise<Buffer> {
   return tarArchive(entries);
 }
 
-/** Imports the minimal image into the engine (replacing the tag if it exists). */
-export async function buildMinimalImage(engine: Engine): Promise<void> {
+/** Imports the minimal image into the engine as `ref` (replacing the tag if it exists). */
+export async function buildMinimalImage(engine: Engine, ref = MINIMAL_IMAGE): Promise<void> {
   const rootfs = await minimalRootfs();
-  await engine.importImage(rootfs, MINIMAL_IMAGE, [
+  await engine.importImage(rootfs, ref, [
     'ENV PATH=/bin:/usr/bin:/sbin:/usr/sbin',
     'ENV HOME=/home/keel',
     'USER 1000:1000',

@@ -1,5 +1,12 @@
 // The workspaces service's own environment variables, parsed once (a bad value stops start-up naming it).
 import { ConfigError, readInt, readString, type Env } from '../../platform/config';
+import { MINIMAL_IMAGE } from './minimal-image';
+
+function readImageRef(env: Env, name: string, fallback: string): string {
+  const v = readString(env, name, fallback);
+  if (!/^[a-z0-9][a-z0-9._/-]*:[A-Za-z0-9._-]+$/.test(v)) throw new ConfigError(name, 'must be an image reference with a tag, e.g. keel/minimal:1');
+  return v;
+}
 
 export interface WorkspacesConfig {
   anonymousLimit: number;
@@ -8,6 +15,8 @@ export interface WorkspacesConfig {
   bindAddress: string;
   cloneTimeoutMs: number;
   stopGraceSeconds: number;
+  /** Tag of the offline-built minimal image (tests use their own tag). */
+  minimalImage: string;
 }
 
 export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
@@ -21,5 +30,6 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     bindAddress,
     cloneTimeoutMs: readInt(env, 'APP_WORKSPACE_CLONE_TIMEOUT', 120, 1, 3600) * 1000,
     stopGraceSeconds: readInt(env, 'APP_WORKSPACE_STOP_GRACE', 10, 0, 300),
+    minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),
   };
 }

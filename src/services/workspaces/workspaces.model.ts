@@ -18,9 +18,9 @@ void _statuses;
 export const RepoSchema = t.Object(
   {
     url: t.String({ minLength: 1, maxLength: 2048, description: 'http(s)://, git://, ssh:// or user@host:path; cloned on the Keel host' }),
-    branch: t.Optional(t.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9._/-]+$', description: 'default: the remote HEAD' })),
+    branch: t.Optional(t.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_][A-Za-z0-9._/-]*$', description: 'default: the remote HEAD' })),
   },
-  { additionalProperties: false },
+  { description: 'unknown fields are ignored' },
 );
 
 export const CreateWorkspaceBody = t.Object(
@@ -31,7 +31,7 @@ export const CreateWorkspaceBody = t.Object(
     port: t.Optional(t.Integer({ minimum: 1024, maximum: 65535, description: 'host port of the code server; assigned from APP_WORKSPACE_PORT_RANGE when absent' })),
     repo: t.Optional(RepoSchema),
   },
-  { additionalProperties: false },
+  { description: 'unknown fields are ignored' },
 );
 export type CreateWorkspaceInput = Static<typeof CreateWorkspaceBody>;
 

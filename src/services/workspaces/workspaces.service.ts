@@ -302,7 +302,7 @@ export class WorkspaceService {
   private createContainer(row: WorkspaceRow, template: Template): Promise<string> {
     return this.deps.engine.createContainer({
       name: `keel-${row.name}-${row.id.slice(-6)}`,
-      image: template.image,
+      image: this.imageOf(template),
       cmd: ['/bin/sh', '-c', supervisorScript(template.command, template.services)],
       user: template.user,
       workdir: template.workdir,
@@ -323,27 +323,36 @@ export class WorkspaceService {
     });
   }
 
+  /** The image a template runs: the offline-built one is tagged by APP_WORKSPACE_MINIMAL_IMAGE. */
+  private imageOf(template: Template): string {
+    return template.build === 'minimal' ? this.deps.settings.minimalImage : template.image;
+  }
+
   /** The template's image: present, built offline (minimal), or pulled. One attempt at a time per image. */
   ensureImage(template: Template): Promise<void> {
-    let p = this.imageReady.get(template.image);
+    const image = this.imageOf(template);
+    let p = this.imageReady.get(image);
     if (!p) {
       p = (async () => {
         const { engine } = this.deps;
-        if (await engine.imageExists(template.image)) return;
+        if (await engine.imageExists(image)) return;
         if (template.build === 'minimal') {
-          this.deps.log.info('building the minimal image', { image: template.image });
-          await buildMinimalImage(engine);
+          this.deps.log.info('building the minimal image', { image });
+          await buildMinimalImage(engine, image);
           return;
         }
         try {
-          await engine.pullImage(template.image);
+          await engine.pullImage(image);
         } catch (e) {
-          throw new EngineError(`image ${template.image} is not present and could not be pulled (${(e as Error).message}); build it from templates/${template.name}/Dockerfile`);
+          throw new EngineError(`image ${image} is not present and could not be pulled (${(e as Error).message}); build it from templates/${template.name}/Dockerfile`);
         }
       })();
-      this.imageReady.set(template.image, p);
-      // A failed attempt is not remembered: the next workspace tries again.
-      p.catch(() => this.imageReady.delete(template.image));
+      this.imageReady.set(image, p);
+      // Checked again next time (the image may be removed meanwhile); a failed attempt is simply retried.
+      void p.then(
+        () => this.imageReady.delete(image),
+        () => this.imageReady.delete(image),
+      );
     }
     return p;
   }
