@@ -6,7 +6,7 @@ import type { ExecService } from './exec.service';
 import type { WorkspaceAuthPlugin } from './logs.routes';
 import { ErrorEnvelope, IdParams } from './workspaces.model';
 
-export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; shutdown: AbortSignal }) {
+export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; shutdown: AbortSignal; heartbeatMs?: number }) {
   return new Elysia({ name: 'workspaces.exec' })
     .use(deps.auth)
     .post(
@@ -15,7 +15,7 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
         if (body.stream) {
           const start = await deps.exec.stream(actor, params.id, body);
           // A Response passes through Elysia untouched (the 200 schema describes the JSON answer).
-          return sseResponse({ signal: request.signal, shutdown: deps.shutdown, start }) as unknown as ExecResultT;
+          return sseResponse({ signal: request.signal, shutdown: deps.shutdown, heartbeatMs: deps.heartbeatMs, start }) as unknown as ExecResultT;
         }
         return deps.exec.run(actor, params.id, body, request.signal);
       },

@@ -16,6 +16,7 @@ import { execRoutes } from './exec.routes';
 import { createLogHub } from './logs.hub';
 import { createLogsService } from './logs.service';
 import { logsRoutes } from './logs.routes';
+import { loadLogsExecConfig } from './logs.config';
 import { loadWorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './workspaces.routes';
 import { WorkspaceService } from './workspaces.service';
@@ -47,6 +48,7 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     engine,
     instance: instanceId(deps.config.dataDir),
   });
+  const lxSettings = loadLogsExecConfig(deps.config.env);
   const lx = logsExecEngine(dockerOf(engine));
   const hub = createLogHub({ engine: lx, log: deps.log });
   const logs = createLogsService({ engine: lx, hub, workspaces });
@@ -78,8 +80,8 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     .use(healthRoutes('workspaces'))
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces }))
-    .use(logsRoutes({ auth, logs, exec, shutdown: deps.shutdown }))
-    .use(execRoutes({ auth, exec, shutdown: deps.shutdown }));
+    .use(logsRoutes({ auth, logs, exec, shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs }))
+    .use(execRoutes({ auth, exec, shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs }));
 
   return {
     app,

@@ -4,7 +4,7 @@ import { t, type Static } from 'elysia';
 export const LOG_TAIL_DEFAULT = 50;
 export const LOG_TAIL_MAX = 5000;
 /** Bytes a follower may leave unread before Keel drops it (its last event says so). */
-export const FOLLOWER_BACKLOG_MAX = 256 * 1024;
+export const FOLLOWER_BACKLOG_MAX = 1024 * 1024;
 
 export const LogLevelSchema = t.Union([t.Literal('debug'), t.Literal('info'), t.Literal('warn'), t.Literal('error')], {
   description:

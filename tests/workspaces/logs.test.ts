@@ -1,0 +1,320 @@
+// Workspace logs through HTTP against real `minimal` containers: entry fields, levels, tail, service
+// filter, live follow over SSE, fan-out counters and their cleanup, stopped and deleted workspaces.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { sseReader, type SseReader } from '../helpers/sse';
+
+requireTestEnv('DOCKER_HOST');
+
+let p: TestPlatform;
+let ws = '';
+
+const api = (path: string, init?: Parameters<TestPlatform['api']>[2]) => p.api('workspaces', path, init);
+
+async function waitFor<T>(probe: () => Promise<T | undefined | false>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(100);
+  }
+}
+
+async function createRunning(name: string, as = 'alice'): Promise<string> {
+  const res = await api('/api/workspaces', { method: 'POST', json: { name, template: 'minimal' }, as });
+  expect(res.status).toBe(201);
+  const { id } = (await res.json()) as { id: string };
+  await waitFor(async () => ((await (await api(`/api/workspaces/${id}`, { as })).json()) as { status: string }).status === 'running', 90_000, `${name} running`);
+  await waitFor(async () => (await logs(id)).some((l) => l.message === 'keel: workspace ready'), 10_000, 'main ready line');
+  return id;
+}
+
+interface Entry {
+  timestamp: string;
+  service: string;
+  level: string;
+  message: string;
+}
+
+async function logs(id: string, query = '', as = 'alice'): Promise<Entry[]> {
+  const res = await api(`/api/workspaces/${id}/logs${query}`, { as });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { logs: Entry[] }).logs;
+}
+
+/** Runs a command in the workspace through the API (writing to /proc/1/fd/N reaches the container's log). */
+async function sh(id: string, command: string) {
+  const res = await api(`/api/workspaces/${id}/exec`, { method: 'POST', json: { command } });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { exitCode: number; stdout: string; stderr: string };
+}
+
+const say = (id: string, text: string, fd: 1 | 2 = 1) => sh(id, `printf '%s\\n' '${text}' > /proc/1/fd/${fd}`);
+
+async function streams() {
+  const res = await api('/api/system/streams', { as: 'admin' });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { engineStreams: number; followers: number; execs: number; workspaces: { workspaceId: string; followers: number }[] };
+}
+
+async function follow(id: string, query = '', as = 'alice'): Promise<{ res: Response; reader: SseReader; abort: AbortController }> {
+  const abort = new AbortController();
+  const res = await api(`/api/workspaces/${id}/logs?follow=true${query}`, { as, signal: abort.signal });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toContain('text/event-stream');
+  return { res, reader: sseReader(res), abort };
+}
+
+beforeAll(async () => {
+  p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_SSE_HEARTBEAT_MS: '300' } });
+  ws = await createRunning('logs-main');
+}, 120_000);
+
+afterAll(async () => {
+  await p?.close();
+}, 60_000);
+
+describe('log entries', () => {
+  test('every entry has an ISO timestamp, the service, a level and the message; the main process is service main', async () => {
+    const all = await logs(ws);
+    const ready = all.find((l) => l.message === 'keel: workspace ready')!;
+    expect(ready).toBeDefined();
+    expect(ready.service).toBe('main');
+    expect(ready.level).toBe('info');
+    expect(ready.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    expect(Math.abs(Date.parse(ready.timestamp) - Date.now())).toBeLessThan(10 * 60_000);
+    for (const l of all) expect(Object.keys(l).sort()).toEqual(['level', 'message', 'service', 'timestamp']);
+  });
+
+  test('a template service has its own name, and its stderr is a warning', async () => {
+    await sh(ws, 'wget -q -O /dev/null http://127.0.0.1:8080/ || true');
+    const entry = await waitFor(async () => (await logs(ws, '?service=code-server')).find((l) => l.message.includes('response:')), 10_000, 'code-server line');
+    expect(entry.service).toBe('code-server');
+    expect(entry.level).toBe('warn');
+  });
+
+  test('stderr naming an error is error, other stderr warn, stdout info', async () => {
+    await say(ws, 'levels-out', 1);
+    await say(ws, 'levels-warn', 2);
+    await say(ws, 'levels: fatal error here', 2);
+    const all = await waitFor(async () => {
+      const l = await logs(ws, '?tail=20');
+      return l.some((e) => e.message === 'levels: fatal error here') && l;
+    }, 10_000);
+    expect(all.find((l) => l.message === 'levels-out')!.level).toBe('info');
+    expect(all.find((l) => l.message === 'levels-warn')!.level).toBe('warn');
+    expect(all.find((l) => l.message === 'levels: fatal error here')!.level).toBe('error');
+  });
+
+  test('a structured JSON line keeps its own level and message', async () => {
+    await say(ws, '{"level":"error","msg":"structured boom","port":1}', 1);
+    await say(ws, '{"level":30,"msg":"pino info"}', 2);
+    const all = await waitFor(async () => {
+      const l = await logs(ws, '?tail=10');
+      return l.some((e) => e.message === 'pino info') && l;
+    }, 10_000);
+    expect(all.find((l) => l.message === 'structured boom')!.level).toBe('error');
+    expect(all.find((l) => l.message === 'pino info')!.level).toBe('info');
+  });
+});
+
+describe('tail and service', () => {
+  test('tail returns exactly the last lines, oldest first', async () => {
+    for (const n of [1, 2, 3]) await say(ws, `tail-${n}`);
+    await waitFor(async () => (await logs(ws, '?tail=1'))[0]?.message === 'tail-3', 10_000);
+    const last = await logs(ws, '?tail=2');
+    expect(last.map((l) => l.message)).toEqual(['tail-2', 'tail-3']);
+    expect(await logs(ws, '?tail=0')).toEqual([]);
+  });
+
+  test('tail defaults to 50', async () => {
+    await sh(ws, 'i=0; while [ $i -lt 60 ]; do echo "bulk-$i"; i=$((i+1)); done > /proc/1/fd/1');
+    const all = await waitFor(async () => {
+      const l = await logs(ws);
+      return l.at(-1)?.message === 'bulk-59' && l;
+    }, 10_000);
+    expect(all.length).toBe(50);
+    expect(all[0]!.message).toBe('bulk-10');
+  });
+
+  test('tail out of range or not a number is 400 INVALID_REQUEST', async () => {
+    for (const q of ['?tail=5001', '?tail=-1', '?tail=abc', '?tail=1.5']) {
+      const res = await api(`/api/workspaces/${ws}/logs${q}`);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('INVALID_REQUEST');
+    }
+    const ok = await api(`/api/workspaces/${ws}/logs?tail=5000`);
+    expect(ok.status).toBe(200);
+  });
+
+  test('service restricts lines to that service, and tail counts after the filter', async () => {
+    const main = await logs(ws, '?service=main&tail=3');
+    expect(main.length).toBe(3);
+    expect(main.every((l) => l.service === 'main')).toBe(true);
+    // The code-server line is older than 60+ main lines: the filtered tail still finds it.
+    const cs = await logs(ws, '?service=code-server&tail=1');
+    expect(cs.length).toBe(1);
+    expect(cs[0]!.service).toBe('code-server');
+    expect(await logs(ws, '?service=no-such-service')).toEqual([]);
+  });
+});
+
+describe('follow', () => {
+  test('the stream sends the tail, then a line written in the workspace as one data line of JSON', async () => {
+    const f = await follow(ws, '&tail=1');
+    const first = await f.reader.nextEvent();
+    const tailEntry = JSON.parse(first!.data!) as Entry;
+    expect(tailEntry.service).toBeDefined();
+    await say(ws, 'live-line-1');
+    const frames = await f.reader.collect((fr) => fr.data!.includes('live-line-1'));
+    const live = JSON.parse(frames.at(-1)!.data!) as Entry;
+    expect(live).toMatchObject({ service: 'main', level: 'info', message: 'live-line-1' });
+    expect(frames.at(-1)!.event).toBeUndefined();
+    f.abort.abort();
+  });
+
+  test('an idle stream gets keep-alive comments', async () => {
+    const f = await follow(ws, '&tail=0');
+    const comments: string[] = [];
+    for (let i = 0; i < 4 && !comments.includes('keep-alive'); i++) {
+      const fr = await f.reader.next(3000);
+      if (fr?.comment) comments.push(fr.comment);
+    }
+    expect(comments).toContain('keep-alive');
+    f.abort.abort();
+  });
+
+  test('follow with service only streams that service', async () => {
+    const f = await follow(ws, '&tail=0&service=code-server');
+    await say(ws, 'not-for-code-server');
+    await sh(ws, 'wget -q -O /dev/null http://127.0.0.1:8080/ || true');
+    const ev = await f.reader.nextEvent();
+    const entry = JSON.parse(ev!.data!) as Entry;
+    expect(entry.service).toBe('code-server');
+    f.abort.abort();
+  });
+
+  test('many followers share one engine stream, and disconnecting releases it and every follower', async () => {
+    await waitFor(async () => {
+      const s = await streams();
+      return s.followers === 0 && s.engineStreams === 0;
+    }, 10_000, 'earlier streams released');
+    const fs = await Promise.all([1, 2, 3].map(() => follow(ws, '&tail=1')));
+    // The tail event comes once a follower has joined the live stream.
+    for (const f of fs) expect(await f.reader.nextEvent()).not.toBeNull();
+    const s = await streams();
+    expect(s.followers).toBe(3);
+    expect(s.engineStreams).toBe(1);
+    expect(s.workspaces).toEqual([{ workspaceId: ws, followers: 3 }]);
+    await say(ws, 'fan-out-line');
+    for (const f of fs) {
+      const ev = await f.reader.collect((fr) => fr.data!.includes('fan-out-line'));
+      expect(ev.length).toBeGreaterThan(0);
+    }
+    fs[0]!.abort.abort();
+    await waitFor(async () => (await streams()).followers === 2, 5000, 'one follower gone');
+    expect((await streams()).engineStreams).toBe(1);
+    for (const f of fs.slice(1)) f.abort.abort();
+    const after = await waitFor(async () => {
+      const x = await streams();
+      return x.followers === 0 && x.engineStreams === 0 && x;
+    }, 5000, 'all released');
+    expect(after.workspaces).toEqual([]);
+  });
+
+  test('the stream counters are for admins only', async () => {
+    const res = await api('/api/system/streams');
+    expect(res.status).toBe(403);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('FORBIDDEN');
+  });
+
+  test('a follower that does not read is dropped with a final event, while one that reads keeps streaming', async () => {
+    // A client that stops reading: nc writes into a pipe whose reader waits for a flag file, so nc
+    // blocks, stops reading the socket, the server's send buffer fills and Keel's per-client bound trips.
+    const url = new URL(p.url('workspaces'));
+    const dir = mkdtempSync(join(tmpdir(), 'keel-slow-'));
+    const request = `GET /api/workspaces/${ws}/logs?follow=true&tail=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${p.token('alice')}\r\n\r\n`;
+    writeFileSync(join(dir, 'request'), request);
+    const slow = Bun.spawn(
+      ['sh', '-c', `(cat request; sleep 60) | busybox nc ${url.hostname} ${url.port} | { while [ ! -e go ]; do sleep 0.1; done; cat > out; }`],
+      { cwd: dir, stdout: 'ignore', stderr: 'ignore' },
+    );
+    await waitFor(async () => (await streams()).followers === 1, 5000, 'slow follower attached');
+    const reader = await follow(ws, '&tail=1');
+    expect(await reader.reader.nextEvent()).not.toBeNull();
+    expect((await streams()).followers).toBe(2);
+    // The reader reads all along, as a healthy client does.
+    const collecting = reader.reader.collect((f) => f.event !== undefined || f.data!.includes('after-burst'), 60_000);
+    // ~24 MB of log lines, far more than the socket buffers and the 1 MiB bound hold.
+    await sh(ws, "{ head -c 24000000 /dev/zero | tr '\\0' x | fold -w 2000; echo; } > /proc/1/fd/1; echo after-burst > /proc/1/fd/1");
+    await waitFor(async () => (await streams()).followers === 1, 30_000, 'slow follower dropped');
+    // The reader drains everything and sees the line after the burst: it was not dropped.
+    const frames = await collecting;
+    expect(frames.at(-1)!.event).toBeUndefined();
+    expect(frames.at(-1)!.data).toContain('after-burst');
+    // Once the slow client reads again, its last event says why it was dropped, then the stream ends.
+    writeFileSync(join(dir, 'go'), '');
+    await waitFor(async () => existsSync(join(dir, 'out')) && readFileSync(join(dir, 'out'), 'utf8').includes('event: dropped'), 10_000, 'dropped event');
+    expect(readFileSync(join(dir, 'out'), 'utf8').slice(-300)).toContain('event: dropped\ndata: {"reason":"slow-reader"');
+    slow.kill();
+    rmSync(dir, { recursive: true, force: true });
+    reader.abort.abort();
+    await waitFor(async () => {
+      const s = await streams();
+      return s.followers === 0 && s.engineStreams === 0;
+    }, 5000, 'all released');
+  }, 90_000);
+});
+
+describe('access and lifecycle', () => {
+  test('another actor gets 404 WORKSPACE_NOT_FOUND, for JSON and follow alike', async () => {
+    for (const q of ['', '?follow=true']) {
+      const res = await api(`/api/workspaces/${ws}/logs${q}`, { as: 'bob' });
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('WORKSPACE_NOT_FOUND');
+    }
+    const admin = await api(`/api/workspaces/${ws}/logs?tail=1`, { as: 'admin' });
+    expect(admin.status).toBe(200);
+  });
+
+  test('an unknown workspace is 404 WORKSPACE_NOT_FOUND', async () => {
+    const res = await api('/api/workspaces/ws_nope/logs');
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('WORKSPACE_NOT_FOUND');
+  });
+
+  test('deleting a followed workspace ends the stream cleanly with an end event', async () => {
+    const id = await createRunning('logs-deleted');
+    const f = await follow(id, '&tail=0');
+    await f.reader.next(); // ": connected"
+    const del = await api(`/api/workspaces/${id}`, { method: 'DELETE' });
+    expect(del.status).toBe(200);
+    const frames = await f.reader.collect((fr) => fr.event === 'end', 30_000);
+    expect(frames.at(-1)!.event).toBe('end');
+    expect(['deleted', 'stopped']).toContain((JSON.parse(frames.at(-1)!.data!) as { reason: string }).reason);
+    expect(await f.reader.nextEvent(5000)).toBeNull();
+    await waitFor(async () => {
+      const s = await streams();
+      return s.followers === 0 && s.engineStreams === 0;
+    }, 5000, 'released after delete');
+  }, 120_000);
+
+  test('logs of a stopped workspace stay readable, and follow on it sends the tail then end', async () => {
+    await say(ws, 'before-stop');
+    await waitFor(async () => (await logs(ws, '?tail=1'))[0]?.message === 'before-stop', 10_000);
+    const stop = await api(`/api/workspaces/${ws}/stop?force=true`, { method: 'POST' });
+    expect(stop.status).toBe(200);
+    await waitFor(async () => ((await (await api(`/api/workspaces/${ws}`)).json()) as { status: string }).status === 'stopped', 30_000, 'stopped');
+    expect((await logs(ws, '?tail=5')).map((l) => l.message)).toContain('before-stop');
+    const f = await follow(ws, '&tail=1&service=main');
+    const frames = await f.reader.collect((fr) => fr.event === 'end');
+    expect(frames.length).toBe(2);
+    expect((JSON.parse(frames[0]!.data!) as Entry).service).toBe('main');
+    expect(JSON.parse(frames[1]!.data!)).toEqual({ reason: 'not-running' });
+    expect(await f.reader.nextEvent(5000)).toBeNull();
+  }, 60_000);
+});
