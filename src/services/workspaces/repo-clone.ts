@@ -20,8 +20,8 @@ export function repoUrlProblem(url: string): string | null {
 /** Removes credentials from URLs in any text: `https://user:token@host` -> `https://***@host`, token query values too. */
 export function scrubUrls(text: string): string {
   return text
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^@\s/]+@/gi, '$1***@')
-    .replace(/([?&](?:access_token|token|private_token|password|key)=)[^&\s]+/gi, '$1***');
+    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^@\s/'"]+@/gi, '$1***@')
+    .replace(/([?&](?:access_token|token|private_token|password|key)=)[^&\s'"]+/gi, '$1***');
 }
 
 export class CloneError extends Error {}
