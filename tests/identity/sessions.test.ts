@@ -173,3 +173,24 @@ describe('expiry', () => {
     expect(await r.json()).toMatchObject({ code: 'reauth-required', reason: 'session-expired' });
   });
 });
+
+describe('client budget', () => {
+  test('POST /sessions past the per-address budget answers 429 rate-limited with Retry-After', async () => {
+    const q = await startTestPlatform({ services: ['identity'], env: { APP_IDENTITY_SESSIONS_PER_S: '1', APP_IDENTITY_SESSIONS_BURST: '3' } });
+    try {
+      const { apiKey } = await createActor(q);
+      const post = (body: string) => fetch(q.url('identity') + '/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      // Bad bodies count too: the budget is taken before validation.
+      const statuses = [(await post('{}')).status, (await post(JSON.stringify({ apiKey }))).status, (await post(JSON.stringify({ apiKey }))).status];
+      expect(statuses).toEqual([422, 201, 201]);
+      const refused = await post(JSON.stringify({ apiKey }));
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect((await refused.json()).code).toBe('rate-limited');
+      await sleep(1000);
+      expect((await post(JSON.stringify({ apiKey }))).status).toBe(201);
+    } finally {
+      await q.close();
+    }
+  });
+});

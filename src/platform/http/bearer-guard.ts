@@ -91,7 +91,7 @@ export const reauthRequired = (reason: string) =>
     category: 'recoverable',
   });
 export const forbidden = () => new AppError('forbidden', 403, 'The access token lacks the policy this route requires');
-const rateLimited = (retryAfter: number, limit: number) =>
+export const rateLimited = (retryAfter: number, limit: number) =>
   new AppError('rate-limited', 429, 'Rate limit exceeded', {
     details: { limit, retryAfter },
     headers: { 'retry-after': String(retryAfter) },

@@ -15,6 +15,8 @@ export interface IdentityConfig {
   keyMaxAgeS: number;
   /** An operator-given Ed25519 private key (PKCS8 PEM or JWK); keys are then not generated or rotated here. */
   signingKey: string | undefined;
+  /** Token bucket per client address on POST /sessions and /sessions/refresh. */
+  sessionRate: { ratePerSec: number; burst: number };
 }
 
 const DAY = 86_400;
@@ -29,5 +31,9 @@ export function loadIdentityConfig(env: Env = process.env): IdentityConfig {
   }
   const keyMaxAgeS = readInt(env, 'APP_IDENTITY_KEY_MAX_AGE_S', 30 * DAY, 0, 3650 * DAY);
   const signingKey = readString(env, 'APP_IDENTITY_SIGNING_KEY', '') || undefined;
-  return { accessTtlS, refreshTtlS, sessionTtlS, keyOverlapS, keyMaxAgeS, signingKey };
+  const sessionRate = {
+    ratePerSec: readInt(env, 'APP_IDENTITY_SESSIONS_PER_S', 10, 1, 100_000),
+    burst: readInt(env, 'APP_IDENTITY_SESSIONS_BURST', 50, 1, 100_000),
+  };
+  return { accessTtlS, refreshTtlS, sessionTtlS, keyOverlapS, keyMaxAgeS, signingKey, sessionRate };
 }

@@ -8,6 +8,7 @@ import {
   forbidden,
   guardResponses,
   ProblemSchema,
+  rateLimited,
   reauthRequired,
   unauthenticated,
 } from '../../platform/http/bearer-guard';
@@ -15,6 +16,7 @@ import { errorHandling } from '../../platform/http/errors';
 import { healthRoutes } from '../../platform/http/health';
 import { openapiDocs } from '../../platform/http/openapi';
 import { TokenError, verifyHs256 } from '../../platform/jwt';
+import { createTokenBucket } from '../../platform/rate-limit';
 import type { ServiceDeps } from '../../platform/service';
 import {
   ActorSchema,
@@ -29,6 +31,7 @@ import {
   UpdateActorBody,
 } from './identity.model';
 import type { Caller, IdentityCore } from './identity.service';
+import type { IdentityConfig } from './identity.config';
 import type { KeyStore } from './keys';
 
 const ADMIN_POLICY = 'admin:identity';
@@ -77,9 +80,23 @@ function callerAuth(deps: ServiceDeps, core: IdentityCore, keys: KeyStore) {
   });
 }
 
+/** A token bucket per client address on the routes that take a secret, checked before the body is validated. */
+function clientBudget(spec: IdentityConfig['sessionRate']) {
+  const bucket = createTokenBucket(spec);
+  return new Elysia({ name: 'identity.client-budget' }).macro({
+    clientBudget: (on: boolean) => ({
+      transform({ request, server }) {
+        if (!on) return;
+        const d = bucket.take(server?.requestIP(request)?.address ?? 'unknown');
+        if (!d.allowed) throw rateLimited(d.retryAfter, d.limit);
+      },
+    }),
+  });
+}
+
 const noStore = { 'cache-control': 'no-store' };
 
-export function createIdentityApp(deps: ServiceDeps, core: IdentityCore, keys: KeyStore) {
+export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, core: IdentityCore, keys: KeyStore) {
   const { 401: P401, 403: P403 } = guardResponses;
   const adminErrors = { 401: P401, 403: P403, 422: ProblemSchema };
   return new Elysia()
@@ -100,6 +117,7 @@ export function createIdentityApp(deps: ServiceDeps, core: IdentityCore, keys: K
     )
     .use(healthRoutes('identity'))
     .use(callerAuth(deps, core, keys))
+    .use(clientBudget(config.sessionRate))
     .get('/.well-known/jwks.json', ({ set }) => {
       set.headers['cache-control'] = 'public, max-age=60';
       return { keys: keys.publicJwks() };
@@ -158,16 +176,18 @@ export function createIdentityApp(deps: ServiceDeps, core: IdentityCore, keys: K
       Object.assign(set.headers, noStore);
       return status(201, await core.createSession(body.apiKey));
     }, {
+      clientBudget: true,
       body: CreateSessionBody,
-      response: { 201: TokenPair, 401: P401, 422: ProblemSchema },
+      response: { 201: TokenPair, 401: P401, 422: ProblemSchema, 429: ProblemSchema },
       detail: { tags: ['sessions'], summary: 'Open a session with an API key', security: [] },
     })
     .post('/sessions/refresh', async ({ body, set }) => {
       Object.assign(set.headers, noStore);
       return core.refreshSession(body.refreshToken);
     }, {
+      clientBudget: true,
       body: RefreshBody,
-      response: { 200: TokenPair, 401: P401, 422: ProblemSchema },
+      response: { 200: TokenPair, 401: P401, 422: ProblemSchema, 429: ProblemSchema },
       detail: {
         tags: ['sessions'],
         summary: 'Exchange a refresh token for a new access and refresh token',

@@ -29,7 +29,7 @@ export async function createIdentityService(deps: ServiceDeps): Promise<Service>
   let sweeper: ReturnType<typeof setInterval> | undefined;
 
   return {
-    app: createIdentityApp(deps, core, keys),
+    app: createIdentityApp(deps, config, core, keys),
     start() {
       core.sweep();
       sweeper = setInterval(() => core.sweep(), SWEEP_EVERY_MS);
