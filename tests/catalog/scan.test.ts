@@ -224,14 +224,14 @@ describe('rescans', () => {
     expect(after.index.streams).toHaveLength(3);
   });
 
-  test('a medium replaced by a non-medium loses its index', async () => {
+  test('a medium replaced by a non-medium loses its index and becomes unidentified in its edition', async () => {
     a.place('replace/Gone (2010).mkv', fx.mkv);
     const before = await scanOk({ path: 'replace/Gone (2010).mkv' });
     expect(before.indexed).toBe(true);
     writeFileSync(join(a.root, 'replace/Gone (2010).mkv'), 'no longer a film\n');
     const after = await scanOk({ path: 'replace/Gone (2010).mkv' });
     expect(after.asset.id).toBe(before.asset.id);
-    expect(after).toMatchObject({ indexed: false, index: null, asset: { identification: 'unidentified' } });
+    expect(after).toMatchObject({ indexed: false, index: null, asset: { identification: 'unidentified', kind: 'opaque', editionId: before.asset.editionId } });
   });
 });
 

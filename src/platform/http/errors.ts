@@ -62,7 +62,7 @@ export function toAppError(code: string | number, error: unknown, style: ErrorSt
     : new AppError('internal', 500, 'Internal server error', { retryable: true, category: 'transient' });
 }
 
-export function render(e: AppError, style: ErrorStyle, path: string): Response {
+export function render(e: AppError, style: ErrorStyle, path: string | undefined): Response {
   const headers: Record<string, string> = {
     'content-type': style === 'envelope' ? 'application/json' : 'application/problem+json',
     ...e.headers,
@@ -74,11 +74,16 @@ export function render(e: AppError, style: ErrorStyle, path: string): Response {
 /** Installs the error model on an app. Call it first on a service's root app. */
 export function errorHandling(style: ErrorStyle, opts: { production: boolean; log?: Logger }) {
   const log = opts.log ?? createLogger({ component: 'http' });
-  return new Elysia({ name: `platform.errors.${style}`, seed: opts.production }).onError(
+  const app = new Elysia({ name: `platform.errors.${style}`, seed: opts.production });
+  // The media services (problem style) do not enable HEAD (media spec, GET /health).
+  if (style === 'problem') app.use(headNotEnabled());
+  return app.onError(
     { as: 'global' },
-    ({ code, error, request, set }) => {
+    ({ code, error, set, route }) => {
       const appError = toAppError(code, error, style, opts.production, log);
-      const res = render(appError, style, new URL(request.url).pathname);
+      // `instance` is the matched route template (`/works/:id`), never the received path: a problem
+      // must not repeat what the client sent. Unknown routes have no instance.
+      const res = render(appError, style, typeof route === 'string' && route.length > 0 ? route : undefined);
       // Headers set earlier in the request (rate limit, CORS) stay on the error response.
       for (const [k, v] of Object.entries(set.headers)) {
         if (typeof v === 'string' && !res.headers.has(k)) res.headers.set(k, v);
@@ -86,4 +91,16 @@ export function errorHandling(style: ErrorStyle, opts: { production: boolean; lo
       return res;
     },
   );
+}
+
+/**
+ * Refuses HEAD on every route (405 with `Allow: GET`, rendered by the service's error model): the
+ * media spec does not enable HEAD, and Bun would otherwise answer it from the GET handler.
+ */
+export function headNotEnabled() {
+  return new Elysia({ name: 'platform.head-not-enabled' }).onRequest(({ request }) => {
+    if (request.method === 'HEAD') {
+      throw new AppError('method-not-allowed', 405, 'HEAD is not enabled on this service', { headers: { allow: 'GET' } });
+    }
+  });
 }

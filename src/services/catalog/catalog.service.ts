@@ -112,12 +112,8 @@ export function createCatalogService(deps: CatalogDeps) {
     return ensureEdition(tx, work.id, idf.editionKind, now);
   }
 
-  /** A workless edition for an unidentified asset: its current one when it has one, else a new one. */
-  function unidentifiedEdition(tx: Tx, existing: AssetRow | undefined, now: number): string {
-    if (existing) {
-      const ed = tx.select().from(catalogEditions).where(eq(catalogEditions.id, existing.editionId)).get();
-      if (ed && ed.workId === null) return ed.id;
-    }
+  /** A new workless edition, for an asset nothing identifies. */
+  function unidentifiedEdition(tx: Tx, now: number): string {
     const id = newId('edn', clock);
     tx.insert(catalogEditions).values({ id, workId: null, kind: 'unidentified', createdAt: now, updatedAt: now }).run();
     return id;
@@ -154,23 +150,19 @@ export function createCatalogService(deps: CatalogDeps) {
       const oldIndex = existing ? tx.select().from(catalogMediaIndexes).where(eq(catalogMediaIndexes.assetId, existing.id)).get() : undefined;
       const replaced = !!existing && (existing.fastHash !== probe.fastHash || existing.sizeBytes !== probe.sizeBytes);
 
-      // Where the asset is filed: explicit binding > its identified edition so far > the name > unidentified.
+      // Where the asset is filed: an explicit binding, else where it already is (an identified asset,
+      // or any file that is not a medium now), else where its name says, else a workless edition.
+      const bound = binding?.editionId ?? (binding?.workId ? ensureEdition(tx, binding.workId, 'standard', now) : undefined);
       let editionId: string;
-      let identification: Asset['identification'] = 'identified';
-      if (!probe.medium) {
-        editionId = unidentifiedEdition(tx, existing, now);
-        identification = 'unidentified';
-      } else if (binding?.editionId) editionId = binding.editionId;
-      else if (binding?.workId) editionId = ensureEdition(tx, binding.workId, 'standard', now);
-      else if (existing?.identification === 'identified') editionId = existing.editionId;
+      if (bound) editionId = bound;
+      else if (existing && (existing.identification === 'identified' || !probe.medium)) editionId = existing.editionId;
       else {
-        const idf = identify(loc.relPath, deps.kinds.plugins);
-        if (idf) editionId = fileIdentified(tx, idf, now);
-        else {
-          editionId = unidentifiedEdition(tx, existing, now);
-          identification = 'unidentified';
-        }
+        const idf = probe.medium ? identify(loc.relPath, deps.kinds.plugins) : null;
+        editionId = idf ? fileIdentified(tx, idf, now) : (existing?.editionId ?? unidentifiedEdition(tx, now));
       }
+      const workId = tx.select({ w: catalogEditions.workId }).from(catalogEditions).where(eq(catalogEditions.id, editionId)).get()?.w ?? null;
+      // Identified means: a medium filed under a work. Every non-medium is unidentified, even when bound.
+      const identification: Asset['identification'] = probe.medium && workId !== null ? 'identified' : 'unidentified';
 
       const fields = {
         editionId,
@@ -214,7 +206,6 @@ export function createCatalogService(deps: CatalogDeps) {
           tx.insert(catalogMediaIndexes).values(index).run();
         }
       }
-      const workId = tx.select({ w: catalogEditions.workId }).from(catalogEditions).where(eq(catalogEditions.id, editionId)).get()?.w ?? null;
       return { asset, index, replaced, workId };
     });
 
