@@ -17,10 +17,14 @@
 //   before `rateLimit` in the options: macros run in key order (authentication is shared either way).
 // - Ownership: a resource that carries an owner answers 404 (as if absent) when
 //   `owner !== principal.actorId`; see `ownsResource`.
-// - Keys: the JWKS comes over the bus (`qry.identity.jwks`), cached; an unknown `kid` refreshes it at
-//   most once per `jwksMinRefreshMs`, and the whole set is re-read after `jwksMaxAgeMs`.
+// - Keys: the JWKS comes over the bus (`qry.identity.jwks`), cached; an unknown `kid` refreshes it
+//   (refreshes at least `jwksMinRefreshMs` apart; a request inside the gap waits for the next one),
+//   and the whole set is re-read after `jwksMaxAgeMs`.
+// - Verified tokens are remembered until their `exp` (bounded by `verifiedCacheSize`), so a repeat
+//   request skips the ~100 us Ed25519 check; expiry is still checked on every hit.
 // - Live check: `qry.identity.session`, cached per session for `liveCacheMs` (default 2 s, so a
-//   revocation is refused everywhere within 2 s), at most `liveCacheSize` entries. Bus failure: 503.
+//   revocation is refused everywhere within 2 s), at most `liveCacheSize` entries. Bus failure:
+//   503 identity-unavailable (fail closed).
 import { Elysia, t } from 'elysia';
 import { errors as joseErrors, importJWK, jwtVerify, type CryptoKey, type JWTPayload } from 'jose';
 import type { Bus } from '../bus/bus';

@@ -35,6 +35,8 @@ import type { IdentityConfig } from './identity.config';
 import type { KeyStore } from './keys';
 
 const ADMIN_POLICY = 'admin:identity';
+// Each app gets its own plugin instances (their state is per service), so names carry a seed.
+let seed = 0;
 
 /**
  * Who calls: a workspace-API admin token (HS256, APP_API_SECRET, role admin), or an access token of
@@ -68,7 +70,7 @@ function callerAuth(deps: ServiceDeps, core: IdentityCore, keys: KeyStore) {
     return { admin: policies.includes(ADMIN_POLICY), actorId: claims.actorId, sessionId: claims.sessionId };
   };
 
-  return new Elysia({ name: 'identity.auth' }).macro({
+  return new Elysia({ name: 'identity.auth', seed: seed++ }).macro({
     /** `admin`: only admins; `caller`: any live session or admin. */
     auth: (need: 'admin' | 'caller') => ({
       async resolve({ request }) {
@@ -83,7 +85,7 @@ function callerAuth(deps: ServiceDeps, core: IdentityCore, keys: KeyStore) {
 /** A token bucket per client address on the routes that take a secret, checked before the body is validated. */
 function clientBudget(spec: IdentityConfig['sessionRate']) {
   const bucket = createTokenBucket(spec);
-  return new Elysia({ name: 'identity.client-budget' }).macro({
+  return new Elysia({ name: 'identity.client-budget', seed: seed++ }).macro({
     clientBudget: (on: boolean) => ({
       transform({ request, server }) {
         if (!on) return;
