@@ -11,7 +11,7 @@ let instance = '';
 beforeAll(async () => {
   p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_PORT_RANGE: '23000-23299' } });
   instance = keelInstance(p.dataDir);
-});
+}, 60_000);
 afterAll(async () => {
   await p?.close();
   if (instance) removeInstanceObjects(instance);
@@ -193,7 +193,7 @@ describe('names and ports', () => {
   let ws: any;
   beforeAll(async () => {
     ws = await running('ports-main');
-  });
+  }, 60_000);
 
   test('a taken name answers 409 WORKSPACE_EXISTS, for any owner', async () => {
     for (const as of ['alice', 'bob']) {
@@ -240,7 +240,7 @@ describe('ownership and listing', () => {
   let bobs: any;
   beforeAll(async () => {
     [mine, bobs] = await Promise.all([running('own-alice'), running('own-bob', { type: 'temporary' }, 'bob')]);
-  });
+  }, 60_000);
 
   test('another actor gets 404 WORKSPACE_NOT_FOUND on every route of a workspace', async () => {
     const calls: [string, string][] = [
@@ -304,7 +304,7 @@ describe('reconciliation with the engine', () => {
   let ws: any;
   beforeAll(async () => {
     ws = await running('reconcile-me');
-  });
+  }, 60_000);
 
   test('a container killed behind Keel\'s back becomes stopped', async () => {
     expect(docker('kill', ws.containerId).code).toBe(0);

@@ -44,7 +44,7 @@ beforeAll(async () => {
 
   docker('rmi', '-f', IMAGE);
   p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_MINIMAL_IMAGE: IMAGE, APP_WORKSPACE_CLONE_TIMEOUT: '20' } });
-});
+}, 60_000);
 
 afterAll(async () => {
   const instance = p ? keelInstance(p.dataDir) : '';
