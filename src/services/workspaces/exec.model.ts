@@ -26,6 +26,7 @@ export const ExecBody = t.Object(
     env: t.Optional(
       t.Record(t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' }), t.String({ maxLength: 32768, pattern: '^[^\\u0000]*$' }), {
         maxProperties: EXEC_ENV_MAX,
+        additionalProperties: false,
         description: 'extra environment variables (names: letters, digits, _; not starting with a digit)',
       }),
     ),

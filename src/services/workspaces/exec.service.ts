@@ -111,14 +111,18 @@ export function createExecService(deps: { engine: LogsExecEngine; workspaces: Ow
 
     const timeoutMs = input.timeout ?? EXEC_TIMEOUT_DEFAULT_MS;
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let expired = false;
     const timedOut = new Promise<ExecExit>((resolve) => {
       timer = setTimeout(async () => {
+        // Set first: the killed process ends the output, and that exit (137) must not win the race.
+        expired = true;
         await killGroup();
         h.close();
         resolve({ exitCode: EXIT_TIMED_OUT, duration: Math.round(performance.now() - started), timedOut: true });
       }, timeoutMs);
     });
-    const finished = h.done.then(async (): Promise<ExecExit> => {
+    const finished = h.done.then(async (): Promise<ExecExit | never> => {
+      if (expired) return timedOut;
       if (noWorkdir) throw new AppError('INVALID_REQUEST', 400, 'workdir does not exist in the workspace', { details: { field: 'workdir' } });
       // The output can end a moment before the engine records the exit.
       let code: number | null = null;
@@ -126,6 +130,7 @@ export function createExecService(deps: { engine: LogsExecEngine; workspaces: Ow
         code = await h.exitCode().catch(() => -1);
         if (code === null) await Bun.sleep(10);
       }
+      if (expired) return timedOut;
       return { exitCode: code ?? -1, duration: Math.round(performance.now() - started), timedOut: false };
     });
     const exit = Promise.race([finished, timedOut]).finally(() => {

@@ -1,0 +1,252 @@
+// Command execution through HTTP against a real `minimal` workspace: result fields, exit codes,
+// workdir, env, timeout kill of the whole process tree, output caps, binary output, the streaming
+// variant, client disconnects, validation, ownership and a stopped workspace.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { sseReader } from '../helpers/sse';
+
+requireTestEnv('DOCKER_HOST');
+
+let p: TestPlatform;
+let ws = '';
+
+const api = (path: string, init?: Parameters<TestPlatform['api']>[2]) => p.api('workspaces', path, init);
+
+interface Result {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  duration: number;
+  timedOut: boolean;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+}
+
+async function waitFor<T>(probe: () => Promise<T | undefined | false>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(100);
+  }
+}
+
+const execRaw = (body: unknown, as = 'alice', id = ws, init: RequestInit = {}) => api(`/api/workspaces/${id}/exec`, { method: 'POST', json: body, as, ...init });
+
+async function exec(body: Record<string, unknown>): Promise<Result> {
+  const res = await execRaw(body);
+  expect(res.status).toBe(200);
+  return (await res.json()) as Result;
+}
+
+async function errorOf(res: Response) {
+  return ((await res.json()) as { error: { code: string; message: string } }).error;
+}
+
+/** Command lines of the processes in the workspace. */
+async function processes(): Promise<string> {
+  return (await exec({ command: 'ps -o pid,args' })).stdout;
+}
+
+async function execs() {
+  const res = await api('/api/system/streams', { as: 'admin' });
+  return ((await res.json()) as { execs: number }).execs;
+}
+
+beforeAll(async () => {
+  p = await startTestPlatform({ services: ['workspaces'] });
+  const res = await api('/api/workspaces', { method: 'POST', json: { name: 'exec-main', template: 'minimal' } });
+  expect(res.status).toBe(201);
+  ws = ((await res.json()) as { id: string }).id;
+  await waitFor(async () => ((await (await api(`/api/workspaces/${ws}`)).json()) as { status: string }).status === 'running', 90_000, 'running');
+}, 120_000);
+
+afterAll(async () => {
+  await p?.close();
+}, 60_000);
+
+describe('results', () => {
+  test('a command answers exitCode, stdout, stderr, duration in ms and the flags', async () => {
+    const t0 = Date.now();
+    const r = await exec({ command: 'echo hello; echo oops >&2' });
+    expect(r).toEqual({
+      exitCode: 0,
+      stdout: 'hello\n',
+      stderr: 'oops\n',
+      duration: expect.any(Number),
+      timedOut: false,
+      stdoutTruncated: false,
+      stderrTruncated: false,
+    });
+    expect(r.duration).toBeGreaterThanOrEqual(0);
+    expect(r.duration).toBeLessThanOrEqual(Date.now() - t0 + 5);
+  });
+
+  test('the exit code of the command is returned', async () => {
+    expect((await exec({ command: 'exit 7' })).exitCode).toBe(7);
+    expect((await exec({ command: 'false' })).exitCode).toBe(1);
+    expect((await exec({ command: 'no-such-program-here' })).exitCode).toBe(127);
+  });
+
+  test("the workdir defaults to the template's and can be chosen", async () => {
+    expect((await exec({ command: 'pwd' })).stdout).toBe('/workspace\n');
+    expect((await exec({ command: 'pwd', workdir: '/tmp' })).stdout).toBe('/tmp\n');
+  });
+
+  test('a workdir that does not exist is 400 INVALID_REQUEST', async () => {
+    const res = await execRaw({ command: 'pwd', workdir: '/no/such/dir' });
+    expect(res.status).toBe(400);
+    expect((await errorOf(res)).code).toBe('INVALID_REQUEST');
+  });
+
+  test('env adds variables to the command', async () => {
+    const r = await exec({ command: 'printf "%s|%s" "$GREETING" "$EMPTY"', env: { GREETING: "hello 'world' $HOME", EMPTY: '' } });
+    expect(r.stdout).toBe("hello 'world' $HOME|");
+  });
+
+  test('the command runs as the template user, not root', async () => {
+    expect((await exec({ command: 'id -u' })).stdout).toBe('1000\n');
+  });
+});
+
+describe('timeout', () => {
+  test('past the timeout the process tree is killed and the answer comes at once with 124', async () => {
+    const t0 = Date.now();
+    const r = await exec({ command: 'echo started; sleep 31 & sleep 32; echo never', timeout: 700 });
+    const elapsed = Date.now() - t0;
+    expect(r.exitCode).toBe(124);
+    expect(r.timedOut).toBe(true);
+    expect(r.stdout).toBe('started\n');
+    expect(r.duration).toBeGreaterThanOrEqual(700);
+    expect(elapsed).toBeLessThan(5000);
+    // Both the foreground and the background sleep are gone.
+    const ps = await processes();
+    expect(ps).not.toContain('sleep 31');
+    expect(ps).not.toContain('sleep 32');
+    expect(await execs()).toBe(0);
+  });
+
+  test('a timeout beyond the maximum or below 1 ms is 400', async () => {
+    for (const timeout of [600_001, 0, -5, 1.5, 'soon']) {
+      const res = await execRaw({ command: 'true', timeout });
+      expect(res.status).toBe(400);
+      expect((await errorOf(res)).code).toBe('INVALID_REQUEST');
+    }
+  });
+});
+
+describe('output', () => {
+  test('stdout and stderr are capped at 1 MiB each and flagged as truncated', async () => {
+    const r = await exec({ command: "head -c 1100000 /dev/zero | tr '\\0' a; head -c 1048577 /dev/zero | tr '\\0' b >&2" });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.length).toBe(1024 * 1024);
+    expect(r.stdoutTruncated).toBe(true);
+    expect(r.stderr.length).toBe(1024 * 1024);
+    expect(r.stderrTruncated).toBe(true);
+    const small = await exec({ command: "head -c 1048576 /dev/zero | tr '\\0' a" });
+    expect(small.stdoutTruncated).toBe(false);
+  });
+
+  test('binary output keeps the JSON valid: invalid UTF-8 becomes U+FFFD', async () => {
+    const res = await execRaw({ command: "printf 'a\\377b\\000c\\342\\202\\254'" });
+    expect(res.status).toBe(200);
+    const r = JSON.parse(await res.text()) as Result;
+    expect(r.stdout).toBe('a\uFFFDb\u0000c€');
+  });
+});
+
+describe('streaming', () => {
+  test('stream: true sends stdout and stderr events, then one exit event', async () => {
+    const res = await execRaw({ command: 'echo one; echo two >&2; sleep 0.2; echo three; exit 3', stream: true });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const frames = await sseReader(res).collect((f) => f.event === 'exit' || f.event === 'error');
+    const text = (kind: string) =>
+      frames
+        .filter((f) => f.event === kind)
+        .map((f) => (JSON.parse(f.data!) as { data: string }).data)
+        .join('');
+    expect(text('stdout')).toBe('one\nthree\n');
+    expect(text('stderr')).toBe('two\n');
+    const exit = JSON.parse(frames.at(-1)!.data!) as { exitCode: number; timedOut: boolean; duration: number };
+    expect(frames.at(-1)!.event).toBe('exit');
+    expect(exit).toEqual({ exitCode: 3, timedOut: false, duration: expect.any(Number) });
+  });
+
+  test('a streaming command past its timeout ends with exit 124', async () => {
+    const res = await execRaw({ command: 'sleep 33', stream: true, timeout: 500 });
+    const frames = await sseReader(res).collect((f) => f.event === 'exit');
+    expect(JSON.parse(frames.at(-1)!.data!)).toMatchObject({ exitCode: 124, timedOut: true });
+    expect(await processes()).not.toContain('sleep 33');
+  });
+
+  test('a streaming client that disconnects kills the command', async () => {
+    const abort = new AbortController();
+    const res = await execRaw({ command: 'echo started; sleep 34', stream: true }, 'alice', ws, { signal: abort.signal });
+    const reader = sseReader(res);
+    expect((await reader.nextEvent())!.event).toBe('stdout');
+    expect(await processes()).toContain('sleep 34');
+    abort.abort();
+    await waitFor(async () => !(await processes()).includes('sleep 34'), 5000, 'command killed');
+    await waitFor(async () => (await execs()) === 0, 5000, 'exec released');
+  });
+
+  test('a JSON client that disconnects kills the command too', async () => {
+    const abort = new AbortController();
+    const pending = execRaw({ command: 'sleep 35' }, 'alice', ws, { signal: abort.signal }).catch(() => undefined);
+    await waitFor(async () => (await processes()).includes('sleep 35'), 5000, 'command started');
+    abort.abort();
+    await pending;
+    await waitFor(async () => !(await processes()).includes('sleep 35'), 5000, 'command killed');
+  });
+});
+
+describe('errors', () => {
+  test('a missing or empty command is 400 INVALID_REQUEST', async () => {
+    for (const body of [{}, { command: '' }, { command: 42 }, { workdir: '/tmp' }]) {
+      const res = await execRaw(body);
+      expect(res.status).toBe(400);
+      expect((await errorOf(res)).code).toBe('INVALID_REQUEST');
+    }
+  });
+
+  test('bad env names or values and relative workdirs are 400', async () => {
+    for (const body of [
+      { command: 'true', env: { '1BAD': 'x' } },
+      { command: 'true', env: { 'A-B': 'x' } },
+      { command: 'true', env: { GOOD: 5 } },
+      { command: 'true', workdir: 'relative/dir' },
+    ]) {
+      const res = await execRaw(body);
+      expect(res.status).toBe(400);
+      expect((await errorOf(res)).code).toBe('INVALID_REQUEST');
+    }
+  });
+
+  test('an unknown workspace is 404 WORKSPACE_NOT_FOUND', async () => {
+    const res = await execRaw({ command: 'true' }, 'alice', 'ws_unknown');
+    expect(res.status).toBe(404);
+    expect((await errorOf(res)).code).toBe('WORKSPACE_NOT_FOUND');
+  });
+
+  test("another actor gets 404 on alice's workspace; an admin may run commands", async () => {
+    const res = await execRaw({ command: 'touch /tmp/bob-was-here' }, 'bob');
+    expect(res.status).toBe(404);
+    expect((await errorOf(res)).code).toBe('WORKSPACE_NOT_FOUND');
+    expect((await exec({ command: 'test -e /tmp/bob-was-here' })).exitCode).toBe(1);
+    const admin = await execRaw({ command: 'true' }, 'admin');
+    expect(admin.status).toBe(200);
+  });
+
+  test('a stopped workspace answers 409 WORKSPACE_NOT_RUNNING', async () => {
+    const stop = await api(`/api/workspaces/${ws}/stop?force=true`, { method: 'POST' });
+    expect(stop.status).toBe(200);
+    await waitFor(async () => ((await (await api(`/api/workspaces/${ws}`)).json()) as { status: string }).status === 'stopped', 30_000, 'stopped');
+    for (const stream of [false, true]) {
+      const res = await execRaw({ command: 'true', stream });
+      expect(res.status).toBe(409);
+      expect((await errorOf(res)).code).toBe('WORKSPACE_NOT_RUNNING');
+    }
+  }, 60_000);
+});
