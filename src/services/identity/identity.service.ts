@@ -72,17 +72,21 @@ export function createIdentityCore(deps: IdentityDeps) {
     return undefined;
   }
 
-  /** Issues an access token and a refresh token for a live session (refresh token row inserted here). */
-  async function issue(s: SessionRow, a: ActorRow) {
-    const now = clock.now();
+  /** Stores a new refresh token for the session (inside the caller's transaction) and returns it. */
+  function newRefreshToken(tx: Pick<Db, 'insert'>, s: SessionRow, now: number) {
     const refreshToken = newSecret(REFRESH_TOKEN_PREFIX);
     const refreshExpiresAt = Math.min(now + config.refreshTtlS * 1000, s.expiresAt);
-    db.insert(refreshTokens).values({ hash: hashSecret(refreshToken), sessionId: s.id, createdAt: now, expiresAt: refreshExpiresAt }).run();
+    tx.insert(refreshTokens).values({ hash: hashSecret(refreshToken), sessionId: s.id, createdAt: now, expiresAt: refreshExpiresAt }).run();
+    return { refreshToken, refreshExpiresAt };
+  }
+
+  /** Signs the access token that goes with a refresh token just stored. */
+  async function pair(s: SessionRow, a: ActorRow, now: number, r: { refreshToken: string; refreshExpiresAt: number }) {
     const iat = Math.floor(now / 1000);
     // Never past the session's absolute end.
     const exp = Math.max(iat + 1, Math.min(iat + config.accessTtlS, Math.floor(s.expiresAt / 1000)));
     const accessToken = await signAccessToken(await keys.signing(), { sub: a.id, sid: s.id, policies: a.policies, iat, exp });
-    return { session: sessionView(s, refreshExpiresAt), accessToken, refreshToken, expiresIn: exp - iat, tokenType: 'Bearer' as const };
+    return { session: sessionView(s, r.refreshExpiresAt), accessToken, refreshToken: r.refreshToken, expiresIn: exp - iat, tokenType: 'Bearer' as const };
   }
 
   return {
@@ -165,9 +169,12 @@ export function createIdentityCore(deps: IdentityDeps) {
         revokedAt: null,
         endReason: null,
       };
-      db.insert(sessions).values(s).run();
+      const r = db.transaction((tx) => {
+        tx.insert(sessions).values(s).run();
+        return newRefreshToken(tx, s, now);
+      });
       log.info('session created', { actorId: a.id, sessionId: s.id });
-      return issue(s, a);
+      return pair(s, a, now, r);
     },
 
     /**
@@ -194,11 +201,12 @@ export function createIdentityCore(deps: IdentityDeps) {
         if (now >= rt.expiresAt) return { error: reauthRequired('refresh-expired') };
         tx.update(refreshTokens).set({ usedAt: now }).where(eq(refreshTokens.hash, rt.hash)).run();
         tx.update(sessions).set({ refreshedAt: now }).where(eq(sessions.id, s.id)).run();
-        return { session: { ...s, refreshedAt: now }, actor: a! };
+        const session = { ...s, refreshedAt: now };
+        return { session, actor: a!, next: newRefreshToken(tx, session, now) };
       });
       if ('reuse' in outcome) log.warn('refresh token reused: session revoked', { sessionId: outcome.reuse });
       if (outcome.error) throw outcome.error;
-      return issue(outcome.session!, outcome.actor!);
+      return pair(outcome.session!, outcome.actor!, now, outcome.next!);
     },
 
     /** Revokes a session: its own actor or an admin; anyone else is told it does not exist. */
