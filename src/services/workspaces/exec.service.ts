@@ -4,7 +4,7 @@
 import { AppError } from '../../platform/errors';
 import type { SseSink } from '../../platform/http/sse';
 import type { Actor } from '../../platform/http/workspace-auth';
-import type { ExecHandle, LogsExecEngine, StdStream } from './docker-logs-exec';
+import type { ExecHandle, LogsExecEngine, StdStream } from './docker';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXIT_TIMED_OUT, type ExecExit, type ExecInput, type ExecResult } from './exec.model';
 import type { OwnedWorkspaces } from './logs.service';
 

@@ -3,7 +3,7 @@
 // serialised once, then handed to every follower whose service filter matches.
 import { encodeEvent } from '../../platform/http/sse';
 import type { Logger } from '../../platform/runtime';
-import type { LogsExecEngine, LogStreamHandle } from './docker-logs-exec';
+import type { LogsExecEngine, LogStreamHandle } from './docker';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
 
 export type EndReason = 'stopped' | 'deleted' | 'error';

@@ -4,7 +4,7 @@
 import { AppError } from '../../platform/errors';
 import type { SseSink } from '../../platform/http/sse';
 import type { Actor } from '../../platform/http/workspace-auth';
-import type { LogsExecEngine } from './docker-logs-exec';
+import type { LogsExecEngine } from './docker';
 import type { LogHub } from './logs.hub';
 import { FOLLOWER_BACKLOG_MAX, LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
