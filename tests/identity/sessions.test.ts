@@ -98,6 +98,15 @@ describe('using, refreshing and revoking', () => {
     expect(await scan.json()).toMatchObject({ code: 'reauth-required', reason: 'refresh-reuse' });
   });
 
+  test('two concurrent refreshes with one token: exactly one wins and the session is revoked', async () => {
+    const s = await openSession(p, (await createActor(p)).apiKey);
+    const [a, b] = await Promise.all([refresh(p, s.refreshToken), refresh(p, s.refreshToken)]);
+    expect([a.status, b.status].sort()).toEqual([200, 401]);
+    const winner = await (a.status === 200 ? a : b).json();
+    expect((await (a.status === 401 ? a : b).json()).reason).toBe('refresh-reuse');
+    expect((await fresh.scan(winner.accessToken)).status).toBe(401);
+  });
+
   test('an unknown refresh token answers 401 unauthenticated', async () => {
     const res = await refresh(p, 'keel_rt_' + 'B'.repeat(43));
     expect(res.status).toBe(401);
