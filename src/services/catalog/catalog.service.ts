@@ -234,12 +234,18 @@ export function createCatalogService(deps: CatalogDeps) {
 
   function listWorks(page: number, pageSize: number): { total: number; works: Work[] } {
     const total = db.select({ n: count() }).from(catalogWorks).get()?.n ?? 0;
-    const rows = db
-      .select()
+    // The offset walks the (created_at, id) index alone; only the page's rows are read from the table.
+    const pageIds = db
+      .select({ id: catalogWorks.id })
       .from(catalogWorks)
       .orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id))
       .limit(pageSize)
-      .offset((page - 1) * pageSize)
+      .offset((page - 1) * pageSize);
+    const rows = db
+      .select()
+      .from(catalogWorks)
+      .where(inArray(catalogWorks.id, pageIds))
+      .orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id))
       .all();
     return { total, works: rows.map(toWork) };
   }
