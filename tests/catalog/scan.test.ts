@@ -269,6 +269,15 @@ describe('media roots', () => {
     }
   });
 
+  test('a FIFO or a directory under the root is refused: only regular files are scanned', async () => {
+    Bun.spawnSync(['mkfifo', join(a.root, 'misc/pipe.mkv')]);
+    for (const path of ['misc/pipe.mkv', 'misc']) {
+      const res = await scan({ path });
+      expect(res.status).toBe(422);
+      expect((await res.json()).code).toBe('CATALOG_PATH_REFUSED');
+    }
+  });
+
   test('an empty path is a 422 validation problem', async () => {
     const res = await scan({ path: '' });
     expect(res.status).toBe(422);
