@@ -1,0 +1,100 @@
+// A Keel server in its own process for benchmarks (so its RSS is its own), with a temp data dir,
+// and helpers to create a running `minimal` workspace through the API.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { mintToken } from '../src/platform/jwt';
+
+const SECRET = 'b'.repeat(64);
+
+export interface KeelProcess {
+  url: string;
+  pid: number;
+  token(sub?: string, admin?: boolean): string;
+  api(path: string, init?: RequestInit & { json?: unknown; as?: string }): Promise<Response>;
+  /** Resident set size of the server process, in bytes. */
+  rss(): number;
+  /** Creates a `minimal` workspace and waits until it runs; returns its id and container id. */
+  workspace(name: string): Promise<{ id: string; containerId: string }>;
+  stop(): Promise<void>;
+}
+
+export async function startKeelProcess(env: Record<string, string> = {}): Promise<KeelProcess> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'keel-bench-'));
+  const root = join(import.meta.dir, '..');
+  const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      APP_LOG_LEVEL: 'info',
+      APP_SERVICES: 'workspaces',
+      APP_WORKSPACES_PORT: '0',
+      APP_DATA_DIR: dataDir,
+      APP_API_SECRET: SECRET,
+      APP_RATE_LIMIT_AUTHENTICATED: '1000000',
+      APP_QUIET_TOKEN: '1',
+      ...env,
+    },
+    stdout: 'ignore',
+    stderr: 'pipe',
+  });
+  // The start-up log line names the URL the service listens on.
+  const reader = proc.stderr.getReader();
+  const dec = new TextDecoder();
+  let buf = '';
+  let url = '';
+  const deadline = Date.now() + 30_000;
+  while (!url) {
+    if (Date.now() > deadline) throw new Error('keel did not start within 30 s');
+    const r = await reader.read();
+    if (r.done) throw new Error(`keel exited at start-up: ${buf.slice(-500)}`);
+    buf += dec.decode(r.value, { stream: true });
+    const m = /"msg":"service listening".*?"url":"([^"]+)"/.exec(buf);
+    if (m) url = m[1]!;
+  }
+  // Keep draining stderr so the server never blocks on a full pipe.
+  void (async () => {
+    for (;;) if ((await reader.read()).done) return;
+  })();
+
+  const token = (sub = 'bench', admin = false) => mintToken(SECRET, { sub, ttlSeconds: 3600, role: admin ? 'admin' : undefined });
+  const api: KeelProcess['api'] = (path, init = {}) => {
+    const { json, as, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    headers.set('authorization', `Bearer ${token(as ?? 'bench', as === 'admin')}`);
+    if (json !== undefined) headers.set('content-type', 'application/json');
+    return fetch(url + path, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
+  };
+
+  const created: string[] = [];
+  return {
+    url,
+    pid: proc.pid,
+    token,
+    api,
+    rss() {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'));
+      return m ? Number(m[1]) * 1024 : NaN;
+    },
+    async workspace(name) {
+      const res = await api('/api/workspaces', { method: 'POST', json: { name, template: 'minimal' } });
+      if (res.status !== 201) throw new Error(`create failed: ${res.status} ${await res.text()}`);
+      const { id } = (await res.json()) as { id: string };
+      created.push(id);
+      const until = Date.now() + 120_000;
+      for (;;) {
+        const w = (await (await api(`/api/workspaces/${id}`)).json()) as { status: string; containerId: string };
+        if (w.status === 'running') return { id, containerId: w.containerId };
+        if (w.status === 'failed' || Date.now() > until) throw new Error(`workspace did not run: ${w.status}`);
+        await Bun.sleep(200);
+      }
+    },
+    async stop() {
+      for (const id of created) await api(`/api/workspaces/${id}?volumes=true`, { method: 'DELETE' }).catch(() => undefined);
+      proc.kill('SIGTERM');
+      await proc.exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
