@@ -119,6 +119,12 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger }) {
       return leave;
     },
 
+    /** True while the workspace's engine stream is open (so its container runs). */
+    isLive(containerId: string): boolean {
+      const ch = channels.get(containerId);
+      return !!ch && !ch.closed && ch.handle !== undefined;
+    },
+
     stats() {
       let followers = 0;
       const workspaces: { workspaceId: string; followers: number }[] = [];

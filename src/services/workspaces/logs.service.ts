@@ -68,7 +68,8 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
       const tail = q.tail ?? LOG_TAIL_DEFAULT;
       return async (sink) => {
         const containerId = ws.containerId;
-        const running = containerId ? await engine.containerRunning(containerId).catch(() => false) : null;
+        // An open shared stream already proves the container runs: joining it costs no engine call.
+        const running = !containerId ? null : hub.isLive(containerId) || (await engine.containerRunning(containerId).catch(() => false));
         if (!containerId || running !== true) {
           for (const p of await readTail(containerId, tail, q.service)) sink.send(toEntry(p));
           sink.send({ reason: running === null ? 'deleted' : 'not-running' }, 'end');
