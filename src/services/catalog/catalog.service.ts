@@ -5,7 +5,7 @@ import type { Bus } from '../../platform/bus/bus';
 import type { BusEvents, BusQueries, ProbeStream } from '../../platform/bus/subjects';
 import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
-import { newId, type Clock, type Logger } from '../../platform/runtime';
+import { errorFields, newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Asset, AssetSummary, MediaIndex, Relation, ScanInput, Work } from './catalog.model';
 import { catalogAssets, catalogEditions, catalogMediaIndexes, catalogRelations, catalogWorks } from './catalog.tables';
 import { identify, type Identified } from './identify';
@@ -227,7 +227,12 @@ export function createCatalogService(deps: CatalogDeps) {
         capabilities: result.index.capabilities,
         at: clock.now(),
       };
-      await deps.bus.publish('evt.catalog.assetIndexed', event);
+      try {
+        await deps.bus.publish('evt.catalog.assetIndexed', event);
+      } catch (e) {
+        // The scan is committed; a bus that cannot take the event must not turn it into an error.
+        deps.log.warn('evt.catalog.assetIndexed not published', { assetId: event.assetId, ...errorFields(e) });
+      }
     }
     return { asset: toAsset(result.asset), index: result.index ? toIndex(result.index) : null, indexed: !!result.index };
   }

@@ -3,7 +3,7 @@
 import { extname } from 'node:path';
 import type { Bus } from '../../../platform/bus/bus';
 import type { BusQueries, ProbeFacts, ProbeStream } from '../../../platform/bus/subjects';
-import { checkRelativePath, pathNotFound, resolveOnRoot } from '../paths';
+import { checkRelativePath, pathNotFound, pathRefused, resolveOnRoot } from '../paths';
 import { capabilitiesOf } from './capabilities';
 import { fastHash } from './fast-hash';
 import type { Ffprobe, FfprobeJson, FfprobeStreamJson } from './ffprobe';
@@ -74,7 +74,10 @@ export function mediumVerdict(json: FfprobeJson): string | null {
 
 export function createProbeAnswerer(deps: { mediaRoots: string[]; ffprobe: Ffprobe }) {
   async function probe(request: BusQueries['qry.media.probe']['request']): Promise<ProbeReply> {
-    // The bus is a boundary of its own: confine again, whoever asks.
+    // The bus is a boundary of its own: check the shape and confine again, whoever asks.
+    if (typeof request?.path !== 'string' || !Number.isInteger(request.root) || request.root < 0) {
+      throw pathRefused('the probe request needs a root index and a relative path');
+    }
     const rel = checkRelativePath(request.path);
     const resolved = resolveOnRoot(deps.mediaRoots, request.root, rel);
     if (!resolved) throw pathNotFound();
