@@ -7,6 +7,7 @@ import type { Actor } from '../../platform/http/workspace-auth';
 import type { ExecHandle, LogsExecEngine, StdStream } from './docker';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXIT_TIMED_OUT, type ExecExit, type ExecInput, type ExecResult } from './exec.model';
 import type { OwnedWorkspaces } from './logs.service';
+import { engineFailure } from './workspaces.service';
 
 const MARK_PID = '\x1ekeel-pid ';
 const MARK_NO_WORKDIR = '\x1ekeel-no-workdir';
@@ -99,7 +100,7 @@ export function createExecService(deps: { engine: LogsExecEngine; workspaces: Ow
     } catch (e) {
       const code = (e as { statusCode?: number }).statusCode;
       if (code === 409 || code === 404) throw new AppError('WORKSPACE_NOT_RUNNING', 409, 'the workspace is not running; start it to run commands', { details: {} });
-      throw e;
+      throw engineFailure(e);
     }
     const h = handle;
     active++;
@@ -218,7 +219,7 @@ export function createExecService(deps: { engine: LogsExecEngine; workspaces: Ow
             sink.close();
           },
           (e) => {
-            const err = e instanceof AppError ? e : new AppError('INTERNAL_ERROR', 500, 'the command could not be run');
+            const err = engineFailure(e);
             sink.send({ error: { code: err.code, message: err.message, details: err.details } }, 'error');
             sink.close();
           },

@@ -31,7 +31,7 @@ export const LogsQuery = t.Object({
       description:
         'true: answer text/event-stream; the tail first, then each new line, one `data:` line of JSON Log entry per event; ' +
         '`: keep-alive` comments while idle; a final `event: end` ({reason: stopped|deleted|not-running|shutdown}) ' +
-        'or `event: dropped` ({reason: slow-reader}) before the stream closes',
+        'or `event: dropped` ({reason: slow-reader}) or `event: error` (the error body) before the stream closes',
     }),
   ),
   service: t.Optional(t.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9._-]+$', description: 'only lines of this service (`main` = the main process)' })),

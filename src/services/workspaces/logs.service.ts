@@ -1,13 +1,13 @@
 // Workspace logs: a snapshot of the last lines (running or stopped workspaces alike) and the live
 // follow, which joins the workspace's shared engine stream (logs.hub.ts). No HTTP here: the routes
 // hand a follow plan an SSE sink.
-import { AppError } from '../../platform/errors';
 import type { SseSink } from '../../platform/http/sse';
 import type { Actor } from '../../platform/http/workspace-auth';
 import type { LogsExecEngine } from './docker';
 import type { LogHub } from './logs.hub';
 import { FOLLOWER_BACKLOG_MAX, LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
+import { engineFailure } from './workspaces.service';
 
 /** What logs and exec need of the lifecycle: the workspace if the actor may see it, else WORKSPACE_NOT_FOUND. */
 export interface OwnedWorkspaces {
@@ -39,7 +39,7 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
         });
       } catch (e) {
         if ((e as { statusCode?: number }).statusCode === 404) return { lines: [], complete: true };
-        throw e;
+        throw engineFailure(e);
       }
       // Fewer lines than asked for means the log holds no more.
       return { lines: out, complete: n === 'all' || seen < n };
@@ -67,12 +67,23 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
       const ws = await deps.workspaces.getOwned(actor, id);
       const tail = q.tail ?? LOG_TAIL_DEFAULT;
       return async (sink) => {
+        try {
+          return await stream(sink);
+        } catch (e) {
+          // Headers are sent: the failure becomes the stream's last event.
+          const err = engineFailure(e);
+          sink.send({ error: { code: err.code, message: err.message, details: err.details } }, 'error');
+          sink.close();
+          return () => {};
+        }
+      };
+      async function stream(sink: SseSink): Promise<() => void> {
         const containerId = ws.containerId;
         // An open shared stream already proves the container runs: joining it costs no engine call.
         const running = !containerId ? null : hub.isLive(containerId) || (await engine.containerRunning(containerId).catch(() => false));
         if (!containerId || running !== true) {
           for (const p of await readTail(containerId, tail, q.service)) sink.send(toEntry(p));
-          sink.send({ reason: running === null ? 'deleted' : 'not-running' }, 'end');
+          sink.send({ reason: containerId && running === null ? 'deleted' : 'not-running' }, 'end');
           sink.close();
           return () => {};
         }
@@ -106,7 +117,7 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
           held = null;
         }
         return leave;
-      };
+      }
     },
 
     stats() {
