@@ -10,7 +10,7 @@ import { loadCatalogConfig } from '../../src/services/catalog/catalog.config';
 import { fastHash } from '../../src/services/catalog/media-engine/fast-hash';
 import { createFfprobe, parsePacketCsv } from '../../src/services/catalog/media-engine/ffprobe';
 import { bufferSource } from '../../src/services/catalog/media-engine/file-reader';
-import { containerIndexKeyframes } from '../../src/services/catalog/media-engine/keyframes';
+import { containerIndexKeyframes, keyframes } from '../../src/services/catalog/media-engine/keyframes';
 import { ID, locateElements, matroskaCueKeyframes } from '../../src/services/catalog/media-engine/matroska-cues';
 import { ffprobeKeyframesMs, mediaFixtures, type MediaFixtures } from '../helpers/media';
 
@@ -154,6 +154,19 @@ describe('keyframes from container indexes', () => {
 
   test('the packet scan keeps K packets, uses dts when pts is N/A and skips packets with neither', () => {
     expect(parsePacketCsv('0.000000,-0.083,K_\nN/A,0.5,K_\nN/A,N/A,K_\n1.0,0.9,__\n2.000000,N/A,K_D\n\n')).toEqual([0, 500, 2000]);
+  });
+
+  test('packets without any timestamp are placed by their position when the frame rate is known', () => {
+    expect(parsePacketCsv('N/A,N/A,K_\nN/A,N/A,__\nN/A,N/A,__\nN/A,N/A,__\nN/A,N/A,K_\n', 2)).toEqual([0, 2000]);
+  });
+
+  test('a raw H.264 stream, whose packets have neither pts nor dts, still gets its keyframes', async () => {
+    const raw = join(dir, 'clip.h264');
+    Bun.spawnSync(['ffmpeg', '-loglevel', 'error', '-y', '-i', fx.mp4, '-an', '-c:v', 'copy', '-bsf:v', 'h264_mp4toannexb', '-f', 'h264', raw]);
+    const kf = await keyframes(raw, 'h264', 24, ffprobe);
+    expect(kf.source).toBe('packet-scan');
+    // The same stream in its MP4 has its keyframes at these times.
+    expect(kf.ms).toEqual(ffprobeKeyframesMs(fx.mp4));
   });
 });
 

@@ -1,7 +1,7 @@
 // POST /scan through HTTP on a real platform (catalog + identity on NATS), with media made by ffmpeg:
 // every fact against what ffprobe says, rescans, root confinement, the Bearer guard and the event.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdtempSync, openSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createNatsBus } from '../../src/platform/bus/nats';
@@ -176,6 +176,28 @@ describe('facts of the media engine', () => {
     expectFactsOfFfprobe(index, join(a.root, 'misc/holiday clip.mp4'));
     expect(index.streams.some((s: any) => s.type === 'subtitle')).toBe(false);
     expect(index.capabilities).not.toContain('text-subtitles');
+  });
+
+  test('a sparse file over 4 GiB gets its 64-bit fastHash and size, as a normal non-medium', async () => {
+    const file = join(a.root, 'misc/huge.bin');
+    Bun.spawnSync(['truncate', '-s', '5G', file]);
+    const fd = openSync(file, 'r+');
+    writeSync(fd, Buffer.alloc(8, 0xff), 0, 8, 0); // with the last word (1) the words sum to 2^64
+    writeSync(fd, Buffer.from([1, 0, 0, 0, 0, 0, 0, 0]), 0, 8, 5 * 2 ** 30 - 8);
+    closeSync(fd);
+    const { asset, indexed } = await scanOk({ path: 'misc/huge.bin' });
+    expect(indexed).toBe(false);
+    expect(asset.sizeBytes).toBe(5 * 2 ** 30);
+    expect(asset.fastHash).toBe('0000000140000000');
+  });
+
+  test('a raw H.264 stream without timestamps is a medium with keyframes from the packet scan', async () => {
+    const raw = join(a.root, 'misc/stream.h264');
+    Bun.spawnSync(['ffmpeg', '-loglevel', 'error', '-y', '-i', fx.mp4, '-an', '-c:v', 'copy', '-bsf:v', 'h264_mp4toannexb', '-f', 'h264', raw]);
+    const { asset, index } = await scanOk({ path: 'misc/stream.h264' });
+    expect(asset.container).toBe('h264');
+    expect(index.keyframesMs).toEqual(ffprobeKeyframesMs(fx.mp4));
+    expect(index.capabilities).toContain('keyframe-index');
   });
 
   test('a text file is a normal answer: unidentified, not indexed, index null', async () => {
@@ -367,6 +389,29 @@ describe('evt.catalog.assetIndexed', () => {
     const { asset } = await scanOk({ path: 'misc/notes.txt' });
     await Bun.sleep(200);
     expect(events.some((e) => e.assetId === asset.id)).toBe(false);
+  });
+});
+
+describe('qry.media.probe on the bus', () => {
+  test('any service may ask the media engine: a medium answers its facts and where its keyframes came from', async () => {
+    const reply = await listener.request('qry.media.probe', { root: 0, path: 'Movies/The Matrix (1999).mkv' });
+    expect(reply.medium).toBe(true);
+    if (!reply.medium) return;
+    expect(reply.facts.keyframeSource).toBe('cues');
+    expect(reply.facts.container).toBe('mkv');
+    expect(reply.sizeBytes).toBe(statSync(join(a.root, 'Movies/The Matrix (1999).mkv')).size);
+  });
+
+  test('a non-medium is a normal reply with a reason', async () => {
+    const reply = await listener.request('qry.media.probe', { root: 0, path: 'misc/broken.mp4' });
+    expect(reply).toMatchObject({ medium: false, reason: expect.any(String) });
+  });
+
+  test('the engine confines the path itself, whoever asks', async () => {
+    for (const req of [{ root: 0, path: '../secret.mkv' }, { root: 0, path: 'escape.mkv' }, { root: 0.5, path: 'misc/notes.txt' }, { root: 0, path: 42 }]) {
+      const err = await listener.request('qry.media.probe', req as any).then(() => null, (e) => e);
+      expect(err?.code).toBe('CATALOG_PATH_REFUSED');
+    }
   });
 });
 

@@ -27,7 +27,7 @@ export interface FfprobeStreamJson {
 }
 
 export interface FfprobeJson {
-  format?: { format_name?: string; duration?: string; bit_rate?: string; size?: string; nb_streams?: number; tags?: Record<string, string> };
+  format?: { format_name?: string; probe_score?: number; duration?: string; bit_rate?: string; size?: string; nb_streams?: number; tags?: Record<string, string> };
   streams?: FfprobeStreamJson[];
 }
 
@@ -111,13 +111,13 @@ export function createFfprobe(opts: FfprobeOptions) {
     },
 
     /** Keyframe times (ms) of the first video stream from its packets, without decoding. */
-    async keyframePacketScan(file: string): Promise<number[] | null> {
+    async keyframePacketScan(file: string, frameRate?: number): Promise<number[] | null> {
       const res = await run(
         ['-fflags', '+genpts', '-select_streams', 'v:0', '-show_entries', 'packet=pts_time,dts_time,flags', '-of', 'csv=p=0'],
         file,
       );
       if (!res.ok) return null;
-      return parsePacketCsv(res.stdout);
+      return parsePacketCsv(res.stdout, frameRate);
     },
 
     get active() {
@@ -129,16 +129,21 @@ export function createFfprobe(opts: FfprobeOptions) {
 export type Ffprobe = ReturnType<typeof createFfprobe>;
 
 /**
- * Lines `pts_time,dts_time,flags` (ffprobe prints the fields in its own order: pts_time, dts_time, flags).
- * Keeps `K` packets; a packet without pts falls back to its dts, one with neither is skipped,
- * since a keyframe table must not break on packets lacking timestamps.
+ * Lines `pts_time,dts_time,flags`, one per video packet in decode order. Keeps `K` packets; a packet
+ * without pts falls back to its dts. A packet with neither (raw elementary streams such as .h264)
+ * is placed by its position and the stream's frame rate when that is known, else skipped: a
+ * keyframe table must not break on packets lacking timestamps.
  */
-export function parsePacketCsv(csv: string): number[] {
+export function parsePacketCsv(csv: string, frameRate?: number): number[] {
   const out: number[] = [];
+  let n = -1;
   for (const line of csv.split('\n')) {
     const [pts, dts, flags] = line.trim().split(',');
-    if (!flags || !flags.includes('K')) continue;
-    const t = pts && pts !== 'N/A' ? Number(pts) : dts && dts !== 'N/A' ? Number(dts) : NaN;
+    if (flags === undefined) continue;
+    n++;
+    if (!flags.includes('K')) continue;
+    let t = pts && pts !== 'N/A' ? Number(pts) : dts && dts !== 'N/A' ? Number(dts) : NaN;
+    if (!Number.isFinite(t) && frameRate && frameRate > 0) t = n / frameRate;
     if (Number.isFinite(t)) out.push(Math.round(t * 1000));
   }
   return [...new Set(out)].sort((a, b) => a - b);

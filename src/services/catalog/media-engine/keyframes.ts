@@ -27,10 +27,11 @@ export async function containerIndexKeyframes(file: string, container: string): 
   }
 }
 
-export async function keyframes(file: string, container: string, hasVideo: boolean, ffprobe: Ffprobe): Promise<{ ms: number[]; source: KeyframeSource }> {
-  if (!hasVideo) return { ms: [], source: 'none' };
+/** `frameRate` of the first video stream places packets that carry no timestamp at all. */
+export async function keyframes(file: string, container: string, frameRate: number | null, ffprobe: Ffprobe): Promise<{ ms: number[]; source: KeyframeSource }> {
+  if (frameRate === null) return { ms: [], source: 'none' };
   const fromIndex = await containerIndexKeyframes(file, container);
   if (fromIndex && fromIndex.ms.length > 0) return fromIndex;
-  const scanned = await ffprobe.keyframePacketScan(file);
+  const scanned = await ffprobe.keyframePacketScan(file, frameRate);
   return scanned && scanned.length > 0 ? { ms: scanned, source: 'packet-scan' } : { ms: [], source: 'none' };
 }

@@ -37,6 +37,7 @@ function frameRate(s: FfprobeStreamJson): number | undefined {
 
 const STREAM_TYPES = new Set(['video', 'audio', 'subtitle', 'data', 'attachment']);
 // Demuxers that open any text or a still image: what they find is not a medium.
+const LOW_PROBE_SCORE = 25;
 const NOT_MEDIA_FORMATS = new Set(['tty', 'image2', 'lrc', 'srt', 'ass', 'webvtt', 'subviewer', 'jacosub', 'microdvd']);
 
 export function toStream(s: FfprobeStreamJson): ProbeStream {
@@ -67,6 +68,10 @@ export function mediumVerdict(json: FfprobeJson): string | null {
   const streams = json.streams ?? [];
   if (!format) return 'no container recognised';
   if (NOT_MEDIA_FORMATS.has(format) || format.endsWith('_pipe')) return 'a text or still-image file';
+  // At or below AVPROBE_SCORE_RETRY (25) ffmpeg itself warns "misdetection possible": a file of zeros
+  // passes for Nintendo ADPCM that way.
+  const score = json.format?.probe_score;
+  if (typeof score === 'number' && score <= LOW_PROBE_SCORE) return 'no container recognised with confidence';
   const av = streams.filter((s) => (s.codec_type === 'audio' || (s.codec_type === 'video' && s.disposition?.attached_pic !== 1)));
   if (av.length === 0) return 'no audio or video stream';
   return null;
@@ -94,8 +99,8 @@ export function createProbeAnswerer(deps: { mediaRoots: string[]; ffprobe: Ffpro
     const streams = (probed.json.streams ?? []).map(toStream);
     const durationMs = Math.round((num(format.duration) ?? 0) * 1000);
     const bitrateBps = num(format.bit_rate) ?? (durationMs > 0 ? Math.round((sizeBytes * 8 * 1000) / durationMs) : 0);
-    const hasVideo = streams.some((s) => s.type === 'video');
-    const kf = await keyframes(file, container, hasVideo, deps.ffprobe);
+    const video = streams.find((s) => s.type === 'video');
+    const kf = await keyframes(file, container, video ? (video.frameRate ?? 0) : null, deps.ffprobe);
     const facts: ProbeFacts = {
       container,
       bitrateBps,
