@@ -22,7 +22,7 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
       {
         params: IdParams,
         body: ExecBody,
-        response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope },
+        response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 502: ErrorEnvelope },
         detail: {
           tags: ['exec'],
           summary: 'Run a command in a running workspace',
@@ -35,7 +35,7 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
             'With `stream: true` the answer is `text/event-stream`: `event: stdout` and `event: stderr` with data `{"data":"<text>"}` as output arrives ' +
             '(no size cap; a slow client slows the command down), then exactly one `event: exit` with data `{exitCode, duration, timedOut}` or ' +
             '`event: error` with data the error body.\n\n' +
-            'Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING.',
+            'Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING, 502 ENGINE_ERROR.',
         },
       },
     );
