@@ -145,6 +145,18 @@ describe('keyframes from container indexes', () => {
     }
   });
 
+  test('a streamed MKV, written to a pipe and so without Cues, falls back to the packet scan', async () => {
+    const streamed = join(dir, 'streamed.mkv');
+    const out = Bun.file(streamed);
+    const proc = Bun.spawn(['ffmpeg', '-loglevel', 'error', '-i', fx.mkv, '-c', 'copy', '-f', 'matroska', 'pipe:1'], { stdout: 'pipe' });
+    await Bun.write(out, new Response(proc.stdout));
+    await proc.exited;
+    expect(await containerIndexKeyframes(streamed, 'mkv')).toBeNull();
+    const kf = await keyframes(streamed, 'mkv', 24, ffprobe);
+    expect(kf.source).toBe('packet-scan');
+    expect(kf.ms).toEqual(ffprobeKeyframesMs(streamed));
+  });
+
   test('a container without an index falls back: MPEG-TS has no index to read', async () => {
     const ts = join(dir, 'clip.ts');
     Bun.spawnSync(['ffmpeg', '-loglevel', 'error', '-y', '-i', fx.mp4, '-c', 'copy', '-f', 'mpegts', ts]);

@@ -8,6 +8,8 @@ export const pathRefused = (why: string) =>
   new AppError('CATALOG_PATH_REFUSED', 422, `The scan path is refused: ${why}`, { retryable: false, category: 'permanent' });
 export const pathNotFound = () =>
   new AppError('CATALOG_PATH_NOT_FOUND', 404, 'No file exists at the scan path under the media roots', { retryable: false, category: 'recoverable' });
+export const fileUnreadable = () =>
+  new AppError('CATALOG_FILE_UNREADABLE', 422, 'The file at the scan path cannot be read by the catalog', { retryable: false, category: 'recoverable' });
 export const noMediaRoots = () =>
   new AppError('CATALOG_NO_MEDIA_ROOTS', 503, 'No media root is configured (APP_MEDIA_ROOTS)', { retryable: false, category: 'recoverable' });
 

@@ -3,7 +3,7 @@
 import { extname } from 'node:path';
 import type { Bus } from '../../../platform/bus/bus';
 import type { BusQueries, ProbeFacts, ProbeStream } from '../../../platform/bus/subjects';
-import { checkRelativePath, pathNotFound, pathRefused, resolveOnRoot } from '../paths';
+import { checkRelativePath, fileUnreadable, pathNotFound, pathRefused, resolveOnRoot } from '../paths';
 import { capabilitiesOf } from './capabilities';
 import { fastHash } from './fast-hash';
 import type { Ffprobe, FfprobeJson, FfprobeStreamJson } from './ffprobe';
@@ -87,7 +87,15 @@ export function createProbeAnswerer(deps: { mediaRoots: string[]; ffprobe: Ffpro
     const resolved = resolveOnRoot(deps.mediaRoots, request.root, rel);
     if (!resolved) throw pathNotFound();
     const file = resolved.absPath;
-    const { hash, sizeBytes } = await fastHash(file);
+    let hashed: Awaited<ReturnType<typeof fastHash>>;
+    try {
+      hashed = await fastHash(file);
+    } catch (e) {
+      // Gone since it was located, or not readable by this process.
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw pathNotFound();
+      throw fileUnreadable();
+    }
+    const { hash, sizeBytes } = hashed;
     if (sizeBytes === 0) return { medium: false, sizeBytes, fastHash: hash, reason: 'empty file' };
     const probed = await deps.ffprobe.formatAndStreams(file);
     if (!probed.ok) return { medium: false, sizeBytes, fastHash: hash, reason: probed.reason };
