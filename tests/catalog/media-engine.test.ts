@@ -10,6 +10,7 @@ import { loadCatalogConfig } from '../../src/services/catalog/catalog.config';
 import { fastHash } from '../../src/services/catalog/media-engine/fast-hash';
 import { createFfprobe, parsePacketCsv } from '../../src/services/catalog/media-engine/ffprobe';
 import { bufferSource } from '../../src/services/catalog/media-engine/file-reader';
+import { createProbeAnswerer } from '../../src/services/catalog/media-engine/probe.answerer';
 import { containerIndexKeyframes, keyframes } from '../../src/services/catalog/media-engine/keyframes';
 import { ID, locateElements, matroskaCueKeyframes } from '../../src/services/catalog/media-engine/matroska-cues';
 import { ffprobeKeyframesMs, mediaFixtures, type MediaFixtures } from '../helpers/media';
@@ -192,6 +193,15 @@ describe('bounds on ffprobe', () => {
     expect(res).toEqual({ ok: false, reason: 'probe timed out' });
     const left = Bun.spawnSync(['pgrep', '-f', fifo]);
     expect(left.stdout.toString().trim()).toBe('');
+  });
+
+  test('a probe timeout is a retryable 504 problem, not a verdict that the file is no medium', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'keel-timeout-root-'));
+    copyFileSync(fx.mkv, join(root, 'film.mkv'));
+    const ffprobe = createFfprobe({ binary: 'ffprobe', concurrency: 1, probeSizeBytes: 5_000_000, analyzeDurationUs: 5_000_000, timeoutMs: 1 });
+    const err = await createProbeAnswerer({ mediaRoots: [root], ffprobe }).probe({ root: 0, path: 'film.mkv' }).then(() => null, (e) => e);
+    expect(err).toMatchObject({ code: 'MEDIA_PROBE_TIMEOUT', status: 504, retryable: true, category: 'transient' });
+    rmSync(root, { recursive: true, force: true });
   });
 
   test('no more ffprobe processes run at once than APP_PROBE_CONCURRENCY', async () => {

@@ -52,7 +52,8 @@ export interface BusQueries {
    * Probe a file under a media root (answered by the catalog's media engine). `root` is the index in
    * APP_MEDIA_ROOTS, `path` relative to it; the answerer confines it again. A file that is not a
    * medium is a normal reply (`medium: false` with a short reason), not an error. Errors:
-   * CATALOG_PATH_REFUSED (422), CATALOG_PATH_NOT_FOUND (404).
+   * CATALOG_PATH_REFUSED (422), CATALOG_PATH_NOT_FOUND (404), CATALOG_FILE_UNREADABLE (422),
+   * MEDIA_PROBE_TIMEOUT (504, retryable).
    */
   'qry.media.probe': {
     request: { root: number; path: string };

@@ -47,7 +47,7 @@ export const MediaIndexSchema = t.Object({
   durationMs: t.Number(),
   capabilities: t.Array(t.String()),
   keyframesMs: t.Array(t.Number()),
-  indexVersion: t.Number({ description: 'starts at 1; +1 each time a rescan finds different file content' }),
+  indexVersion: t.Number({ description: 'starts at 1; +1 each time a rescan changes the index (new file content, or new facts from the engine)' }),
   createdAt: t.Number(),
   streams: t.Array(StreamSchema),
 });

@@ -30,7 +30,7 @@ function scanRoutes(catalog: CatalogService, guard: ReturnType<typeof bearerGuar
         'registered as unidentified with indexed=false and index=null. Needs a Bearer token with the policy ' +
         'resource:asset:scan; 5 requests/s per actor, burst 20. Domain codes: CATALOG_PATH_REFUSED (422), ' +
         'CATALOG_PATH_NOT_FOUND (404), CATALOG_WORK_NOT_FOUND (404), CATALOG_EDITION_NOT_FOUND (404), ' +
-        'CATALOG_BINDING_CONFLICT (409), CATALOG_FILE_UNREADABLE (422), CATALOG_NO_MEDIA_ROOTS (503), BUS_TIMEOUT (504).',
+        'CATALOG_BINDING_CONFLICT (409), CATALOG_FILE_UNREADABLE (422), CATALOG_NO_MEDIA_ROOTS (503), MEDIA_PROBE_TIMEOUT (504, retryable), BUS_TIMEOUT (504).',
     },
   });
 }

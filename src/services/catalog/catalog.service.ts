@@ -197,7 +197,8 @@ export function createCatalogService(deps: CatalogDeps) {
           container: f.container, bitrateBps: f.bitrateBps, durationMs: f.durationMs, capabilities: f.capabilities,
           keyframesMs: f.keyframesMs, keyframeSource: f.keyframeSource, streams: f.streams,
         };
-        if (oldIndex && !replaced) index = oldIndex; // same content: the index stands as it is
+        const sameFacts = oldIndex && (Object.keys(facts) as (keyof typeof facts)[]).every((k) => JSON.stringify(oldIndex[k]) === JSON.stringify(facts[k]));
+        if (oldIndex && sameFacts) index = oldIndex; // nothing learnt: the index stands as it is
         else if (oldIndex) {
           index = { ...oldIndex, ...facts, indexVersion: oldIndex.indexVersion + 1, createdAt: now };
           tx.update(catalogMediaIndexes).set(index).where(eq(catalogMediaIndexes.id, oldIndex.id)).run();

@@ -1,6 +1,7 @@
 // The media engine's answer to qry.media.probe: facts of a real ffprobe run, keyframes and the
 // fastHash for a file under a media root. A file that is not a medium is a normal answer.
 import { extname } from 'node:path';
+import { AppError } from '../../../platform/errors';
 import type { Bus } from '../../../platform/bus/bus';
 import type { BusQueries, ProbeFacts, ProbeStream } from '../../../platform/bus/subjects';
 import { checkRelativePath, fileUnreadable, pathNotFound, pathRefused, resolveOnRoot } from '../paths';
@@ -10,6 +11,12 @@ import type { Ffprobe, FfprobeJson, FfprobeStreamJson } from './ffprobe';
 import { keyframes } from './keyframes';
 
 type ProbeReply = BusQueries['qry.media.probe']['reply'];
+
+export const probeTimeout = () =>
+  new AppError('MEDIA_PROBE_TIMEOUT', 504, 'ffprobe did not finish within APP_PROBE_TIMEOUT_MS; retry later', {
+    retryable: true,
+    category: 'transient',
+  });
 
 /** Our container name from ffprobe's demuxer list, refined by the brand or the extension. */
 export function containerName(formatName: string, file: string, majorBrand?: string): string {
@@ -98,6 +105,8 @@ export function createProbeAnswerer(deps: { mediaRoots: string[]; ffprobe: Ffpro
     const { hash, sizeBytes } = hashed;
     if (sizeBytes === 0) return { medium: false, sizeBytes, fastHash: hash, reason: 'empty file' };
     const probed = await deps.ffprobe.formatAndStreams(file);
+    // A timeout says nothing about the file: a retryable problem, so an index is never lost to a busy machine.
+    if (!probed.ok && probed.reason === 'probe timed out') throw probeTimeout();
     if (!probed.ok) return { medium: false, sizeBytes, fastHash: hash, reason: probed.reason };
     const verdict = mediumVerdict(probed.json);
     if (verdict) return { medium: false, sizeBytes, fastHash: hash, reason: verdict };
