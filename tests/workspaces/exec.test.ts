@@ -63,6 +63,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  // Leave no container or volume behind on the engine.
+  if (ws) await api(`/api/workspaces/${ws}?volumes=true`, { method: 'DELETE' });
   await p?.close();
 }, 60_000);
 
