@@ -20,10 +20,11 @@ function scanRoutes(catalog: CatalogService, guard: ReturnType<typeof bearerGuar
     policy: 'resource:asset:scan',
     rateLimit: 'scan',
     body: ScanBody,
-    response: { 200: ScanResponse, ...errors, ...notFound, 409: ProblemSchema, ...guardResponses, 502: ProblemSchema, 504: ProblemSchema },
+    response: { 200: ScanResponse, ...errors, ...notFound, 409: ProblemSchema, ...guardResponses, 504: ProblemSchema },
     detail: {
       tags: ['scan'],
       summary: 'Scan a file under a media root',
+      security: [{ bearer: [] }],
       description:
         'Probes the file through the media engine (bus query qry.media.probe), identifies it from its path, creates or ' +
         'updates its asset and MediaIndex and publishes evt.catalog.assetIndexed. A file that is not a medium is ' +

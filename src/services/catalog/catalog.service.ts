@@ -65,7 +65,7 @@ export function facetsOf(streams: ProbeStream[]): string[] {
   return f;
 }
 
-export function createCatalogService(deps: CatalogDeps) {
+export function createCatalog(deps: CatalogDeps) {
   const { db, clock } = deps;
 
   function findWork(id: string): WorkRow | undefined {
@@ -318,4 +318,4 @@ export function createCatalogService(deps: CatalogDeps) {
   return { scan, listWorks, getWork, workAssets, workRelations, kinds: () => deps.kinds.all() };
 }
 
-export type CatalogService = ReturnType<typeof createCatalogService>;
+export type CatalogService = ReturnType<typeof createCatalog>;

@@ -3,7 +3,7 @@
 import type { Service, ServiceDeps } from '../../platform/service';
 import { loadCatalogConfig } from './catalog.config';
 import { createCatalogApp } from './catalog.routes';
-import { createCatalogService as createCatalog } from './catalog.service';
+import { createCatalog } from './catalog.service';
 import { createKindRegistry } from './kinds';
 import { createFfprobe, findFfprobe } from './media-engine/ffprobe';
 import { createProbeAnswerer } from './media-engine/probe.answerer';
