@@ -40,6 +40,7 @@ const LIBRARY: [string, keyof ReturnType<typeof mediaFixtures>][] = [
   ['tv/Breaking Bad - S01E01 - Pilot.mkv', 'mkv'],
   ['tv/Breaking.Bad.S02E01.mkv', 'mkv'],
   ['tv/Breaking.Bad.S01E10.mkv', 'mp4'],
+  ['tv/Firefly - 1x05 - Safe.mkv', 'mkv'],
   ['Audiobooks/Dune (1965).m4a', 'audioOnly'],
   ['Concerts/Radiohead - Live at Glastonbury (1997).mkv', 'mkv'],
   ['misc/holiday clip.mp4', 'mp4'],
@@ -95,11 +96,11 @@ describe('identification from the path', () => {
     );
   });
 
-  test('`Show.S01E03.*` makes one series, its seasons and episodes', async () => {
-    expect((await worksByKind('series')).map((w) => w.title)).toEqual(['Breaking Bad']);
-    expect((await worksByKind('season')).map((w) => w.title).sort()).toEqual(['Breaking Bad Season 1', 'Breaking Bad Season 2']);
+  test('`Show.S01E03.*` and `Show - 1x05` make one series per show, its seasons and episodes', async () => {
+    expect((await worksByKind('series')).map((w) => w.title).sort()).toEqual(['Breaking Bad', 'Firefly']);
+    expect((await worksByKind('season')).map((w) => w.title).sort()).toEqual(['Breaking Bad Season 1', 'Breaking Bad Season 2', 'Firefly Season 1']);
     expect((await worksByKind('episode')).map((w) => w.title).sort()).toEqual([
-      'Breaking Bad S01E01', 'Breaking Bad S01E03', 'Breaking Bad S01E10', 'Breaking Bad S02E01',
+      'Breaking Bad S01E01', 'Breaking Bad S01E03', 'Breaking Bad S01E10', 'Breaking Bad S02E01', 'Firefly S01E05',
     ]);
   });
 
@@ -117,7 +118,7 @@ describe('identification from the path', () => {
 
 describe('relations', () => {
   test('a series lists its seasons and episodes by ordinal, each parent before its children', async () => {
-    const [series] = await worksByKind('series');
+    const series = (await worksByKind('series')).find((w) => w.title === 'Breaking Bad');
     const { status, body } = await get(`/works/${series.id}/relations`);
     expect(status).toBe(200);
     expect(body.relations.map((r: any) => r.ordinal)).toEqual([[1], [1, 1], [1, 3], [1, 10], [2], [2, 1]]);
@@ -185,16 +186,16 @@ describe('GET /works', () => {
   test('pages partition every work in a stable order, with the total', async () => {
     const all = await get('/works?pageSize=200');
     expect(all.body.total).toBe(all.body.works.length);
-    // 4 movie/plugin works + Blade Runner, 1 series, 2 seasons, 4 episodes.
-    expect(all.body.total).toBe(11);
+    // The Matrix, Blade Runner, Dune, the concert; 2 series, 3 seasons, 5 episodes.
+    expect(all.body.total).toBe(14);
     const pages: any[] = [];
-    for (let page = 1; page <= 4; page++) pages.push(...(await get(`/works?page=${page}&pageSize=3`)).body.works);
+    for (let page = 1; page <= 5; page++) pages.push(...(await get(`/works?page=${page}&pageSize=3`)).body.works);
     expect(pages.map((w) => w.id)).toEqual(all.body.works.map((w: any) => w.id));
-    expect((await get('/works?page=99&pageSize=3')).body).toEqual({ total: 11, works: [] });
+    expect((await get('/works?page=99&pageSize=3')).body).toEqual({ total: 14, works: [] });
   });
 
   test('pageSize defaults to 50 and accepts 1 and 200', async () => {
-    expect((await get('/works')).body.works).toHaveLength(11);
+    expect((await get('/works')).body.works).toHaveLength(14);
     expect((await get('/works?pageSize=1')).body.works).toHaveLength(1);
     expect((await get('/works?pageSize=200')).status).toBe(200);
   });

@@ -55,6 +55,25 @@ function movieFrom(name: string): Identified | null {
 }
 
 const EPISODE_MARKER = /(^|[^a-z0-9])s\d{1,3}[ ._-]?e\d{1,4}(?![0-9])/i;
+// `1x05`, which the parser does not read: the title is what comes before it.
+const CROSS_MARKER = /^(.*?)[ ._-]+(\d{1,2})x(\d{2,3})(?![0-9])/i;
+
+/** Series, season and episode from a file name; a multi-episode file (S01E01E02) counts as its first. */
+function episodeFrom(stem: string): { seriesTitle: string; season: number; episode: number; year: number } | null {
+  // The parser in TV mode reads a year as SxxEyy ("1999" -> S19E99): ask it only when an episode marker is there.
+  if (EPISODE_MARKER.test(stem)) {
+    const parsed = filenameParse(stem, true);
+    const tv = 'isTv' in parsed && parsed.isTv ? (parsed as ParsedShow) : null;
+    const seriesTitle = cleanTitle(tv?.title ?? '');
+    if (tv && seriesTitle && tv.seasons.length === 1 && tv.episodeNumbers.length >= 1) {
+      return { seriesTitle, season: tv.seasons[0]!, episode: tv.episodeNumbers[0]!, year: tv.year ? Number(tv.year) : 0 };
+    }
+  }
+  const cross = CROSS_MARKER.exec(stem);
+  const seriesTitle = cleanTitle(cross?.[1] ?? '');
+  if (cross && seriesTitle) return { seriesTitle, season: Number(cross[2]), episode: Number(cross[3]), year: 0 };
+  return null;
+}
 
 export function contextOf(relPath: string): IdentifyContext {
   const segments = relPath.split('/');
@@ -70,24 +89,17 @@ export function identify(relPath: string, plugins: KindPlugin[]): Identified | n
     if (hit) return hit;
   }
 
-  // The parser in TV mode reads a year as SxxEyy ("1999" -> S19E99): ask it only when an episode marker is there.
-  const parsed = EPISODE_MARKER.test(ctx.stem) ? filenameParse(ctx.stem, true) : null;
-  const tv = parsed && 'isTv' in parsed && parsed.isTv ? (parsed as ParsedShow) : null;
-  if (tv && tv.seasons.length === 1 && tv.episodeNumbers.length >= 1) {
-    const seriesTitle = cleanTitle(tv.title ?? '');
-    if (seriesTitle) {
-      const season = tv.seasons[0]!;
-      const episode = tv.episodeNumbers[0]!;
-      const seriesKey = `series|${seriesTitle.toLowerCase()}`;
-      return {
-        kind: 'episode',
-        key: `${seriesKey}|s${season}|e${episode}`,
-        title: `${seriesTitle} S${String(season).padStart(2, '0')}E${String(episode).padStart(2, '0')}`,
-        year: tv.year ? Number(tv.year) : 0,
-        editionKind: 'standard',
-        episode: { seriesTitle, seriesKey, season, episode },
-      };
-    }
+  const ep = episodeFrom(ctx.stem);
+  if (ep) {
+    const seriesKey = `series|${ep.seriesTitle.toLowerCase()}`;
+    return {
+      kind: 'episode',
+      key: `${seriesKey}|s${ep.season}|e${ep.episode}`,
+      title: `${ep.seriesTitle} S${String(ep.season).padStart(2, '0')}E${String(ep.episode).padStart(2, '0')}`,
+      year: ep.year,
+      editionKind: 'standard',
+      episode: { seriesTitle: ep.seriesTitle, seriesKey, season: ep.season, episode: ep.episode },
+    };
   }
 
   return movieFrom(ctx.stem) ?? (ctx.segments.length > 1 ? movieFrom(ctx.segments[ctx.segments.length - 2]!) : null);
