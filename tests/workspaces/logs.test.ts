@@ -305,6 +305,23 @@ describe('access and lifecycle', () => {
     }, 5000, 'released after delete');
   }, 120_000);
 
+  test('a follow stream carries on across a restart of the workspace', async () => {
+    const f = await follow(ws, '&tail=1&service=main');
+    expect(await f.reader.nextEvent()).not.toBeNull();
+    const res = await api(`/api/workspaces/${ws}/restart`, { method: 'POST' });
+    expect(res.status).toBe(200);
+    // The main process starts again and says so, on the same stream, with no end event before it.
+    const frames = await f.reader.collect((fr) => fr.event !== undefined || fr.data!.includes('keel: workspace ready'), 60_000);
+    expect(frames.at(-1)!.event).toBeUndefined();
+    expect((JSON.parse(frames.at(-1)!.data!) as Entry).message).toBe('keel: workspace ready');
+    await waitFor(async () => ((await (await api(`/api/workspaces/${ws}`)).json()) as { status: string }).status === 'running', 30_000, 'running again');
+    await say(ws, 'after-restart');
+    const more = await f.reader.collect((fr) => fr.event !== undefined || fr.data!.includes('after-restart'), 10_000);
+    expect(more.at(-1)!.data).toContain('after-restart');
+    expect((await streams()).engineStreams).toBe(1);
+    f.abort.abort();
+  }, 90_000);
+
   test('logs of a stopped workspace stay readable, and follow on it sends the tail then end', async () => {
     await say(ws, 'before-stop');
     await waitFor(async () => (await logs(ws, '?tail=1'))[0]?.message === 'before-stop', 10_000);

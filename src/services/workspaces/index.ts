@@ -49,7 +49,7 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
   });
   const lxSettings = loadLogsExecConfig(deps.config.env);
   const lx = logsExecEngine(dockerOf(engine));
-  const hub = createLogHub({ engine: lx, log: deps.log });
+  const hub = createLogHub({ engine: lx, log: deps.log, workspaces });
   const logs = createLogsService({ engine: lx, hub, workspaces });
   const exec = createExecService({ engine: lx, workspaces });
   const auth = workspaceAuth({

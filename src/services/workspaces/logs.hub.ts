@@ -2,9 +2,11 @@
 // opens with the first follower and closes as soon as the last one leaves; each line is parsed and
 // serialised once, then handed to every follower whose service filter matches.
 import { encodeEvent } from '../../platform/http/sse';
+import type { Actor } from '../../platform/http/workspace-auth';
 import type { Logger } from '../../platform/runtime';
 import type { LogsExecEngine, LogStreamHandle } from './docker';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
+import type { OwnedWorkspaces } from './logs.service';
 
 export type EndReason = 'stopped' | 'deleted' | 'error';
 
@@ -30,7 +32,20 @@ interface Channel {
   closed: boolean;
 }
 
-export function createLogHub(deps: { engine: LogsExecEngine; log: Logger }) {
+/** How long followers wait for a restarting workspace's container to run again. */
+const RESTART_WAIT_MS = 60_000;
+const SYSTEM: Actor = { id: 'keel-logs', admin: true };
+
+export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; workspaces?: OwnedWorkspaces }) {
+  /** The workspace's lifecycle status, or null when it is gone. */
+  const statusOf = async (workspaceId: string): Promise<string | null> => {
+    try {
+      return deps.workspaces ? (await deps.workspaces.getOwned(SYSTEM, workspaceId)).status : null;
+    } catch {
+      return null;
+    }
+  };
+
   const channels = new Map<string, Channel>();
 
   const dispatch = (ch: Channel, stream: 'stdout' | 'stderr', raw: string) => {
@@ -70,6 +85,12 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger }) {
       running = await deps.engine.containerRunning(ch.containerId);
     } catch (e) {
       deps.log.warn('log stream ended; engine state unknown', { workspaceId: ch.workspaceId, err: (e as Error).message });
+    }
+    // A restart stops the container first: wait for it to run again instead of ending the stream.
+    const until = Date.now() + RESTART_WAIT_MS;
+    while (running === false && !ch.closed && Date.now() < until && ['restarting', 'starting'].includes((await statusOf(ch.workspaceId)) ?? '')) {
+      await Bun.sleep(250);
+      running = await deps.engine.containerRunning(ch.containerId).catch(() => false);
     }
     if (ch.closed) return;
     if (running === true) {

@@ -35,7 +35,7 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
             `\`tail\` counts lines after the \`service\` filter (default 50, at most ${LOG_TAIL_MAX}). Logs of a stopped workspace stay readable.\n\n` +
             'With `follow=true` the answer is `text/event-stream`: the tail, then each new line, each event one `data:` line holding a JSON Log entry. ' +
             'Idle streams get `: keep-alive` comments. The stream ends with `event: end` (data `{"reason":"stopped"|"deleted"|"not-running"}`) when ' +
-            'the workspace stops or is deleted, or with `event: dropped` (data `{"reason":"slow-reader"}`) when the client leaves more than 1 MiB unread, or `event: error` (data: the error body) when the engine fails. ' +
+            'the workspace stops or is deleted (a restart does not end it), or with `event: dropped` (data `{"reason":"slow-reader"}`) when the client leaves more than 1 MiB unread, or `event: error` (data: the error body) when the engine fails. ' +
             'All followers of one workspace share one engine stream.',
         },
       },
