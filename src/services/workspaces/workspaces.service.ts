@@ -6,7 +6,7 @@
 // allowed), queues the engine work, and answers; the queued work ends by settling the status from what
 // the engine reports. Engine events (a container that dies or is removed behind Keel's back) queue a
 // reconciliation that does the same, unless an operation is queued and will settle it anyway.
-import { and, asc, eq, inArray, type SQL } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { AppError } from '../../platform/errors';
 import type { Bus } from '../../platform/bus/bus';
 import type { Config } from '../../platform/config';
@@ -77,12 +77,28 @@ export class WorkspaceService {
   private portHint = 0;
   private watcher: { stop(): void } | undefined;
 
-  constructor(private readonly deps: WorkspaceServiceDeps) {}
+  // Prepared once: the two reads every request makes (building drizzle SQL per call costs more than running it).
+  private readonly byId;
+  private readonly listed;
+
+  constructor(private readonly deps: WorkspaceServiceDeps) {
+    const { db } = deps;
+    this.byId = db.select().from(workspaces).where(eq(workspaces.id, sql.placeholder('id'))).prepare();
+    // A null placeholder means "no filter" (admins see every owner).
+    const optional = (column: typeof workspaces.owner | typeof workspaces.status | typeof workspaces.type, name: string) =>
+      sql`(${sql.placeholder(name)} IS NULL OR ${column} = ${sql.placeholder(name)})`;
+    this.listed = db
+      .select()
+      .from(workspaces)
+      .where(and(optional(workspaces.owner, 'owner'), optional(workspaces.status, 'status'), optional(workspaces.type, 'type')))
+      .orderBy(asc(workspaces.createdAt), asc(workspaces.id))
+      .prepare();
+  }
 
   // ---- reads -------------------------------------------------------------------------------
 
   private row(id: string): WorkspaceRow | undefined {
-    return this.deps.db.select().from(workspaces).where(eq(workspaces.id, id)).get();
+    return this.byId.get({ id });
   }
 
   /** The workspace if `actor` may see it (owner or admin), else 404: another actor's workspace looks absent. */
@@ -93,16 +109,7 @@ export class WorkspaceService {
   }
 
   list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }): WorkspaceView[] {
-    const where: SQL[] = [];
-    if (!actor.admin) where.push(eq(workspaces.owner, actor.id));
-    if (filter.status) where.push(eq(workspaces.status, filter.status));
-    if (filter.type) where.push(eq(workspaces.type, filter.type));
-    const rows = this.deps.db
-      .select()
-      .from(workspaces)
-      .where(where.length ? and(...where) : undefined)
-      .orderBy(asc(workspaces.createdAt), asc(workspaces.id))
-      .all();
+    const rows = this.listed.all({ owner: actor.admin ? null : actor.id, status: filter.status ?? null, type: filter.type ?? null });
     return rows.map((r) => this.view(r));
   }
 
