@@ -238,21 +238,29 @@ export function createCatalog(deps: CatalogDeps) {
     return { asset: toAsset(result.asset), index: result.index ? toIndex(result.index) : null, indexed: !!result.index };
   }
 
+  // GET /works is the hot read: its two statements are prepared once.
+  const countWorks = db.select({ n: count() }).from(catalogWorks).prepare();
+  const pageOfWorks = db
+    .select()
+    .from(catalogWorks)
+    .where(
+      inArray(
+        catalogWorks.id,
+        // The offset walks the (created_at, id) index alone; only the page's rows are read from the table.
+        db
+          .select({ id: catalogWorks.id })
+          .from(catalogWorks)
+          .orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id))
+          .limit(sql.placeholder('limit'))
+          .offset(sql.placeholder('offset')),
+      ),
+    )
+    .orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id))
+    .prepare();
+
   function listWorks(page: number, pageSize: number): { total: number; works: Work[] } {
-    const total = db.select({ n: count() }).from(catalogWorks).get()?.n ?? 0;
-    // The offset walks the (created_at, id) index alone; only the page's rows are read from the table.
-    const pageIds = db
-      .select({ id: catalogWorks.id })
-      .from(catalogWorks)
-      .orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id))
-      .limit(pageSize)
-      .offset((page - 1) * pageSize);
-    const rows = db
-      .select()
-      .from(catalogWorks)
-      .where(inArray(catalogWorks.id, pageIds))
-      .orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id))
-      .all();
+    const total = countWorks.get()?.n ?? 0;
+    const rows = pageOfWorks.all({ limit: pageSize, offset: (page - 1) * pageSize });
     return { total, works: rows.map(toWork) };
   }
 
