@@ -122,6 +122,11 @@ describe('log entries', () => {
     expect(all.find((l) => l.message === 'structured boom')!.level).toBe('error');
     expect(all.find((l) => l.message === 'pino info')!.level).toBe('info');
   });
+  test('a line longer than the engine\'s 16 KiB pieces comes back whole', async () => {
+    await sh(ws, "{ head -c 40000 /dev/zero | tr '\\0' L; echo; } > /proc/1/fd/1");
+    const long = await waitFor(async () => (await logs(ws, '?tail=1'))[0]?.message.startsWith('LLL') && (await logs(ws, '?tail=1'))[0], 10_000);
+    expect(long.message).toBe('L'.repeat(40000));
+  });
 });
 
 describe('tail and service', () => {

@@ -398,19 +398,22 @@ export interface ExecHandle {
   exitCode(): Promise<number | null>;
 }
 
-/** Splits the engine's multiplexed byte stream into (stream, bytes) chunks. Raw (TTY) output is stdout. */
-export function frameSplitter(onChunk: (stream: StdStream, bytes: Uint8Array) => void) {
+/**
+ * Splits the engine's multiplexed byte stream into (stream, bytes) chunks, one per engine frame.
+ * Raw (TTY) output is stdout, with `framed` false: its chunks have no message boundaries.
+ */
+export function frameSplitter(onChunk: (stream: StdStream, bytes: Uint8Array, framed: boolean) => void) {
   let pending: Buffer = Buffer.alloc(0);
   let raw: boolean | undefined;
   return (data: Buffer) => {
     if (raw === undefined && data.length > 0) raw = !(data[0]! <= 2 && data.length >= 4 && data[1] === 0 && data[2] === 0 && data[3] === 0);
-    if (raw) return onChunk('stdout', data);
+    if (raw) return onChunk('stdout', data, false);
     pending = pending.length ? Buffer.concat([pending, data]) : data;
     while (pending.length >= 8) {
       const size = pending.readUInt32BE(4);
       if (pending.length < 8 + size) break;
       const kind = pending[0] === 2 ? 'stderr' : 'stdout';
-      onChunk(kind, pending.subarray(8, 8 + size));
+      onChunk(kind, pending.subarray(8, 8 + size), true);
       pending = pending.subarray(8 + size);
     }
   };
@@ -431,6 +434,36 @@ export function lineSplitter(onLine: (stream: StdStream, line: string) => void) 
       for (const s of ['stdout', 'stderr'] as const) {
         const last = rest[s] + dec[s].decode();
         rest[s] = '';
+        if (last) onLine(s, last);
+      }
+    },
+  };
+}
+
+/**
+ * Rebuilds log lines from the engine's log frames (one frame per log message, "<ts> <text>"). The
+ * engine splits a line longer than 16 KiB into partial messages without a newline, each with its
+ * own timestamp: the pieces are joined under the first piece's timestamp.
+ */
+export function logMessageJoiner(onLine: (stream: StdStream, line: string) => void) {
+  const partial: Record<StdStream, string> = { stdout: '', stderr: '' };
+  const dec: Record<StdStream, TextDecoder> = { stdout: new TextDecoder(), stderr: new TextDecoder() };
+  return {
+    push(stream: StdStream, bytes: Uint8Array) {
+      let text = dec[stream].decode(bytes, { stream: true });
+      if (partial[stream]) text = text.replace(/^\S+ /, '');
+      text = partial[stream] + text;
+      if (!text.endsWith('\n')) {
+        partial[stream] = text;
+        return;
+      }
+      partial[stream] = '';
+      for (const line of text.slice(0, -1).split('\n')) onLine(stream, line);
+    },
+    flush() {
+      for (const s of ['stdout', 'stderr'] as const) {
+        const last = partial[s] + dec[s].decode();
+        partial[s] = '';
         if (last) onLine(s, last);
       }
     },
@@ -466,9 +499,11 @@ export function logsExecEngine(docker: Docker) {
         abortSignal: abort.signal,
       } as any)) as unknown as NodeJS.ReadableStream | Buffer;
       const lines = lineSplitter(onLine);
-      const split = frameSplitter((s, b) => lines.push(s, b));
+      const messages = logMessageJoiner(onLine);
+      const split = frameSplitter((s, b, framed) => (framed ? messages.push(s, b) : lines.push(s, b)));
       if (Buffer.isBuffer(res)) {
         split(res);
+        messages.flush();
         lines.flush();
         return { done: Promise.resolve(), close() {} };
       }
@@ -480,6 +515,7 @@ export function logsExecEngine(docker: Docker) {
           if (ended) return;
           ended = true;
           openStreams--;
+          messages.flush();
           lines.flush();
           resolve();
         };

@@ -21,6 +21,7 @@ export interface LogsRequest {
 
 /** Tail sizes tried, as multiples of the wanted count, before reading the whole log for a service filter. */
 const FILTER_WIDENING = [4, 32];
+const LONG_LINE_PIECES = 16;
 
 export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; workspaces: OwnedWorkspaces }) {
   const { engine, hub } = deps;
@@ -44,7 +45,9 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
       // Fewer lines than asked for means the log holds no more.
       return { lines: out, complete: n === 'all' || seen < n };
     };
-    if (service === undefined) return (await read(tail)).lines.slice(-tail);
+    // The engine counts a long line's 16 KiB pieces as lines of their own: read a few more so the
+    // oldest line returned is whole (lines up to 256 KiB).
+    if (service === undefined) return (await read(tail + LONG_LINE_PIECES)).lines.slice(-tail);
     // The engine's tail counts lines of every service: widen until enough lines of this one are found.
     for (const k of FILTER_WIDENING) {
       const r = await read(tail * k);
