@@ -16,7 +16,7 @@ const notFound = { 404: ProblemSchema };
 
 /** POST /scan with its guard: the only route that needs a token. */
 function scanRoutes(catalog: CatalogService, guard: ReturnType<typeof bearerGuard>) {
-  return new Elysia({ name: 'catalog.scan' }).use(guard).post('/scan', ({ body }) => catalog.scan(body), {
+  return new Elysia().use(guard).post('/scan', ({ body }) => catalog.scan(body), {
     policy: 'resource:asset:scan',
     rateLimit: 'scan',
     body: ScanBody,
@@ -38,7 +38,7 @@ function scanRoutes(catalog: CatalogService, guard: ReturnType<typeof bearerGuar
 
 /** The public reads: kinds and works. */
 function readRoutes(catalog: CatalogService) {
-  return new Elysia({ name: 'catalog.reads', detail: { security: [] } })
+  return new Elysia({ detail: { security: [] } })
     .get('/kinds', () => ({ kinds: catalog.kinds() }), {
       response: { 200: t.Object({ kinds: t.Array(KindSchema) }) },
       detail: { tags: ['kinds'], summary: 'The kind registry: core kinds and the kinds of content-type plugins', security: [] },
