@@ -16,7 +16,7 @@ export const KIND_PLUGINS = [audiobookPlugin, concertPlugin];
 export function createCatalogService(deps: ServiceDeps): Service {
   const cfg = loadCatalogConfig(deps.config.env);
   const ffprobe = createFfprobe({
-    binary: findFfprobe(cfg.ffprobePath),
+    binary: findFfprobe(cfg.ffprobePath, deps.config.env.PATH),
     concurrency: cfg.probeConcurrency,
     probeSizeBytes: cfg.probeSizeBytes,
     analyzeDurationUs: cfg.probeAnalyzeUs,

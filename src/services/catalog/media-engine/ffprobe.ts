@@ -1,9 +1,10 @@
 // The only place ffprobe runs. Bounded: a cap on concurrent processes, probesize/analyzeduration
 // limits, and a timeout after which the process is killed. Nothing else in Keel spawns ffprobe.
+import { accessSync, constants } from 'node:fs';
 import { AppError } from '../../../platform/errors';
 
 export interface FfprobeOptions {
-  /** Binary to run: APP_FFPROBE_PATH, else `ffprobe` on PATH. */
+  /** Binary to run: APP_FFPROBE_PATH, else `ffprobe` on PATH, else the optional npm package's. */
   binary: string;
   concurrency: number;
   probeSizeBytes: number;
@@ -31,17 +32,28 @@ export interface FfprobeJson {
   streams?: FfprobeStreamJson[];
 }
 
-/** Resolves the binary once: an explicit path, else the system ffprobe. */
-export function findFfprobe(explicit: string | undefined): string {
+/** The ffprobe shipped by the optional npm package, when it installed for this platform. */
+function npmFfprobe(): string | undefined {
+  try {
+    const path = (require('@ffprobe-installer/ffprobe') as { path: string }).path;
+    accessSync(path, constants.X_OK);
+    return path;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resolves the binary once: an explicit path, else the system ffprobe, else the npm package's. */
+export function findFfprobe(explicit: string | undefined, PATH: string | undefined): string {
   if (explicit) return explicit;
-  const onPath = Bun.which('ffprobe');
-  if (!onPath) {
+  const found = Bun.which('ffprobe', { PATH: PATH ?? '' }) ?? npmFfprobe();
+  if (!found) {
     throw new AppError('MEDIA_ENGINE_UNAVAILABLE', 503, 'ffprobe is not installed (install ffmpeg or set APP_FFPROBE_PATH)', {
       retryable: false,
       category: 'recoverable',
     });
   }
-  return onPath;
+  return found;
 }
 
 /** A counting semaphore: at most `max` holders, the rest wait in order. */
