@@ -322,6 +322,8 @@ export function createEngine(dockerHost?: string) {
       let stopped = false;
       let current: Readable | undefined;
       const connect = async () => {
+        // Back off while the engine is unreachable, so a long outage is not a busy loop of retries.
+        let delayMs = 1000;
         while (!stopped) {
           try {
             const stream = (await docker.getEvents({
@@ -332,6 +334,7 @@ export function createEngine(dockerHost?: string) {
               return;
             }
             current = stream;
+            delayMs = 1000;
             let buf = '';
             await new Promise<void>((resolve) => {
               stream.on('data', (chunk: Buffer) => {
@@ -358,7 +361,8 @@ export function createEngine(dockerHost?: string) {
             // Engine unreachable: retry below.
           }
           if (stopped) return;
-          await Bun.sleep(1000);
+          await Bun.sleep(delayMs);
+          delayMs = Math.min(delayMs * 2, 30_000);
           if (!stopped) onGap();
         }
       };

@@ -11,9 +11,9 @@ export const WorkspaceStatusSchema = t.Union(
   { description: 'creating, starting, stopping and restarting are in progress; failed carries `reason`' },
 );
 export const WorkspaceTypeSchema = t.Union([t.Literal('persistent'), t.Literal('temporary')]);
-// The schema and the table's list must agree.
-const _statuses: Static<typeof WorkspaceStatusSchema>[] = [...WORKSPACE_STATUSES];
-void _statuses;
+// The schema and the table's status list must name the same values (a compile-time check).
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+export const STATUS_SCHEMA_MATCHES_TABLE: Same<Static<typeof WorkspaceStatusSchema>, (typeof WORKSPACE_STATUSES)[number]> = true;
 
 export const RepoSchema = t.Object(
   {

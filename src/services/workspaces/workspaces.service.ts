@@ -48,6 +48,7 @@ export const ALLOWED_FROM = {
 type WorkspaceEvent = 'created' | 'started' | 'stopped' | 'restarted' | 'deleted' | 'failed';
 
 const MiB = 1024 * 1024;
+const DISK_TTL_MS = 30_000;
 
 export function formatBytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -71,7 +72,8 @@ export class WorkspaceService {
   private readonly chains = new Map<string, Promise<void>>();
   private readonly pending = new Map<string, number>();
   private readonly cpuSamples = new Map<string, { cpuTotal: number; systemTotal: number }>();
-  private readonly diskSeen = new Map<string, string>();
+  /** Last disk figure per workspace: `du` walks the whole volume, so it runs at most every DISK_TTL_MS. */
+  private readonly diskSeen = new Map<string, { text: string; at: number }>();
   private readonly imageReady = new Map<string, Promise<void>>();
   private allocation: Promise<unknown> = Promise.resolve();
   private portHint = 0;
@@ -141,7 +143,7 @@ export class WorkspaceService {
   /** Live figures of a running workspace; zeros (and the last disk figure seen) otherwise. */
   private async stats(row: WorkspaceRow): Promise<{ cpu: string; memory: string; disk: string }> {
     const limit = (templates.get(row.template)?.resources.memoryMb ?? 0) * MiB;
-    const idle = { cpu: '0.00%', memory: `0B / ${formatBytes(limit)}`, disk: this.diskSeen.get(row.id) ?? 'unknown' };
+    const idle = { cpu: '0.00%', memory: `0B / ${formatBytes(limit)}`, disk: this.diskSeen.get(row.id)?.text ?? 'unknown' };
     if (row.status !== 'running' || !row.containerId) return idle;
     const { engine } = this.deps;
     const cid = row.containerId;
@@ -167,13 +169,15 @@ export class WorkspaceService {
   }
 
   private async diskUsage(id: string, cid: string): Promise<string> {
+    const seen = this.diskSeen.get(id);
+    if (seen && this.deps.clock.now() - seen.at < DISK_TTL_MS) return seen.text;
     const r = await this.deps.engine.run(cid, ['/bin/sh', '-c', `timeout 3 du -sk ${MOUNT_PATH} 2>/dev/null | cut -f1; df -kP ${MOUNT_PATH} | tail -n 1`]);
     const [usedLine, dfLine] = r.stdout.trim().split('\n');
     const used = Number(usedLine);
     const total = Number(dfLine?.trim().split(/\s+/)[1]);
-    if (!Number.isFinite(used) || !Number.isFinite(total) || !usedLine) return this.diskSeen.get(id) ?? 'unknown';
+    if (!Number.isFinite(used) || !Number.isFinite(total) || !usedLine) return seen?.text ?? 'unknown';
     const text = `${formatBytes(used * 1024)} / ${formatBytes(total * 1024)}`;
-    this.diskSeen.set(id, text);
+    this.diskSeen.set(id, { text, at: this.deps.clock.now() });
     return text;
   }
 
