@@ -56,6 +56,10 @@ describe('public routes', () => {
     }
     const get = JSON.stringify(doc.paths['/api/workspaces/{id}'].get.responses['200']);
     for (const field of ['containerId', 'urls', 'codeServer', 'stats', 'cpu', 'memory', 'disk']) expect(get).toContain(field);
+    const props = doc.paths['/api/workspaces/{id}'].get.responses['200'].content['application/json'].schema.properties;
+    expect(props.port).toEqual({ type: 'integer' });
+    expect(props.containerId).toMatchObject({ type: 'string', nullable: true });
+    expect(props.status.enum).toEqual(['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed']);
   });
 
   test('/openapi serves the interactive reference without a token', async () => {

@@ -1,11 +1,15 @@
 // The workspace API's request and response schemas: the single source of validation, types and OpenAPI.
 import { t, type Static } from 'elysia';
+import { Type } from '@sinclair/typebox';
 import { WORKSPACE_STATUSES } from './workspaces.tables';
 
 /** Lowercase letters, digits, `.`, `_`, `-`; starts with a letter or digit; 1-63 characters (a DNS label's length). */
 export const NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$';
 
 // Unions of literals, not t.UnionEnum: in a query, Elysia 1.4 fills an absent optional UnionEnum with its first value.
+// TypeBox's plain integer: Elysia's t.Integer also accepts numeric strings and documents itself as such.
+const JsonInteger = Type.Integer;
+
 export const WorkspaceStatusSchema = t.Union(
   [t.Literal('creating'), t.Literal('starting'), t.Literal('running'), t.Literal('stopping'), t.Literal('stopped'), t.Literal('restarting'), t.Literal('failed')],
   { description: 'creating, starting, stopping and restarting are in progress; failed carries `reason`' },
@@ -28,7 +32,7 @@ export const CreateWorkspaceBody = t.Object(
     name: t.String({ pattern: NAME_PATTERN, minLength: 1, maxLength: 63, description: 'unique among all workspaces' }),
     template: t.Optional(t.String({ minLength: 1, maxLength: 63, default: 'bun-typescript' })),
     type: t.Optional(WorkspaceTypeSchema),
-    port: t.Optional(t.Integer({ minimum: 1024, maximum: 65535, description: 'host port of the code server; assigned from APP_WORKSPACE_PORT_RANGE when absent' })),
+    port: t.Optional(JsonInteger({ minimum: 1024, maximum: 65535, description: 'host port of the code server; assigned from APP_WORKSPACE_PORT_RANGE when absent' })),
     repo: t.Optional(RepoSchema),
   },
   { description: 'unknown fields are ignored' },
@@ -51,7 +55,7 @@ const workspaceFields = {
   id: t.String(),
   name: t.String(),
   status: WorkspaceStatusSchema,
-  port: t.Integer(),
+  port: JsonInteger(),
   template: t.String(),
   type: WorkspaceTypeSchema,
   createdAt: t.String({ format: 'date-time' }),
