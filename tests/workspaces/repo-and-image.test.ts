@@ -81,6 +81,19 @@ describe('the minimal image', () => {
   });
 });
 
+describe('bun run image:minimal', () => {
+  test('builds the minimal image offline and says so', () => {
+    const r = Bun.spawnSync([process.execPath, 'src/cli.ts', 'image', 'minimal'], { cwd: join(import.meta.dir, '../..'), stdout: 'pipe', stderr: 'pipe', env: process.env });
+    expect(r.stderr.toString()).toBe('');
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.toString().trim()).toBe('built keel/minimal:1');
+    const image = inspect('image', 'keel/minimal:1');
+    expect(image.Config.WorkingDir).toBe('/workspace');
+    expect(image.Config.Labels['dev.keel.image']).toBe('minimal');
+    expect(docker('run', '--rm', 'keel/minimal:1', 'sh', '-c', 'id -un; test -d /tmp && test -w /workspace && echo ok').stdout).toBe('keel\nok');
+  });
+});
+
 describe('repos', () => {
   test('the requested branch is cloned into /workspace, owned by the workspace user', async () => {
     const r = await create({ name: 'with-repo', repo: { url: `git://127.0.0.1:${gitPort}/proj.git`, branch: 'feature' } });
