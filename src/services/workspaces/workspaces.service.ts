@@ -426,7 +426,7 @@ export class WorkspaceService {
         const cid = this.row(id)?.containerId;
         if (!cid) throw new EngineError('the workspace has no container');
         await this.deps.engine.restart(cid, this.deps.settings.stopGraceSeconds);
-        await this.settle(id, 'running', 'restarted');
+        await this.settle(id, 'running');
       } catch (e) {
         this.fail(id, this.reason(e));
       }
@@ -507,7 +507,7 @@ export class WorkspaceService {
    * Sets the status from the engine. `expect` is what the finished operation aimed at: a container
    * that is stopped when it should run is a failure with the engine's exit code, not a quiet `stopped`.
    */
-  private async settle(id: string, expect?: 'running' | 'stopped', runningEvent: WorkspaceEvent = 'started'): Promise<void> {
+  private async settle(id: string, expect?: 'running' | 'stopped'): Promise<void> {
     const row = this.row(id);
     if (!row) return;
     if (!row.containerId) return;
@@ -517,12 +517,14 @@ export class WorkspaceService {
       return this.fail(id, 'the container was removed outside Keel; start recreates it from the template', { containerId: null });
     }
     if (!state.running) {
-      if (row.type === 'temporary') return this.destroyQuietly(row);
+      // A start that did not hold is a visible failure, temporary workspaces included (delete removes them).
       if (expect === 'running') {
         return this.fail(id, `the container exited at start (exit code ${state.exitCode}${state.oomKilled ? ', out of memory' : ''}${state.error ? `: ${state.error}` : ''})`);
       }
-      // A failed workspace keeps its reason until it runs again.
-      if (row.status === 'stopped' || row.status === 'failed') return;
+      // A failed workspace keeps its reason until it runs again (or is deleted).
+      if (row.status === 'failed') return;
+      if (row.type === 'temporary') return this.destroyQuietly(row);
+      if (row.status === 'stopped') return;
       const after = this.update(id, { status: 'stopped', reason: null });
       this.cpuSamples.delete(row.containerId);
       this.publish('stopped', after);
@@ -530,7 +532,7 @@ export class WorkspaceService {
     }
     if (row.status === 'running') return;
     const after = this.update(id, { status: 'running', reason: null });
-    if (row.status === 'restarting') this.publish(runningEvent, after);
+    if (row.status === 'restarting') this.publish('restarted', after);
     this.publish('started', after);
   }
 
