@@ -166,6 +166,32 @@ describe('a minimal workspace', () => {
   });
 });
 
+describe('moves during creation', () => {
+  test('stop and start while creating answer 409, delete waits and removes what creation made', async () => {
+    const r = await create({ name: 'early-delete' });
+    expect(r.status).toBe(201);
+    for (const op of ['stop', 'start', 'restart']) {
+      const res = await json(await api(`/api/workspaces/${r.body.id}/${op}`, { method: 'POST' }));
+      expect(res.status).toBe(409);
+      expect(res.body.error).toMatchObject({ code: 'INVALID_TRANSITION', details: { status: 'creating', operation: op } });
+    }
+    const del = await json(await api(`/api/workspaces/${r.body.id}?volumes=true`, { method: 'DELETE' }));
+    expect(del).toEqual({ status: 200, body: { id: r.body.id, deleted: true } });
+    expect(docker('ps', '-aq', '--filter', `label=dev.keel.workspace=${r.body.id}`).stdout).toBe('');
+    expect(docker('volume', 'ls', '-q', '--filter', `label=dev.keel.workspace=${r.body.id}`).stdout).toBe('');
+  });
+
+  test('restart from stopped brings the workspace back to running', async () => {
+    const w = await running('restart-stopped', { type: 'persistent' });
+    await api(`/api/workspaces/${w.id}/stop?force=true`, { method: 'POST' });
+    await waitStatus(w.id, 'stopped');
+    const r = await json(await api(`/api/workspaces/${w.id}/restart`, { method: 'POST' }));
+    expect(r.body.status).toBe('restarting');
+    await waitStatus(w.id, 'running');
+    await api(`/api/workspaces/${w.id}?volumes=true`, { method: 'DELETE' });
+  });
+});
+
 describe('volumes and temporary workspaces', () => {
   test('delete with volumes=true removes the volume too', async () => {
     const ws = await running('vol-delete');

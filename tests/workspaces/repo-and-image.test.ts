@@ -43,7 +43,7 @@ beforeAll(async () => {
   }, 10_000, 200);
 
   docker('rmi', '-f', IMAGE);
-  p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_MINIMAL_IMAGE: IMAGE, APP_WORKSPACE_CLONE_TIMEOUT: '20' } });
+  p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_MINIMAL_IMAGE: IMAGE, APP_WORKSPACE_CLONE_TIMEOUT: '3' } });
 }, 60_000);
 
 afterAll(async () => {
@@ -132,6 +132,21 @@ describe('repos', () => {
     expect(w.reason).toContain('git clone failed');
     const everything = JSON.stringify(await (await api('/api/workspaces')).json()) + JSON.stringify(w);
     expect(everything).not.toContain('s3cr3t');
+  });
+
+  test('a clone that hangs is cut at APP_WORKSPACE_CLONE_TIMEOUT and ends failed', async () => {
+    // A server that accepts connections and never answers.
+    const silent = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } });
+    try {
+      const started = Date.now();
+      const r = await create({ name: 'hangs', repo: { url: `http://127.0.0.1:${silent.port}/slow.git` } });
+      const w = await settled(r.body.id);
+      expect(w.status).toBe('failed');
+      expect(w.reason).toBe('git clone did not finish within 3 s');
+      expect(Date.now() - started).toBeLessThan(15_000);
+    } finally {
+      silent.stop(true);
+    }
   });
 
   test('a workspace that failed at creation refuses start and stop with 409 and can be deleted', async () => {

@@ -1,6 +1,7 @@
 // Cloning a workspace's repo: on the Keel host (images need no git), shallow, without prompts and
 // with a deadline, then streamed as a tar (owned by the workspace user) into the workspace volume.
 // Only network transports are accepted: a workspace must not read Keel's own files via file:// or a path.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,13 +38,13 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
   const base = mkdtempSync(join(tmpdir(), 'keel-clone-'));
   const dir = join(base, 'repo');
   const cleanup = () => rmSync(base, { recursive: true, force: true });
-  const args = ['git', '-c', 'protocol.file.allow=never', '-c', 'core.hooksPath=/dev/null', 'clone', '--depth', '1', '--single-branch', '--no-tags'];
+  const args = ['-c', 'protocol.file.allow=never', '-c', 'core.hooksPath=/dev/null', 'clone', '--depth', '1', '--single-branch', '--no-tags'];
   if (opts.branch) args.push('--branch', opts.branch);
   args.push('--', opts.url, dir);
-  const proc = Bun.spawn(args, {
-    stdin: 'ignore',
-    stdout: 'ignore',
-    stderr: 'pipe',
+  // Its own process group, so the deadline kills git's helpers too (git-remote-http, ssh), not only git.
+  const proc = spawn('git', args, {
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: base,
@@ -55,13 +56,23 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
       GIT_SSH_COMMAND: 'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new',
     },
   });
+  let stderr = '';
+  proc.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    if (stderr.length < 64 * 1024) stderr += d;
+  });
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
-    proc.kill('SIGKILL');
+    try {
+      process.kill(-proc.pid!, 'SIGKILL');
+    } catch {
+      proc.kill('SIGKILL');
+    }
   }, opts.timeoutMs);
-  const stderr = await new Response(proc.stderr).text();
-  const code = await proc.exited;
+  const code = await new Promise<number>((resolve) => {
+    proc.on('error', () => resolve(-1));
+    proc.on('exit', (c, signal) => resolve(c ?? (signal ? 128 : -1)));
+  });
   clearTimeout(timer);
   if (timedOut) {
     cleanup();
