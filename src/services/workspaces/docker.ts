@@ -296,24 +296,6 @@ export function createEngine(dockerHost?: string) {
       };
     },
 
-    /** Runs a short command in a running container and returns its exit code and output (stats only). */
-    async run(id: string, cmd: string[], user?: string): Promise<{ exitCode: number; stdout: string; stderr: string }> {
-      const exec = await call(() => docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, User: user }));
-      const stream = await call(() => exec.start({ hijack: true, stdin: false }));
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      const stdout = new PassThrough().on('data', (b: Buffer) => out.push(b));
-      const stderr = new PassThrough().on('data', (b: Buffer) => err.push(b));
-      docker.modem.demuxStream(stream, stdout, stderr);
-      await new Promise<void>((resolve, reject) => {
-        stream.on('end', resolve);
-        stream.on('close', resolve);
-        stream.on('error', reject);
-      });
-      const info = await call(() => exec.inspect());
-      return { exitCode: info.ExitCode ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
-    },
-
     /**
      * Follows the engine's container events for managed containers of `instance`. Reconnects after a
      * broken stream and calls `onGap` then, since events may have been missed.

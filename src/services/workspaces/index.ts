@@ -37,6 +37,7 @@ function instanceId(dataDir: string): string {
 export function createWorkspacesService(deps: ServiceDeps): Service & { workspaces: WorkspaceService } {
   const settings = loadWorkspacesConfig(deps.config.env);
   const engine = createEngine(deps.config.dockerHost);
+  const lx = logsExecEngine(dockerOf(engine));
   const workspaces = new WorkspaceService({
     db: deps.db,
     bus: deps.bus,
@@ -45,10 +46,10 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     config: deps.config,
     settings,
     engine,
+    execCollect: (cid, cmd) => lx.execCollect(cid, cmd),
     instance: instanceId(deps.config.dataDir),
   });
   const lxSettings = loadLogsExecConfig(deps.config.env);
-  const lx = logsExecEngine(dockerOf(engine));
   const hub = createLogHub({ engine: lx, log: deps.log, workspaces });
   const logs = createLogsService({ engine: lx, hub, workspaces });
   const exec = createExecService({ engine: lx, workspaces });

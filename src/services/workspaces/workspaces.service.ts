@@ -33,6 +33,8 @@ export interface WorkspaceServiceDeps {
   config: Config;
   settings: WorkspacesConfig;
   engine: Engine;
+  /** Runs a short command in a running container (the exec wrapper of docker.ts's logs-and-exec section). */
+  execCollect(containerId: string, cmd: string[]): Promise<{ exitCode: number | null; stdout: string }>;
   /** Marks this Keel's containers, so several Keels (or test runs) can share one engine. */
   instance: string;
 }
@@ -176,7 +178,7 @@ export class WorkspaceService {
   private async diskUsage(id: string, cid: string): Promise<string> {
     const seen = this.diskSeen.get(id);
     if (seen && this.deps.clock.now() - seen.at < DISK_TTL_MS) return seen.text;
-    const r = await this.deps.engine.run(cid, ['/bin/sh', '-c', `timeout 3 du -sk ${MOUNT_PATH} 2>/dev/null | cut -f1; df -kP ${MOUNT_PATH} | tail -n 1`]);
+    const r = await this.deps.execCollect(cid, ['/bin/sh', '-c', `timeout 3 du -sk ${MOUNT_PATH} 2>/dev/null | cut -f1; df -kP ${MOUNT_PATH} | tail -n 1`]);
     const [usedLine, dfLine] = r.stdout.trim().split('\n');
     const used = Number(usedLine);
     const total = Number(dfLine?.trim().split(/\s+/)[1]);
