@@ -186,3 +186,29 @@ describe('rate limits', () => {
     await expect(startTestPlatform({ services: ['workspaces'], env: { APP_RATE_LIMIT_AUTHENTICATED: 'lots' } })).rejects.toThrow('APP_RATE_LIMIT_AUTHENTICATED');
   });
 });
+
+describe('without a reachable engine', () => {
+  let away: TestPlatform;
+  beforeAll(async () => {
+    away = await startTestPlatform({ services: ['workspaces'], env: { DOCKER_HOST: 'unix:///nonexistent/docker.sock' } });
+  });
+  afterAll(async () => {
+    await away?.close();
+  });
+
+  test('Keel starts, lists, and a creation ends failed with the engine\'s reason', async () => {
+    expect((await away.api('workspaces', '/api/workspaces')).status).toBe(200);
+    const res = await away.api('workspaces', '/api/workspaces', { method: 'POST', json: { name: 'no-engine', template: 'minimal' } });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as any;
+    let w: any;
+    for (let i = 0; i < 50; i++) {
+      w = await (await away.api('workspaces', `/api/workspaces/${id}`)).json();
+      if (w.status === 'failed') break;
+      await Bun.sleep(100);
+    }
+    expect(w.status).toBe('failed');
+    expect(w.reason).toStartWith('engine:');
+    expect(w.stats).toEqual({ cpu: '0.00%', memory: '0B / 256MiB', disk: 'unknown' });
+  });
+});
