@@ -149,6 +149,22 @@ describe('repos', () => {
     }
   });
 
+  test('deleting a workspace whose clone is still running cancels the clone at once', async () => {
+    const silent = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } });
+    try {
+      const r = await create({ name: 'cancelled', repo: { url: `http://127.0.0.1:${silent.port}/slow.git` } });
+      await Bun.sleep(300); // the clone has begun
+      const started = Date.now();
+      const del = await api(`/api/workspaces/${r.body.id}?volumes=true`, { method: 'DELETE' });
+      expect(del.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(2500); // well before the 3 s clone deadline
+      expect(docker('ps', '-aq', '--filter', `label=dev.keel.workspace=${r.body.id}`).stdout).toBe('');
+      expect(docker('volume', 'ls', '-q', '--filter', `label=dev.keel.workspace=${r.body.id}`).stdout).toBe('');
+    } finally {
+      silent.stop(true);
+    }
+  });
+
   test('a workspace that failed at creation refuses start and stop with 409 and can be deleted', async () => {
     const list = ((await (await api('/api/workspaces?status=failed')).json()) as any).workspaces;
     const failed = list.find((x: any) => x.name === 'bad-branch');

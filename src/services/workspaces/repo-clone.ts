@@ -31,6 +31,8 @@ export interface CloneOptions {
   url: string;
   branch?: string;
   timeoutMs: number;
+  /** Aborting ends the clone at once (the workspace is being deleted). */
+  signal?: AbortSignal;
 }
 
 /** Clones into a fresh temp dir; the caller removes it with `cleanup`. Throws CloneError with git's scrubbed message. */
@@ -60,20 +62,29 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
   proc.stderr!.setEncoding('utf8').on('data', (d: string) => {
     if (stderr.length < 64 * 1024) stderr += d;
   });
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
+  const killGroup = () => {
     try {
       process.kill(-proc.pid!, 'SIGKILL');
     } catch {
       proc.kill('SIGKILL');
     }
+  };
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killGroup();
   }, opts.timeoutMs);
+  opts.signal?.addEventListener('abort', killGroup, { once: true });
   const code = await new Promise<number>((resolve) => {
     proc.on('error', () => resolve(-1));
     proc.on('exit', (c, signal) => resolve(c ?? (signal ? 128 : -1)));
   });
   clearTimeout(timer);
+  opts.signal?.removeEventListener('abort', killGroup);
+  if (opts.signal?.aborted) {
+    cleanup();
+    throw new CloneError('git clone was cancelled');
+  }
   if (timedOut) {
     cleanup();
     throw new CloneError(`git clone did not finish within ${Math.round(opts.timeoutMs / 1000)} s`);

@@ -80,6 +80,8 @@ export class WorkspaceService {
   private allocation: Promise<unknown> = Promise.resolve();
   private portHint = 0;
   private watcher: { stop(): void } | undefined;
+  /** Creations in progress, so a delete can cut a slow repo clone short instead of waiting for it. */
+  private readonly provisioning = new Map<string, AbortController>();
 
   // Prepared once: the two reads every request makes (building drizzle SQL per call costs more than running it).
   private readonly byId;
@@ -271,13 +273,16 @@ export class WorkspaceService {
     const { engine } = this.deps;
     let row = this.row(id);
     if (!row) return;
+    const abort = new AbortController();
+    this.provisioning.set(id, abort);
     try {
       await this.ensureImage(template);
       await engine.createVolume(row.volume, this.labels(row));
       const containerId = await this.createContainer(row, template);
       row = this.update(id, { containerId });
+      abort.signal.throwIfAborted();
       if (repo) {
-        const clone = await cloneRepo({ url: repo.url, branch: repo.branch, timeoutMs: this.deps.settings.cloneTimeoutMs });
+        const clone = await cloneRepo({ url: repo.url, branch: repo.branch, timeoutMs: this.deps.settings.cloneTimeoutMs, signal: abort.signal });
         try {
           const [uid, gid] = template.user.split(':').map(Number);
           const tar = tarDirectory(clone.dir, uid!, gid!);
@@ -286,6 +291,7 @@ export class WorkspaceService {
           clone.cleanup();
         }
       }
+      abort.signal.throwIfAborted();
       this.update(id, { provisioned: true });
       await engine.start(containerId);
       await this.settle(id, 'running');
@@ -296,7 +302,10 @@ export class WorkspaceService {
         await engine.remove(current.containerId).catch(() => {});
         this.update(id, { containerId: null });
       }
-      this.fail(id, this.reason(e));
+      // Cancelled by a delete, which is queued right behind and removes the rest.
+      if (!abort.signal.aborted) this.fail(id, this.reason(e));
+    } finally {
+      this.provisioning.delete(id);
     }
   }
 
@@ -444,6 +453,7 @@ export class WorkspaceService {
   /** Removes the container, the row and (with `volumes`, or for a temporary workspace) the volume. */
   async remove(actor: Actor, id: string, volumes: boolean): Promise<{ id: string; deleted: true }> {
     this.getOwned(actor, id);
+    this.provisioning.get(id)?.abort();
     let failure: unknown;
     await this.enqueue(id, async () => {
       const row = this.row(id);
@@ -595,6 +605,8 @@ export class WorkspaceService {
   /** Stops following events and waits (bounded) for queued engine work. */
   async close(): Promise<void> {
     this.watcher?.stop();
+    // A clone in flight is cut short; the workspace stays `creating` and the next start-up marks it failed.
+    for (const a of this.provisioning.values()) a.abort();
     await Promise.race([Promise.allSettled([...this.chains.values()]), Bun.sleep(15_000)]);
   }
 
