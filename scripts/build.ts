@@ -13,6 +13,9 @@ const result = await Bun.build({
   minify: true,
   sourcemap: 'linked',
   define: { KEEL_COMMIT: JSON.stringify(commit) },
+  // Optional native add-ons of ssh2 (under dockerode): loaded in a try, absent when their install
+  // scripts are not allowed (package.json allowScripts), and not needed for a unix-socket engine.
+  external: ['cpu-features'],
 });
 if (!result.success) {
   for (const log of result.logs) console.error(log);
