@@ -86,7 +86,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       detail: {
         summary: 'Delete a workspace (volumes=true: its volume too)',
         description:
-          'Removes the container and the workspace from any status; waits for an operation in flight. A persistent workspace\'s volume is ' +
+          'Removes the container and the workspace from any status; waits for an operation in flight (a repo clone in flight is cancelled). A persistent workspace\'s volume is ' +
           'kept unless volumes=true; a temporary workspace\'s volume always goes. 502 `ENGINE_ERROR` when the engine refuses.',
       },
     });
