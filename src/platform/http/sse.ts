@@ -19,6 +19,8 @@ export interface SseOptions {
   signal: AbortSignal;
   /** Aborted when the platform shuts down. */
   shutdown?: AbortSignal;
+  /** The last event a client gets when the platform shuts down, so it can tell that from a crash. */
+  shutdownEvent?: { event: string; data: unknown };
   heartbeatMs?: number;
   headers?: Record<string, string>;
   /** Called once the stream is open; the returned function runs once when it ends. */
@@ -49,7 +51,7 @@ export function sseResponse(opts: SseOptions): Response {
     closed = true;
     clearInterval(heartbeat);
     opts.signal.removeEventListener('abort', finish);
-    opts.shutdown?.removeEventListener('abort', finish);
+    opts.shutdown?.removeEventListener('abort', onShutdown);
     try {
       controller.close();
     } catch {}
@@ -71,6 +73,11 @@ export function sseResponse(opts: SseOptions): Response {
     }
   };
 
+  const onShutdown = () => {
+    if (opts.shutdownEvent) sink.send(opts.shutdownEvent.data, opts.shutdownEvent.event);
+    finish();
+  };
+
   const sink: SseSink = {
     send: (data, event, id) => write(eventText(data, event, id)),
     sendEncoded: writeBytes,
@@ -90,7 +97,7 @@ export function sseResponse(opts: SseOptions): Response {
         controller = c;
         if (opts.signal.aborted || opts.shutdown?.aborted) return finish();
         opts.signal.addEventListener('abort', finish, { once: true });
-        opts.shutdown?.addEventListener('abort', finish, { once: true });
+        opts.shutdown?.addEventListener('abort', onShutdown, { once: true });
         heartbeat = setInterval(() => sink.comment('keep-alive'), opts.heartbeatMs ?? 15_000);
         write(': connected\n\n');
         try {

@@ -1,4 +1,5 @@
 // HTTP wiring of command execution: a JSON result, or SSE output with `stream: true`.
+import { AppError, toEnvelope } from '../../platform/errors';
 import { Elysia } from 'elysia';
 import { sseResponse } from '../../platform/http/sse';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecResult, type ExecResult as ExecResultT } from './exec.model';
@@ -15,7 +16,14 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
         if (body.stream) {
           const start = await deps.exec.stream(actor, params.id, body);
           // A Response passes through Elysia untouched (the 200 schema describes the JSON answer).
-          return sseResponse({ signal: request.signal, shutdown: deps.shutdown, heartbeatMs: deps.heartbeatMs, start }) as unknown as ExecResultT;
+          return sseResponse({
+            signal: request.signal,
+            shutdown: deps.shutdown,
+            // Closing the stream kills the command, as a disconnect does; the client learns why.
+            shutdownEvent: { event: 'error', data: toEnvelope(new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; the command was stopped')) },
+            heartbeatMs: deps.heartbeatMs,
+            start,
+          }) as unknown as ExecResultT;
         }
         return deps.exec.run(actor, params.id, body, request.signal);
       },

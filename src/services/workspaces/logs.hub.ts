@@ -100,7 +100,9 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; worksp
       try {
         return await attach(ch, since);
       } catch (e) {
-        deps.log.warn('log stream re-attach failed', { workspaceId: ch.workspaceId, err: (e as Error).message });
+        // A container being removed can still report running for a moment: ask again below.
+        deps.log.debug('log stream re-attach failed', { workspaceId: ch.workspaceId, err: (e as Error).message });
+        running = (await statusOf(ch.workspaceId)) === null ? null : await deps.engine.containerRunning(ch.containerId).catch(() => null);
       }
     }
     const reason: EndReason = running === null ? 'deleted' : running === false ? 'stopped' : 'error';
