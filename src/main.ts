@@ -2,6 +2,7 @@
 import { loadConfig, ConfigError, type ServiceName } from './platform/config';
 import { openDb } from './platform/db';
 import { openBus, type Bus } from './platform/bus';
+import { MAX_BODY_BYTES } from './platform/http/errors';
 import { mintToken } from './platform/jwt';
 import { createLogger, systemClock } from './platform/runtime';
 import type { Service, ServiceDeps, ServiceFactory } from './platform/service';
@@ -40,7 +41,7 @@ export async function startPlatform(env: Record<string, string | undefined> = pr
   try {
     for (const name of config.services) {
       const service = await factories[name]({ ...deps, log: log.child({ service: name }) });
-      service.app.listen({ hostname: config.host, port: config.ports[name] });
+      service.app.listen({ hostname: config.host, port: config.ports[name], maxRequestBodySize: MAX_BODY_BYTES + 1024 });
       const server = service.app.server!;
       urls[name] = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`;
       running.push({ name, service, server });

@@ -134,3 +134,16 @@ describe('problem+json', () => {
     expect((await nf.json()).code).toBe('not-found');
   });
 });
+
+describe('request size', () => {
+  test('a body over the limit is refused with 413 in each error model, before it is read', async () => {
+    const big = JSON.stringify({ name: 'x'.repeat(5 * 1024 * 1024) });
+    const env = await post('/api/things', big, bearer(mintToken(TEST_SECRET, { sub: 'gina', ttlSeconds: 60 })));
+    expect(env.status).toBe(413);
+    expect((await env.json()).error.code).toBe('PAYLOAD_TOO_LARGE');
+    const prob = await fetch(pbase + '/scan', { method: 'POST', body: big, headers: { 'content-type': 'application/json' } });
+    expect(prob.status).toBe(413);
+    expect(prob.headers.get('content-type')).toBe('application/problem+json');
+    expect((await prob.json()).code).toBe('payload-too-large');
+  });
+});

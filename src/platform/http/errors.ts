@@ -75,6 +75,7 @@ export function render(e: AppError, style: ErrorStyle, path: string | undefined)
 export function errorHandling(style: ErrorStyle, opts: { production: boolean; log?: Logger }) {
   const log = opts.log ?? createLogger({ component: 'http' });
   const app = new Elysia({ name: `platform.errors.${style}`, seed: opts.production });
+  app.use(bodyLimit(style));
   // The media services (problem style) do not enable HEAD (media spec, GET /health).
   if (style === 'problem') app.use(headNotEnabled());
   return app.onError(
@@ -101,6 +102,24 @@ export function headNotEnabled() {
   return new Elysia({ name: 'platform.head-not-enabled' }).onRequest(({ request }) => {
     if (request.method === 'HEAD') {
       throw new AppError('method-not-allowed', 405, 'HEAD is not enabled on this service', { headers: { allow: 'GET' } });
+    }
+  });
+}
+
+/** Largest request body any route accepts (the exec body with its env is the largest, ~2 MiB). */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Refuses a declared body over MAX_BODY_BYTES before reading it, in the service's error model.
+ * (A chunked body with no length meets Bun's own `maxRequestBodySize`, set by main.ts.)
+ */
+function bodyLimit(style: ErrorStyle) {
+  return new Elysia({ name: `platform.body-limit.${style}` }).onRequest(({ request }) => {
+    const length = Number(request.headers.get('content-length') ?? 0);
+    if (length > MAX_BODY_BYTES) {
+      throw style === 'envelope'
+        ? new AppError('PAYLOAD_TOO_LARGE', 413, `request bodies are limited to ${MAX_BODY_BYTES} bytes`)
+        : new AppError('payload-too-large', 413, `Request bodies are limited to ${MAX_BODY_BYTES} bytes`);
     }
   });
 }
