@@ -291,6 +291,23 @@ describe('media roots', () => {
     }
   });
 
+  test('a playlist or concat script under the root makes ffprobe open nothing outside it: not a medium', async () => {
+    const secret = join(outside, 'secret.mkv');
+    const playlist = `#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:2,\n${secret}\n#EXT-X-ENDLIST\n`;
+    writeFileSync(join(a.root, 'misc/outside.m3u8'), playlist);
+    // ffmpeg 5.1 detects a playlist by its content whatever the extension.
+    writeFileSync(join(a.root, 'misc/playlist-named.mkv'), playlist);
+    // The concat demuxer's safe mode refuses `..` and absolute names, but follows a symlink next to it.
+    symlinkSync(secret, join(a.root, 'misc/secret-link.mkv'));
+    writeFileSync(join(a.root, 'misc/via-link.ffconcat'), 'ffconcat version 1.0\nfile secret-link.mkv\n');
+    for (const path of ['misc/outside.m3u8', 'misc/playlist-named.mkv', 'misc/via-link.ffconcat']) {
+      const body = await scanOk({ path });
+      expect({ path, indexed: body.indexed, index: body.index }).toEqual({ path, indexed: false, index: null });
+      const reply = await listener.request('qry.media.probe', { root: 0, path });
+      expect({ path, medium: reply.medium }).toEqual({ path, medium: false });
+    }
+  });
+
   test('a FIFO or a directory under the root is refused: only regular files are scanned', async () => {
     Bun.spawnSync(['mkfifo', join(a.root, 'misc/pipe.mkv')]);
     for (const path of ['misc/pipe.mkv', 'misc']) {

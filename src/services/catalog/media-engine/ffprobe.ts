@@ -1,5 +1,6 @@
 // The only place ffprobe runs. Bounded: a cap on concurrent processes, probesize/analyzeduration
 // limits, and a timeout after which the process is killed. Nothing else in Keel spawns ffprobe.
+// Confined: ffprobe reads the one file it is given (see `demuxerWhitelist`), nothing it points to.
 import { accessSync, constants } from 'node:fs';
 import { AppError } from '../../../platform/errors';
 
@@ -47,13 +48,33 @@ function npmFfprobe(): string | undefined {
 export function findFfprobe(explicit: string | undefined, PATH: string | undefined): string {
   if (explicit) return explicit;
   const found = Bun.which('ffprobe', { PATH: PATH ?? '' }) ?? npmFfprobe();
-  if (!found) {
-    throw new AppError('MEDIA_ENGINE_UNAVAILABLE', 503, 'ffprobe is not installed (install ffmpeg or set APP_FFPROBE_PATH)', {
-      retryable: false,
-      category: 'recoverable',
-    });
-  }
+  if (!found) throw unavailable('ffprobe is not installed (install ffmpeg or set APP_FFPROBE_PATH)');
   return found;
+}
+
+const unavailable = (message: string) => new AppError('MEDIA_ENGINE_UNAVAILABLE', 503, message, { retryable: false, category: 'recoverable' });
+
+/**
+ * Demuxers that open other files or URLs named inside the probed file: playlists (hls), concat
+ * scripts, manifests (dash, imf), session descriptions (sdp, rtsp, rtp, sap), and script demuxers
+ * that run code (avisynth, vapoursynth). A playlist in a media root would otherwise let ffprobe read,
+ * and Keel report on, a file outside every root, or reach a host on the network.
+ */
+const REFERENCING_DEMUXERS = new Set(['hls', 'applehttp', 'concat', 'dash', 'imf', 'sdp', 'rtsp', 'rtp', 'sap', 'avisynth', 'vapoursynth']);
+
+/**
+ * `-format_whitelist` for this binary: every demuxer it has but the referencing ones. ffprobe takes
+ * only a whitelist, so the list is read from `ffprobe -demuxers` (lines like ` D  mov,mp4,... QuickTime`).
+ */
+export async function demuxerWhitelist(binary: string): Promise<string> {
+  const proc = Bun.spawn([binary, '-hide_banner', '-demuxers'], { stdin: 'ignore', stdout: 'pipe', stderr: 'ignore' });
+  const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+  const names = out
+    .split('\n')
+    .map((line) => /^\s*D[E.\s]?[d.\s]?\s+(\w\S*)\s/.exec(line)?.[1])
+    .filter((n): n is string => n !== undefined && !n.split(',').some((alias) => REFERENCING_DEMUXERS.has(alias)));
+  if (code !== 0 || names.length === 0) throw unavailable('ffprobe did not list its demuxers');
+  return names.join(',');
 }
 
 /** A counting semaphore: at most `max` holders, the rest wait in order. */
@@ -81,12 +102,21 @@ export type FfprobeResult = { ok: true; stdout: string } | { ok: false; reason: 
 
 export function createFfprobe(opts: FfprobeOptions) {
   const gate = semaphore(opts.concurrency);
+  // Read once; a failed read is tried again by the next probe.
+  let formats: Promise<string> | undefined;
+  const allowedFormats = () => (formats ??= demuxerWhitelist(opts.binary).catch((e) => {
+    formats = undefined;
+    throw e;
+  }));
 
   /** Runs ffprobe with `args` then the file; never throws for a file ffprobe cannot read. */
   async function run(args: string[], file: string, timeoutMs = opts.timeoutMs): Promise<FfprobeResult> {
+    const allowed = await allowedFormats();
     return gate.run(async () => {
-      // `file:` keeps a name that looks like a protocol or an option from being read as one.
-      const proc = Bun.spawn([opts.binary, '-v', 'error', ...args, `file:${file}`], {
+      // `file:` keeps a name that looks like a protocol or an option from being read as one; the
+      // protocol whitelist keeps every demuxer off the network and off pipes, data: and the like.
+      const confined = ['-protocol_whitelist', 'file', '-format_whitelist', allowed];
+      const proc = Bun.spawn([opts.binary, '-v', 'error', ...confined, ...args, `file:${file}`], {
         stdin: 'ignore',
         stdout: 'pipe',
         stderr: 'pipe',
