@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { bearer, createActor, openSession, READ, SCAN, startGuardedApp } from './identity-helpers';
+import { bearer, createActor, openSession, READ, refresh, SCAN, startGuardedApp } from './identity-helpers';
 
 let p: TestPlatform;
 let guard: ReturnType<typeof startGuardedApp>;
@@ -118,6 +118,21 @@ describe('rotating, disabling, changing policies', () => {
     expect((await sessionsPost(apiKey)).status).toBe(401);
     await p.api('identity', `/actors/${actor.id}`, { method: 'PATCH', as: 'admin', json: { disabled: false } });
     expect((await sessionsPost(apiKey)).status).toBe(201);
+  });
+
+  test('re-enabling an actor does not bring back the sessions that disabling ended', async () => {
+    const { actor, apiKey } = await createActor(p);
+    const s = await openSession(p, apiKey);
+    for (const disabled of [true, false]) {
+      const res = await p.api('identity', `/actors/${actor.id}`, { method: 'PATCH', as: 'admin', json: { disabled } });
+      expect(res.status).toBe(200);
+    }
+    expect(await (await guard.scan(s.accessToken)).json()).toMatchObject({ code: 'reauth-required', reason: 'actor-disabled' });
+    const refreshed = await refresh(p, s.refreshToken);
+    expect(refreshed.status).toBe(401);
+    expect(await refreshed.json()).toMatchObject({ code: 'reauth-required', reason: 'actor-disabled' });
+    const next = await openSession(p, apiKey);
+    expect((await guard.scan(next.accessToken)).status).toBe(200);
   });
 
   test('changing policies ends sessions (policies-changed); a new session carries the new policies', async () => {

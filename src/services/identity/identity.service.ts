@@ -1,6 +1,6 @@
 // Actors, API keys and sessions: the rules, free of HTTP. Every denial is an AppError whose code the
 // problem+json renderer shows as is (`unauthenticated`, `reauth-required`, IDENTITY_*_NOT_FOUND).
-import { desc, eq, lt, or } from 'drizzle-orm';
+import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
 import type { BusQueries, IdentitySessionEndReason } from '../../platform/bus/subjects';
 import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
@@ -121,20 +121,32 @@ export function createIdentityCore(deps: IdentityDeps) {
       return actorView(a);
     },
 
-    /** Disabling an actor or changing its policies ends its sessions (re-authentication required). */
+    /**
+     * Disabling an actor or changing its policies ends its sessions (re-authentication required).
+     * Disabling revokes them for good: re-enabling the actor must not revive a stolen refresh token.
+     */
     updateActor(id: string, patch: { name?: string; disabled?: boolean; policies?: string[] }) {
       const a = findActor(id);
       if (!a) throw actorNotFound();
       const policies = patch.policies ? [...new Set(patch.policies)].sort() : a.policies;
       const changed = JSON.stringify(policies) !== JSON.stringify(a.policies);
+      const now = clock.now();
       const next = {
         name: patch.name ?? a.name,
         disabled: patch.disabled ?? a.disabled,
         policies,
         policiesVersion: changed ? a.policiesVersion + 1 : a.policiesVersion,
-        updatedAt: clock.now(),
+        updatedAt: now,
       };
-      db.update(actors).set(next).where(eq(actors.id, id)).run();
+      db.transaction((tx) => {
+        tx.update(actors).set(next).where(eq(actors.id, id)).run();
+        if (next.disabled && !a.disabled) {
+          tx.update(sessions)
+            .set({ revokedAt: now, endReason: 'actor-disabled' })
+            .where(and(eq(sessions.actorId, id), isNull(sessions.revokedAt)))
+            .run();
+        }
+      });
       log.info('actor updated', { actorId: id, disabled: next.disabled, policiesChanged: changed });
       return actorView({ ...a, ...next });
     },
