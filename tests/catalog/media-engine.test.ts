@@ -71,6 +71,19 @@ describe('fastHash (OpenSubtitles hash)', () => {
   });
 });
 
+describe('files that stopped being regular files', () => {
+  // The path is checked before it is read; a FIFO swapped in between must not block the engine.
+  test('fastHash refuses a FIFO and the container index reader passes it on to the packet scan, neither waiting for a writer', async () => {
+    const fifo = join(dir, 'swapped.mkv');
+    Bun.spawnSync(['mkfifo', fifo]);
+    const outcome = (p: Promise<unknown>) =>
+      Promise.race([p.then((v) => ({ read: v }), () => 'refused'), Bun.sleep(2000).then(() => 'blocked')]);
+    expect(await outcome(fastHash(fifo))).toBe('refused');
+    expect(await outcome(containerIndexKeyframes(fifo, 'mkv'))).toEqual({ read: null });
+    rmSync(fifo);
+  });
+});
+
 // ---- a Matroska file built byte by byte ------------------------------------------------------
 
 const idBytes = (id: number) => {

@@ -1,6 +1,6 @@
 // The OpenSubtitles hash ("fastHash"): file size plus the first and last 64 KiB read as little-endian
 // uint64 words, summed modulo 2^64, as 16 hex digits. BigInt keeps it right past 4 GiB.
-import { open } from 'node:fs/promises';
+import { openRegularFile } from './file-reader';
 
 const CHUNK = 64 * 1024;
 const MASK = (1n << 64n) - 1n;
@@ -15,9 +15,9 @@ function sumWords(buf: Uint8Array): bigint {
   return sum;
 }
 
-/** fastHash of the bytes of a file already known to be `size` bytes long. */
+/** fastHash and size of a regular file (anything else is refused rather than read). */
 export async function fastHash(file: string): Promise<{ hash: string; sizeBytes: number }> {
-  const fh = await open(file, 'r');
+  const fh = await openRegularFile(file);
   try {
     const size = (await fh.stat()).size;
     const len = Math.min(CHUNK, size);

@@ -1,5 +1,19 @@
 // Positioned reads on an open file, shared by the container index parsers.
+import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+
+/**
+ * Opens a file for reading only if it is a regular file. The path was checked earlier, but it may
+ * have become a FIFO since: a blocking open would then wait for a writer forever, holding a thread.
+ */
+export async function openRegularFile(file: string): Promise<FileHandle> {
+  const fh = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  if (!(await fh.stat()).isFile()) {
+    await fh.close();
+    throw Object.assign(new Error('not a regular file'), { code: 'EINVAL' });
+  }
+  return fh;
+}
 
 export interface ByteSource {
   size: number;
@@ -8,7 +22,7 @@ export interface ByteSource {
 }
 
 export async function openByteSource(file: string): Promise<ByteSource> {
-  const fh: FileHandle = await open(file, 'r');
+  const fh = await openRegularFile(file);
   const size = (await fh.stat()).size;
   return {
     size,

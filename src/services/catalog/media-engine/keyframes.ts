@@ -8,8 +8,9 @@ import { mp4SyncKeyframes } from './mp4-index';
 export type KeyframeSource = 'cues' | 'mp4-index' | 'packet-scan' | 'none';
 
 export async function containerIndexKeyframes(file: string, container: string): Promise<{ ms: number[]; source: KeyframeSource } | null> {
-  const src = await openByteSource(file);
+  let src: Awaited<ReturnType<typeof openByteSource>> | undefined;
   try {
+    src = await openByteSource(file);
     if (container === 'mkv' || container === 'webm') {
       const ms = await matroskaCueKeyframes(src);
       return ms ? { ms, source: 'cues' } : null;
@@ -20,10 +21,10 @@ export async function containerIndexKeyframes(file: string, container: string): 
     }
     return null;
   } catch {
-    // A damaged index is not an error of the probe: the packet scan still answers.
+    // A damaged index (or a file gone since the probe) is not an error of the probe: the packet scan still answers.
     return null;
   } finally {
-    await src.close();
+    await src?.close();
   }
 }
 
