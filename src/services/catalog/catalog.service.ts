@@ -12,12 +12,10 @@ import { identify, type Identified } from './identify';
 import type { KindRegistry } from './kinds';
 import { locate } from './paths';
 
-export const workNotFound = () =>
-  new AppError('CATALOG_WORK_NOT_FOUND', 404, 'No such work', { retryable: false, category: 'permanent' });
-export const editionNotFound = () =>
-  new AppError('CATALOG_EDITION_NOT_FOUND', 404, 'No such edition', { retryable: false, category: 'permanent' });
-export const bindingConflict = () =>
-  new AppError('CATALOG_BINDING_CONFLICT', 409, 'The edition does not belong to the work', { retryable: false, category: 'permanent' });
+// A 4xx AppError is not retryable and permanent unless it says otherwise.
+export const workNotFound = () => new AppError('CATALOG_WORK_NOT_FOUND', 404, 'No such work');
+export const editionNotFound = () => new AppError('CATALOG_EDITION_NOT_FOUND', 404, 'No such edition');
+export const bindingConflict = () => new AppError('CATALOG_BINDING_CONFLICT', 409, 'The edition does not belong to the work');
 
 export interface CatalogDeps {
   db: Db;
@@ -296,29 +294,18 @@ export function createCatalog(deps: CatalogDeps) {
   /** The work's lineage: relations up to its root and down through its descendants, by ordinal. */
   function workRelations(id: string): Relation[] {
     if (!findWork(id)) throw workNotFound();
-    const seen = new Set<string>();
-    const out: (typeof catalogRelations.$inferSelect)[] = [];
-    const add = (r: typeof catalogRelations.$inferSelect) => {
-      const k = `${r.parentWorkId}|${r.childWorkId}|${r.rel}`;
-      if (!seen.has(k)) {
-        seen.add(k);
-        out.push(r);
+    // Keyed as catalog_relations_pair is unique, so a relation met twice is listed once.
+    const found = new Map<string, typeof catalogRelations.$inferSelect>();
+    // Up: a season or an episode shows where it sits. Down: a series lists its seasons and their episodes.
+    for (const [from, to] of [['childWorkId', 'parentWorkId'], ['parentWorkId', 'childWorkId']] as const) {
+      let cursor = [id];
+      for (let depth = 0; depth < 8 && cursor.length; depth++) {
+        const rows = db.select().from(catalogRelations).where(inArray(catalogRelations[from], cursor)).all();
+        for (const r of rows) found.set(`${r.parentWorkId}|${r.childWorkId}|${r.rel}`, r);
+        cursor = rows.map((r) => r[to]);
       }
-    };
-    // Up: a season or an episode shows where it sits.
-    let cursor = [id];
-    for (let depth = 0; depth < 8 && cursor.length; depth++) {
-      const ups = db.select().from(catalogRelations).where(inArray(catalogRelations.childWorkId, cursor)).all();
-      ups.forEach(add);
-      cursor = ups.map((r) => r.parentWorkId);
     }
-    // Down: a series lists its seasons and their episodes.
-    cursor = [id];
-    for (let depth = 0; depth < 8 && cursor.length; depth++) {
-      const downs = db.select().from(catalogRelations).where(inArray(catalogRelations.parentWorkId, cursor)).all();
-      downs.forEach(add);
-      cursor = downs.map((r) => r.childWorkId);
-    }
+    const out = [...found.values()];
     out.sort((a, b) => (a.ordinalKey < b.ordinalKey ? -1 : a.ordinalKey > b.ordinalKey ? 1 : a.rel < b.rel ? -1 : 1));
     return out.map((r) => ({ parentWorkId: r.parentWorkId, childWorkId: r.childWorkId, rel: r.rel, ordinal: r.ordinal, createdAt: r.createdAt }));
   }

@@ -12,11 +12,8 @@ import { keyframes } from './keyframes';
 
 type ProbeReply = BusQueries['qry.media.probe']['reply'];
 
-export const probeTimeout = () =>
-  new AppError('MEDIA_PROBE_TIMEOUT', 504, 'ffprobe did not finish within APP_PROBE_TIMEOUT_MS; retry later', {
-    retryable: true,
-    category: 'transient',
-  });
+/** A 5xx AppError: retryable and transient. */
+export const probeTimeout = () => new AppError('MEDIA_PROBE_TIMEOUT', 504, 'ffprobe did not finish within APP_PROBE_TIMEOUT_MS; retry later');
 
 /** Our container name from ffprobe's demuxer list, refined by the brand or the extension. */
 export function containerName(formatName: string, file: string, majorBrand?: string): string {
