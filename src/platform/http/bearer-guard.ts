@@ -67,16 +67,19 @@ export interface AccessClaims extends Principal {
 /** Ownership rule of the media services: another actor's resource is absent (404). */
 export const ownsResource = (principal: Principal, owner: string) => principal.actorId === owner;
 
-/** Problem Details shape, for `response` declarations in OpenAPI. */
+/** Problem Details shape of the media services, for `response` declarations in OpenAPI. */
 export const ProblemSchema = t.Object(
   {
     type: t.String(),
     title: t.String(),
     status: t.Number(),
-    code: t.String(),
+    code: t.String({ description: 'stable machine-readable code' }),
     retryable: t.Boolean(),
-    category: t.String(),
+    category: t.String({ description: 'transient, permanent or recoverable' }),
     instance: t.Optional(t.String()),
+    on: t.Optional(t.String({ description: 'validation: body, query, path or headers' })),
+    property: t.Optional(t.String({ description: 'validation, outside production only' })),
+    detail: t.Optional(t.String({ description: 'validation, outside production only' })),
   },
   { additionalProperties: true, description: 'RFC 9457 Problem Details (application/problem+json)' },
 );

@@ -105,26 +105,9 @@ export const WorksQuery = t.Object({
   pageSize: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50, title: 'pageSize' })),
 });
 
-export const ProblemSchema = t.Object(
-  {
-    type: t.String(),
-    title: t.String(),
-    status: t.Number(),
-    code: t.String({ description: 'stable machine-readable code' }),
-    retryable: t.Boolean(),
-    category: t.String({ description: 'transient, permanent or recoverable' }),
-    instance: t.Optional(t.String()),
-    on: t.Optional(t.String({ description: 'validation: body, query, path or headers' })),
-    property: t.Optional(t.String({ description: 'validation, outside production only' })),
-    detail: t.Optional(t.String({ description: 'validation, outside production only' })),
-  },
-  { additionalProperties: true, description: 'RFC 9457 Problem Details (application/problem+json)' },
-);
-
 export type Work = Static<typeof WorkSchema>;
 export type Asset = Static<typeof AssetSchema>;
 export type MediaIndex = Static<typeof MediaIndexSchema>;
-export type Stream = Static<typeof StreamSchema>;
 export type AssetSummary = Static<typeof AssetSummarySchema>;
 export type Relation = Static<typeof RelationSchema>;
 export type ScanInput = Static<typeof ScanBody>;

@@ -1,13 +1,13 @@
 // The catalog over HTTP: routes and schemas wiring only; the rules live in catalog.service.ts.
 // POST /scan sits in its own group behind the Bearer guard (policy resource:asset:scan, scan budget).
 import { Elysia, t } from 'elysia';
-import { bearerGuard, guardResponses } from '../../platform/http/bearer-guard';
+import { bearerGuard, guardResponses, ProblemSchema } from '../../platform/http/bearer-guard';
 import { errorHandling } from '../../platform/http/errors';
 import { healthRoutes } from '../../platform/http/health';
 import { openapiDocs } from '../../platform/http/openapi';
 import type { ServiceDeps } from '../../platform/service';
 import {
-  AssetSummarySchema, KindSchema, ProblemSchema, RelationSchema, ScanBody, ScanResponse, WorkIdParams, WorkSchema, WorksQuery,
+  AssetSummarySchema, KindSchema, RelationSchema, ScanBody, ScanResponse, WorkIdParams, WorkSchema, WorksQuery,
 } from './catalog.model';
 import type { CatalogService } from './catalog.service';
 
