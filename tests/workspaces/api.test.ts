@@ -62,6 +62,26 @@ describe('public routes', () => {
     expect(props.status.enum).toEqual(['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed']);
   });
 
+  test('/openapi.json gives the streaming answers of logs and exec as text/event-stream beside their JSON', async () => {
+    const doc = (await (await fetch(base() + '/openapi.json')).json()) as any;
+    const streams = [
+      { op: doc.paths['/api/workspaces/{id}/logs'].get, json: 'logs', events: ['event: end', 'event: dropped', 'keep-alive'] },
+      { op: doc.paths['/api/workspaces/{id}/exec'].post, json: 'exitCode', events: ['event: stdout', 'event: stderr', 'event: exit', 'event: error'] },
+    ];
+    for (const { op, json, events } of streams) {
+      const content = op.responses['200'].content;
+      expect(Object.keys(content).sort()).toEqual(['application/json', 'text/event-stream']);
+      expect(content['application/json'].schema.properties).toHaveProperty(json);
+      const sse = content['text/event-stream'];
+      expect(sse.schema.type).toBe('string');
+      for (const e of events) expect(sse.schema.description).toContain(e);
+      expect(sse.example).toStartWith(': connected\n\n');
+      expect(sse.example).toEndWith('\n\n');
+      // The error answers stay as generated.
+      expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['400', '401', '404', '502']));
+    }
+  });
+
   test('/openapi serves the interactive reference without a token', async () => {
     const res = await fetch(base() + '/openapi');
     expect(res.status).toBe(200);

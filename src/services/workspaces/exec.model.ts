@@ -54,6 +54,27 @@ export const ExecResult = t.Object({
 });
 export type ExecResult = Static<typeof ExecResult>;
 
+/** The `stream: true` answer, for OpenAPI: SSE has no schema of its own, so a described string. */
+export const ExecEventStream = {
+  description: 'The Exec result; with `stream: true` a text/event-stream',
+  content: {
+    'text/event-stream': {
+      schema: {
+        type: 'string' as const,
+        description:
+          'Server-Sent Events. `event: stdout` and `event: stderr` with data `{"data":"<text>"}` as output arrives (no size cap; ' +
+          'a slow client slows the command down), then exactly one `event: exit` with data `{exitCode, duration, timedOut}` or ' +
+          '`event: error` with data the error body (code SHUTTING_DOWN when Keel shuts down, which kills the command).',
+      },
+      example:
+        ': connected\n\n' +
+        'event: stdout\ndata: {"data":"hello\\n"}\n\n' +
+        'event: stderr\ndata: {"data":"oops\\n"}\n\n' +
+        'event: exit\ndata: {"exitCode":0,"duration":12,"timedOut":false}\n\n',
+    },
+  },
+};
+
 export const ExecExit = t.Object({
   exitCode: t.Integer(),
   duration: t.Number(),

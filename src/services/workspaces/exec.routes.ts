@@ -2,7 +2,7 @@
 import { AppError, toEnvelope } from '../../platform/errors';
 import { Elysia } from 'elysia';
 import { sseResponse } from '../../platform/http/sse';
-import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecResult, type ExecResult as ExecResultT } from './exec.model';
+import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecEventStream, ExecResult, type ExecResult as ExecResultT } from './exec.model';
 import type { ExecService } from './exec.service';
 import type { WorkspaceAuthPlugin } from './logs.routes';
 import { ErrorEnvelope, IdParams } from './workspaces.model';
@@ -33,6 +33,7 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
         response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 502: ErrorEnvelope },
         detail: {
           tags: ['exec'],
+          responses: { 200: ExecEventStream },
           summary: 'Run a command in a running workspace',
           description:
             "`command` runs as `sh -c` as the template's user, in `workdir` (default: the template's). " +
@@ -40,9 +41,7 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
             `are killed and the answer comes at once with \`exitCode\` ${EXIT_TIMED_OUT} and \`timedOut: true\`. \`duration\` is in milliseconds. ` +
             `stdout and stderr keep ${EXEC_OUTPUT_MAX_BYTES} bytes each (\`stdoutTruncated\`/\`stderrTruncated\` tell when more was written); ` +
             'invalid UTF-8 becomes U+FFFD. A client that disconnects kills the command.\n\n' +
-            'With `stream: true` the answer is `text/event-stream`: `event: stdout` and `event: stderr` with data `{"data":"<text>"}` as output arrives ' +
-            '(no size cap; a slow client slows the command down), then exactly one `event: exit` with data `{exitCode, duration, timedOut}` or ' +
-            '`event: error` with data the error body.\n\n' +
+            'With `stream: true` the answer is `text/event-stream` (its events: the 200 response).\n\n' +
             'Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING, 502 ENGINE_ERROR.',
         },
       },

@@ -40,6 +40,29 @@ export type LogsQuery = Static<typeof LogsQuery>;
 
 export const LogsResponse = t.Object({ logs: t.Array(LogEntry) });
 
+/** The follow=true answer, for OpenAPI: SSE has no schema of its own, so a described string. */
+export const LogsEventStream = {
+  description: 'JSON with `logs`; with follow=true a text/event-stream',
+  content: {
+    'text/event-stream': {
+      schema: {
+        type: 'string' as const,
+        description:
+          'Server-Sent Events. First the tail, then each new line: an event without a name whose one `data:` line is a JSON Log entry. ' +
+          'Idle streams get `: keep-alive` comments. A restart of the workspace does not end the stream. It ends with one of ' +
+          '`event: end` (data `{"reason":"stopped"|"deleted"|"not-running"|"shutdown"}`), ' +
+          '`event: dropped` (data `{"reason":"slow-reader"}`, the client left more than 1 MiB unread) or ' +
+          '`event: error` (data: the error body, the engine failed).',
+      },
+      example:
+        ': connected\n\n' +
+        'data: {"timestamp":"2026-01-05T10:00:00.000Z","service":"main","level":"info","message":"keel: workspace ready"}\n\n' +
+        ': keep-alive\n\n' +
+        'event: end\ndata: {"reason":"stopped"}\n\n',
+    },
+  },
+};
+
 export const StreamStats = t.Object({
   engineStreams: t.Integer({ description: 'engine log streams Keel holds open (one per followed workspace, plus reads in progress)' }),
   followers: t.Integer({ description: 'open follow=true log streams' }),

@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia';
 import { AppError } from '../../platform/errors';
 import { sseResponse } from '../../platform/http/sse';
 import type { workspaceAuth } from '../../platform/http/workspace-auth';
-import { LOG_TAIL_MAX, type LogEntry, LogsQuery, LogsResponse, StreamStats } from './logs.model';
+import { LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
 import type { LogsService } from './logs.service';
 import type { ExecService } from './exec.service';
 import { ErrorEnvelope, IdParams } from './workspaces.model';
@@ -29,14 +29,12 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
         response: { 200: LogsResponse, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope },
         detail: {
           tags: ['logs'],
+          responses: { 200: LogsEventStream },
           summary: 'Logs of a workspace (JSON, or a live SSE stream with follow=true)',
           description:
             `Each line carries the service that wrote it: \`main\` for the container's main process, else a service the template declares. ` +
             `\`tail\` counts lines after the \`service\` filter (default 50, at most ${LOG_TAIL_MAX}). Logs of a stopped workspace stay readable.\n\n` +
-            'With `follow=true` the answer is `text/event-stream`: the tail, then each new line, each event one `data:` line holding a JSON Log entry. ' +
-            'Idle streams get `: keep-alive` comments. The stream ends with `event: end` (data `{"reason":"stopped"|"deleted"|"not-running"}`) when ' +
-            'the workspace stops or is deleted (a restart does not end it), or with `event: dropped` (data `{"reason":"slow-reader"}`) when the client leaves more than 1 MiB unread, or `event: error` (data: the error body) when the engine fails. ' +
-            'All followers of one workspace share one engine stream.',
+            'With `follow=true` the answer is `text/event-stream` (its events: the 200 response); all followers of one workspace share one engine stream.',
         },
       },
     )
