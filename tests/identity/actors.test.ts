@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { bearer, createActor, openSession, READ, refresh, SCAN, startGuardedApp } from './identity-helpers';
+import { bearer, createActor, openSession, postSession, READ, refresh, SCAN, startGuardedApp } from './identity-helpers';
 
 let p: TestPlatform;
 let guard: ReturnType<typeof startGuardedApp>;
@@ -18,9 +18,6 @@ afterAll(async () => {
   guard.stop();
   await p.close();
 });
-
-const sessionsPost = (apiKey: string) =>
-  fetch(p.url('identity') + '/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiKey }) });
 
 describe('creating actors', () => {
   test('an admin creates an actor and receives its API key once', async () => {
@@ -99,11 +96,11 @@ describe('rotating, disabling, changing policies', () => {
     const rotated = await res.json();
     expect(rotated.apiKey).not.toBe(apiKey);
     expect(rotated.actor.keyRotatedAt).toBeNumber();
-    expect((await sessionsPost(apiKey)).status).toBe(401);
+    expect((await postSession(p, { apiKey })).status).toBe(401);
     const scan = await guard.scan(s.accessToken);
     expect(scan.status).toBe(401);
     expect(await scan.json()).toMatchObject({ code: 'reauth-required', reason: 'key-rotated' });
-    const next = await sessionsPost(rotated.apiKey);
+    const next = await postSession(p, { apiKey: rotated.apiKey });
     expect(next.status).toBe(201);
     expect((await guard.scan((await next.json()).accessToken)).status).toBe(200);
   });
@@ -115,9 +112,9 @@ describe('rotating, disabling, changing policies', () => {
     expect(res.status).toBe(200);
     expect((await res.json()).actor.disabled).toBe(true);
     expect(await (await guard.scan(s.accessToken)).json()).toMatchObject({ code: 'reauth-required', reason: 'actor-disabled' });
-    expect((await sessionsPost(apiKey)).status).toBe(401);
+    expect((await postSession(p, { apiKey })).status).toBe(401);
     await p.api('identity', `/actors/${actor.id}`, { method: 'PATCH', as: 'admin', json: { disabled: false } });
-    expect((await sessionsPost(apiKey)).status).toBe(201);
+    expect((await postSession(p, { apiKey })).status).toBe(201);
   });
 
   test('re-enabling an actor does not bring back the sessions that disabling ended', async () => {

@@ -25,14 +25,17 @@ export interface Pair {
   expiresIn: number;
 }
 
+/** POST /sessions as a client without a token: the raw answer. */
+export const postSession = (p: TestPlatform, body: unknown) => p.api('identity', '/sessions', { method: 'POST', as: null, json: body });
+
 export async function openSession(p: TestPlatform, apiKey: string): Promise<Pair> {
-  const res = await fetch(p.url('identity') + '/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiKey }) });
+  const res = await postSession(p, { apiKey });
   if (res.status !== 201) throw new Error(`open session: ${res.status} ${await res.text()}`);
   return res.json();
 }
 
 export const refresh = (p: TestPlatform, refreshToken: string) =>
-  fetch(p.url('identity') + '/sessions/refresh', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refreshToken }) });
+  p.api('identity', '/sessions/refresh', { method: 'POST', as: null, json: { refreshToken } });
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 

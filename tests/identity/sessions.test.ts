@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { bearer, createActor, openSession, refresh, SCAN, sleep, startGuardedApp } from './identity-helpers';
+import { bearer, createActor, openSession, postSession, refresh, SCAN, sleep, startGuardedApp } from './identity-helpers';
 
 let p: TestPlatform;
 let guard: ReturnType<typeof startGuardedApp>;
@@ -24,7 +24,7 @@ afterAll(async () => {
 describe('opening a session', () => {
   test('an API key opens a session with an EdDSA access token carrying the contract claims', async () => {
     const { actor, apiKey } = await createActor(p);
-    const res = await fetch(p.url('identity') + '/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiKey }) });
+    const res = await postSession(p, { apiKey });
     expect(res.status).toBe(201);
     expect(res.headers.get('cache-control')).toBe('no-store');
     const body = await res.json();
@@ -41,7 +41,7 @@ describe('opening a session', () => {
 
   test('a wrong or malformed API key answers 401 unauthenticated without echoing it', async () => {
     for (const apiKey of ['keel_ak_' + 'A'.repeat(43), 'not-a-key-s3cr3t']) {
-      const res = await fetch(p.url('identity') + '/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ apiKey }) });
+      const res = await postSession(p, { apiKey });
       expect(res.status).toBe(401);
       expect(res.headers.get('content-type')).toBe('application/problem+json');
       const text = await res.text();
@@ -51,7 +51,7 @@ describe('opening a session', () => {
   });
 
   test('a body without apiKey answers 422 validation', async () => {
-    const res = await fetch(p.url('identity') + '/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const res = await postSession(p, {});
     expect(res.status).toBe(422);
     expect((await res.json()).code).toBe('validation');
   });
