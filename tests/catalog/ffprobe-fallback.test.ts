@@ -1,7 +1,7 @@
 // Without a system ffprobe, the catalog falls back to the one the optional npm package ships.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
-import { catalogToken, mediaFixtures, tempMediaRoot } from '../helpers/media';
+import { catalogToken, mediaFixtures, postScan, tempMediaRoot } from '../helpers/media';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
 
 let p: TestPlatform;
@@ -22,11 +22,7 @@ afterAll(async () => {
 
 test('a scan is indexed with the npm-shipped ffprobe', async () => {
   const token = await catalogToken(p, 'fallback');
-  const res = await fetch(p.url('catalog') + '/scan', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ path: 'Films/Alien (1979).mkv' }),
-  });
+  const res = await postScan(p, { path: 'Films/Alien (1979).mkv' }, token);
   expect(res.status).toBe(200);
   const body = await res.json();
   expect(body.indexed).toBe(true);

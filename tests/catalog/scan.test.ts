@@ -8,7 +8,7 @@ import { createNatsBus } from '../../src/platform/bus/nats';
 import type { Bus } from '../../src/platform/bus/bus';
 import type { BusEvents } from '../../src/platform/bus/subjects';
 import { createLogger } from '../../src/platform/runtime';
-import { catalogToken, ffprobeJson, ffprobeKeyframesMs, mediaFixtures, tempMediaRoot, type MediaFixtures } from '../helpers/media';
+import { catalogToken, ffprobeJson, ffprobeKeyframesMs, mediaFixtures, patientScan, postScan, tempMediaRoot, type MediaFixtures } from '../helpers/media';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
 
 let p: TestPlatform;
@@ -53,22 +53,8 @@ afterAll(async () => {
   for (const d of [a?.root, b?.root, outside]) if (d) rmSync(d, { recursive: true, force: true });
 });
 
-const rawScan = (body: unknown, tok: string | null = token) =>
-  fetch(p.url('catalog') + '/scan', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(tok ? { authorization: `Bearer ${tok}` } : {}) },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-
-/** A well-behaved client: waits out the scan budget (5/s, burst 20) as Retry-After says. */
-async function scan(body: unknown, tok: string | null = token): Promise<Response> {
-  for (;;) {
-    const res = await rawScan(body, tok);
-    if (res.status !== 429) return res;
-    await res.body?.cancel();
-    await Bun.sleep(Number(res.headers.get('retry-after') ?? 1) * 1000);
-  }
-}
+const rawScan = (body: unknown, tok: string | null = token) => postScan(p, body, tok);
+const scan = (body: unknown, tok: string | null = token) => patientScan(p, body, tok);
 
 async function scanOk(body: unknown) {
   const res = await scan(body);

@@ -2,7 +2,7 @@
 // services, through HTTP on a real platform (catalog, identity, sources, workers) with ffmpeg media.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
-import { catalogToken, mediaFixtures, tempMediaRoot } from '../helpers/media';
+import { catalogToken, mediaFixtures, patientScan, tempMediaRoot } from '../helpers/media';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
 
 let p: TestPlatform;
@@ -16,19 +16,9 @@ const get = async (path: string) => {
 };
 
 async function scan(body: Record<string, unknown>) {
-  for (;;) {
-    const res = await fetch(p.url('catalog') + '/scan', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body: JSON.stringify(body),
-    });
-    if (res.status === 429) {
-      await Bun.sleep(Number(res.headers.get('retry-after') ?? 1) * 1000);
-      continue;
-    }
-    expect(res.status).toBe(200);
-    return (await res.json()) as { asset: any; index: any; indexed: boolean };
-  }
+  const res = await patientScan(p, body, token);
+  expect(res.status).toBe(200);
+  return (await res.json()) as { asset: any; index: any; indexed: boolean };
 }
 
 const LIBRARY: [string, keyof ReturnType<typeof mediaFixtures>][] = [

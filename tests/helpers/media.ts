@@ -118,3 +118,21 @@ export async function catalogToken(
   if (session.status !== 201) throw new Error(`POST /sessions answered ${session.status}: ${await session.text()}`);
   return ((await session.json()) as { accessToken: string }).accessToken;
 }
+
+/** POST /scan with a Bearer token (none when null); a string body is sent as it is. */
+export const postScan = (p: { url(service: 'catalog'): string }, body: unknown, token: string | null) =>
+  fetch(p.url('catalog') + '/scan', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+
+/** POST /scan as a well-behaved client: waits out the scan budget (5/s, burst 20) as Retry-After says. */
+export async function patientScan(p: { url(service: 'catalog'): string }, body: unknown, token: string | null): Promise<Response> {
+  for (;;) {
+    const res = await postScan(p, body, token);
+    if (res.status !== 429) return res;
+    await res.body?.cancel();
+    await Bun.sleep(Number(res.headers.get('retry-after') ?? 1) * 1000);
+  }
+}
