@@ -81,7 +81,6 @@ export function createKindRegistry(plugins: KindPlugin[]) {
   }
   return {
     all: () => [...kinds.values()],
-    get: (id: string) => kinds.get(id),
     plugins,
   };
 }

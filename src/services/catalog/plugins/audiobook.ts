@@ -17,11 +17,12 @@ export const audiobookPlugin: KindPlugin = {
     if (ctx.extension !== 'm4b' && !underFolder) return null;
     const title = cleanTitle(ctx.stem.replace(/\(\d{4}\)/, ''));
     if (!title) return null;
+    const year = yearOf(ctx.stem) ?? 0;
     return {
       kind: 'audiobook',
-      key: `audiobook|${title.toLowerCase()}|${yearOf(ctx.stem) ?? 0}`,
+      key: `audiobook|${title.toLowerCase()}|${year}`,
       title,
-      year: yearOf(ctx.stem) ?? 0,
+      year,
       editionKind: /\babridged\b/i.test(ctx.stem) && !/unabridged/i.test(ctx.stem) ? 'abridged' : 'unabridged',
     };
   },
