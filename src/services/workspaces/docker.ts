@@ -35,6 +35,19 @@ async function call<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Like call, but the engine answering `status` yields `fallback`: 404 is an absent object, 304 a
+ * container already in the asked state, 409 a kill of a container that does not run.
+ */
+async function callOr<T, F>(status: number, fallback: F, fn: () => Promise<T>): Promise<T | F> {
+  try {
+    return await fn();
+  } catch (e) {
+    if ((e as { statusCode?: number }).statusCode === status) return fallback;
+    throw engineError(e);
+  }
+}
+
 export interface ContainerSpec {
   name: string;
   image: string;
@@ -55,10 +68,7 @@ export interface ContainerSpec {
 }
 
 export interface ContainerState {
-  id: string;
   running: boolean;
-  /** Engine state word: created, running, paused, restarting, removing, exited, dead. */
-  state: string;
   exitCode: number;
   oomKilled: boolean;
   error: string;
@@ -67,12 +77,9 @@ export interface ContainerState {
 export interface ManagedContainer {
   id: string;
   workspaceId: string;
-  instance: string;
-  running: boolean;
 }
 
 export interface RawStats {
-  cpuPercent: number | null;
   memoryUsed: number;
   memoryLimit: number;
   /** Raw counters, kept by the caller to compute the next CPU percentage. */
@@ -83,7 +90,6 @@ export interface RawStats {
 
 export interface EngineEvent {
   action: string;
-  containerId: string;
   workspaceId: string;
 }
 
@@ -100,8 +106,8 @@ function connection(dockerHost: string | undefined): Docker.DockerOptions | unde
 
 const clients = new WeakMap<object, Docker>();
 
-/** The dockerode client behind an engine, for the functions of this file only (logs and exec below). */
-export function dockerOf(engine: Engine): Docker {
+/** The dockerode client behind an engine, so logs and exec (below) share it. */
+function dockerOf(engine: Engine): Docker {
   const d = clients.get(engine);
   if (!d) throw new Error('not an engine made by createEngine');
   return d;
@@ -121,18 +127,8 @@ export function createEngine(dockerHost?: string) {
     });
 
   const engine = {
-    async ping(): Promise<void> {
-      await call(() => docker.ping());
-    },
-
-    async imageExists(ref: string): Promise<boolean> {
-      try {
-        await docker.getImage(ref).inspect();
-        return true;
-      } catch (e) {
-        if ((e as { statusCode?: number }).statusCode === 404) return false;
-        throw engineError(e);
-      }
+    imageExists(ref: string): Promise<boolean> {
+      return callOr(404, false, () => docker.getImage(ref).inspect().then(() => true));
     },
 
     async pullImage(ref: string): Promise<void> {
@@ -155,21 +151,7 @@ export function createEngine(dockerHost?: string) {
 
     /** Removes a volume; an absent one is fine. */
     async removeVolume(name: string): Promise<void> {
-      try {
-        await docker.getVolume(name).remove();
-      } catch (e) {
-        if ((e as { statusCode?: number }).statusCode !== 404) throw engineError(e);
-      }
-    },
-
-    async volumeExists(name: string): Promise<boolean> {
-      try {
-        await docker.getVolume(name).inspect();
-        return true;
-      } catch (e) {
-        if ((e as { statusCode?: number }).statusCode === 404) return false;
-        throw engineError(e);
-      }
+      await callOr(404, undefined, () => docker.getVolume(name).remove());
     },
 
     /** Creates (does not start) a least-privilege container: no capabilities, no new privileges, limits, init. */
@@ -214,29 +196,19 @@ export function createEngine(dockerHost?: string) {
       await call(() => docker.getContainer(id).putArchive(tar, { path }));
     },
 
+    /** Starts a container; one already running is fine. */
     async start(id: string): Promise<void> {
-      try {
-        await docker.getContainer(id).start();
-      } catch (e) {
-        if ((e as { statusCode?: number }).statusCode !== 304) throw engineError(e); // already running
-      }
+      await callOr(304, undefined, () => docker.getContainer(id).start());
     },
 
-    /** SIGTERM, then SIGKILL after `graceSeconds`. */
+    /** SIGTERM, then SIGKILL after `graceSeconds`; a container already stopped is fine. */
     async stop(id: string, graceSeconds: number): Promise<void> {
-      try {
-        await docker.getContainer(id).stop({ t: graceSeconds });
-      } catch (e) {
-        if ((e as { statusCode?: number }).statusCode !== 304) throw engineError(e); // already stopped
-      }
+      await callOr(304, undefined, () => docker.getContainer(id).stop({ t: graceSeconds }));
     },
 
+    /** SIGKILL; a container that does not run is fine. */
     async kill(id: string): Promise<void> {
-      try {
-        await docker.getContainer(id).kill({ signal: 'SIGKILL' });
-      } catch (e) {
-        if ((e as { statusCode?: number }).statusCode !== 409) throw engineError(e); // not running
-      }
+      await callOr(409, undefined, () => docker.getContainer(id).kill({ signal: 'SIGKILL' }));
     },
 
     async restart(id: string, graceSeconds: number): Promise<void> {
@@ -245,41 +217,26 @@ export function createEngine(dockerHost?: string) {
 
     /** Removes a container (running or not) and its anonymous volumes; an absent one is fine. */
     async remove(id: string): Promise<void> {
-      try {
-        await docker.getContainer(id).remove({ force: true, v: true });
-      } catch (e) {
-        if ((e as { statusCode?: number }).statusCode !== 404) throw engineError(e);
-      }
+      await callOr(404, undefined, () => docker.getContainer(id).remove({ force: true, v: true }));
     },
 
     /** The container's state, or null when the engine has no such container. */
     async inspect(id: string): Promise<ContainerState | null> {
-      try {
-        const info = await docker.getContainer(id).inspect();
-        return {
-          id: info.Id,
-          running: info.State.Running && !info.State.Restarting,
-          state: info.State.Status,
-          exitCode: info.State.ExitCode,
-          oomKilled: info.State.OOMKilled,
-          error: info.State.Error ?? '',
-        };
-      } catch (e) {
-        if ((e as { statusCode?: number }).statusCode === 404) return null;
-        throw engineError(e);
-      }
+      const info = await callOr(404, null, () => docker.getContainer(id).inspect());
+      if (!info) return null;
+      return {
+        running: info.State.Running && !info.State.Restarting,
+        exitCode: info.State.ExitCode,
+        oomKilled: info.State.OOMKilled,
+        error: info.State.Error ?? '',
+      };
     },
 
-    /** Containers carrying the managed label (and this instance's label when given). */
-    async listManaged(instance?: string): Promise<ManagedContainer[]> {
-      const label = [`${LABEL_MANAGED}=true`, ...(instance ? [`${LABEL_INSTANCE}=${instance}`] : [])];
+    /** Containers carrying the managed label and this instance's label. */
+    async listManaged(instance: string): Promise<ManagedContainer[]> {
+      const label = [`${LABEL_MANAGED}=true`, `${LABEL_INSTANCE}=${instance}`];
       const list = await call(() => docker.listContainers({ all: true, filters: { label } }));
-      return list.map((c) => ({
-        id: c.Id,
-        workspaceId: c.Labels[LABEL_WORKSPACE] ?? '',
-        instance: c.Labels[LABEL_INSTANCE] ?? '',
-        running: c.State === 'running',
-      }));
+      return list.map((c) => ({ id: c.Id, workspaceId: c.Labels[LABEL_WORKSPACE] ?? '' }));
     },
 
     /** One sample of the container's counters (no two-sample wait: the caller keeps the previous one). */
@@ -287,7 +244,6 @@ export function createEngine(dockerHost?: string) {
       const s = (await call(() => docker.getContainer(id).stats({ stream: false, 'one-shot': true } as { stream: false }))) as Docker.ContainerStats;
       const cache = (s.memory_stats.stats as Record<string, number> | undefined)?.total_inactive_file ?? (s.memory_stats.stats as Record<string, number> | undefined)?.inactive_file ?? 0;
       return {
-        cpuPercent: null,
         memoryUsed: Math.max(0, (s.memory_stats.usage ?? 0) - cache),
         memoryLimit: s.memory_stats.limit ?? 0,
         cpuTotal: s.cpu_stats.cpu_usage.total_usage,
@@ -327,9 +283,9 @@ export function createEngine(dockerHost?: string) {
                   buf = buf.slice(nl + 1);
                   if (!line) continue;
                   try {
-                    const e = JSON.parse(line) as { Action?: string; status?: string; id?: string; Actor?: { Attributes?: Record<string, string> } };
+                    const e = JSON.parse(line) as { Action?: string; status?: string; Actor?: { Attributes?: Record<string, string> } };
                     const workspaceId = e.Actor?.Attributes?.[LABEL_WORKSPACE];
-                    if (workspaceId) onEvent({ action: e.Action ?? e.status ?? '', containerId: e.id ?? '', workspaceId });
+                    if (workspaceId) onEvent({ action: e.Action ?? e.status ?? '', workspaceId });
                   } catch {
                     // A line that is not JSON is not an event.
                   }
@@ -456,7 +412,8 @@ export function logMessageJoiner(onLine: (stream: StdStream, line: string) => vo
   };
 }
 
-export function logsExecEngine(docker: Docker) {
+export function logsExecEngine(engine: Engine) {
+  const docker = dockerOf(engine);
   let openStreams = 0;
 
   return {

@@ -9,7 +9,7 @@ import { openapiDocs } from '../../platform/http/openapi';
 import { workspaceAuth } from '../../platform/http/workspace-auth';
 import { newId, errorFields } from '../../platform/runtime';
 import type { Service, ServiceDeps } from '../../platform/service';
-import { createEngine, dockerOf, logsExecEngine } from './docker';
+import { createEngine, logsExecEngine } from './docker';
 import { createExecService } from './exec.service';
 import { execRoutes } from './exec.routes';
 import { createLogHub } from './logs.hub';
@@ -37,7 +37,7 @@ function instanceId(dataDir: string): string {
 export function createWorkspacesService(deps: ServiceDeps): Service & { workspaces: WorkspaceService } {
   const settings = loadWorkspacesConfig(deps.config.env);
   const engine = createEngine(deps.config.dockerHost);
-  const lx = logsExecEngine(dockerOf(engine));
+  const lx = logsExecEngine(engine);
   const workspaces = new WorkspaceService({
     db: deps.db,
     bus: deps.bus,
