@@ -239,7 +239,7 @@ export function createBusKeySource(bus: Bus, opts: { minRefreshMs?: number; maxA
     if (lastAttempt < asked) await refresh();
     return keys.get(kid);
   };
-  return { keyFor, refresh, size: () => keys.size };
+  return keyFor;
 }
 
 // ---- live session check ---------------------------------------------------------------------
@@ -279,9 +279,18 @@ export function createLiveCheck(bus: Bus, opts: { ttlMs?: number; maxEntries?: n
         throw identityUnavailable();
       }
     },
-    size: () => cache.size,
-    clear: () => cache.clear(),
   };
+}
+
+/**
+ * The principal a verified token stands for, given the live answer for its session: a session that
+ * ended is refused, and a policy withdrawn since the token was signed stops working now, not at the
+ * token's expiry. One rule for the guard and the identity service's own routes.
+ */
+export function livePrincipal(claims: AccessClaims, state: LiveReply): Principal {
+  if (!state.live) throw state.reauth ? reauthRequired(state.reason ?? 'session-ended') : unauthenticated('The session is not known');
+  const policies = state.policies ? claims.policies.filter((p) => state.policies!.includes(p)) : claims.policies;
+  return { actorId: claims.actorId, sessionId: claims.sessionId, policies };
 }
 
 // ---- the plugin -----------------------------------------------------------------------------
@@ -311,8 +320,6 @@ export interface BearerGuardOptions {
   verifiedCacheSize?: number;
   jwksMinRefreshMs?: number;
   jwksMaxAgeMs?: number;
-  /** Replaces the bus key source (the identity service verifies with its own keys). */
-  keyFor?: KeyLookup;
   now?: () => number;
 }
 
@@ -330,10 +337,8 @@ export function bearerToken(request: Request): string {
 export function bearerGuard(opts: BearerGuardOptions) {
   const now = opts.now ?? Date.now;
   const log = opts.log ?? createLogger({ component: 'bearer-guard' });
-  const keySource = opts.keyFor
-    ? { keyFor: opts.keyFor }
-    : createBusKeySource(opts.bus, { minRefreshMs: opts.jwksMinRefreshMs, maxAgeMs: opts.jwksMaxAgeMs, now, log });
-  const verify = createAccessTokenVerifier({ keyFor: keySource.keyFor, clockToleranceS: opts.clockToleranceS, now, cacheSize: opts.verifiedCacheSize });
+  const keyFor = createBusKeySource(opts.bus, { minRefreshMs: opts.jwksMinRefreshMs, maxAgeMs: opts.jwksMaxAgeMs, now, log });
+  const verify = createAccessTokenVerifier({ keyFor, clockToleranceS: opts.clockToleranceS, now, cacheSize: opts.verifiedCacheSize });
   const live = createLiveCheck(opts.bus, { ttlMs: opts.liveCacheMs, maxEntries: opts.liveCacheSize, now });
   const limits = opts.limits ?? DEFAULT_RATE_LIMITS;
   const buckets = new Map(
@@ -350,12 +355,7 @@ export function bearerGuard(opts: BearerGuardOptions) {
     if (!p) {
       p = (async () => {
         const claims = await verify(bearerToken(request));
-        const state = await live.check(claims.sessionId, claims.actorId);
-        if (!state.live) throw state.reauth ? reauthRequired(state.reason ?? 'session-ended') : unauthenticated('The session is not known');
-        // The live answer carries the actor's current policies: a policy withdrawn since the token was
-        // signed stops working now, not at the token's expiry.
-        const policies = state.policies ? claims.policies.filter((p) => state.policies!.includes(p)) : claims.policies;
-        return { actorId: claims.actorId, sessionId: claims.sessionId, policies };
+        return livePrincipal(claims, await live.check(claims.sessionId, claims.actorId));
       })();
       done.set(request, p);
     }

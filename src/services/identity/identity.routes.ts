@@ -7,9 +7,9 @@ import {
   createAccessTokenVerifier,
   forbidden,
   guardResponses,
+  livePrincipal,
   ProblemSchema,
   rateLimited,
-  reauthRequired,
   unauthenticated,
 } from '../../platform/http/bearer-guard';
 import { errorHandling } from '../../platform/http/errors';
@@ -64,10 +64,8 @@ function callerAuth(deps: ServiceDeps, core: IdentityCore, keys: KeyStore) {
       }
     }
     const claims = await verify(token);
-    const state = core.sessionState(claims.sessionId, claims.actorId);
-    if (!state.live) throw state.reauth ? reauthRequired(state.reason ?? 'session-ended') : unauthenticated('The session is not known');
-    const policies = claims.policies.filter((p) => state.policies?.includes(p));
-    return { admin: policies.includes(ADMIN_POLICY), actorId: claims.actorId, sessionId: claims.sessionId };
+    const { actorId, sessionId, policies } = livePrincipal(claims, core.sessionState(claims.sessionId, claims.actorId));
+    return { admin: policies.includes(ADMIN_POLICY), actorId, sessionId };
   };
 
   return new Elysia({ name: 'identity.auth', seed: seed++ }).macro({
