@@ -64,8 +64,8 @@ function callerAuth(deps: ServiceDeps, core: IdentityCore, keys: KeyStore) {
       }
     }
     const claims = await verify(token);
-    const { actorId, sessionId, policies } = livePrincipal(claims, core.sessionState(claims.sessionId, claims.actorId));
-    return { admin: policies.includes(ADMIN_POLICY), actorId, sessionId };
+    const { actorId, policies } = livePrincipal(claims, core.sessionState(claims.sessionId, claims.actorId));
+    return { admin: policies.includes(ADMIN_POLICY), actorId };
   };
 
   return new Elysia({ name: 'identity.auth', seed: seed++ }).macro({

@@ -22,8 +22,8 @@ export interface IdentityDeps {
 /** Who is asking: an admin (workspace admin token or policy admin:identity) or an actor's session. */
 export interface Caller {
   admin: boolean;
+  /** Absent for a workspace admin token, which stands for no actor. */
   actorId?: string;
-  sessionId?: string;
 }
 
 export type LiveState = BusQueries['qry.identity.session']['reply'];
