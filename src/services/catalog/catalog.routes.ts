@@ -36,22 +36,22 @@ function scanRoutes(catalog: CatalogService, guard: ReturnType<typeof bearerGuar
   });
 }
 
-/** The public reads: kinds and works. */
+/** The public reads: kinds and works. The group's `detail` marks each of them tokenless in OpenAPI. */
 function readRoutes(catalog: CatalogService) {
   return new Elysia({ detail: { security: [] } })
     .get('/kinds', () => ({ kinds: catalog.kinds() }), {
       response: { 200: t.Object({ kinds: t.Array(KindSchema) }) },
-      detail: { tags: ['kinds'], summary: 'The kind registry: core kinds and the kinds of content-type plugins', security: [] },
+      detail: { tags: ['kinds'], summary: 'The kind registry: core kinds and the kinds of content-type plugins' },
     })
     .get('/works', ({ query }) => catalog.listWorks(query.page ?? 1, query.pageSize ?? 50), {
       query: WorksQuery,
       response: { 200: t.Object({ total: t.Number(), works: t.Array(WorkSchema) }), ...errors },
-      detail: { tags: ['works'], summary: 'List works, oldest first', security: [] },
+      detail: { tags: ['works'], summary: 'List works, oldest first' },
     })
     .get('/works/:id', ({ params }) => ({ work: catalog.getWork(params.id) }), {
       params: WorkIdParams,
       response: { 200: t.Object({ work: WorkSchema }), ...errors, ...notFound },
-      detail: { tags: ['works'], summary: 'One work (404 CATALOG_WORK_NOT_FOUND)', security: [] },
+      detail: { tags: ['works'], summary: 'One work (404 CATALOG_WORK_NOT_FOUND)' },
     })
     .get('/works/:id/assets', ({ params }) => ({ assets: catalog.workAssets(params.id) }), {
       params: WorkIdParams,
@@ -59,7 +59,6 @@ function readRoutes(catalog: CatalogService) {
       detail: {
         tags: ['works'],
         summary: 'Playable assets of a work over its editions: indexed first, then newest (404 CATALOG_WORK_NOT_FOUND)',
-        security: [],
       },
     })
     .get('/works/:id/relations', ({ params }) => ({ relations: catalog.workRelations(params.id) }), {
@@ -68,7 +67,6 @@ function readRoutes(catalog: CatalogService) {
       detail: {
         tags: ['works'],
         summary: "The work's lineage (its parents and its descendants) ordered by ordinal, parent before child",
-        security: [],
       },
     });
 }
