@@ -80,6 +80,16 @@ describe('creating actors', () => {
     expect(text).not.toContain('s3cr3t');
   });
 
+  test('answers that carry an API key tell caches not to store them', async () => {
+    const created = await p.api('identity', '/actors', { method: 'POST', as: 'admin', json: { name: 'cached', policies: [SCAN] } });
+    expect(created.status).toBe(201);
+    expect(created.headers.get('cache-control')).toBe('no-store');
+    const { actor } = await created.json();
+    const rotated = await p.api('identity', `/actors/${actor.id}/keys/rotate`, { method: 'POST', as: 'admin' });
+    expect(rotated.status).toBe(200);
+    expect(rotated.headers.get('cache-control')).toBe('no-store');
+  });
+
   test('an unknown actor answers 404 IDENTITY_ACTOR_NOT_FOUND', async () => {
     const res = await p.api('identity', '/actors/act_nope', { as: 'admin' });
     expect(res.status).toBe(404);

@@ -94,6 +94,7 @@ function clientBudget(spec: IdentityConfig['sessionRate']) {
   });
 }
 
+// Answers that carry a secret (an API key, a refresh token) must not be kept by any cache.
 const noStore = { 'cache-control': 'no-store' };
 
 export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, core: IdentityCore, keys: KeyStore) {
@@ -134,7 +135,10 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
         description: 'New tokens are signed with a new key; the previous one stays in the JWKS until previousPublishedUntil (APP_IDENTITY_KEY_OVERLAP_S), so the tokens it signed stay valid until they expire. 409 IDENTITY_KEYS_EXTERNAL when the key comes from APP_IDENTITY_SIGNING_KEY.',
       },
     })
-    .post('/actors', ({ body, status }) => status(201, core.createActor(body)), {
+    .post('/actors', ({ body, status, set }) => {
+      Object.assign(set.headers, noStore);
+      return status(201, core.createActor(body));
+    }, {
       auth: 'admin',
       body: CreateActorBody,
       response: { 201: ActorWithKey, ...adminErrors },
@@ -162,7 +166,10 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
         description: 'Disabling or changing policies ends the actor\'s sessions: they answer 401 reauth-required (reason actor-disabled or policies-changed).',
       },
     })
-    .post('/actors/:id/keys/rotate', ({ params }) => core.rotateActorKey(params.id), {
+    .post('/actors/:id/keys/rotate', ({ params, set }) => {
+      Object.assign(set.headers, noStore);
+      return core.rotateActorKey(params.id);
+    }, {
       auth: 'admin',
       params: IdParams,
       response: { 200: ActorWithKey, ...adminErrors, 404: ProblemSchema },
