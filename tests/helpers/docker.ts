@@ -38,13 +38,15 @@ export function removeInstanceObjects(instance: string) {
   if (vols.length) docker('volume', 'rm', '-f', ...vols);
 }
 
-/** Polls `fn` until it returns a truthy value; fails with `what` after `timeoutMs`. */
-export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 20_000, everyMs = 100): Promise<NonNullable<T>> {
+type Truthy<T> = Exclude<T, null | undefined | false | 0 | ''>;
+
+/** Polls `fn` until it returns a truthy value, and returns that; fails naming `what` after `timeoutMs`. */
+export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 20_000, everyMs = 100): Promise<Truthy<T>> {
   const end = Date.now() + timeoutMs;
   let last: T | undefined;
   while (Date.now() < end) {
     last = await fn();
-    if (last) return last as NonNullable<T>;
+    if (last) return last as Truthy<T>;
     await Bun.sleep(everyMs);
   }
   throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);

@@ -2,8 +2,10 @@
 // workdir, env, timeout kill of the whole process tree, output caps, binary output, the streaming
 // variant, client disconnects, validation, ownership and a stopped workspace.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { waitFor } from '../helpers/docker';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { sseReader } from '../helpers/sse';
+import { createRunning, errorCode, streamCounters, waitStatus } from '../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
 
@@ -22,16 +24,6 @@ interface Result {
   stderrTruncated: boolean;
 }
 
-async function waitFor<T>(probe: () => Promise<T | undefined | false>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
-}
-
 const execRaw = (body: unknown, as = 'alice', id = ws, init: RequestInit = {}) => api(`/api/workspaces/${id}/exec`, { method: 'POST', json: body, as, ...init });
 
 async function exec(body: Record<string, unknown>): Promise<Result> {
@@ -40,26 +32,16 @@ async function exec(body: Record<string, unknown>): Promise<Result> {
   return (await res.json()) as Result;
 }
 
-async function errorOf(res: Response) {
-  return ((await res.json()) as { error: { code: string; message: string } }).error;
-}
-
 /** Command lines of the processes in the workspace. */
 async function processes(): Promise<string> {
   return (await exec({ command: 'ps -o pid,args' })).stdout;
 }
 
-async function execs() {
-  const res = await api('/api/system/streams', { as: 'admin' });
-  return ((await res.json()) as { execs: number }).execs;
-}
+const execs = async () => (await streamCounters(p)).execs;
 
 beforeAll(async () => {
   p = await startTestPlatform({ services: ['workspaces'] });
-  const res = await api('/api/workspaces', { method: 'POST', json: { name: 'exec-main', template: 'minimal' } });
-  expect(res.status).toBe(201);
-  ws = ((await res.json()) as { id: string }).id;
-  await waitFor(async () => ((await (await api(`/api/workspaces/${ws}`)).json()) as { status: string }).status === 'running', 90_000, 'running');
+  ws = (await createRunning(p, 'exec-main', { timeoutMs: 90_000 })).id;
 }, 120_000);
 
 afterAll(async () => {
@@ -99,7 +81,7 @@ describe('results', () => {
   test('a workdir that does not exist is 400 INVALID_REQUEST', async () => {
     const res = await execRaw({ command: 'pwd', workdir: '/no/such/dir' });
     expect(res.status).toBe(400);
-    expect((await errorOf(res)).code).toBe('INVALID_REQUEST');
+    expect(await errorCode(res)).toBe('INVALID_REQUEST');
   });
 
   test('env adds variables to the command', async () => {
@@ -133,7 +115,7 @@ describe('timeout', () => {
     for (const timeout of [600_001, 0, -5, 1.5, 'soon']) {
       const res = await execRaw({ command: 'true', timeout });
       expect(res.status).toBe(400);
-      expect((await errorOf(res)).code).toBe('INVALID_REQUEST');
+      expect(await errorCode(res)).toBe('INVALID_REQUEST');
     }
   });
 });
@@ -190,17 +172,17 @@ describe('streaming', () => {
     expect((await reader.nextEvent())!.event).toBe('stdout');
     expect(await processes()).toContain('sleep 34');
     abort.abort();
-    await waitFor(async () => !(await processes()).includes('sleep 34'), 5000, 'command killed');
-    await waitFor(async () => (await execs()) === 0, 5000, 'exec released');
+    await waitFor('command killed', async () => !(await processes()).includes('sleep 34'), 5000);
+    await waitFor('exec released', async () => (await execs()) === 0, 5000);
   });
 
   test('a JSON client that disconnects kills the command too', async () => {
     const abort = new AbortController();
     const pending = execRaw({ command: 'sleep 35' }, 'alice', ws, { signal: abort.signal }).catch(() => undefined);
-    await waitFor(async () => (await processes()).includes('sleep 35'), 5000, 'command started');
+    await waitFor('command started', async () => (await processes()).includes('sleep 35'), 5000);
     abort.abort();
     await pending;
-    await waitFor(async () => !(await processes()).includes('sleep 35'), 5000, 'command killed');
+    await waitFor('command killed', async () => !(await processes()).includes('sleep 35'), 5000);
   });
 });
 
@@ -209,7 +191,7 @@ describe('errors', () => {
     for (const body of [{}, { command: '' }, { command: 42 }, { workdir: '/tmp' }]) {
       const res = await execRaw(body);
       expect(res.status).toBe(400);
-      expect((await errorOf(res)).code).toBe('INVALID_REQUEST');
+      expect(await errorCode(res)).toBe('INVALID_REQUEST');
     }
   });
 
@@ -222,20 +204,20 @@ describe('errors', () => {
     ]) {
       const res = await execRaw(body);
       expect(res.status).toBe(400);
-      expect((await errorOf(res)).code).toBe('INVALID_REQUEST');
+      expect(await errorCode(res)).toBe('INVALID_REQUEST');
     }
   });
 
   test('an unknown workspace is 404 WORKSPACE_NOT_FOUND', async () => {
     const res = await execRaw({ command: 'true' }, 'alice', 'ws_unknown');
     expect(res.status).toBe(404);
-    expect((await errorOf(res)).code).toBe('WORKSPACE_NOT_FOUND');
+    expect(await errorCode(res)).toBe('WORKSPACE_NOT_FOUND');
   });
 
   test("another actor gets 404 on alice's workspace; an admin may run commands", async () => {
     const res = await execRaw({ command: 'touch /tmp/bob-was-here' }, 'bob');
     expect(res.status).toBe(404);
-    expect((await errorOf(res)).code).toBe('WORKSPACE_NOT_FOUND');
+    expect(await errorCode(res)).toBe('WORKSPACE_NOT_FOUND');
     expect((await exec({ command: 'test -e /tmp/bob-was-here' })).exitCode).toBe(1);
     const admin = await execRaw({ command: 'true' }, 'admin');
     expect(admin.status).toBe(200);
@@ -244,11 +226,11 @@ describe('errors', () => {
   test('a stopped workspace answers 409 WORKSPACE_NOT_RUNNING', async () => {
     const stop = await api(`/api/workspaces/${ws}/stop?force=true`, { method: 'POST' });
     expect(stop.status).toBe(200);
-    await waitFor(async () => ((await (await api(`/api/workspaces/${ws}`)).json()) as { status: string }).status === 'stopped', 30_000, 'stopped');
+    await waitStatus(p, ws, 'stopped');
     for (const stream of [false, true]) {
       const res = await execRaw({ command: 'true', stream });
       expect(res.status).toBe(409);
-      expect((await errorOf(res)).code).toBe('WORKSPACE_NOT_RUNNING');
+      expect(await errorCode(res)).toBe('WORKSPACE_NOT_RUNNING');
     }
   }, 60_000);
 });

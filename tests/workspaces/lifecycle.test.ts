@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { docker, inspect, keelInstance, removeInstanceObjects, waitFor } from '../helpers/docker';
+import { createRunning, getWorkspace, waitStatus } from '../helpers/workspaces';
 
 let p: TestPlatform;
 let instance = '';
@@ -20,30 +21,8 @@ afterAll(async () => {
 const api = (path: string, init?: Parameters<TestPlatform['api']>[2]) => p.api('workspaces', path, init);
 const json = async (res: Response) => ({ status: res.status, body: (await res.json()) as any });
 
-async function get(id: string, as = 'alice') {
-  return json(await api(`/api/workspaces/${id}`, { as }));
-}
-
-async function waitStatus(id: string, status: string, as = 'alice', timeoutMs = 30_000) {
-  return waitFor(
-    `workspace ${id} to be ${status}`,
-    async () => {
-      const r = await get(id, as);
-      return r.status === 200 && r.body.status === status ? r.body : null;
-    },
-    timeoutMs,
-  );
-}
-
 async function create(body: Record<string, unknown>, as = 'alice') {
   return json(await api('/api/workspaces', { method: 'POST', json: { template: 'minimal', ...body }, as }));
-}
-
-/** A running minimal workspace, created once per name. */
-async function running(name: string, extra: Record<string, unknown> = {}, as = 'alice') {
-  const r = await create({ name, ...extra }, as);
-  expect(r.status).toBe(201);
-  return waitStatus(r.body.id, 'running', as);
 }
 
 const dexec = (containerId: string, script: string) => docker('exec', containerId, 'sh', '-c', script);
@@ -61,11 +40,11 @@ describe('a minimal workspace', () => {
     expect(body.port).toBeLessThanOrEqual(23299);
     expect(new Date(body.createdAt).toISOString()).toBe(body.createdAt);
     expect(res.headers.get('location')).toBe(`/api/workspaces/${body.id}`);
-    ws = await waitStatus(body.id, 'running');
+    ws = await waitStatus(p, body.id, 'running');
   });
 
   test('get shows the container, the URLs and live stats', async () => {
-    const { status, body } = await get(ws.id);
+    const { status, body } = await getWorkspace(p, ws.id);
     expect(status).toBe(200);
     expect(body.containerId).toMatch(/^[0-9a-f]{64}$/);
     expect(body.urls).toEqual({
@@ -125,7 +104,7 @@ describe('a minimal workspace', () => {
     expect(dexec(ws.containerId, 'echo kept > /workspace/note.txt').code).toBe(0);
     const stop = await json(await api(`/api/workspaces/${ws.id}/stop`, { method: 'POST' }));
     expect(stop).toEqual({ status: 200, body: { id: ws.id, status: 'stopping' } });
-    const stopped = await waitStatus(ws.id, 'stopped');
+    const stopped = await waitStatus(p, ws.id, 'stopped');
     expect(stopped.stats.cpu).toBe('0.00%');
     expect(inspect('container', ws.containerId).State.Running).toBe(false);
 
@@ -135,7 +114,7 @@ describe('a minimal workspace', () => {
 
     const start = await json(await api(`/api/workspaces/${ws.id}/start`, { method: 'POST' }));
     expect(start).toEqual({ status: 200, body: { id: ws.id, status: 'starting' } });
-    const back = await waitStatus(ws.id, 'running');
+    const back = await waitStatus(p, ws.id, 'running');
     expect(dexec(back.containerId, 'cat /workspace/note.txt').stdout).toBe('kept');
   });
 
@@ -143,25 +122,25 @@ describe('a minimal workspace', () => {
     const before = inspect('container', ws.containerId).State.StartedAt;
     const r = await json(await api(`/api/workspaces/${ws.id}/restart`, { method: 'POST' }));
     expect(r).toEqual({ status: 200, body: { id: ws.id, status: 'restarting' } });
-    await waitStatus(ws.id, 'running');
+    await waitStatus(p, ws.id, 'running');
     expect(inspect('container', ws.containerId).State.StartedAt).not.toBe(before);
   });
 
   test('force stop kills the workspace with SIGKILL', async () => {
     const r = await json(await api(`/api/workspaces/${ws.id}/stop?force=true`, { method: 'POST' }));
     expect(r).toEqual({ status: 200, body: { id: ws.id, status: 'stopping' } });
-    await waitStatus(ws.id, 'stopped');
+    await waitStatus(p, ws.id, 'stopped');
     expect(inspect('container', ws.containerId).State.ExitCode).toBe(137);
   });
 
   test('delete keeps the volume of a persistent workspace unless volumes=true', async () => {
-    const row = (await get(ws.id)).body;
+    const row = (await getWorkspace(p, ws.id)).body;
     const volume = inspect('container', row.containerId).Mounts[0].Name;
     const r = await json(await api(`/api/workspaces/${ws.id}`, { method: 'DELETE' }));
     expect(r).toEqual({ status: 200, body: { id: ws.id, deleted: true } });
     expect(inspect('container', row.containerId)).toBeNull();
     expect(inspect('volume', volume)).not.toBeNull();
-    expect((await get(ws.id)).status).toBe(404);
+    expect((await getWorkspace(p, ws.id)).status).toBe(404);
     docker('volume', 'rm', volume);
   });
 });
@@ -182,19 +161,19 @@ describe('moves during creation', () => {
   });
 
   test('restart from stopped brings the workspace back to running', async () => {
-    const w = await running('restart-stopped', { type: 'persistent' });
+    const w = await createRunning(p, 'restart-stopped', { body: { type: 'persistent' } });
     await api(`/api/workspaces/${w.id}/stop?force=true`, { method: 'POST' });
-    await waitStatus(w.id, 'stopped');
+    await waitStatus(p, w.id, 'stopped');
     const r = await json(await api(`/api/workspaces/${w.id}/restart`, { method: 'POST' }));
     expect(r.body.status).toBe('restarting');
-    await waitStatus(w.id, 'running');
+    await waitStatus(p, w.id, 'running');
     await api(`/api/workspaces/${w.id}?volumes=true`, { method: 'DELETE' });
   });
 });
 
 describe('volumes and temporary workspaces', () => {
   test('delete with volumes=true removes the volume too', async () => {
-    const ws = await running('vol-delete');
+    const ws = await createRunning(p, 'vol-delete');
     const volume = inspect('container', ws.containerId).Mounts[0].Name;
     expect(inspect('volume', volume).Labels['dev.keel.workspace']).toBe(ws.id);
     const r = await json(await api(`/api/workspaces/${ws.id}?volumes=true`, { method: 'DELETE' }));
@@ -204,12 +183,12 @@ describe('volumes and temporary workspaces', () => {
   });
 
   test('a temporary workspace is removed with its volume when stopped', async () => {
-    const ws = await running('temp-one', { type: 'temporary' });
+    const ws = await createRunning(p, 'temp-one', { body: { type: 'temporary' } });
     expect(ws.type).toBe('temporary');
     const volume = inspect('container', ws.containerId).Mounts[0].Name;
     const r = await json(await api(`/api/workspaces/${ws.id}/stop`, { method: 'POST' }));
     expect(r.body.status).toBe('stopping');
-    await waitFor('the temporary workspace to be gone', async () => (await get(ws.id)).status === 404);
+    await waitFor('the temporary workspace to be gone', async () => (await getWorkspace(p, ws.id)).status === 404);
     expect(inspect('container', ws.containerId)).toBeNull();
     expect(inspect('volume', volume)).toBeNull();
   });
@@ -218,7 +197,7 @@ describe('volumes and temporary workspaces', () => {
 describe('names and ports', () => {
   let ws: any;
   beforeAll(async () => {
-    ws = await running('ports-main');
+    ws = await createRunning(p, 'ports-main');
   }, 60_000);
 
   test('a taken name answers 409 WORKSPACE_EXISTS, for any owner', async () => {
@@ -255,7 +234,7 @@ describe('names and ports', () => {
     const r = await create({ name: 'ports-chosen', port, type: 'temporary' });
     expect(r.status).toBe(201);
     expect(r.body.port).toBe(port);
-    const w = await waitStatus(r.body.id, 'running');
+    const w = await waitStatus(p, r.body.id, 'running');
     expect(inspect('container', w.containerId).HostConfig.PortBindings['8080/tcp'][0].HostPort).toBe(String(port));
     await api(`/api/workspaces/${r.body.id}`, { method: 'DELETE' });
   });
@@ -265,7 +244,7 @@ describe('ownership and listing', () => {
   let mine: any;
   let bobs: any;
   beforeAll(async () => {
-    [mine, bobs] = await Promise.all([running('own-alice'), running('own-bob', { type: 'temporary' }, 'bob')]);
+    [mine, bobs] = await Promise.all([createRunning(p, 'own-alice'), createRunning(p, 'own-bob', { body: { type: 'temporary' }, as: 'bob' })]);
   }, 60_000);
 
   test('another actor gets 404 WORKSPACE_NOT_FOUND on every route of a workspace', async () => {
@@ -281,11 +260,11 @@ describe('ownership and listing', () => {
       expect(r.status).toBe(404);
       expect(r.body.error.code).toBe('WORKSPACE_NOT_FOUND');
     }
-    expect((await get(mine.id)).body.status).toBe('running');
+    expect((await getWorkspace(p, mine.id)).body.status).toBe('running');
   });
 
   test('an unknown id answers 404 WORKSPACE_NOT_FOUND', async () => {
-    const r = await get('ws_doesnotexist');
+    const r = await getWorkspace(p, 'ws_doesnotexist');
     expect(r.status).toBe(404);
     expect(r.body).toEqual({ error: { code: 'WORKSPACE_NOT_FOUND', message: 'workspace not found', details: {} } });
   });
@@ -322,30 +301,30 @@ describe('ownership and listing', () => {
   test('an admin acts on another actor\'s workspace', async () => {
     const r = await json(await api(`/api/workspaces/${bobs.id}`, { method: 'DELETE', as: 'admin' }));
     expect(r).toEqual({ status: 200, body: { id: bobs.id, deleted: true } });
-    expect((await get(bobs.id, 'bob')).status).toBe(404);
+    expect((await getWorkspace(p, bobs.id, 'bob')).status).toBe(404);
   });
 });
 
 describe('reconciliation with the engine', () => {
   let ws: any;
   beforeAll(async () => {
-    ws = await running('reconcile-me');
+    ws = await createRunning(p, 'reconcile-me');
   }, 60_000);
 
   test('a container killed behind Keel\'s back becomes stopped', async () => {
     expect(docker('kill', ws.containerId).code).toBe(0);
-    const w = await waitStatus(ws.id, 'stopped', 'alice', 15_000);
+    const w = await waitStatus(p, ws.id, 'stopped', { timeoutMs: 15_000 });
     expect(w.containerId).toBe(ws.containerId);
   });
 
   test('a container removed behind Keel\'s back shows failed with the reason, and start recreates it', async () => {
     expect(docker('rm', '-f', ws.containerId).code).toBe(0);
-    const w = await waitStatus(ws.id, 'failed', 'alice', 15_000);
+    const w = await waitStatus(p, ws.id, 'failed', { timeoutMs: 15_000 });
     expect(w.containerId).toBeNull();
     expect(w.reason).toContain('removed outside Keel');
     const r = await json(await api(`/api/workspaces/${ws.id}/start`, { method: 'POST' }));
     expect(r.body.status).toBe('starting');
-    const back = await waitStatus(ws.id, 'running');
+    const back = await waitStatus(p, ws.id, 'running');
     expect(back.containerId).not.toBe(ws.containerId);
     expect(back.reason).toBeUndefined();
   });

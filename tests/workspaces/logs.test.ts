@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '../helpers/docker';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { sseReader, type SseReader } from '../helpers/sse';
+import { createRunning, errorCode, streamCounters, waitStatus } from '../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
 
@@ -14,22 +16,10 @@ let ws = '';
 
 const api = (path: string, init?: Parameters<TestPlatform['api']>[2]) => p.api('workspaces', path, init);
 
-async function waitFor<T>(probe: () => Promise<T | undefined | false>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
-}
-
-async function createRunning(name: string, as = 'alice'): Promise<string> {
-  const res = await api('/api/workspaces', { method: 'POST', json: { name, template: 'minimal' }, as });
-  expect(res.status).toBe(201);
-  const { id } = (await res.json()) as { id: string };
-  await waitFor(async () => ((await (await api(`/api/workspaces/${id}`, { as })).json()) as { status: string }).status === 'running', 90_000, `${name} running`);
-  await waitFor(async () => (await logs(id)).some((l) => l.message === 'keel: workspace ready'), 10_000, 'main ready line');
+/** A running workspace whose main process has logged that it is ready. */
+async function createReady(name: string): Promise<string> {
+  const { id } = await createRunning(p, name, { timeoutMs: 90_000 });
+  await waitFor('main ready line', async () => (await logs(id)).some((l) => l.message === 'keel: workspace ready'), 10_000);
   return id;
 }
 
@@ -55,11 +45,7 @@ async function sh(id: string, command: string) {
 
 const say = (id: string, text: string, fd: 1 | 2 = 1) => sh(id, `printf '%s\\n' '${text}' > /proc/1/fd/${fd}`);
 
-async function streams() {
-  const res = await api('/api/system/streams', { as: 'admin' });
-  expect(res.status).toBe(200);
-  return (await res.json()) as { engineStreams: number; followers: number; execs: number; workspaces: { workspaceId: string; followers: number }[] };
-}
+const streams = () => streamCounters(p);
 
 async function follow(id: string, query = '', as = 'alice'): Promise<{ res: Response; reader: SseReader; abort: AbortController }> {
   const abort = new AbortController();
@@ -71,7 +57,7 @@ async function follow(id: string, query = '', as = 'alice'): Promise<{ res: Resp
 
 beforeAll(async () => {
   p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_SSE_HEARTBEAT_MS: '300' } });
-  ws = await createRunning('logs-main');
+  ws = await createReady('logs-main');
 }, 120_000);
 
 afterAll(async () => {
@@ -94,7 +80,7 @@ describe('log entries', () => {
 
   test('a template service has its own name, and its stderr is a warning', async () => {
     await sh(ws, 'wget -q -O /dev/null http://127.0.0.1:8080/ || true');
-    const entry = await waitFor(async () => (await logs(ws, '?service=code-server')).find((l) => l.message.includes('response:')), 10_000, 'code-server line');
+    const entry = await waitFor('code-server line', async () => (await logs(ws, '?service=code-server')).find((l) => l.message.includes('response:')), 10_000);
     expect(entry.service).toBe('code-server');
     expect(entry.level).toBe('warn');
   });
@@ -103,7 +89,7 @@ describe('log entries', () => {
     await say(ws, 'levels-out', 1);
     await say(ws, 'levels-warn', 2);
     await say(ws, 'levels: fatal error here', 2);
-    const all = await waitFor(async () => {
+    const all = await waitFor('the fatal error line', async () => {
       const l = await logs(ws, '?tail=20');
       return l.some((e) => e.message === 'levels: fatal error here') && l;
     }, 10_000);
@@ -115,7 +101,7 @@ describe('log entries', () => {
   test('a structured JSON line keeps its own level and message', async () => {
     await say(ws, '{"level":"error","msg":"structured boom","port":1}', 1);
     await say(ws, '{"level":30,"msg":"pino info"}', 2);
-    const all = await waitFor(async () => {
+    const all = await waitFor('the pino line', async () => {
       const l = await logs(ws, '?tail=10');
       return l.some((e) => e.message === 'pino info') && l;
     }, 10_000);
@@ -124,7 +110,10 @@ describe('log entries', () => {
   });
   test('a line longer than the engine\'s 16 KiB pieces comes back whole', async () => {
     await sh(ws, "{ head -c 40000 /dev/zero | tr '\\0' L; echo; } > /proc/1/fd/1");
-    const long = await waitFor(async () => (await logs(ws, '?tail=1'))[0]?.message.startsWith('LLL') && (await logs(ws, '?tail=1'))[0], 10_000);
+    const long = await waitFor('the long line', async () => {
+      const [last] = await logs(ws, '?tail=1');
+      return last?.message.startsWith('LLL') && last;
+    }, 10_000);
     expect(long.message).toBe('L'.repeat(40000));
   });
 });
@@ -132,7 +121,7 @@ describe('log entries', () => {
 describe('tail and service', () => {
   test('tail returns exactly the last lines, oldest first', async () => {
     for (const n of [1, 2, 3]) await say(ws, `tail-${n}`);
-    await waitFor(async () => (await logs(ws, '?tail=1'))[0]?.message === 'tail-3', 10_000);
+    await waitFor('tail-3', async () => (await logs(ws, '?tail=1'))[0]?.message === 'tail-3', 10_000);
     const last = await logs(ws, '?tail=2');
     expect(last.map((l) => l.message)).toEqual(['tail-2', 'tail-3']);
     expect(await logs(ws, '?tail=0')).toEqual([]);
@@ -140,7 +129,7 @@ describe('tail and service', () => {
 
   test('tail defaults to 50', async () => {
     await sh(ws, 'i=0; while [ $i -lt 60 ]; do echo "bulk-$i"; i=$((i+1)); done > /proc/1/fd/1');
-    const all = await waitFor(async () => {
+    const all = await waitFor('bulk-59', async () => {
       const l = await logs(ws);
       return l.at(-1)?.message === 'bulk-59' && l;
     }, 10_000);
@@ -152,7 +141,7 @@ describe('tail and service', () => {
     for (const q of ['?tail=5001', '?tail=-1', '?tail=abc', '?tail=1.5']) {
       const res = await api(`/api/workspaces/${ws}/logs${q}`);
       expect(res.status).toBe(400);
-      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('INVALID_REQUEST');
+      expect(await errorCode(res)).toBe('INVALID_REQUEST');
     }
     const ok = await api(`/api/workspaces/${ws}/logs?tail=5000`);
     expect(ok.status).toBe(200);
@@ -206,10 +195,10 @@ describe('follow', () => {
   });
 
   test('many followers share one engine stream, and disconnecting releases it and every follower', async () => {
-    await waitFor(async () => {
+    await waitFor('earlier streams released', async () => {
       const s = await streams();
       return s.followers === 0 && s.engineStreams === 0;
-    }, 10_000, 'earlier streams released');
+    }, 10_000);
     const fs = await Promise.all([1, 2, 3].map(() => follow(ws, '&tail=1')));
     // The tail event comes once a follower has joined the live stream.
     for (const f of fs) expect(await f.reader.nextEvent()).not.toBeNull();
@@ -223,20 +212,20 @@ describe('follow', () => {
       expect(ev.length).toBeGreaterThan(0);
     }
     fs[0]!.abort.abort();
-    await waitFor(async () => (await streams()).followers === 2, 5000, 'one follower gone');
+    await waitFor('one follower gone', async () => (await streams()).followers === 2, 5000);
     expect((await streams()).engineStreams).toBe(1);
     for (const f of fs.slice(1)) f.abort.abort();
-    const after = await waitFor(async () => {
+    const after = await waitFor('all released', async () => {
       const x = await streams();
       return x.followers === 0 && x.engineStreams === 0 && x;
-    }, 5000, 'all released');
+    }, 5000);
     expect(after.workspaces).toEqual([]);
   });
 
   test('the stream counters are for admins only', async () => {
     const res = await api('/api/system/streams');
     expect(res.status).toBe(403);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('FORBIDDEN');
+    expect(await errorCode(res)).toBe('FORBIDDEN');
   });
 
   test('a follower that does not read is dropped with a final event, while one that reads keeps streaming', async () => {
@@ -250,7 +239,7 @@ describe('follow', () => {
       ['sh', '-c', `(cat request; sleep 60) | busybox nc ${url.hostname} ${url.port} | { while [ ! -e go ]; do sleep 0.1; done; cat > out; }`],
       { cwd: dir, stdout: 'ignore', stderr: 'ignore' },
     );
-    await waitFor(async () => (await streams()).followers === 1, 5000, 'slow follower attached');
+    await waitFor('slow follower attached', async () => (await streams()).followers === 1, 5000);
     const reader = await follow(ws, '&tail=1');
     expect(await reader.reader.nextEvent()).not.toBeNull();
     expect((await streams()).followers).toBe(2);
@@ -258,22 +247,22 @@ describe('follow', () => {
     const collecting = reader.reader.collect((f) => f.event !== undefined || f.data!.includes('after-burst'), 60_000);
     // ~24 MB of log lines, far more than the socket buffers and the 1 MiB bound hold.
     await sh(ws, "{ head -c 24000000 /dev/zero | tr '\\0' x | fold -w 2000; echo; } > /proc/1/fd/1; echo after-burst > /proc/1/fd/1");
-    await waitFor(async () => (await streams()).followers === 1, 30_000, 'slow follower dropped');
+    await waitFor('slow follower dropped', async () => (await streams()).followers === 1, 30_000);
     // The reader drains everything and sees the line after the burst: it was not dropped.
     const frames = await collecting;
     expect(frames.at(-1)!.event).toBeUndefined();
     expect(frames.at(-1)!.data).toContain('after-burst');
     // Once the slow client reads again, its last event says why it was dropped, then the stream ends.
     writeFileSync(join(dir, 'go'), '');
-    await waitFor(async () => existsSync(join(dir, 'out')) && readFileSync(join(dir, 'out'), 'utf8').includes('event: dropped'), 10_000, 'dropped event');
+    await waitFor('dropped event', async () => existsSync(join(dir, 'out')) && readFileSync(join(dir, 'out'), 'utf8').includes('event: dropped'), 10_000);
     expect(readFileSync(join(dir, 'out'), 'utf8').slice(-300)).toContain('event: dropped\ndata: {"reason":"slow-reader"');
     slow.kill();
     rmSync(dir, { recursive: true, force: true });
     reader.abort.abort();
-    await waitFor(async () => {
+    await waitFor('all released', async () => {
       const s = await streams();
       return s.followers === 0 && s.engineStreams === 0;
-    }, 5000, 'all released');
+    }, 5000);
   }, 90_000);
 });
 
@@ -282,7 +271,7 @@ describe('access and lifecycle', () => {
     for (const q of ['', '?follow=true']) {
       const res = await api(`/api/workspaces/${ws}/logs${q}`, { as: 'bob' });
       expect(res.status).toBe(404);
-      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('WORKSPACE_NOT_FOUND');
+      expect(await errorCode(res)).toBe('WORKSPACE_NOT_FOUND');
     }
     const admin = await api(`/api/workspaces/${ws}/logs?tail=1`, { as: 'admin' });
     expect(admin.status).toBe(200);
@@ -291,11 +280,11 @@ describe('access and lifecycle', () => {
   test('an unknown workspace is 404 WORKSPACE_NOT_FOUND', async () => {
     const res = await api('/api/workspaces/ws_nope/logs');
     expect(res.status).toBe(404);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('WORKSPACE_NOT_FOUND');
+    expect(await errorCode(res)).toBe('WORKSPACE_NOT_FOUND');
   });
 
   test('deleting a followed workspace ends the stream cleanly with an end event', async () => {
-    const id = await createRunning('logs-deleted');
+    const id = await createReady('logs-deleted');
     const f = await follow(id, '&tail=0');
     await f.reader.next(); // ": connected"
     const del = await api(`/api/workspaces/${id}`, { method: 'DELETE' });
@@ -304,10 +293,10 @@ describe('access and lifecycle', () => {
     expect(frames.at(-1)!.event).toBe('end');
     expect(['deleted', 'stopped']).toContain((JSON.parse(frames.at(-1)!.data!) as { reason: string }).reason);
     expect(await f.reader.nextEvent(5000)).toBeNull();
-    await waitFor(async () => {
+    await waitFor('released after delete', async () => {
       const s = await streams();
       return s.followers === 0 && s.engineStreams === 0;
-    }, 5000, 'released after delete');
+    }, 5000);
   }, 120_000);
 
   test('a follow stream carries on across a restart of the workspace', async () => {
@@ -319,7 +308,7 @@ describe('access and lifecycle', () => {
     const frames = await f.reader.collect((fr) => fr.event !== undefined || fr.data!.includes('keel: workspace ready'), 60_000);
     expect(frames.at(-1)!.event).toBeUndefined();
     expect((JSON.parse(frames.at(-1)!.data!) as Entry).message).toBe('keel: workspace ready');
-    await waitFor(async () => ((await (await api(`/api/workspaces/${ws}`)).json()) as { status: string }).status === 'running', 30_000, 'running again');
+    await waitStatus(p, ws, 'running');
     await say(ws, 'after-restart');
     const more = await f.reader.collect((fr) => fr.event !== undefined || fr.data!.includes('after-restart'), 10_000);
     expect(more.at(-1)!.data).toContain('after-restart');
@@ -329,10 +318,10 @@ describe('access and lifecycle', () => {
 
   test('logs of a stopped workspace stay readable, and follow on it sends the tail then end', async () => {
     await say(ws, 'before-stop');
-    await waitFor(async () => (await logs(ws, '?tail=1'))[0]?.message === 'before-stop', 10_000);
+    await waitFor('before-stop', async () => (await logs(ws, '?tail=1'))[0]?.message === 'before-stop', 10_000);
     const stop = await api(`/api/workspaces/${ws}/stop?force=true`, { method: 'POST' });
     expect(stop.status).toBe(200);
-    await waitFor(async () => ((await (await api(`/api/workspaces/${ws}`)).json()) as { status: string }).status === 'stopped', 30_000, 'stopped');
+    await waitStatus(p, ws, 'stopped');
     expect((await logs(ws, '?tail=5')).map((l) => l.message)).toContain('before-stop');
     const f = await follow(ws, '&tail=1&service=main');
     const frames = await f.reader.collect((fr) => fr.event === 'end');

@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { docker, inspect, keelInstance, removeInstanceObjects, waitFor } from '../helpers/docker';
+import { docker, inspect, keelInstance, removeInstanceObjects } from '../helpers/docker';
+import { waitStatus } from '../helpers/workspaces';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'keel-restart-'));
 const env = { APP_WORKSPACE_PORT_RANGE: '23500-23599' };
@@ -26,10 +27,7 @@ beforeAll(async () => {
     ws[name] = (await res.json()) as any;
   }
   for (const name of Object.keys(ws)) {
-    ws[name] = await waitFor(`${name} running`, async () => {
-      const w = await view(before!, ws[name].id);
-      return w.status === 'running' ? w : null;
-    });
+    ws[name] = await waitStatus(before, ws[name].id, 'running', { timeoutMs: 20_000 });
   }
   await before.close();
   before = undefined;
@@ -84,5 +82,5 @@ test('a container of this Keel that belongs to no workspace is removed', () => {
 
 test('after the restart, engine events are followed again', async () => {
   expect(docker('start', ws['stopped-while-down'].containerId).code).toBe(0);
-  await waitFor('the started container to be reported running', async () => (await view(after!, ws['stopped-while-down'].id)).status === 'running', 15_000);
+  await waitStatus(after!, ws['stopped-while-down'].id, 'running', { timeoutMs: 15_000 });
 });

@@ -1,0 +1,54 @@
+// Workspace-API calls the workspace tests share: a workspace's view, waiting for a status, a
+// running `minimal` workspace, error codes and the admin's stream counters.
+import { expect } from 'bun:test';
+import { waitFor } from './docker';
+import type { TestPlatform } from './platform';
+
+/** GET /api/workspaces/{id} as `as`: the HTTP status and the body. */
+export async function getWorkspace(p: TestPlatform, id: string, as = 'alice'): Promise<{ status: number; body: any }> {
+  const res = await p.api('workspaces', `/api/workspaces/${id}`, { as });
+  return { status: res.status, body: await res.json() };
+}
+
+/** Polls until the workspace has `status`; its view then. */
+export function waitStatus(p: TestPlatform, id: string, status: string, opts: { as?: string; timeoutMs?: number } = {}): Promise<any> {
+  return waitFor(
+    `workspace ${id} to be ${status}`,
+    async () => {
+      const r = await getWorkspace(p, id, opts.as);
+      return r.status === 200 && r.body.status === status ? r.body : null;
+    },
+    opts.timeoutMs ?? 30_000,
+  );
+}
+
+/** Creates a `minimal` workspace (`body` adds or overrides fields) and waits until it runs; its view then. */
+export async function createRunning(
+  p: TestPlatform,
+  name: string,
+  opts: { as?: string; body?: Record<string, unknown>; timeoutMs?: number } = {},
+): Promise<any> {
+  const res = await p.api('workspaces', '/api/workspaces', { method: 'POST', json: { name, template: 'minimal', ...opts.body }, as: opts.as });
+  expect(res.status).toBe(201);
+  const { id } = (await res.json()) as { id: string };
+  return waitStatus(p, id, 'running', opts);
+}
+
+/** The `error.code` of an answer in the workspace envelope. */
+export async function errorCode(res: Response): Promise<string> {
+  return ((await res.json()) as { error: { code: string } }).error.code;
+}
+
+export interface StreamCounters {
+  engineStreams: number;
+  followers: number;
+  execs: number;
+  workspaces: { workspaceId: string; followers: number }[];
+}
+
+/** GET /api/system/streams as an admin: what Keel holds open for logs and exec. */
+export async function streamCounters(p: TestPlatform): Promise<StreamCounters> {
+  const res = await p.api('workspaces', '/api/system/streams', { as: 'admin' });
+  expect(res.status).toBe(200);
+  return (await res.json()) as StreamCounters;
+}
