@@ -13,6 +13,7 @@ import { bufferSource } from '../../src/services/catalog/media-engine/file-reade
 import { createProbeAnswerer } from '../../src/services/catalog/media-engine/probe.answerer';
 import { containerIndexKeyframes, keyframes } from '../../src/services/catalog/media-engine/keyframes';
 import { ID, locateElements, matroskaCueKeyframes } from '../../src/services/catalog/media-engine/matroska-cues';
+import { mp4SyncKeyframes } from '../../src/services/catalog/media-engine/mp4-index';
 import { ffprobeKeyframesMs, mediaFixtures, type MediaFixtures } from '../helpers/media';
 
 let dir: string;
@@ -81,6 +82,34 @@ describe('files that stopped being regular files', () => {
     expect(await outcome(fastHash(fifo))).toBe('refused');
     expect(await outcome(containerIndexKeyframes(fifo, 'mkv'))).toEqual({ read: null });
     rmSync(fifo);
+  });
+});
+
+// ---- an MP4 sample table built byte by byte -------------------------------------------------
+
+const ascii = (text: string) => [...Buffer.from(text, 'latin1')];
+const u32 = (n: number) => [(n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff];
+const box = (type: string, body: number[]) => [...u32(8 + body.length), ...ascii(type), ...body];
+/** ftyp, then a moov with one video track at timescale 1000 whose stts has a single entry. */
+function mp4WithStts(count: number, delta: number): Uint8Array {
+  const timescale = [...u32(0), ...u32(0), ...u32(0), ...u32(1000), ...u32(0)];
+  const stts = box('stts', [...u32(0), ...u32(1), ...u32(count), ...u32(delta)]);
+  const mdia = box('mdia', [
+    ...box('mdhd', [...timescale, ...u32(0)]),
+    ...box('hdlr', [...u32(0), ...u32(0), ...ascii('vide'), ...new Array(13).fill(0)]),
+    ...box('minf', box('stbl', stts)),
+  ]);
+  const moov = box('moov', [...box('mvhd', [...timescale, ...new Array(80).fill(0)]), ...box('trak', mdia)]);
+  return new Uint8Array([...box('ftyp', ascii('isom')), ...moov]);
+}
+
+describe('MP4 sample tables', () => {
+  test('every sample of a table without stss is a keyframe, placed by stts', async () => {
+    expect(await mp4SyncKeyframes(bufferSource(mp4WithStts(3, 1000)))).toEqual([0, 1000, 2000]);
+  });
+
+  test('a table claiming four billion samples is left to the packet scan, not allocated', async () => {
+    expect(await mp4SyncKeyframes(bufferSource(mp4WithStts(0xffffffff, 1)))).toBeNull();
   });
 });
 

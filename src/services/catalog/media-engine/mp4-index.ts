@@ -4,6 +4,9 @@
 import type { ByteSource } from './file-reader';
 
 const MAX_MOOV = 256 * 1024 * 1024;
+// Sample counts are the file's own claims: a few crafted bytes can claim billions. 10 million video
+// samples is over 46 hours at 60 fps; a larger table is left to the packet scan.
+const MAX_SAMPLES = 10_000_000;
 
 interface Box {
   type: string;
@@ -89,22 +92,25 @@ export async function mp4SyncKeyframes(src: ByteSource): Promise<number[] | null
     // stts: decode time of every sample.
     const stts = child(moov, view, stbl, 'stts');
     if (!stts) return null;
-    const dts: number[] = [];
-    let t = 0;
     const sttsCount = view.getUint32(stts.start + 4);
-    for (let i = 0; i < sttsCount; i++) {
+    if (8 + sttsCount * 8 > stts.end - stts.start) return null;
+    let samples = 0;
+    for (let i = 0; i < sttsCount; i++) samples += view.getUint32(stts.start + 8 + i * 8);
+    if (samples === 0 || samples > MAX_SAMPLES) return null;
+    const dts = new Float64Array(samples);
+    let t = 0;
+    for (let i = 0, s = 0; i < sttsCount; i++) {
       const count = view.getUint32(stts.start + 8 + i * 8);
       const delta = view.getUint32(stts.start + 12 + i * 8);
       for (let k = 0; k < count; k++) {
-        dts.push(t);
+        dts[s++] = t;
         t += delta;
       }
     }
-    if (dts.length === 0) return null;
 
     // ctts: composition offsets (signed in version 1).
     const ctts = child(moov, view, stbl, 'ctts');
-    const offset = new Array<number>(dts.length).fill(0);
+    const offset = new Float64Array(samples);
     if (ctts) {
       const signed = moov[ctts.start] === 1;
       const n = view.getUint32(ctts.start + 4);
@@ -140,7 +146,7 @@ export async function mp4SyncKeyframes(src: ByteSource): Promise<number[] | null
     const stss = child(moov, view, stbl, 'stss');
     const syncs: number[] = [];
     if (stss) {
-      const n = view.getUint32(stss.start + 4);
+      const n = Math.min(view.getUint32(stss.start + 4), (stss.end - stss.start - 8) / 4);
       for (let i = 0; i < n; i++) syncs.push(view.getUint32(stss.start + 8 + i * 4) - 1);
     } else for (let i = 0; i < dts.length; i++) syncs.push(i);
 
