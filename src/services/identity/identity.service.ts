@@ -216,9 +216,11 @@ export function createIdentityCore(deps: IdentityDeps) {
         const session = { ...s, refreshedAt: now };
         return { session, actor: a!, next: newRefreshToken(tx, session, now) };
       });
-      if ('reuse' in outcome) log.warn('refresh token reused: session revoked', { sessionId: outcome.reuse });
-      if (outcome.error) throw outcome.error;
-      return pair(outcome.session!, outcome.actor!, now, outcome.next!);
+      if ('error' in outcome) {
+        if (outcome.reuse) log.warn('refresh token reused: session revoked', { sessionId: outcome.reuse });
+        throw outcome.error;
+      }
+      return pair(outcome.session, outcome.actor, now, outcome.next);
     },
 
     /** Revokes a session: its own actor or an admin; anyone else is told it does not exist. */
