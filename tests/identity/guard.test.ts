@@ -93,6 +93,14 @@ describe('refusals', () => {
     await expectRefused(await guard.scan(mimic), 401, 'unauthenticated');
   });
 
+  test('a JWT of the identity key is refused unless typed at+jwt and naming its key by a short kid', async () => {
+    const claims = { sub: actorId, sid: s.session.id };
+    expect((await guard.scan(await forge(p, claims))).status).toBe(200);
+    for (const header of [{ typ: 'JWT' }, { typ: undefined }, { kid: 'k'.repeat(129) }, { kid: 42 }]) {
+      await expectRefused(await guard.scan(await forge(p, claims, header)), 401, 'unauthenticated');
+    }
+  });
+
   test('a tampered payload is refused', async () => {
     const a = await createActor(p, [READ]);
     const t = await openSession(p, a.apiKey);
