@@ -412,6 +412,22 @@ export function logMessageJoiner(onLine: (stream: StdStream, line: string) => vo
   };
 }
 
+/** Resolves when the stream ends, closes or fails (whichever comes first), after `onEnd` ran once. */
+function streamEnd(stream: NodeJS.ReadableStream, onEnd: () => void): Promise<void> {
+  return new Promise((resolve) => {
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      onEnd();
+      resolve();
+    };
+    stream.on('end', end);
+    stream.on('close', end);
+    stream.on('error', end);
+  });
+}
+
 export function logsExecEngine(engine: Engine) {
   const docker = dockerOf(engine);
   let openStreams = 0;
@@ -453,19 +469,12 @@ export function logsExecEngine(engine: Engine) {
       openStreams++;
       const stream = res as NodeJS.ReadableStream & { destroy(): void };
       let ended = false;
-      const done = new Promise<void>((resolve) => {
-        const end = () => {
-          if (ended) return;
-          ended = true;
-          openStreams--;
-          messages.flush();
-          lines.flush();
-          resolve();
-        };
-        stream.on('data', (b: Buffer) => split(b));
-        stream.on('end', end);
-        stream.on('close', end);
-        stream.on('error', end);
+      stream.on('data', (b: Buffer) => split(b));
+      const done = streamEnd(stream, () => {
+        ended = true;
+        openStreams--;
+        messages.flush();
+        lines.flush();
       });
       return {
         done,
@@ -486,19 +495,12 @@ export function logsExecEngine(engine: Engine) {
       const exec = await docker.getContainer(containerId).exec({ Cmd: opts.cmd, Env: opts.env, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false });
       const stream = (await exec.start({ hijack: true, stdin: false })) as NodeJS.ReadableStream & { destroy(): void; pause(): void; resume(): void };
       const split = frameSplitter(onChunk);
+      // Set by close() too: output after it is discarded.
       let ended = false;
-      const done = new Promise<void>((resolve) => {
-        const end = () => {
-          ended = true;
-          resolve();
-        };
-        stream.on('data', (b: Buffer) => {
-          if (!ended) split(b);
-        });
-        stream.on('end', end);
-        stream.on('close', end);
-        stream.on('error', end);
+      stream.on('data', (b: Buffer) => {
+        if (!ended) split(b);
       });
+      const done = streamEnd(stream, () => (ended = true));
       return {
         done,
         close() {
