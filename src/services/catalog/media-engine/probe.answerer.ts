@@ -40,8 +40,9 @@ function frameRate(s: FfprobeStreamJson): number | undefined {
 }
 
 const STREAM_TYPES = new Set(['video', 'audio', 'subtitle', 'data', 'attachment']);
-// Demuxers that open any text or a still image: what they find is not a medium.
+// ffmpeg's AVPROBE_SCORE_RETRY: at or below it ffmpeg itself warns "misdetection possible".
 const LOW_PROBE_SCORE = 25;
+// Demuxers that open any text or a still image: what they find is not a medium.
 const NOT_MEDIA_FORMATS = new Set(['tty', 'image2', 'lrc', 'srt', 'ass', 'webvtt', 'subviewer', 'jacosub', 'microdvd']);
 
 export function toStream(s: FfprobeStreamJson): ProbeStream {
@@ -72,8 +73,7 @@ export function mediumVerdict(json: FfprobeJson): string | null {
   const streams = json.streams ?? [];
   if (!format) return 'no container recognised';
   if (NOT_MEDIA_FORMATS.has(format) || format.endsWith('_pipe')) return 'a text or still-image file';
-  // At or below AVPROBE_SCORE_RETRY (25) ffmpeg itself warns "misdetection possible": a file of zeros
-  // passes for Nintendo ADPCM that way.
+  // A file of zeros passes for Nintendo ADPCM with a score that low.
   const score = json.format?.probe_score;
   if (typeof score === 'number' && score <= LOW_PROBE_SCORE) return 'no container recognised with confidence';
   const av = streams.filter((s) => (s.codec_type === 'audio' || (s.codec_type === 'video' && s.disposition?.attached_pic !== 1)));
