@@ -1,7 +1,7 @@
 // Command execution in a running workspace: `sh -c` with a workdir, env and timeout. A small wrapper
 // reports the command's pid first (an engine exec process leads its own process group), so at the
 // timeout, or when the client goes away, Keel kills the whole group through a second exec.
-import { AppError } from '../../platform/errors';
+import { AppError, toEnvelope } from '../../platform/errors';
 import type { SseSink } from '../../platform/http/sse';
 import type { Actor } from '../../platform/http/workspace-auth';
 import type { ExecHandle, LogsExecEngine, StdStream } from './docker';
@@ -52,9 +52,8 @@ interface Running {
   resume(): void;
 }
 
-export function createExecService(deps: { engine: LogsExecEngine; workspaces: OwnedWorkspaces; outputMaxBytes?: number }) {
+export function createExecService(deps: { engine: LogsExecEngine; workspaces: OwnedWorkspaces }) {
   const { engine } = deps;
-  const outputMax = deps.outputMaxBytes ?? EXEC_OUTPUT_MAX_BYTES;
   let active = 0;
 
   async function runningContainer(actor: Actor, id: string): Promise<string> {
@@ -157,7 +156,7 @@ export function createExecService(deps: { engine: LogsExecEngine; workspaces: Ow
     /** Runs to completion (or the timeout) and answers the Exec result. A client that leaves kills the command. */
     async run(actor: Actor, id: string, input: ExecInput, signal?: AbortSignal): Promise<ExecResult> {
       const containerId = await runningContainer(actor, id);
-      const out = { stdout: new Capped(outputMax), stderr: new Capped(outputMax) };
+      const out = { stdout: new Capped(EXEC_OUTPUT_MAX_BYTES), stderr: new Capped(EXEC_OUTPUT_MAX_BYTES) };
       const r = await launch(containerId, input, (s, b) => out[s].push(b));
       const onAbort = () => void r.kill();
       signal?.addEventListener('abort', onAbort, { once: true });
@@ -219,8 +218,7 @@ export function createExecService(deps: { engine: LogsExecEngine; workspaces: Ow
             sink.close();
           },
           (e) => {
-            const err = engineFailure(e);
-            sink.send({ error: { code: err.code, message: err.message, details: err.details } }, 'error');
+            sink.send(toEnvelope(engineFailure(e)), 'error');
             sink.close();
           },
         );

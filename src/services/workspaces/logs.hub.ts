@@ -36,11 +36,11 @@ interface Channel {
 const RESTART_WAIT_MS = 60_000;
 const SYSTEM: Actor = { id: 'keel-logs', admin: true };
 
-export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; workspaces?: OwnedWorkspaces }) {
+export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; workspaces: OwnedWorkspaces }) {
   /** The workspace's lifecycle status, or null when it is gone. */
   const statusOf = async (workspaceId: string): Promise<string | null> => {
     try {
-      return deps.workspaces ? (await deps.workspaces.getOwned(SYSTEM, workspaceId)).status : null;
+      return (await deps.workspaces.getOwned(SYSTEM, workspaceId)).status;
     } catch {
       return null;
     }

@@ -1,6 +1,7 @@
 // Workspace logs: a snapshot of the last lines (running or stopped workspaces alike) and the live
 // follow, which joins the workspace's shared engine stream (logs.hub.ts). No HTTP here: the routes
 // hand a follow plan an SSE sink.
+import { toEnvelope } from '../../platform/errors';
 import type { SseSink } from '../../platform/http/sse';
 import type { Actor } from '../../platform/http/workspace-auth';
 import type { LogsExecEngine } from './docker';
@@ -74,8 +75,7 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
           return await stream(sink);
         } catch (e) {
           // Headers are sent: the failure becomes the stream's last event.
-          const err = engineFailure(e);
-          sink.send({ error: { code: err.code, message: err.message, details: err.details } }, 'error');
+          sink.send(toEnvelope(engineFailure(e)), 'error');
           sink.close();
           return () => {};
         }
