@@ -4,7 +4,8 @@ import { spawn } from 'node:child_process';
 import { prepareMachine } from './machine';
 
 const machine = await prepareMachine();
-const test = spawn(process.execPath, ['test', ...process.argv.slice(2)], {
+// A per-test limit that leaves room for engine work on a busy 2-core machine (bun's default is 5 s).
+const test = spawn(process.execPath, ['test', '--timeout', '30000', ...process.argv.slice(2)], {
   stdio: 'inherit',
   env: { ...process.env, NODE_ENV: 'test', ...machine.env },
 });

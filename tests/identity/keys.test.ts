@@ -16,7 +16,8 @@ describe('rotation with an overlap window', () => {
   let p: TestPlatform;
   let guard: ReturnType<typeof startGuardedApp>;
   beforeAll(async () => {
-    p = await startTestPlatform({ services: ['identity'], env: { APP_IDENTITY_ACCESS_TTL_S: '2', APP_IDENTITY_KEY_OVERLAP_S: '3' } });
+    // Lifetimes long enough that a busy machine cannot expire `before` mid-test, short enough to wait out.
+    p = await startTestPlatform({ services: ['identity'], env: { APP_IDENTITY_ACCESS_TTL_S: '5', APP_IDENTITY_KEY_OVERLAP_S: '6' } });
     guard = startGuardedApp(p.bus);
   });
   afterAll(async () => {
@@ -49,7 +50,7 @@ describe('rotation with an overlap window', () => {
 
     await sleep(Math.max(0, rotated.previousPublishedUntil - Date.now()) + 100);
     expect(await jwksOf(p)).toEqual([rotated.kid]);
-  });
+  }, 30_000);
 
   test('rotation needs an admin', async () => {
     const res = await p.api('identity', '/keys/rotate', { method: 'POST', as: 'alice' });
