@@ -1,6 +1,7 @@
 // The workspace API's request and response schemas: the single source of validation, types and OpenAPI.
 import { t, type Static } from 'elysia';
 import { Type } from '@sinclair/typebox';
+import { DEFAULT_TEMPLATE } from './templates';
 import { WORKSPACE_STATUSES } from './workspaces.tables';
 
 /** Lowercase letters, digits, `.`, `_`, `-`; starts with a letter or digit; 1-63 characters (a DNS label's length). */
@@ -30,7 +31,7 @@ export const RepoSchema = t.Object(
 export const CreateWorkspaceBody = t.Object(
   {
     name: t.String({ pattern: NAME_PATTERN, minLength: 1, maxLength: 63, description: 'unique among all workspaces' }),
-    template: t.Optional(t.String({ minLength: 1, maxLength: 63, default: 'bun-typescript' })),
+    template: t.Optional(t.String({ minLength: 1, maxLength: 63, default: DEFAULT_TEMPLATE })),
     type: t.Optional(WorkspaceTypeSchema),
     port: t.Optional(JsonInteger({ minimum: 1024, maximum: 65535, description: 'host port of the code server; assigned from APP_WORKSPACE_PORT_RANGE when absent' })),
     repo: t.Optional(RepoSchema),

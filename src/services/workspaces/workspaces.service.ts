@@ -479,7 +479,7 @@ export class WorkspaceService {
     db.delete(workspaces).where(eq(workspaces.id, row.id)).run();
     if (row.containerId) this.cpuSamples.delete(row.containerId);
     this.diskSeen.delete(row.id);
-    this.publish('deleted', { ...row, status: row.status });
+    this.publish('deleted', row);
   }
 
   /** Records the move to an in-progress status if the current status allows it, atomically; else 409. */
@@ -526,8 +526,7 @@ export class WorkspaceService {
    */
   private async settle(id: string, expect?: 'running' | 'stopped'): Promise<void> {
     const row = this.row(id);
-    if (!row) return;
-    if (!row.containerId) return;
+    if (!row?.containerId) return;
     const state = await this.deps.engine.inspect(row.containerId);
     if (!state) {
       if (row.type === 'temporary') return this.destroyQuietly(row);
@@ -658,6 +657,3 @@ export class WorkspaceService {
     void this.deps.bus.publish(`evt.workspace.${event}`, payload).catch((e) => this.deps.log.warn('publish failed', errorFields(e)));
   }
 }
-
-// Re-exported for the logs and exec routes, which fetch a workspace through getOwned.
-export type { WorkspaceRow } from './workspaces.tables';
