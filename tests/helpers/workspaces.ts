@@ -1,8 +1,16 @@
 // Workspace-API calls the workspace tests share: a workspace's view, waiting for a status, a
-// running `minimal` workspace, error codes and the admin's stream counters.
+// running `minimal` workspace, error codes, the admin's stream counters, and the clean-up after.
 import { expect } from 'bun:test';
-import { waitFor } from './docker';
+import { keelInstance, removeInstanceObjects, waitFor } from './docker';
 import type { TestPlatform } from './platform';
+
+/** Stops the platform, then removes every container and volume its Keel made on the engine. */
+export async function closeAndClean(p: TestPlatform | undefined): Promise<void> {
+  if (!p) return;
+  const instance = keelInstance(p.dataDir); // read first: close removes the data dir
+  await p.close();
+  removeInstanceObjects(instance);
+}
 
 /** GET /api/workspaces/{id} as `as`: the HTTP status and the body. */
 export async function getWorkspace(p: TestPlatform, id: string, as = 'alice'): Promise<{ status: number; body: any }> {

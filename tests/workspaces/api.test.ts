@@ -2,18 +2,14 @@
 // envelope error model, and rate limits with a low configured limit.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { keelInstance, removeInstanceObjects } from '../helpers/docker';
+import { closeAndClean } from '../helpers/workspaces';
 
 let p: TestPlatform;
 
 beforeAll(async () => {
   p = await startTestPlatform({ services: ['workspaces'] });
 });
-afterAll(async () => {
-  const instance = keelInstance(p.dataDir);
-  await p?.close();
-  removeInstanceObjects(instance);
-});
+afterAll(() => closeAndClean(p));
 
 const base = () => p.url('workspaces');
 const post = (body: unknown, headers: Record<string, string> = {}) =>

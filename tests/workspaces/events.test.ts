@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { connect, type NatsConnection } from 'nats';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { docker, keelInstance, removeInstanceObjects, waitFor } from '../helpers/docker';
+import { docker, waitFor } from '../helpers/docker';
+import { closeAndClean } from '../helpers/workspaces';
 
 let nats: ReturnType<typeof Bun.spawn> | undefined;
 let client: NatsConnection;
@@ -25,9 +26,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  const instance = p ? keelInstance(p.dataDir) : '';
-  await p?.close();
-  if (instance) removeInstanceObjects(instance);
+  await closeAndClean(p);
   await client?.close();
   nats?.kill();
 });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { waitFor } from '../helpers/docker';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { sseReader } from '../helpers/sse';
-import { createRunning, errorCode, streamCounters, waitStatus } from '../helpers/workspaces';
+import { closeAndClean, createRunning, errorCode, streamCounters, waitStatus } from '../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
 
@@ -44,11 +44,7 @@ beforeAll(async () => {
   ws = (await createRunning(p, 'exec-main', { timeoutMs: 90_000 })).id;
 }, 120_000);
 
-afterAll(async () => {
-  // Leave no container or volume behind on the engine.
-  if (ws) await api(`/api/workspaces/${ws}?volumes=true`, { method: 'DELETE' });
-  await p?.close();
-}, 60_000);
+afterAll(() => closeAndClean(p), 60_000);
 
 describe('results', () => {
   test('a command answers exitCode, stdout, stderr, duration in ms and the flags', async () => {

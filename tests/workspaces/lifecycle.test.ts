@@ -3,20 +3,15 @@
 // ports, volumes, least privilege, and reconciliation with containers changed behind Keel's back.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { docker, inspect, keelInstance, removeInstanceObjects, waitFor } from '../helpers/docker';
-import { createRunning, getWorkspace, waitStatus } from '../helpers/workspaces';
+import { docker, inspect, waitFor } from '../helpers/docker';
+import { closeAndClean, createRunning, getWorkspace, waitStatus } from '../helpers/workspaces';
 
 let p: TestPlatform;
-let instance = '';
 
 beforeAll(async () => {
   p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_PORT_RANGE: '23000-23299' } });
-  instance = keelInstance(p.dataDir);
 }, 60_000);
-afterAll(async () => {
-  await p?.close();
-  if (instance) removeInstanceObjects(instance);
-});
+afterAll(() => closeAndClean(p));
 
 const api = (path: string, init?: Parameters<TestPlatform['api']>[2]) => p.api('workspaces', path, init);
 const json = async (res: Response) => ({ status: res.status, body: (await res.json()) as any });

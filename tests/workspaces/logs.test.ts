@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { waitFor } from '../helpers/docker';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { sseReader, type SseReader } from '../helpers/sse';
-import { createRunning, errorCode, streamCounters, waitStatus } from '../helpers/workspaces';
+import { closeAndClean, createRunning, errorCode, streamCounters, waitStatus } from '../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
 
@@ -60,11 +60,7 @@ beforeAll(async () => {
   ws = await createReady('logs-main');
 }, 120_000);
 
-afterAll(async () => {
-  // Leave no container or volume behind on the engine.
-  if (ws) await api(`/api/workspaces/${ws}?volumes=true`, { method: 'DELETE' });
-  await p?.close();
-}, 60_000);
+afterAll(() => closeAndClean(p), 60_000);
 
 describe('log entries', () => {
   test('every entry has an ISO timestamp, the service, a level and the message; the main process is service main', async () => {

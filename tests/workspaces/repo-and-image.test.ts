@@ -5,7 +5,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { docker, inspect, keelInstance, removeInstanceObjects, waitFor } from '../helpers/docker';
+import { docker, inspect, waitFor } from '../helpers/docker';
+import { closeAndClean } from '../helpers/workspaces';
 
 const IMAGE = `keel/minimal-test:${Date.now().toString(36)}`;
 let p: TestPlatform;
@@ -47,9 +48,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  const instance = p ? keelInstance(p.dataDir) : '';
-  await p?.close();
-  if (instance) removeInstanceObjects(instance);
+  await closeAndClean(p);
   daemon?.kill();
   docker('rmi', '-f', IMAGE);
   if (gitRoot) rmSync(gitRoot, { recursive: true, force: true });
