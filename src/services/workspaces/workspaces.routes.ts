@@ -21,6 +21,12 @@ const TRANSITIONS =
   '(poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with ' +
   '`details.status` and `details.allowedFrom`.';
 
+/** What start, stop and restart share: the id in, the in-progress status out, 409 for a move not allowed. */
+const transition = {
+  params: IdParams,
+  response: { 200: ActionResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
+};
+
 export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: WorkspaceService }) {
   const ws = deps.workspaces;
   return new Elysia({ name: 'workspaces.lifecycle', detail: { tags: ['workspaces'] } })
@@ -58,25 +64,22 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       detail: { summary: 'A workspace with its URLs and live stats (cpu, memory used / limit, disk used / total)' },
     })
     .post('/api/workspaces/:id/start', ({ actor, params }) => ws.start(actor, params.id), {
-      params: IdParams,
-      response: { 200: ActionResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
+      ...transition,
       detail: {
         summary: 'Start a stopped (or failed) workspace',
         description: `From stopped or failed (a container removed outside Keel is recreated over the kept volume). ${TRANSITIONS}`,
       },
     })
     .post('/api/workspaces/:id/stop', ({ actor, params, query }) => ws.stop(actor, params.id, query.force ?? false), {
-      params: IdParams,
+      ...transition,
       query: StopQuery,
-      response: { 200: ActionResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
       detail: {
         summary: 'Stop a workspace (force=true: SIGKILL)',
         description: `From running, starting or restarting (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. ${TRANSITIONS}`,
       },
     })
     .post('/api/workspaces/:id/restart', ({ actor, params }) => ws.restart(actor, params.id), {
-      params: IdParams,
-      response: { 200: ActionResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
+      ...transition,
       detail: { summary: 'Restart a workspace', description: `From running or stopped. ${TRANSITIONS}` },
     })
     .delete('/api/workspaces/:id', ({ actor, params, query }) => ws.remove(actor, params.id, query.volumes ?? false), {
