@@ -51,7 +51,7 @@ export const LogsEventStream = {
           'Server-Sent Events. First the tail, then each new line: an event without a name whose one `data:` line is a JSON Log entry. ' +
           'Idle streams get `: keep-alive` comments. A restart of the workspace does not end the stream. It ends with one of ' +
           '`event: end` (data `{"reason":"stopped"|"deleted"|"not-running"|"shutdown"}`), ' +
-          '`event: dropped` (data `{"reason":"slow-reader"}`, the client left more than 1 MiB unread) or ' +
+          '`event: dropped` (data `{"reason":"slow-reader","message":...}`, the client left more than 1 MiB unread) or ' +
           '`event: error` (data: the error body, the engine failed).',
       },
       example:

@@ -18,7 +18,7 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
       async ({ params, query, actor, request }) => {
         if (query.follow) {
           const start = await deps.logs.follow(actor, params.id, query);
-          // A Response passes through Elysia untouched (the 200 schema describes the JSON answer).
+          // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
           return sseResponse({ signal: request.signal, shutdown: deps.shutdown, shutdownEvent: { event: 'end', data: { reason: 'shutdown' } }, heartbeatMs: deps.heartbeatMs, start }) as unknown as { logs: LogEntry[] };
         }
         return { logs: await deps.logs.snapshot(actor, params.id, query) };
