@@ -124,7 +124,7 @@ export class WorkspaceService {
     return rows.map((r) => this.view(r));
   }
 
-  view(row: WorkspaceRow): WorkspaceView {
+  private view(row: WorkspaceRow): WorkspaceView {
     const host = this.deps.config.publicHost;
     return {
       id: row.id,
@@ -356,7 +356,7 @@ export class WorkspaceService {
   }
 
   /** The template's image: present, built offline (minimal), or pulled. One attempt at a time per image. */
-  ensureImage(template: Template): Promise<void> {
+  private ensureImage(template: Template): Promise<void> {
     const image = this.imageOf(template);
     let p = this.imageReady.get(image);
     if (!p) {
@@ -607,11 +607,6 @@ export class WorkspaceService {
     // A clone in flight is cut short; the workspace stays `creating` and the next start-up marks it failed.
     for (const a of this.provisioning.values()) a.abort();
     await Promise.race([Promise.allSettled([...this.chains.values()]), Bun.sleep(15_000)]);
-  }
-
-  /** Resolves when no engine work is queued for the workspace (tests and the bench wait on it). */
-  async idle(id: string): Promise<void> {
-    while (this.chains.has(id)) await this.chains.get(id);
   }
 
   // ---- plumbing ----------------------------------------------------------------------------
