@@ -204,8 +204,11 @@ export function createExecService(deps: { engine: LogsExecEngine; workspaces: Ow
         try {
           r = await launch(containerId, input, send);
         } catch (e) {
+          // The stream is open (e.g. the container stopped in between): its last event says why.
           clearInterval(poll);
-          throw e;
+          sink.send(toEnvelope(engineFailure(e)), 'error');
+          sink.close();
+          return () => {};
         }
         const running = r;
         r.exit.then(

@@ -28,6 +28,8 @@ interface Channel {
   ready: Promise<void>;
   /** Engine timestamp (fixed-width RFC 3339 ns, so strings compare in time order) of the last line. */
   lastTs: string;
+  /** Unix seconds when the channel opened: where a re-attach starts when no line came yet. */
+  openedAt: number;
   skipThrough: string;
   closed: boolean;
 }
@@ -95,7 +97,9 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; worksp
     if (ch.closed) return;
     if (running === true) {
       // The engine dropped a live stream (e.g. it restarted): pick up from the last line seen.
-      const since = ch.lastTs ? Math.floor(Date.parse(ch.lastTs.replace(/\.\d+Z$/, 'Z')) / 1000) : Math.floor(Date.now() / 1000);
+      // Without a line seen yet, start where the channel opened: lines written during the restart
+      // (the new container's first ones) must not be lost; a repeat of that second is the lesser harm.
+      const since = ch.lastTs ? Math.floor(Date.parse(ch.lastTs.replace(/\.\d+Z$/, 'Z')) / 1000) : ch.openedAt;
       ch.skipThrough = ch.lastTs;
       try {
         return await attach(ch, since);
@@ -119,7 +123,7 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; worksp
     async join(workspaceId: string, containerId: string, follower: Follower): Promise<() => void> {
       let ch = channels.get(containerId);
       if (!ch || ch.closed) {
-        const fresh: Channel = { workspaceId, containerId, followers: new Set(), ready: Promise.resolve(), lastTs: '', skipThrough: '', closed: false };
+        const fresh: Channel = { workspaceId, containerId, followers: new Set(), ready: Promise.resolve(), lastTs: '', openedAt: Math.floor(Date.now() / 1000), skipThrough: '', closed: false };
         fresh.ready = attach(fresh).catch((e) => {
           close(fresh);
           throw e;

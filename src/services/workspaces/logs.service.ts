@@ -1,7 +1,7 @@
 // Workspace logs: a snapshot of the last lines (running or stopped workspaces alike) and the live
 // follow, which joins the workspace's shared engine stream (logs.hub.ts). No HTTP here: the routes
 // hand a follow plan an SSE sink.
-import { toEnvelope } from '../../platform/errors';
+import { AppError, toEnvelope } from '../../platform/errors';
 import type { SseSink } from '../../platform/http/sse';
 import type { Actor } from '../../platform/http/workspace-auth';
 import type { LogsExecEngine } from './docker';
@@ -104,7 +104,9 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
             sink.sendEncoded(frame);
           },
           end(reason) {
-            sink.send({ reason }, 'end');
+            // An engine stream that broke for no lifecycle reason is a failure, not an ordinary end.
+            if (reason === 'error') sink.send(toEnvelope(new AppError('ENGINE_ERROR', 502, 'the engine log stream ended unexpectedly')), 'error');
+            else sink.send({ reason }, 'end');
             sink.close();
           },
         });
