@@ -38,9 +38,11 @@ export async function runCli(argv: string[]) {
   if (cmd === 'image') {
     if (rest[0] !== 'minimal') throw new Error('usage: keel image minimal');
     const { createEngine } = await import('./services/workspaces/docker');
-    const { buildMinimalImage, MINIMAL_IMAGE } = await import('./services/workspaces/minimal-image');
-    await buildMinimalImage(createEngine(process.env.DOCKER_HOST || undefined));
-    process.stdout.write(`built ${MINIMAL_IMAGE}\n`);
+    const { buildMinimalImage } = await import('./services/workspaces/minimal-image');
+    const { loadWorkspacesConfig } = await import('./services/workspaces/workspaces.config');
+    const settings = loadWorkspacesConfig(process.env);
+    await buildMinimalImage(createEngine(process.env.DOCKER_HOST || undefined), settings.minimalImage, settings.busyboxPath);
+    process.stdout.write(`built ${settings.minimalImage}\n`);
     return;
   }
   process.stderr.write(USAGE + '\n');

@@ -91,6 +91,22 @@ describe('bun run image:minimal', () => {
     expect(image.Config.Labels['dev.keel.image']).toBe('minimal');
     expect(docker('run', '--rm', 'keel/minimal:1', 'sh', '-c', 'id -un; test -d /tmp && test -w /workspace && echo ok').stdout).toBe('keel\nok');
   });
+
+  test('builds the tag the server would use (APP_WORKSPACE_MINIMAL_IMAGE)', () => {
+    const tag = 'keel/minimal-cli-test:1';
+    const r = Bun.spawnSync([process.execPath, 'src/cli.ts', 'image', 'minimal'], { cwd: join(import.meta.dir, '../..'), stdout: 'pipe', stderr: 'pipe', env: { ...process.env, APP_WORKSPACE_MINIMAL_IMAGE: tag } });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout.toString().trim()).toBe(`built ${tag}`);
+    expect(inspect('image', tag)).not.toBeNull();
+    docker('rmi', tag);
+  });
+
+  test('a busybox that is not statically linked is refused with the reason', () => {
+    const r = Bun.spawnSync([process.execPath, 'src/cli.ts', 'image', 'minimal'], { cwd: join(import.meta.dir, '../..'), stdout: 'pipe', stderr: 'pipe', env: { ...process.env, APP_WORKSPACE_MINIMAL_IMAGE: 'keel/minimal-never:1', APP_BUSYBOX_PATH: process.execPath } });
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr.toString()).toContain('is not statically linked');
+    expect(inspect('image', 'keel/minimal-never:1')).toBeNull();
+  });
 });
 
 describe('repos', () => {

@@ -6,7 +6,6 @@ import { tarArchive, type TarEntry } from './tar';
 import type { Engine } from './docker';
 
 export const MINIMAL_IMAGE = 'keel/minimal:1';
-const BUSYBOX = process.env.APP_BUSYBOX_PATH || '/bin/busybox';
 
 /** True when the ELF file has no program interpreter, i.e. runs without the host's libraries. */
 function isStaticElf(bin: Buffer): boolean {
@@ -18,22 +17,22 @@ function isStaticElf(bin: Buffer): boolean {
   return true;
 }
 
-async function appletPaths(): Promise<string[]> {
-  const p = Bun.spawn([BUSYBOX, '--list-full'], { stdout: 'pipe', stderr: 'ignore' });
+async function appletPaths(busybox: string): Promise<string[]> {
+  const p = Bun.spawn([busybox, '--list-full'], { stdout: 'pipe', stderr: 'ignore' });
   const out = await new Response(p.stdout).text();
-  if ((await p.exited) !== 0) throw new Error(`${BUSYBOX} --list-full failed`);
+  if ((await p.exited) !== 0) throw new Error(`${busybox} --list-full failed`);
   return out.split('\n').map((s) => s.trim()).filter((s) => s && !s.startsWith('/') && !s.includes('..'));
 }
 
 /** The root filesystem tar of the minimal image. */
-export async function minimalRootfs(): Promise<Buffer> {
+export async function minimalRootfs(busybox: string): Promise<Buffer> {
   let bin: Buffer;
   try {
-    bin = readFileSync(BUSYBOX);
+    bin = readFileSync(busybox);
   } catch {
-    throw new Error(`${BUSYBOX} is missing: install Debian's busybox-static`);
+    throw new Error(`${busybox} is missing: install Debian's busybox-static`);
   }
-  if (!isStaticElf(bin)) throw new Error(`${BUSYBOX} is not statically linked: install Debian's busybox-static`);
+  if (!isStaticElf(bin)) throw new Error(`${busybox} is not statically linked: install Debian's busybox-static`);
   const dir = (path: string, mode = 0o755, uid = 0): TarEntry => ({ type: 'dir', path, mode, uid, gid: uid });
   const file = (path: string, text: string, mode = 0o644): TarEntry => ({ type: 'file', path, mode, data: new TextEncoder().encode(text) });
   const entries: TarEntry[] = [
@@ -49,13 +48,13 @@ export async function minimalRootfs(): Promise<Buffer> {
     file('etc/hosts', '127.0.0.1 localhost\n'),
     file('etc/os-release', 'NAME="Keel minimal (busybox)"\nID=keel-minimal\n'),
   ];
-  for (const path of await appletPaths()) if (path !== 'bin/busybox') entries.push({ type: 'symlink', path, target: '/bin/busybox' });
+  for (const path of await appletPaths(busybox)) if (path !== 'bin/busybox') entries.push({ type: 'symlink', path, target: '/bin/busybox' });
   return tarArchive(entries);
 }
 
 /** Imports the minimal image into the engine as `ref` (replacing the tag if it exists). */
-export async function buildMinimalImage(engine: Engine, ref = MINIMAL_IMAGE): Promise<void> {
-  const rootfs = await minimalRootfs();
+export async function buildMinimalImage(engine: Engine, ref: string, busybox: string): Promise<void> {
+  const rootfs = await minimalRootfs(busybox);
   await engine.importImage(rootfs, ref, [
     'ENV PATH=/bin:/usr/bin:/sbin:/usr/sbin',
     'ENV HOME=/home/keel',

@@ -8,6 +8,12 @@ function readImageRef(env: Env, name: string, fallback: string): string {
   return v;
 }
 
+function readAbsolutePath(env: Env, name: string, fallback: string): string {
+  const v = readString(env, name, fallback);
+  if (!v.startsWith('/')) throw new ConfigError(name, 'must be an absolute path');
+  return v;
+}
+
 export interface WorkspacesConfig {
   anonymousLimit: number;
   authenticatedLimit: number;
@@ -17,6 +23,8 @@ export interface WorkspacesConfig {
   stopGraceSeconds: number;
   /** Tag of the offline-built minimal image (tests use their own tag). */
   minimalImage: string;
+  /** The statically linked busybox the minimal image is made of. */
+  busyboxPath: string;
 }
 
 export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
@@ -31,5 +39,6 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     cloneTimeoutMs: readInt(env, 'APP_WORKSPACE_CLONE_TIMEOUT', 120, 1, 3600) * 1000,
     stopGraceSeconds: readInt(env, 'APP_WORKSPACE_STOP_GRACE', 10, 0, 300),
     minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),
+    busyboxPath: readAbsolutePath(env, 'APP_BUSYBOX_PATH', '/bin/busybox'),
   };
 }

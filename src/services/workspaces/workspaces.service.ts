@@ -365,7 +365,7 @@ export class WorkspaceService {
         if (await engine.imageExists(image)) return;
         if (template.build === 'minimal') {
           this.deps.log.info('building the minimal image', { image });
-          await buildMinimalImage(engine, image);
+          await buildMinimalImage(engine, image, this.deps.settings.busyboxPath);
           return;
         }
         try {
