@@ -1,9 +1,10 @@
-// A Keel server in its own process for benchmarks (so its RSS is its own), with a temp data dir,
-// and helpers to create a running `minimal` workspace through the API.
+// A Keel server in its own process for benchmarks (so its RSS is its own), started like the tests'
+// (tests/helpers/process.ts), with a temp data dir and helpers to create a running `minimal` workspace.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mintToken } from '../src/platform/jwt';
+import { BUN, startKeel } from '../tests/helpers/process';
 
 const SECRET = 'b'.repeat(64);
 
@@ -21,42 +22,13 @@ export interface KeelProcess {
 
 export async function startKeelProcess(env: Record<string, string> = {}): Promise<KeelProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), 'keel-bench-'));
-  const root = join(import.meta.dir, '..');
-  const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      APP_LOG_LEVEL: 'info',
-      APP_SERVICES: 'workspaces',
-      APP_WORKSPACES_PORT: '0',
-      APP_DATA_DIR: dataDir,
-      APP_API_SECRET: SECRET,
-      APP_RATE_LIMIT_AUTHENTICATED: '1000000',
-      APP_QUIET_TOKEN: '1',
-      ...env,
-    },
-    stdout: 'ignore',
-    stderr: 'pipe',
-  });
-  // The start-up log line names the URL the service listens on.
-  const reader = proc.stderr.getReader();
-  const dec = new TextDecoder();
-  let buf = '';
-  let url = '';
-  const deadline = Date.now() + 30_000;
-  while (!url) {
-    if (Date.now() > deadline) throw new Error('keel did not start within 30 s');
-    const r = await reader.read();
-    if (r.done) throw new Error(`keel exited at start-up: ${buf.slice(-500)}`);
-    buf += dec.decode(r.value, { stream: true });
-    const m = /"msg":"service listening".*?"url":"([^"]+)"/.exec(buf);
-    if (m) url = m[1]!;
-  }
-  // Keep draining stderr so the server never blocks on a full pipe.
-  void (async () => {
-    for (;;) if ((await reader.read()).done) return;
-  })();
+  const keel = await startKeel(
+    [BUN, 'src/main.ts'],
+    { APP_DATA_DIR: dataDir, APP_API_SECRET: SECRET, APP_RATE_LIMIT_AUTHENTICATED: '1000000', APP_QUIET_TOKEN: '1', ...env },
+    ['workspaces'],
+  );
+  const url = keel.urls.workspaces!;
+  const proc = keel.proc;
 
   const token = (sub = 'bench', admin = false) => mintToken(SECRET, { sub, ttlSeconds: 3600, role: admin ? 'admin' : undefined });
   const api: KeelProcess['api'] = (path, init = {}) => {
@@ -92,8 +64,7 @@ export async function startKeelProcess(env: Record<string, string> = {}): Promis
     },
     async stop() {
       for (const id of created) await api(`/api/workspaces/${id}?volumes=true`, { method: 'DELETE' }).catch(() => undefined);
-      proc.kill('SIGTERM');
-      await proc.exited;
+      await keel.stop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
