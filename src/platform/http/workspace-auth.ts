@@ -72,5 +72,8 @@ export function workspaceAuth(opts: WorkspaceAuthOptions) {
     });
 }
 
+/** The plugin's type, for route modules that `.use()` the one instance their service created. */
+export type WorkspaceAuthPlugin = ReturnType<typeof workspaceAuth>;
+
 /** Ownership rule: admins act on everything; others only on what they own. */
 export const canAccess = (actor: Actor, owner: string) => actor.admin || actor.id === owner;

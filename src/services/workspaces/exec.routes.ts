@@ -4,7 +4,7 @@ import { Elysia } from 'elysia';
 import { sseResponse } from '../../platform/http/sse';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecEventStream, ExecResult, type ExecResult as ExecResultT } from './exec.model';
 import type { ExecService } from './exec.service';
-import type { WorkspaceAuthPlugin } from './logs.routes';
+import type { WorkspaceAuthPlugin } from '../../platform/http/workspace-auth';
 import { ErrorEnvelope, IdParams } from './workspaces.model';
 
 export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; shutdown: AbortSignal; heartbeatMs?: number }) {

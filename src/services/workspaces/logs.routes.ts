@@ -2,13 +2,11 @@
 import { Elysia, t } from 'elysia';
 import { AppError } from '../../platform/errors';
 import { sseResponse } from '../../platform/http/sse';
-import type { workspaceAuth } from '../../platform/http/workspace-auth';
+import type { WorkspaceAuthPlugin } from '../../platform/http/workspace-auth';
 import { LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
 import type { LogsService } from './logs.service';
 import type { ExecService } from './exec.service';
 import { ErrorEnvelope, IdParams } from './workspaces.model';
-
-export type WorkspaceAuthPlugin = ReturnType<typeof workspaceAuth>;
 
 export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; shutdown: AbortSignal; heartbeatMs?: number }) {
   return new Elysia({ name: 'workspaces.logs' })

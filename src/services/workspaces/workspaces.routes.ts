@@ -1,6 +1,6 @@
 // HTTP wiring of the workspace lifecycle: routes, schemas and status codes only; the rules live in workspaces.service.ts.
 import { Elysia } from 'elysia';
-import type { WorkspaceAuthPlugin } from './logs.routes';
+import type { WorkspaceAuthPlugin } from '../../platform/http/workspace-auth';
 import type { WorkspaceService } from './workspaces.service';
 import {
   ActionResult,
