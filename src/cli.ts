@@ -37,8 +37,8 @@ export async function runCli(argv: string[]) {
   }
   if (cmd === 'image') {
     if (rest[0] !== 'minimal') throw new Error('usage: keel image minimal');
-    const { createEngine } = await import('./services/workspaces/docker');
-    const { buildMinimalImage } = await import('./services/workspaces/minimal-image');
+    const { createEngine } = await import('./services/workspaces/engine/docker');
+    const { buildMinimalImage } = await import('./services/workspaces/engine/images');
     const { loadWorkspacesConfig } = await import('./services/workspaces/workspaces.config');
     const settings = loadWorkspacesConfig(process.env);
     await buildMinimalImage(createEngine(process.env.DOCKER_HOST || undefined), settings.minimalImage, settings.busyboxPath);

@@ -9,18 +9,18 @@ import { openapiDocs } from '../../platform/http/openapi';
 import { workspaceAuth } from '../../platform/http/workspace-auth';
 import { newId, errorFields } from '../../platform/runtime';
 import type { Service, ServiceDeps } from '../../platform/service';
-import { createEngine, logsExecEngine } from './docker';
-import { createExecService } from './exec.service';
-import { execRoutes } from './exec.routes';
-import { createLogHub } from './logs.hub';
-import { createLogsService } from './logs.service';
-import { logsRoutes } from './logs.routes';
-import { loadLogsExecConfig } from './logs.config';
+import { createEngine, logsExecEngine } from './engine/docker';
+import { createExecService } from './exec/exec.service';
+import { execRoutes } from './exec/exec.routes';
+import { createLogHub } from './logs/logs.hub';
+import { createLogsService } from './logs/logs.service';
+import { logsRoutes } from './logs/logs.routes';
+import { loadLogsExecConfig } from './logs/logs.config';
 import { loadWorkspacesConfig } from './workspaces.config';
-import { workspacesRoutes } from './workspaces.routes';
-import { WorkspaceService } from './workspaces.service';
+import { workspacesRoutes } from './lifecycle/lifecycle.routes';
+import { WorkspaceService } from './lifecycle/lifecycle.service';
 
-export type { WorkspaceService } from './workspaces.service';
+export type { WorkspaceService } from './lifecycle/lifecycle.service';
 
 /** This Keel's identity on the engine, kept in the data dir so a restart recognizes its containers. */
 function instanceId(dataDir: string): string {

@@ -1,6 +1,6 @@
 // The workspaces service's own environment variables, parsed once (a bad value stops start-up naming it).
 import { ConfigError, readInt, readString, type Env } from '../../platform/config';
-import { MINIMAL_IMAGE } from './minimal-image';
+import { MINIMAL_IMAGE } from './engine/images';
 
 function readImageRef(env: Env, name: string, fallback: string): string {
   const v = readString(env, name, fallback);

@@ -2,9 +2,9 @@
 // NATS client (as a webhook service in another process would) sees evt.workspace.* after each change.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { connect, type NatsConnection } from 'nats';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { docker, waitFor } from '../helpers/docker';
-import { closeAndClean } from '../helpers/workspaces';
+import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
+import { docker, waitFor } from '../../helpers/docker';
+import { closeAndClean } from '../../helpers/workspaces';
 
 let nats: ReturnType<typeof Bun.spawn> | undefined;
 let client: NatsConnection;

@@ -2,10 +2,10 @@
 // workdir, env, timeout kill of the whole process tree, output caps, binary output, the streaming
 // variant, client disconnects, validation, ownership and a stopped workspace.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { waitFor } from '../helpers/docker';
-import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { sseReader } from '../helpers/sse';
-import { closeAndClean, createRunning, errorCode, streamCounters, waitStatus } from '../helpers/workspaces';
+import { waitFor } from '../../helpers/docker';
+import { requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
+import { sseReader } from '../../helpers/sse';
+import { closeAndClean, createRunning, errorCode, streamCounters, waitStatus } from '../../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
 

@@ -5,9 +5,9 @@ import { Database } from 'bun:sqlite';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { docker, inspect, keelInstance, removeInstanceObjects } from '../helpers/docker';
-import { waitStatus } from '../helpers/workspaces';
+import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
+import { docker, inspect, keelInstance, removeInstanceObjects } from '../../helpers/docker';
+import { waitStatus } from '../../helpers/workspaces';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'keel-restart-'));
 const env = { APP_WORKSPACE_PORT_RANGE: '23500-23599' };

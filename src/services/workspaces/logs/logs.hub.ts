@@ -1,10 +1,10 @@
 // Fan-out of live logs: every follower of one workspace shares one engine log stream. The stream
 // opens with the first follower and closes as soon as the last one leaves; each line is parsed and
 // serialised once, then handed to every follower whose service filter matches.
-import { encodeEvent } from '../../platform/http/sse';
-import type { Actor } from '../../platform/http/workspace-auth';
-import type { Logger } from '../../platform/runtime';
-import type { LogsExecEngine, LogStreamHandle } from './docker';
+import { encodeEvent } from '../../../platform/http/sse';
+import type { Actor } from '../../../platform/http/workspace-auth';
+import type { Logger } from '../../../platform/runtime';
+import type { LogsExecEngine, LogStreamHandle } from '../engine/docker';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
 import type { OwnedWorkspaces } from './logs.service';
 

@@ -2,7 +2,7 @@
 import { t, type Static } from 'elysia';
 import { Type } from '@sinclair/typebox';
 import { DEFAULT_TEMPLATE } from './templates';
-import { WORKSPACE_STATUSES } from './workspaces.tables';
+import { WORKSPACE_STATUSES } from '../workspaces.tables';
 
 /** Lowercase letters, digits, `.`, `_`, `-`; starts with a letter or digit; 1-63 characters (a DNS label's length). */
 export const NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$';

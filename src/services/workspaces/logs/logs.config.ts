@@ -1,5 +1,5 @@
 // Environment variables of logs and exec, parsed once (a bad value stops start-up naming it).
-import { readInt, type Env } from '../../platform/config';
+import { readInt, type Env } from '../../../platform/config';
 
 export interface LogsExecConfig {
   /** Milliseconds between `: keep-alive` comments on idle SSE streams (log follow, streaming exec). */

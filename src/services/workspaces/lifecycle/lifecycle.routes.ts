@@ -1,7 +1,7 @@
 // HTTP wiring of the workspace lifecycle: routes, schemas and status codes only; the rules live in workspaces.service.ts.
 import { Elysia } from 'elysia';
-import type { WorkspaceAuthPlugin } from '../../platform/http/workspace-auth';
-import type { WorkspaceService } from './workspaces.service';
+import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
+import type { WorkspaceService } from './lifecycle.service';
 import {
   ActionResult,
   CreatedWorkspace,
@@ -14,7 +14,7 @@ import {
   StopQuery,
   WorkspaceList,
   WorkspaceWithStats,
-} from './workspaces.model';
+} from './lifecycle.model';
 
 const TRANSITIONS =
   'Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it ' +

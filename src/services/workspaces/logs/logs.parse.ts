@@ -1,7 +1,7 @@
 // Turns one engine log line into a Log entry: the engine's timestamp, the service that wrote it
 // (read back from the supervisor's tag, or `main` for the container's own process), an honest
 // level and the message. Structured JSON lines keep their own level and message.
-import { RS, US } from './supervisor';
+import { RS, US } from '../lifecycle/supervisor';
 import type { LogEntry, LogLevel } from './logs.model';
 
 /** Service name of what the container's main process writes (CONTRACT.md: a service of its own). */

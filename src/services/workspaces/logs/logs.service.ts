@@ -1,14 +1,14 @@
 // Workspace logs: a snapshot of the last lines (running or stopped workspaces alike) and the live
 // follow, which joins the workspace's shared engine stream (logs.hub.ts). No HTTP here: the routes
 // hand a follow plan an SSE sink.
-import { AppError, toEnvelope } from '../../platform/errors';
-import type { SseSink } from '../../platform/http/sse';
-import type { Actor } from '../../platform/http/workspace-auth';
-import type { LogsExecEngine } from './docker';
+import { AppError, toEnvelope } from '../../../platform/errors';
+import type { SseSink } from '../../../platform/http/sse';
+import type { Actor } from '../../../platform/http/workspace-auth';
+import type { LogsExecEngine } from '../engine/docker';
 import type { LogHub } from './logs.hub';
 import { FOLLOWER_BACKLOG_MAX, LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
-import { engineFailure } from './workspaces.service';
+import { engineFailure } from '../lifecycle/lifecycle.service';
 
 /** What logs and exec need of the lifecycle: the workspace if the actor may see it, else WORKSPACE_NOT_FOUND. */
 export interface OwnedWorkspaces {

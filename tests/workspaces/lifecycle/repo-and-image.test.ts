@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { docker, inspect, waitFor } from '../helpers/docker';
-import { closeAndClean } from '../helpers/workspaces';
+import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
+import { docker, inspect, waitFor } from '../../helpers/docker';
+import { closeAndClean } from '../../helpers/workspaces';
 
 const IMAGE = `keel/minimal-test:${Date.now().toString(36)}`;
 let p: TestPlatform;
@@ -82,7 +82,7 @@ describe('the minimal image', () => {
 
 describe('bun run image:minimal', () => {
   test('builds the minimal image offline and says so', () => {
-    const r = Bun.spawnSync([process.execPath, 'src/cli.ts', 'image', 'minimal'], { cwd: join(import.meta.dir, '../..'), stdout: 'pipe', stderr: 'pipe', env: process.env });
+    const r = Bun.spawnSync([process.execPath, 'src/cli.ts', 'image', 'minimal'], { cwd: join(import.meta.dir, '../../..'), stdout: 'pipe', stderr: 'pipe', env: process.env });
     expect(r.stderr.toString()).toBe('');
     expect(r.exitCode).toBe(0);
     expect(r.stdout.toString().trim()).toBe('built keel/minimal:1');
@@ -94,7 +94,7 @@ describe('bun run image:minimal', () => {
 
   test('builds the tag the server would use (APP_WORKSPACE_MINIMAL_IMAGE)', () => {
     const tag = 'keel/minimal-cli-test:1';
-    const r = Bun.spawnSync([process.execPath, 'src/cli.ts', 'image', 'minimal'], { cwd: join(import.meta.dir, '../..'), stdout: 'pipe', stderr: 'pipe', env: { ...process.env, APP_WORKSPACE_MINIMAL_IMAGE: tag } });
+    const r = Bun.spawnSync([process.execPath, 'src/cli.ts', 'image', 'minimal'], { cwd: join(import.meta.dir, '../../..'), stdout: 'pipe', stderr: 'pipe', env: { ...process.env, APP_WORKSPACE_MINIMAL_IMAGE: tag } });
     expect(r.exitCode).toBe(0);
     expect(r.stdout.toString().trim()).toBe(`built ${tag}`);
     expect(inspect('image', tag)).not.toBeNull();
@@ -102,7 +102,7 @@ describe('bun run image:minimal', () => {
   });
 
   test('a busybox that is not statically linked is refused with the reason', () => {
-    const r = Bun.spawnSync([process.execPath, 'src/cli.ts', 'image', 'minimal'], { cwd: join(import.meta.dir, '../..'), stdout: 'pipe', stderr: 'pipe', env: { ...process.env, APP_WORKSPACE_MINIMAL_IMAGE: 'keel/minimal-never:1', APP_BUSYBOX_PATH: process.execPath } });
+    const r = Bun.spawnSync([process.execPath, 'src/cli.ts', 'image', 'minimal'], { cwd: join(import.meta.dir, '../../..'), stdout: 'pipe', stderr: 'pipe', env: { ...process.env, APP_WORKSPACE_MINIMAL_IMAGE: 'keel/minimal-never:1', APP_BUSYBOX_PATH: process.execPath } });
     expect(r.exitCode).toBe(1);
     expect(r.stderr.toString()).toContain('is not statically linked');
     expect(inspect('image', 'keel/minimal-never:1')).toBeNull();

@@ -3,8 +3,8 @@
 // supervisor runs beside the main command, the container ports behind the workspace URLs, and limits.
 import { t, type Static } from 'elysia';
 import { Value } from '@sinclair/typebox/value';
-import bunTypescript from '../../../templates/bun-typescript/template.json';
-import minimal from '../../../templates/minimal/template.json';
+import bunTypescript from '../../../../templates/bun-typescript/template.json';
+import minimal from '../../../../templates/minimal/template.json';
 
 const ContainerPort = t.Integer({ minimum: 1, maximum: 65535 });
 

@@ -7,21 +7,21 @@
 // the engine reports. Engine events (a container that dies or is removed behind Keel's back) queue a
 // reconciliation that does the same, unless an operation is queued and will settle it anyway.
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import { AppError } from '../../platform/errors';
-import type { Bus } from '../../platform/bus/bus';
-import type { Config } from '../../platform/config';
-import type { Db } from '../../platform/db';
-import { canAccess, type Actor } from '../../platform/http/workspace-auth';
-import { errorFields, isoNow, newId, type Clock, type Logger } from '../../platform/runtime';
-import { EngineError, LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from './docker';
-import { buildMinimalImage } from './minimal-image';
+import { AppError } from '../../../platform/errors';
+import type { Bus } from '../../../platform/bus/bus';
+import type { Config } from '../../../platform/config';
+import type { Db } from '../../../platform/db';
+import { canAccess, type Actor } from '../../../platform/http/workspace-auth';
+import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
+import { EngineError, LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/docker';
+import { buildMinimalImage } from '../engine/images';
 import { allocatePorts, hostPortFree } from './ports';
 import { CloneError, cloneRepo, repoUrlProblem, scrubUrls, tarDirectory } from './repo-clone';
 import { supervisorScript } from './supervisor';
 import { DEFAULT_TEMPLATE, templates, type Template } from './templates';
-import type { CreateWorkspaceInput, WorkspaceView } from './workspaces.model';
-import type { WorkspacesConfig } from './workspaces.config';
-import { workspaces, type WorkspaceRow, type WorkspaceStatus, type WorkspaceType } from './workspaces.tables';
+import type { CreateWorkspaceInput, WorkspaceView } from './lifecycle.model';
+import type { WorkspacesConfig } from '../workspaces.config';
+import { workspaces, type WorkspaceRow, type WorkspaceStatus, type WorkspaceType } from '../workspaces.tables';
 
 export const MOUNT_PATH = '/workspace';
 

@@ -1,11 +1,11 @@
 // HTTP wiring of command execution: a JSON result, or SSE output with `stream: true`.
-import { AppError, toEnvelope } from '../../platform/errors';
+import { AppError, toEnvelope } from '../../../platform/errors';
 import { Elysia } from 'elysia';
-import { sseResponse } from '../../platform/http/sse';
+import { sseResponse } from '../../../platform/http/sse';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecEventStream, ExecResult, type ExecResult as ExecResultT } from './exec.model';
 import type { ExecService } from './exec.service';
-import type { WorkspaceAuthPlugin } from '../../platform/http/workspace-auth';
-import { ErrorEnvelope, IdParams } from './workspaces.model';
+import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
+import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
 
 export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; shutdown: AbortSignal; heartbeatMs?: number }) {
   return new Elysia({ name: 'workspaces.exec' })

@@ -2,9 +2,9 @@
 // create, get with stats, list filters, ownership, start/stop/restart/delete, the state machine,
 // ports, volumes, least privilege, and reconciliation with containers changed behind Keel's back.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { docker, inspect, waitFor } from '../helpers/docker';
-import { closeAndClean, createRunning, getWorkspace, waitStatus } from '../helpers/workspaces';
+import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
+import { docker, inspect, waitFor } from '../../helpers/docker';
+import { closeAndClean, createRunning, getWorkspace, waitStatus } from '../../helpers/workspaces';
 
 let p: TestPlatform;
 

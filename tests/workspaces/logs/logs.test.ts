@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '../helpers/docker';
-import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { sseReader, type SseReader } from '../helpers/sse';
-import { closeAndClean, createRunning, errorCode, streamCounters, waitStatus } from '../helpers/workspaces';
+import { waitFor } from '../../helpers/docker';
+import { requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
+import { sseReader, type SseReader } from '../../helpers/sse';
+import { closeAndClean, createRunning, errorCode, streamCounters, waitStatus } from '../../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
 

@@ -1,12 +1,12 @@
 // HTTP wiring of workspace logs (JSON and live SSE) and of the stream counters admins read.
 import { Elysia, t } from 'elysia';
-import { AppError } from '../../platform/errors';
-import { sseResponse } from '../../platform/http/sse';
-import type { WorkspaceAuthPlugin } from '../../platform/http/workspace-auth';
+import { AppError } from '../../../platform/errors';
+import { sseResponse } from '../../../platform/http/sse';
+import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
 import type { LogsService } from './logs.service';
-import type { ExecService } from './exec.service';
-import { ErrorEnvelope, IdParams } from './workspaces.model';
+import type { ExecService } from '../exec/exec.service';
+import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
 
 export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; shutdown: AbortSignal; heartbeatMs?: number }) {
   return new Elysia({ name: 'workspaces.logs' })

@@ -1,13 +1,13 @@
 // Command execution in a running workspace: `sh -c` with a workdir, env and timeout. A small wrapper
 // reports the command's pid first (an engine exec process leads its own process group), so at the
 // timeout, or when the client goes away, Keel kills the whole group through a second exec.
-import { AppError, toEnvelope } from '../../platform/errors';
-import type { SseSink } from '../../platform/http/sse';
-import type { Actor } from '../../platform/http/workspace-auth';
-import type { ExecHandle, LogsExecEngine, StdStream } from './docker';
+import { AppError, toEnvelope } from '../../../platform/errors';
+import type { SseSink } from '../../../platform/http/sse';
+import type { Actor } from '../../../platform/http/workspace-auth';
+import type { ExecHandle, LogsExecEngine, StdStream } from '../engine/docker';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXIT_TIMED_OUT, type ExecExit, type ExecInput, type ExecResult } from './exec.model';
-import type { OwnedWorkspaces } from './logs.service';
-import { engineFailure } from './workspaces.service';
+import type { OwnedWorkspaces } from '../logs/logs.service';
+import { engineFailure } from '../lifecycle/lifecycle.service';
 
 const MARK_PID = '\x1ekeel-pid ';
 const MARK_NO_WORKDIR = '\x1ekeel-no-workdir';
