@@ -19,6 +19,11 @@ import { loadLogsExecConfig } from './logs/logs.config';
 import { loadWorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { WorkspaceService } from './lifecycle/lifecycle.service';
+import { loadAgentConfig } from './agent/agent.config';
+import { agentRoutes } from './agent/agent.routes';
+import { createAgentService } from './agent/agent.service';
+import { createAgentStore } from './agent/agent.store';
+import { createProviders } from './agent/providers/providers';
 
 export type { WorkspaceService } from './lifecycle/lifecycle.service';
 
@@ -53,6 +58,16 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
   const hub = createLogHub({ engine: lx, log: deps.log, workspaces });
   const logs = createLogsService({ engine: lx, hub, workspaces });
   const exec = createExecService({ engine: lx, workspaces });
+  const agentConfig = loadAgentConfig(deps.config.env);
+  const agent = createAgentService({
+    store: createAgentStore(deps.db),
+    providers: createProviders(agentConfig.providers),
+    shell: exec,
+    workspaces,
+    config: agentConfig,
+    clock: deps.clock,
+    log: deps.log.child({ feature: 'agent' }),
+  });
   const auth = workspaceAuth({
     secret: deps.config.apiSecret,
     anonymousLimit: settings.anonymousLimit,
@@ -66,13 +81,14 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
         title: 'Keel workspace API',
         component: 'workspaces',
         description:
-          'Containerized development workspaces on a Docker engine: lifecycle, logs and command execution. ' +
+          'Containerized development workspaces on a Docker engine: lifecycle, logs, command execution and agent sessions. ' +
           'Every /api route needs `Authorization: Bearer <JWT>` (HS256, APP_API_SECRET). Errors are `{ error: { code, message, details } }`. ' +
           'Responses carry X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset; past the limit: 429 RATE_LIMITED with Retry-After.',
         tags: [
           { name: 'workspaces', description: 'Workspace lifecycle' },
           { name: 'logs', description: 'Workspace logs' },
           { name: 'exec', description: 'Commands in a workspace' },
+          { name: 'agent', description: 'Agent sessions that act in their workspace' },
           { name: 'probes', description: 'Health and version' },
         ],
       }),
@@ -81,7 +97,8 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces }))
     .use(logsRoutes({ auth, logs, exec, shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs }))
-    .use(execRoutes({ auth, exec, shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs }));
+    .use(execRoutes({ auth, exec, shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs }))
+    .use(agentRoutes({ auth, agent, config: agentConfig, shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs }));
 
   return {
     app,
@@ -89,10 +106,12 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     async start() {
       // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
       workspaces.watch();
+      agent.recover();
       await workspaces.reconcileAll().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
     },
     async stop() {
       hub.closeAll();
+      await agent.close();
       await workspaces.close();
     },
   };

@@ -1,0 +1,117 @@
+// The agent tables' queries, prepared once. Events are written one by one as they happen (bun:sqlite
+// is synchronous and WAL commits do not wait for the disk), so what a client saw is what is stored.
+import { and, asc, count, desc, eq, gt, isNull, sql } from 'drizzle-orm';
+import type { Db } from '../../../platform/db';
+import { agentEvents, agentMessages, agentSessions, type AgentMessageRow, type AgentSessionRow } from './agent.tables';
+import type { AgentEvent, Usage } from './agent.model';
+
+export const EVENT_PAGE = 500;
+
+export function createAgentStore(db: Db) {
+  const byId = db.select().from(agentSessions).where(eq(agentSessions.id, sql.placeholder('id'))).prepare();
+  const insertEvent = db
+    .insert(agentEvents)
+    .values({ sessionId: sql.placeholder('sessionId'), seq: sql.placeholder('seq'), event: sql.placeholder('event'), data: sql.placeholder('data'), createdAt: sql.placeholder('createdAt') })
+    .prepare();
+  const eventsAfter = db
+    .select()
+    .from(agentEvents)
+    .where(and(eq(agentEvents.sessionId, sql.placeholder('sessionId')), gt(agentEvents.seq, sql.placeholder('after'))))
+    .orderBy(asc(agentEvents.seq))
+    .limit(sql.placeholder('limit'))
+    .prepare();
+  const lastSeq = db
+    .select({ seq: agentEvents.seq })
+    .from(agentEvents)
+    .where(eq(agentEvents.sessionId, sql.placeholder('sessionId')))
+    .orderBy(desc(agentEvents.seq))
+    .limit(1)
+    .prepare();
+  const messageCount = sql<number>`(SELECT count(*) FROM ${agentMessages} WHERE ${agentMessages.sessionId} = ${agentSessions.id})`;
+
+  return {
+    session: (id: string): AgentSessionRow | undefined => byId.get({ id }),
+
+    list(owner: string | null): (AgentSessionRow & { messageCount: number })[] {
+      const q = db.select({ s: agentSessions, messageCount }).from(agentSessions);
+      const rows = (owner === null ? q : q.where(eq(agentSessions.owner, owner))).orderBy(asc(agentSessions.createdAt), asc(agentSessions.id)).all();
+      return rows.map((r) => ({ ...r.s, messageCount: Number(r.messageCount) }));
+    },
+
+    insertSession(row: AgentSessionRow) {
+      db.insert(agentSessions).values(row).run();
+    },
+
+    deleteSession(id: string) {
+      db.delete(agentSessions).where(eq(agentSessions.id, id)).run();
+    },
+
+    messages: (sessionId: string): AgentMessageRow[] =>
+      db.select().from(agentMessages).where(eq(agentMessages.sessionId, sessionId)).orderBy(asc(agentMessages.ordinal)).all(),
+
+    messageCount: (sessionId: string): number =>
+      db.select({ n: count() }).from(agentMessages).where(eq(agentMessages.sessionId, sessionId)).get()?.n ?? 0,
+
+    insertMessage(row: AgentMessageRow) {
+      db.insert(agentMessages).values(row).run();
+    },
+
+    /** What a running turn has said so far (at each tool result and step end). */
+    saveProgress(messageId: string, p: { content: string; toolCalls: string; parts: string; usage: Usage }) {
+      db.update(agentMessages)
+        .set({ content: p.content, toolCalls: p.toolCalls, parts: p.parts, promptTokens: p.usage.promptTokens, completionTokens: p.usage.completionTokens, totalTokens: p.usage.totalTokens })
+        .where(eq(agentMessages.id, messageId))
+        .run();
+    },
+
+    /** Ends a turn in one transaction: the reply, the session's totals and the last event. */
+    finishTurn(
+      sessionId: string,
+      messageId: string,
+      p: { content: string; toolCalls: string; parts: string; usage: Usage; finishReason: string },
+      last: { seq: number; event: AgentEvent['event']; data: string },
+      at: string,
+    ) {
+      db.transaction((tx) => {
+        tx.update(agentMessages)
+          .set({
+            content: p.content,
+            toolCalls: p.toolCalls,
+            parts: p.parts,
+            finishReason: p.finishReason,
+            promptTokens: p.usage.promptTokens,
+            completionTokens: p.usage.completionTokens,
+            totalTokens: p.usage.totalTokens,
+          })
+          .where(eq(agentMessages.id, messageId))
+          .run();
+        tx.update(agentSessions)
+          .set({
+            promptTokens: sql`${agentSessions.promptTokens} + ${p.usage.promptTokens}`,
+            completionTokens: sql`${agentSessions.completionTokens} + ${p.usage.completionTokens}`,
+            totalTokens: sql`${agentSessions.totalTokens} + ${p.usage.totalTokens}`,
+            updatedAt: at,
+          })
+          .where(eq(agentSessions.id, sessionId))
+          .run();
+        tx.insert(agentEvents).values({ sessionId, seq: last.seq, event: last.event, data: last.data, createdAt: at }).run();
+      });
+    },
+
+    appendEvent(sessionId: string, seq: number, event: AgentEvent['event'], data: string, createdAt: string) {
+      insertEvent.run({ sessionId, seq, event, data, createdAt });
+    },
+
+    eventsAfter(sessionId: string, after: number, limit = EVENT_PAGE): AgentEvent[] {
+      return eventsAfter.all({ sessionId, after, limit }).map((r) => ({ id: r.seq, event: r.event, data: JSON.parse(r.data) }));
+    },
+
+    lastEventId: (sessionId: string): number => lastSeq.get({ sessionId })?.seq ?? 0,
+
+    /** Assistant messages whose turn never ended: Keel stopped (or crashed) while they ran. */
+    unfinishedTurns: (): AgentMessageRow[] =>
+      db.select().from(agentMessages).where(and(eq(agentMessages.role, 'assistant'), isNull(agentMessages.finishReason))).all(),
+  };
+}
+
+export type AgentStore = ReturnType<typeof createAgentStore>;
