@@ -1,6 +1,13 @@
 // Schemas of the agent-session API: request bodies, the views, and the SSE protocol's description.
 import { t, type Static } from 'elysia';
 
+/**
+ * Unknown fields are refused, not dropped: Elysia's normalisation strips properties a schema does not
+ * name when `additionalProperties` is false, but keeps and checks them against a schema, here one that
+ * nothing matches. A misspelt `sytem` in a context is an error, never a silently ignored prompt.
+ */
+const strict = { additionalProperties: t.Never() } as const;
+
 export const MESSAGE_MAX_CHARS = 100_000;
 
 /**
@@ -24,7 +31,7 @@ export const AgentContext = t.Object(
     ),
   },
   {
-    additionalProperties: false,
+    ...strict,
     description: 'What the model sees on every turn, as system text: `system`, then `instructions` as a list, then `notes` as `name: value` lines. Unknown fields are refused.',
   },
 );
@@ -41,7 +48,7 @@ export const CreateSessionBody = t.Object(
     }),
     context: t.Optional(AgentContext),
   },
-  { additionalProperties: false },
+  strict,
 );
 export type CreateSessionInput = Static<typeof CreateSessionBody>;
 
@@ -50,7 +57,7 @@ export const SendMessageBody = t.Object(
     message: t.String({ minLength: 1, maxLength: MESSAGE_MAX_CHARS }),
     stream: t.Optional(t.Boolean({ default: false, description: 'true: answer text/event-stream (see the 200 response)' })),
   },
-  { additionalProperties: false },
+  strict,
 );
 
 export const SessionParams = t.Object({ id: t.String({ minLength: 1, maxLength: 128 }) });

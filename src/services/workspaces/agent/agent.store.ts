@@ -27,7 +27,8 @@ export function createAgentStore(db: Db) {
     .orderBy(desc(agentEvents.seq))
     .limit(1)
     .prepare();
-  const messageCount = sql<number>`(SELECT count(*) FROM ${agentMessages} WHERE ${agentMessages.sessionId} = ${agentSessions.id})`;
+  // Spelled out: inside a subquery drizzle would leave both columns unqualified.
+  const messageCount = sql<number>`(SELECT count(*) FROM "agent_messages" m WHERE m."session_id" = "agent_sessions"."id")`;
 
   return {
     session: (id: string): AgentSessionRow | undefined => byId.get({ id }),
