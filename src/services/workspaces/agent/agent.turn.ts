@@ -69,7 +69,12 @@ export async function runTurn(providers: Providers, input: TurnInput): Promise<T
 
   try {
     const result = streamText({
-      model: providers.model(input.model),
+      model: providers.model(input.model, (u) => {
+        p.usage.promptTokens += u.promptTokens;
+        p.usage.completionTokens += u.completionTokens;
+        p.usage.totalTokens += u.promptTokens + u.completionTokens;
+        input.onProgress(p);
+      }),
       system: input.system,
       messages: [...input.history, { role: 'user', content: input.message }],
       tools: input.tools,
@@ -98,8 +103,6 @@ export async function runTurn(providers: Providers, input: TurnInput): Promise<T
         case 'finish-step':
           steps++;
           lastStepReason = part.finishReason;
-          addUsage(p.usage, part.usage);
-          input.onProgress(p);
           break;
         case 'error':
           failure = part.error;
@@ -119,14 +122,6 @@ export async function runTurn(providers: Providers, input: TurnInput): Promise<T
 
 function stopReason(reason: unknown): FinishReason {
   return reason === 'cancelled' || reason === 'time-limit' || reason === 'interrupted' ? reason : 'cancelled';
-}
-
-function addUsage(sum: Usage, u: { inputTokens?: number; outputTokens?: number; totalTokens?: number }) {
-  const prompt = u.inputTokens ?? 0;
-  const completion = u.outputTokens ?? 0;
-  sum.promptTokens += prompt;
-  sum.completionTokens += completion;
-  sum.totalTokens += u.totalTokens ?? prompt + completion;
 }
 
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 2000);

@@ -3,7 +3,7 @@
 // OpenAI goes through Chat Completions (`.chat()`), the API every compatible server implements.
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
-import { APICallError, RetryError, type LanguageModel } from 'ai';
+import { APICallError, RetryError, wrapLanguageModel, type LanguageModelMiddleware } from 'ai';
 import { AppError } from '../../../../platform/errors';
 import type { ProviderSettings } from '../agent.config';
 
@@ -45,9 +45,14 @@ export function createProviders(settings: ProviderSettings) {
       return { provider: provider as ProviderName, name };
     },
 
-    model(model: string): LanguageModel {
+    /**
+     * The model, reporting the usage of each provider call as soon as that call's answer ends: the
+     * SDK reports a step's usage only after its tools ran, and a turn cancelled during a tool must
+     * still count the call that asked for it.
+     */
+    model(model: string, onCallUsage: (u: CallUsage) => void) {
       const { provider, name } = this.check(model);
-      return provider === 'openai' ? openai!.chat(name) : anthropic!(name);
+      return wrapLanguageModel({ model: provider === 'openai' ? openai!.chat(name) : anthropic!(name), middleware: usageTap(onCallUsage) });
     },
 
     /** A provider failure as the API reports it: 502 UPSTREAM_ERROR, the provider's status and reason. */
@@ -66,6 +71,27 @@ export function createProviders(settings: ProviderSettings) {
       return new AppError('UPSTREAM_ERROR', 502, `the model provider failed${status ? ` (HTTP ${status})` : ''}: ${reason}`, {
         details: { provider, ...(status ? { status } : {}), attempts },
       });
+    },
+  };
+}
+
+export interface CallUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+function usageTap(onCallUsage: (u: CallUsage) => void): LanguageModelMiddleware {
+  return {
+    specificationVersion: 'v3',
+    async wrapStream({ doStream }) {
+      const r = await doStream();
+      const tap = new TransformStream<(typeof r.stream extends ReadableStream<infer P> ? P : never)>({
+        transform(part, c) {
+          if (part.type === 'finish') onCallUsage({ promptTokens: part.usage.inputTokens.total ?? 0, completionTokens: part.usage.outputTokens.total ?? 0 });
+          c.enqueue(part);
+        },
+      });
+      return { ...r, stream: r.stream.pipeThrough(tap) };
     },
   };
 }
