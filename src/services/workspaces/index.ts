@@ -67,6 +67,7 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     config: agentConfig,
     clock: deps.clock,
     log: deps.log.child({ feature: 'agent' }),
+    shutdown: deps.shutdown,
   });
   const auth = workspaceAuth({
     secret: deps.config.apiSecret,

@@ -113,7 +113,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
       {
         params: SessionParams,
         body: SendMessageBody,
-        response: { 200: AssistantReply, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 500: ErrorEnvelope, 502: ErrorEnvelope },
+        response: { 200: AssistantReply, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 500: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
         detail: {
           tags: ['agent'],
           summary: 'Send a message; the assistant may act in the workspace through tools',
@@ -124,7 +124,8 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
             'Either way the turn runs to its end when the client leaves, and its events stay in the log (GET .../events).\n\n' +
             `\`finishReason\`: ${FINISH_REASONS.join(', ')}. ${limits}\n\n` +
             'Errors: 400 INVALID_REQUEST (bad body; the model\'s provider not configured), 404 SESSION_NOT_FOUND, 409 SESSION_BUSY (a turn is in flight), ' +
-            '502 UPSTREAM_ERROR (the provider failed: its status and reason, never credentials; with `stream: true` this is the `error` event).',
+            '502 UPSTREAM_ERROR (the provider failed: its status and reason, never credentials; with `stream: true` this is the `error` event), ' +
+            '503 SHUTTING_DOWN (Keel is stopping; turns in flight end as `interrupted`).',
           responses: { 200: AgentEventStream('The Assistant reply; with `stream: true` a text/event-stream') },
         },
       },

@@ -25,6 +25,8 @@ export interface AgentServiceDeps {
   config: AgentConfig;
   clock: Clock;
   log: Logger;
+  /** Aborted when Keel begins to stop: turns end at once as `interrupted` (requests waiting on them answer). */
+  shutdown: AbortSignal;
 }
 
 interface LiveTurn {
@@ -50,6 +52,14 @@ const notFound = () => new AppError('SESSION_NOT_FOUND', 404, 'agent session not
 export function createAgentService(deps: AgentServiceDeps) {
   const { store, clock, config } = deps;
   const turns = new Map<string, LiveTurn>();
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      const running = [...turns.values()];
+      for (const live of running) live.controller.abort('interrupted' satisfies StopReason);
+      await Promise.all(running.map((l) => l.result));
+    })());
+  deps.shutdown.addEventListener('abort', () => void close(), { once: true });
 
   function owned(actor: Actor, id: string): AgentSessionRow {
     const row = store.session(id);
@@ -277,6 +287,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     send(actor: Actor, id: string, message: string): { result: LiveTurn['result']; events: AsyncIterable<AgentEvent> } {
       const row = owned(actor, id);
       deps.providers.check(row.model);
+      if (closing) throw new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; send the message again once it is back');
       if (turns.has(id)) throw new AppError('SESSION_BUSY', 409, 'a turn is in flight in this session; wait for its done event or cancel it', { details: { sessionId: id } });
       const history = store.messages(id);
       const afterEventId = store.lastEventId(id);
@@ -324,11 +335,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     recover,
 
     /** Shutdown: every turn in flight ends now as `interrupted`, stored before the database closes. */
-    async close() {
-      const running = [...turns.values()];
-      for (const live of running) live.controller.abort('interrupted' satisfies StopReason);
-      await Promise.all(running.map((l) => l.result));
-    },
+    close,
 
     /** Turns in flight (for tests and operators). */
     get active() {
