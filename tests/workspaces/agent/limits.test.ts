@@ -1,13 +1,28 @@
 // The three limits of a turn, each with a small value set by its variable: model calls per message,
 // tokens per session and wall time per turn. A limit ends the turn with its finishReason, never an error.
+// The same platform also has Anthropic configured at an address where nothing listens.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { waitFor } from '../../helpers/docker';
 import { createSession, deltas, readAll, send, startAgentRig, type AgentRig } from './agent-helpers';
 
 let rig: AgentRig;
 
+/** A loopback port nothing listens on (bound, then released). */
+function closedPort(): number {
+  const s = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } });
+  const port = s.port;
+  s.stop(true);
+  return port;
+}
+
 beforeAll(async () => {
-  rig = await startAgentRig('agent-limits', { APP_AGENT_MAX_STEPS: '3', APP_AGENT_MAX_SESSION_TOKENS: '1500', APP_AGENT_TURN_TIMEOUT_MS: '1500' });
+  rig = await startAgentRig('agent-limits', {
+    APP_AGENT_MAX_STEPS: '3',
+    APP_AGENT_MAX_SESSION_TOKENS: '1500',
+    APP_AGENT_TURN_TIMEOUT_MS: '1500',
+    ANTHROPIC_API_KEY: 'sk-ant-test-secret-value-123456',
+    ANTHROPIC_BASE_URL: `http://127.0.0.1:${closedPort()}/v1`,
+  });
 }, 120_000);
 afterAll(() => rig.close(), 60_000);
 
@@ -52,4 +67,17 @@ test('a turn that outlives APP_AGENT_TURN_TIMEOUT_MS ends with time-limit, its c
   expect(done).toMatchObject({ event: 'done', data: { finishReason: 'time-limit' } });
   expect(done.data.content).toBe(deltas(evs));
   await waitFor('the provider to see the abort', () => rig.fake.aborts > aborts, 10_000, 20);
+});
+
+test('a provider that cannot be reached is 502 UPSTREAM_ERROR naming it, and the key stays secret', async () => {
+  const res = await rig.api('/api/agent/sessions', { method: 'POST', json: { workspaceId: rig.ws, model: 'anthropic/claude-sonnet-4-5' } });
+  expect(res.status).toBe(201);
+  const s = await res.json();
+  const reply = await send(rig, s.id, 'hi');
+  expect(reply.status).toBe(502);
+  const text = await reply.text();
+  expect(text).not.toContain('sk-ant-test-secret');
+  const body = JSON.parse(text);
+  expect(body.error.code).toBe('UPSTREAM_ERROR');
+  expect(body.error.details.provider).toBe('anthropic');
 });
