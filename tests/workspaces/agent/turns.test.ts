@@ -154,6 +154,16 @@ describe('cancel and one turn at a time', () => {
     expect(await (await send(rig, s.id, 'after')).json()).toMatchObject({ content: 'fine', finishReason: 'stop' });
   });
 
+  test('of messages sent at the same moment, one starts a turn and the others are 409 SESSION_BUSY', async () => {
+    const s = await createSession(rig, 'echo');
+    rig.fake.queue({ text: ['only ', 'one'], delayMs: 50 });
+    const answers = await Promise.all(Array.from({ length: 5 }, () => send(rig, s.id, 'race')));
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 409, 409, 409, 409]);
+    const messages = (await getSession(s.id)).messages;
+    expect(messages.map((m: any) => m.role)).toEqual(['user', 'assistant']);
+  });
+
   test('cancel with no turn in flight answers cancelled: false', async () => {
     const s = await createSession(rig, 'echo');
     const res = await rig.api(`/api/agent/sessions/${s.id}/cancel`, { method: 'POST' });
