@@ -61,7 +61,7 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; worksp
     let frame: Uint8Array | undefined;
     for (const f of ch.followers) {
       if (f.service !== undefined && f.service !== line.service) continue;
-      frame ??= encodeEvent(toEntry(line));
+      frame ??= encodeEvent({ data: toEntry(line) });
       f.deliver(line, frame);
     }
   };
