@@ -61,6 +61,7 @@ const HEADERS = {
 /** Bytes the stream holds before the client counts as behind (the platform's own buffer). */
 const HIGH_WATER = 64 * 1024;
 const LINE_BREAK = /[\r\n\0]/;
+const KEEP_ALIVE = enc.encode(': keep-alive\n\n');
 
 function field(name: string, value: string): string {
   // A line break would end the field early and let the value forge fields of its own.
@@ -97,16 +98,15 @@ export function createSse(opts: SseOptions) {
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     let closed = false;
     let wakeDemand: (() => void) | undefined;
-    let wakeIdle: (() => void) | undefined;
 
     const finish = () => {
       if (closed) return;
       closed = true;
       request.signal.removeEventListener('abort', finish);
       opts.shutdown.removeEventListener('abort', onShutdown);
+      clearTimeout(heartbeat);
       stop.abort();
       wakeDemand?.();
-      wakeIdle?.();
       try {
         controller.close();
       } catch {}
@@ -120,6 +120,7 @@ export function createSse(opts: SseOptions) {
 
     const write = (bytes: Uint8Array) => {
       if (closed) return;
+      lastFrame = performance.now();
       try {
         controller.enqueue(bytes);
       } catch {
@@ -143,29 +144,23 @@ export function createSse(opts: SseOptions) {
     /** Resolves once the client has room (without a backlog, events are read only as it reads). */
     const demand = () => (closed || (controller.desiredSize ?? 0) > 0 ? undefined : new Promise<void>((r) => (wakeDemand = r)));
 
-    /** The next item; a keep-alive each time the wait for it lasts heartbeatMs (idle, never between events). */
-    async function next(): Promise<IteratorResult<SseItem>> {
-      const pending = iterator.next();
-      for (;;) {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const idle = new Promise<'idle'>((r) => {
-          wakeIdle = () => r('idle');
-          timer = setTimeout(wakeIdle, heartbeatMs);
-        });
-        const r = await Promise.race([pending, idle]);
-        clearTimeout(timer);
-        if (r !== 'idle') return r;
-        if (closed) return { done: true, value: undefined };
-        write(enc.encode(': keep-alive\n\n'));
-      }
-    }
+    // One timer per stream, not one per event: each frame only notes its time, and the timer, when
+    // it fires, pings if nothing was sent for heartbeatMs or else waits out the rest of the period.
+    let lastFrame = performance.now();
+    let heartbeat: ReturnType<typeof setTimeout> | undefined;
+    const beat = () => {
+      if (closed) return;
+      const quiet = performance.now() - lastFrame;
+      if (quiet >= heartbeatMs) write(KEEP_ALIVE);
+      heartbeat = setTimeout(beat, quiet >= heartbeatMs ? heartbeatMs : heartbeatMs - quiet);
+    };
 
     async function pump() {
       try {
         for (;;) {
           if (!o.backlog) await demand();
           if (closed) return;
-          const r = await next();
+          const r = await iterator.next();
           if (closed || r.done) break;
           write(r.value instanceof Uint8Array ? r.value : encodeEvent(r.value));
         }
@@ -184,6 +179,7 @@ export function createSse(opts: SseOptions) {
           request.signal.addEventListener('abort', finish, { once: true });
           opts.shutdown.addEventListener('abort', onShutdown, { once: true });
           write(enc.encode(': connected\n\n'));
+          heartbeat = setTimeout(beat, heartbeatMs);
           void pump();
         },
         pull() {

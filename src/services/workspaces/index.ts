@@ -51,7 +51,7 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     instance: instanceId(deps.config.dataDir),
   });
   const lxSettings = loadLogsExecConfig(deps.config.env);
-  const hub = createLogHub({ engine: lx, log: deps.log, workspaces });
+  const hub = createLogHub({ engine: lx, log: deps.log, clock: deps.clock, workspaces });
   const logs = createLogsService({ engine: lx, hub, workspaces });
   const exec = createExecService({ engine: lx, workspaces });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
