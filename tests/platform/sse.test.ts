@@ -210,6 +210,22 @@ describe('end of a stream', () => {
     expect(await r.collect(() => false)).toEqual([{ data: '1' }, { event: 'exit', data: '{"code":0}' }]);
     expect(await r.next()).toBeNull();
   });
+  test('a producer that throws ends the stream after what it sent, and the failure is logged', async () => {
+    const warnings: string[] = [];
+    routes['/throws'] = (req) => {
+      const s = createSse({ shutdown: shutdown.signal, heartbeatMs: HEARTBEAT_MS, log: { warn: (msg) => warnings.push(msg) } }).open(req);
+      return s.respond(
+        (async function* () {
+          yield { data: 'first' };
+          throw new Error('producer bug');
+        })(),
+      );
+    };
+    const r = sseReader(await fetch(url('/throws')));
+    expect(await r.collect(() => false)).toEqual([{ data: '"first"' }]);
+    expect(await r.next()).toBeNull();
+    expect(warnings).toEqual(['event stream producer failed']);
+  });
 });
 
 describe('backlog', () => {

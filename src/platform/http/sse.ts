@@ -98,6 +98,11 @@ export function createSse(opts: SseOptions) {
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     let closed = false;
     let wakeDemand: (() => void) | undefined;
+    // The heartbeat is one timer per stream, not one per event (1,000 followers of a busy log would
+    // pay for 1,000 timers a line): a frame only notes its time; the timer pings if nothing went out
+    // for heartbeatMs, else waits out the rest of the period. A monotonic clock: this is a duration.
+    let lastFrame = performance.now();
+    let heartbeat: ReturnType<typeof setTimeout> | undefined;
 
     const finish = () => {
       if (closed) return;
@@ -144,10 +149,6 @@ export function createSse(opts: SseOptions) {
     /** Resolves once the client has room (without a backlog, events are read only as it reads). */
     const demand = () => (closed || (controller.desiredSize ?? 0) > 0 ? undefined : new Promise<void>((r) => (wakeDemand = r)));
 
-    // One timer per stream, not one per event: each frame only notes its time, and the timer, when
-    // it fires, pings if nothing was sent for heartbeatMs or else waits out the rest of the period.
-    let lastFrame = performance.now();
-    let heartbeat: ReturnType<typeof setTimeout> | undefined;
     const beat = () => {
       if (closed) return;
       const quiet = performance.now() - lastFrame;
