@@ -6,6 +6,7 @@ import { Elysia } from 'elysia';
 import { errorHandling } from '../../platform/http/errors';
 import { healthRoutes } from '../../platform/http/health';
 import { openapiDocs } from '../../platform/http/openapi';
+import { createSse } from '../../platform/http/sse';
 import { workspaceAuth } from '../../platform/http/workspace-auth';
 import { newId, errorFields } from '../../platform/runtime';
 import type { Service, ServiceDeps } from '../../platform/service';
@@ -55,9 +56,10 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     instance: instanceId(deps.config.dataDir),
   });
   const lxSettings = loadLogsExecConfig(deps.config.env);
-  const hub = createLogHub({ engine: lx, log: deps.log, workspaces });
+  const hub = createLogHub({ engine: lx, log: deps.log, clock: deps.clock, workspaces });
   const logs = createLogsService({ engine: lx, hub, workspaces });
   const exec = createExecService({ engine: lx, workspaces });
+  const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
   const agentConfig = loadAgentConfig(deps.config.env);
   const agent = createAgentService({
     store: createAgentStore(deps.db),
@@ -97,9 +99,9 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     .use(healthRoutes('workspaces'))
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces }))
-    .use(logsRoutes({ auth, logs, exec, shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs }))
-    .use(execRoutes({ auth, exec, shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs }))
-    .use(agentRoutes({ auth, agent, config: agentConfig, shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs }));
+    .use(logsRoutes({ auth, logs, exec, sse }))
+    .use(execRoutes({ auth, exec, sse }))
+    .use(agentRoutes({ auth, agent, config: agentConfig, sse }));
 
   return {
     app,

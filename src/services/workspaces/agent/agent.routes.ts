@@ -1,8 +1,8 @@
 // HTTP wiring of agent sessions: JSON answers, and the SSE answers (message stream, event log) made
-// from the service's AsyncIterable of events by one adapter, `eventStream`.
+// by the platform's SSE adapter from the service's AsyncIterable of events (each with its `id:`).
 import { Elysia } from 'elysia';
 import { AppError } from '../../../platform/errors';
-import { sseResponse } from '../../../platform/http/sse';
+import { lastEventId, type Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { ErrorEnvelope } from '../lifecycle/lifecycle.model';
 import {
@@ -17,49 +17,24 @@ import {
   Session,
   SessionList,
   SessionParams,
-  type AgentEvent,
   type AssistantReply as AssistantReplyT,
 } from './agent.model';
 import type { AgentService } from './agent.service';
 import type { AgentConfig } from './agent.config';
 
-interface StreamDeps {
-  shutdown: AbortSignal;
-  heartbeatMs?: number;
-}
-
-/** The events as SSE, each with its `id:`; the iterator is closed when the client leaves (the turn goes on). */
-function eventStream(events: AsyncIterable<AgentEvent>, request: Request, deps: StreamDeps): Response {
-  return sseResponse({
-    signal: request.signal,
-    shutdown: deps.shutdown,
-    heartbeatMs: deps.heartbeatMs,
-    start(sink) {
-      const it = events[Symbol.asyncIterator]();
-      void (async () => {
-        try {
-          for (let r = await it.next(); !r.done && !sink.closed; r = await it.next()) {
-            sink.send(r.value.data, r.value.event, String(r.value.id));
-            // A slow reader holds back only its own copy; the turn and the log go on.
-            while (!sink.closed && sink.backlog > 1024 * 1024) await Bun.sleep(20);
-          }
-        } finally {
-          sink.close();
-        }
-      })();
-      return () => void it.return?.();
-    },
-  });
-}
-
 /** `Last-Event-ID` (wins) or `?after=N`; 0 replays the whole log. */
-function resumePoint(header: string | null, after: number | undefined): number {
-  if (header === null || header.trim() === '') return after ?? 0;
-  if (!/^\d{1,15}$/.test(header.trim())) throw new AppError('INVALID_REQUEST', 400, 'Last-Event-ID must be an event id (a whole number)', { details: { header: 'last-event-id' } });
-  return Number(header.trim());
+function resumePoint(header: string | undefined, after: number | undefined): number {
+  if (header === undefined) return after ?? 0;
+  if (!/^\d{1,15}$/.test(header)) throw new AppError('INVALID_REQUEST', 400, 'Last-Event-ID must be an event id (a whole number)', { details: { header: 'last-event-id' } });
+  return Number(header);
 }
 
-export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentService; config: AgentConfig } & StreamDeps) {
+/**
+ * The SSE answers: no backlog option, so events are read as the client reads (they come from the log
+ * and the turn's memory; a slow client holds back only itself), and no shutdown event: the turn then
+ * ends as `interrupted` in the log, which a client resumes from once Keel is back.
+ */
+export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentService; config: AgentConfig; sse: Sse }) {
   const { agent } = deps;
   const limits =
     `Limits: ${deps.config.maxSteps} model calls per message (APP_AGENT_MAX_STEPS; then finishReason \`step-limit\`), ` +
@@ -104,8 +79,11 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
       '/api/agent/sessions/:id/messages',
       async ({ params, body, actor, request }) => {
         const turn = agent.send(actor, params.id, body.message);
-        // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
-        if (body.stream) return eventStream(turn.events, request, deps) as unknown as AssistantReplyT;
+        if (body.stream) {
+          const stream = deps.sse.open(request);
+          // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
+          return stream.respond(turn.follow(stream.signal)) as unknown as AssistantReplyT;
+        }
         const { reply, error } = await turn.result;
         if (error) throw error;
         return reply;
@@ -133,8 +111,9 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     .get(
       '/api/agent/sessions/:id/events',
       ({ params, query, actor, request }) => {
-        const after = resumePoint(request.headers.get('last-event-id'), query.after);
-        return eventStream(agent.events(actor, params.id, after), request, deps);
+        const after = resumePoint(lastEventId(request), query.after);
+        const stream = deps.sse.open(request);
+        return stream.respond(agent.events(actor, params.id, after, stream.signal));
       },
       {
         params: SessionParams,

@@ -170,29 +170,41 @@ export function createAgentService(deps: AgentServiceDeps) {
     return { reply, error: o.error };
   }
 
-  /** The log after `after`, then the events of the turn in flight (when one is), until it ends. */
-  async function* follow(sessionId: string, after: number, live: LiveTurn | undefined): AsyncGenerator<AgentEvent> {
+  /**
+   * The log after `after`, then the events of the turn in flight (when one is), until it ends or
+   * `signal` aborts (the stream's end: its wait must not outlive the client).
+   */
+  async function* follow(sessionId: string, after: number, live: LiveTurn | undefined, signal: AbortSignal): AsyncGenerator<AgentEvent> {
     let last = after;
     for (;;) {
       const page = store.eventsAfter(sessionId, last);
       for (const e of page) {
+        if (signal.aborted) return;
         yield e;
         last = e.id;
       }
       if (page.length === 0) break;
     }
     if (!live) return;
-    for (;;) {
-      let i = Math.max(0, last - live.afterEventId);
-      while (i < live.events.length) {
-        const e = live.events[i++]!;
-        if (e.id <= last) continue;
-        yield e;
-        last = e.id;
+    const stopWaiting = Promise.withResolvers<void>();
+    const onAbort = () => stopWaiting.resolve();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        let i = Math.max(0, last - live.afterEventId);
+        while (i < live.events.length) {
+          const e = live.events[i++]!;
+          if (e.id <= last) continue;
+          if (signal.aborted) return;
+          yield e;
+          last = e.id;
+        }
+        if (live.ended || signal.aborted) return;
+        live.wake ??= Promise.withResolvers<void>();
+        await Promise.race([live.wake.promise, stopWaiting.promise]);
       }
-      if (live.ended) return;
-      live.wake ??= Promise.withResolvers<void>();
-      await live.wake.promise;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
     }
   }
 
@@ -281,10 +293,10 @@ export function createAgentService(deps: AgentServiceDeps) {
     },
 
     /**
-     * Starts a turn and answers at once: `result` settles when it ends, `events` follows it from its
-     * first event. The turn runs to its end whoever listens (a client that leaves stops nothing).
+     * Starts a turn and answers at once: `result` settles when it ends, `follow` yields its events from
+     * the first. The turn runs to its end whoever listens (a client that leaves stops nothing).
      */
-    send(actor: Actor, id: string, message: string): { result: LiveTurn['result']; events: AsyncIterable<AgentEvent> } {
+    send(actor: Actor, id: string, message: string): { result: LiveTurn['result']; follow(signal: AbortSignal): AsyncIterable<AgentEvent> } {
       const row = owned(actor, id);
       deps.providers.check(row.model);
       if (closing) throw new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; send the message again once it is back');
@@ -314,13 +326,13 @@ export function createAgentService(deps: AgentServiceDeps) {
         deps.log.error('agent turn failed unexpectedly', { session: id, ...errorFields(e) });
         return finish(live, { content: live.content, toolCalls: live.toolCalls, parts: [], usage: live.usage, finishReason: 'error', error: new AppError('INTERNAL_ERROR', 500, 'the turn failed inside Keel') });
       });
-      return { result: live.result, events: follow(id, afterEventId, live) };
+      return { result: live.result, follow: (signal) => follow(id, afterEventId, live, signal) };
     },
 
     /** The session's events after `after`, then the turn in flight until its end (at once when none). */
-    events(actor: Actor, id: string, after: number): AsyncIterable<AgentEvent> {
+    events(actor: Actor, id: string, after: number, signal: AbortSignal): AsyncIterable<AgentEvent> {
       owned(actor, id);
-      return follow(id, after, turns.get(id));
+      return follow(id, after, turns.get(id), signal);
     },
 
     async cancel(actor: Actor, id: string): Promise<{ id: string; cancelled: boolean }> {

@@ -1,29 +1,26 @@
 // HTTP wiring of command execution: a JSON result, or SSE output with `stream: true`.
 import { AppError, toEnvelope } from '../../../platform/errors';
 import { Elysia } from 'elysia';
-import { sseResponse } from '../../../platform/http/sse';
+import type { Sse } from '../../../platform/http/sse';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecEventStream, ExecResult, type ExecResult as ExecResultT } from './exec.model';
 import type { ExecService } from './exec.service';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
 
-export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; shutdown: AbortSignal; heartbeatMs?: number }) {
+const SHUTDOWN_EVENT = { event: 'error', data: toEnvelope(new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; the command was stopped')) };
+
+export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; sse: Sse }) {
   return new Elysia({ name: 'workspaces.exec' })
     .use(deps.auth)
     .post(
       '/api/workspaces/:id/exec',
       async ({ params, body, actor, request }) => {
         if (body.stream) {
-          const start = await deps.exec.stream(actor, params.id, body);
-          // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
-          return sseResponse({
-            signal: request.signal,
-            shutdown: deps.shutdown,
-            // Closing the stream kills the command, as a disconnect does; the client learns why.
-            shutdownEvent: { event: 'error', data: toEnvelope(new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; the command was stopped')) },
-            heartbeatMs: deps.heartbeatMs,
-            start,
-          }) as unknown as ExecResultT;
+          const stream = deps.sse.open(request);
+          const events = await deps.exec.stream(actor, params.id, body, stream.signal);
+          // Ending the stream kills the command, as a disconnect does; the client learns why. No backlog:
+          // a slow client slows the command down. The cast only satisfies the JSON 200 schema's type.
+          return stream.respond(events, { shutdownEvent: SHUTDOWN_EVENT }) as unknown as ExecResultT;
         }
         return deps.exec.run(actor, params.id, body, request.signal);
       },
