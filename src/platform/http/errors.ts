@@ -22,8 +22,29 @@ function validationIssues(e: ValidationError): Issue[] {
     return e.all.slice(0, 1).map((i: any) => ({ in: 'query', property: typeof title === 'string' ? `/${title}` : '/', detail: i.message }));
   }
   const where = e.type === 'params' ? 'path' : e.type;
-  // TypeBox messages describe the expectation, never the value received.
-  return e.all.slice(0, 10).map((i: any) => ({ in: where, property: i.path || '/', detail: i.message }));
+  const root = ((e.validator as { schema?: unknown } | undefined)?.schema ?? e.validator) as Schema | undefined;
+  // TypeBox messages describe the expectation, never the value received; pointers are cut to what the schema declares.
+  return e.all.slice(0, 10).map((i: any) => ({ in: where, property: declaredPointer(root, i.path || '/'), detail: i.message }));
+}
+
+type Schema = { properties?: Record<string, Schema>; items?: Schema };
+
+/**
+ * The part of a JSON pointer that names declared schema properties (and array indexes). A key the
+ * schema does not declare (an unexpected property, a record's key) was written by the client and is
+ * not repeated: the pointer stops at its parent.
+ */
+function declaredPointer(root: Schema | undefined, pointer: string): string {
+  const kept: string[] = [];
+  let schema = root;
+  for (const raw of pointer.split('/').slice(1)) {
+    const seg = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (schema?.properties && Object.hasOwn(schema.properties, seg)) schema = schema.properties[seg];
+    else if (schema?.items && /^\d{1,9}$/.test(seg)) schema = schema.items;
+    else break;
+    kept.push(raw);
+  }
+  return '/' + kept.join('/');
 }
 
 /** Turns any thrown thing into an AppError for the given error model. */
