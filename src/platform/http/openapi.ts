@@ -44,6 +44,25 @@ function addJsonRequestBodies(doc: Document, routes: InternalRoute[]) {
     requestBody.content = { 'application/json': { schema: JSON.parse(JSON.stringify(body)) } };
   }
 }
+
+const PARSE_REFUSAL =
+  'The body was refused before validation: not JSON, nested deeper than 32 levels, or using a reserved key ' +
+  '(`__proto__`, `constructor`, `prototype`); see docs/api-hardening.md.';
+
+/**
+ * Every operation that takes a body can answer 400 from the hardened parser. Where a route does not
+ * declare a 400 itself, one is added with the route's own error schema (that of its first 4xx).
+ */
+function addParseRefusals(doc: Document) {
+  for (const item of Object.values(doc.paths)) {
+    for (const op of Object.values(item) as (Schema & { responses?: Responses })[]) {
+      if (!isObject(op) || !op.requestBody || !op.responses || op.responses['400']) continue;
+      const errorStatus = Object.keys(op.responses).find((s) => s.startsWith('4'));
+      if (!errorStatus) continue;
+      op.responses['400'] = { description: PARSE_REFUSAL, content: op.responses[errorStatus]!.content };
+    }
+  }
+}
 const isObject = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isNullSchema = (v: unknown) => isObject(v) && v.type === 'null';
 
@@ -147,6 +166,7 @@ export function openapiDocs(opts: {
       if (path !== specPath) return;
       addDetailResponses(responseValue as Document, routes());
       addJsonRequestBodies(responseValue as Document, routes());
+      addParseRefusals(responseValue as Document);
       normalizeSchemas(responseValue as Document);
     })
     .use(docs);
