@@ -72,7 +72,7 @@ export function toAppError(code: string | number, error: unknown, style: ErrorSt
       const details = { reason: refusal.reason, ...(refusal.reason === 'depth' ? { limit: MAX_JSON_DEPTH } : {}) };
       return style === 'envelope'
         ? new AppError('INVALID_REQUEST', 400, refusal.message, { details })
-        : new AppError('parse', 400, refusal.message.replace(/^t/, 'T'), { details });
+        : new AppError('parse', 400, refusal.message[0]!.toUpperCase() + refusal.message.slice(1), { details });
     }
     return style === 'envelope'
       ? new AppError('INVALID_REQUEST', 400, 'the request body is not valid JSON')
@@ -127,8 +127,8 @@ export function errorHandling(style: ErrorStyle, opts: { production: boolean; lo
 
 /**
  * Makes the hardened parser (platform/json.ts) the only reader of request bodies, on every route of
- * the app it is used in: JSON media types go through it; form bodies (multipart, whose fields Elysia
- * would JSON.parse without those checks, and urlencoded) are refused: no Keel route takes a form. Other types (text,
+ * the app it is used in. JSON media types go through it. Form bodies are refused (no Keel route takes
+ * a form, and Elysia would JSON.parse multipart fields without those checks). Other types (text,
  * octet-stream) stay Elysia's and never become objects, so the route's schema refuses them. An empty
  * body is no body (null), as for a POST without one. Refusals reach onError as PARSE (see toAppError).
  */
