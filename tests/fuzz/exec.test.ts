@@ -15,7 +15,8 @@ let schema: Record<string, any>;
 
 beforeAll(async () => {
   requireTestEnv('DOCKER_HOST');
-  p = await startTestPlatform({ services: ['workspaces'] });
+  // A port range of its own: other test files (and other runs on a shared engine) hold ports of the default one.
+  p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_PORT_RANGE: '24600-24649' } });
   id = (await createRunning(p, `fuzz-exec-${Date.now().toString(36)}`)).id;
   const doc = (await (await fetch(p.url('workspaces') + '/openapi.json')).json()) as any;
   schema = doc.paths['/api/workspaces/{id}/exec'].post.requestBody.content['application/json'].schema;

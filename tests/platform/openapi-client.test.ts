@@ -16,7 +16,8 @@ let dir: string;
 
 beforeAll(async () => {
   requireTestEnv('DOCKER_HOST');
-  p = await startTestPlatform({ services: ['workspaces'] });
+  // A port range of its own: other test files (and other runs on a shared engine) hold ports of the default one.
+  p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_PORT_RANGE: '24650-24699' } });
   dir = mkdtempSync(join(tmpdir(), 'keel-openapi-client-'));
   symlinkSync(join(REPO, 'node_modules'), join(dir, 'node_modules'));
 });
