@@ -38,7 +38,8 @@ export function createProviders(settings: ProviderSettings) {
       }
       if (!(configured as string[]).includes(provider)) {
         const list = configured.length ? configured.join(', ') : 'none (set OPENAI_API_KEY, OPENAI_BASE_URL or ANTHROPIC_API_KEY)';
-        throw new AppError('INVALID_REQUEST', 400, `provider "${provider.slice(0, 40)}" is not configured; configured providers: ${list}`, {
+        // The received name is not repeated (nothing a client sent comes back in an error).
+        throw new AppError('INVALID_REQUEST', 400, `the model's provider is not configured; configured providers: ${list}`, {
           details: { property: '/model', configured },
         });
       }
