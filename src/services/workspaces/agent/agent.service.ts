@@ -47,6 +47,9 @@ interface LiveTurn {
   result: Promise<{ reply: AssistantReply; error?: AppError }>;
 }
 
+/** What ending a turn needs: a live one, or one found unfinished at start-up. */
+type TurnEnd = Pick<LiveTurn, 'sessionId' | 'messageId' | 'nextSeq' | 'events' | 'ended' | 'wake'>;
+
 const notFound = () => new AppError('SESSION_NOT_FOUND', 404, 'agent session not found');
 
 export function createAgentService(deps: AgentServiceDeps) {
@@ -94,7 +97,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     };
   }
 
-  function wake(live: LiveTurn) {
+  function wake(live: TurnEnd) {
     const w = live.wake;
     live.wake = undefined;
     w?.resolve();
@@ -148,7 +151,7 @@ export function createAgentService(deps: AgentServiceDeps) {
   }
 
   /** Stores the turn's end (reply, totals, last event) in one transaction, then releases the session. */
-  function finish(live: LiveTurn, o: TurnOutcome) {
+  function finish(live: TurnEnd, o: TurnOutcome) {
     const reply: AssistantReply = { id: live.messageId, role: 'assistant', content: o.content, finishReason: o.finishReason, usage: o.usage, toolCalls: o.toolCalls };
     const last: AgentEvent = o.error ? { id: live.nextSeq++, event: 'error', data: toEnvelope(o.error) } : { id: live.nextSeq++, event: 'done', data: reply };
     try {
@@ -230,20 +233,8 @@ export function createAgentService(deps: AgentServiceDeps) {
           }
         }
       }
-      const live: LiveTurn = {
-        sessionId: m.sessionId,
-        messageId: m.id,
-        afterEventId,
-        nextSeq: store.lastEventId(m.sessionId) + 1,
-        events: [],
-        ended: false,
-        content,
-        toolCalls,
-        usage: usageOf(m),
-        controller: new AbortController(),
-        result: Promise.resolve() as never,
-      };
-      finish(live, { content, toolCalls, parts, usage: usageOf(m), finishReason: 'interrupted' });
+      const end: TurnEnd = { sessionId: m.sessionId, messageId: m.id, nextSeq: store.lastEventId(m.sessionId) + 1, events: [], ended: false };
+      finish(end, { content, toolCalls, parts, usage: usageOf(m), finishReason: 'interrupted' });
       deps.log.warn('agent turn interrupted by a restart, closed', { session: m.sessionId, message: m.id });
     }
   }
