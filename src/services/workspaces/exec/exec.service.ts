@@ -4,10 +4,10 @@
 import { AppError, toEnvelope } from '../../../platform/errors';
 import type { SseSink } from '../../../platform/http/sse';
 import type { Actor } from '../../../platform/http/workspace-auth';
-import type { ExecHandle, LogsExecEngine, StdStream } from '../engine/docker';
+import type { Engine, ExecHandle, StdStream } from '../engine/engine';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXIT_TIMED_OUT, type ExecExit, type ExecInput, type ExecResult } from './exec.model';
 import type { OwnedWorkspaces } from '../logs/logs.service';
-import { engineFailure } from '../lifecycle/lifecycle.service';
+import { engineFailure } from '../access';
 
 const MARK_PID = '\x1ekeel-pid ';
 const MARK_NO_WORKDIR = '\x1ekeel-no-workdir';
@@ -52,7 +52,7 @@ interface Running {
   resume(): void;
 }
 
-export function createExecService(deps: { engine: LogsExecEngine; workspaces: OwnedWorkspaces }) {
+export function createExecService(deps: { engine: Engine; workspaces: OwnedWorkspaces }) {
   const { engine } = deps;
   let active = 0;
 

@@ -4,11 +4,11 @@
 import { AppError, toEnvelope } from '../../../platform/errors';
 import type { SseSink } from '../../../platform/http/sse';
 import type { Actor } from '../../../platform/http/workspace-auth';
-import type { LogsExecEngine } from '../engine/docker';
+import { runState, type Engine } from '../engine/engine';
 import type { LogHub } from './logs.hub';
 import { FOLLOWER_BACKLOG_MAX, LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
-import { engineFailure } from '../lifecycle/lifecycle.service';
+import { engineFailure } from '../access';
 
 /** What logs and exec need of the lifecycle: the workspace if the actor may see it, else WORKSPACE_NOT_FOUND. */
 export interface OwnedWorkspaces {
@@ -24,7 +24,7 @@ export interface LogsRequest {
 const FILTER_WIDENING = [4, 32];
 const LONG_LINE_PIECES = 16;
 
-export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; workspaces: OwnedWorkspaces }) {
+export function createLogsService(deps: { engine: Engine; hub: LogHub; workspaces: OwnedWorkspaces }) {
   const { engine, hub } = deps;
 
   /** The last `tail` lines (of `service` when given), oldest first. A container that is gone has none. */
@@ -83,7 +83,7 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
       async function stream(sink: SseSink): Promise<() => void> {
         const containerId = ws.containerId;
         // An open shared stream already proves the container runs: joining it costs no engine call.
-        const running = !containerId ? null : hub.isLive(containerId) || (await engine.containerRunning(containerId).catch(() => false));
+        const running = !containerId ? null : hub.isLive(containerId) || (await engine.inspect(containerId).then(runState).catch(() => false));
         if (!containerId || running !== true) {
           for (const p of await readTail(containerId, tail, q.service)) sink.send(toEntry(p));
           sink.send({ reason: containerId && running === null ? 'deleted' : 'not-running' }, 'end');
