@@ -4,10 +4,9 @@
 import { AppError, toEnvelope } from '../../../platform/errors';
 import type { SseSink } from '../../../platform/http/sse';
 import type { Actor } from '../../../platform/http/workspace-auth';
-import type { Engine, ExecHandle, StdStream } from '../engine/engine';
+import { EngineError, type Engine, type ExecHandle, type StdStream } from '../engine/engine';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXIT_TIMED_OUT, type ExecExit, type ExecInput, type ExecResult } from './exec.model';
-import type { OwnedWorkspaces } from '../logs/logs.service';
-import { engineFailure } from '../access';
+import { engineFailure, type Access } from '../access';
 
 const MARK_PID = '\x1ekeel-pid ';
 const MARK_NO_WORKDIR = '\x1ekeel-no-workdir';
@@ -52,17 +51,11 @@ interface Running {
   resume(): void;
 }
 
-export function createExecService(deps: { engine: Engine; workspaces: OwnedWorkspaces }) {
+export function createExecService(deps: { engine: Engine; workspaces: Pick<Access, 'runningContainer'> }) {
   const { engine } = deps;
   let active = 0;
 
-  async function runningContainer(actor: Actor, id: string): Promise<string> {
-    const ws = await deps.workspaces.getOwned(actor, id);
-    if (ws.status !== 'running' || !ws.containerId) {
-      throw new AppError('WORKSPACE_NOT_RUNNING', 409, `the workspace is ${ws.status}; start it to run commands`, { details: { status: ws.status } });
-    }
-    return ws.containerId;
-  }
+  const runningContainer = (actor: Actor, id: string) => deps.workspaces.runningContainer(actor, id);
 
   /** Starts the command; `onOutput` sees the command's own bytes (the wrapper's pid line removed). */
   async function launch(containerId: string, input: ExecInput, onOutput: (s: StdStream, b: Uint8Array) => void): Promise<Running> {
@@ -97,8 +90,7 @@ export function createExecService(deps: { engine: Engine; workspaces: OwnedWorks
     try {
       handle = await engine.execStart(containerId, { cmd: ['sh', '-c', WRAPPER, 'keel-exec', input.workdir ?? '', input.command], env }, onChunk);
     } catch (e) {
-      const code = (e as { statusCode?: number }).statusCode;
-      if (code === 409 || code === 404) throw new AppError('WORKSPACE_NOT_RUNNING', 409, 'the workspace is not running; start it to run commands', { details: {} });
+      if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw new AppError('WORKSPACE_NOT_RUNNING', 409, 'the workspace is not running; start it to run commands', { details: {} });
       throw engineFailure(e);
     }
     const h = handle;

@@ -88,12 +88,12 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     .delete('/api/workspaces/:id', ({ actor, params, query }) => ws.remove(actor, params.id, query.volumes ?? false), {
       params: IdParams,
       query: DeleteQuery,
-      response: { 200: DeleteResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope },
+      response: { 200: DeleteResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
       detail: {
         summary: 'Delete a workspace (volumes=true: its volume too)',
         description:
           'Removes the container and the workspace from any status; waits for an operation in flight (a repo clone in flight is cancelled). A persistent workspace\'s volume is ' +
-          'kept unless volumes=true; a temporary workspace\'s volume always goes. 502 `ENGINE_ERROR` when the engine refuses.',
+          'kept unless volumes=true; a temporary workspace\'s volume always goes. 502 `ENGINE_ERROR` when the engine refuses, 503 `ENGINE_UNAVAILABLE` when none answers (the workspace is kept).',
       },
     });
 }

@@ -4,7 +4,7 @@
 import { AppError, toEnvelope } from '../../../platform/errors';
 import type { SseSink } from '../../../platform/http/sse';
 import type { Actor } from '../../../platform/http/workspace-auth';
-import { runState, type Engine } from '../engine/engine';
+import { EngineError, runState, type Engine } from '../engine/engine';
 import type { LogHub } from './logs.hub';
 import { FOLLOWER_BACKLOG_MAX, LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
@@ -40,7 +40,7 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; workspace
           if (service === undefined || p.service === service) out.push(p);
         });
       } catch (e) {
-        if ((e as { statusCode?: number }).statusCode === 404) return { lines: [], complete: true };
+        if (e instanceof EngineError && e.kind === 'not-found') return { lines: [], complete: true };
         throw engineFailure(e);
       }
       // Fewer lines than asked for means the log holds no more.
