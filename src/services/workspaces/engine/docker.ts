@@ -1,6 +1,7 @@
 // The Docker engine behind Keel's Engine interface (engine/engine.ts): the only file that imports
 // dockerode. Every call goes through `call` or `callOr`, so what leaves this file is an EngineError
-// with a kind, never a raw dockerode error, and no caller reads an HTTP status code.
+// with a kind, never a raw dockerode error, and no caller reads an HTTP status code. What each call
+// means is documented once, on the Engine interface.
 import Docker from 'dockerode';
 import { PassThrough, type Readable } from 'node:stream';
 import {
@@ -115,7 +116,6 @@ export function createEngine(dockerHost?: string): Engine {
       await drain(stream);
     },
 
-    /** `docker import` of a root filesystem tar, with Dockerfile-style `changes` (USER, WORKDIR, ...). */
     async importImage(tar: Buffer, ref: string, changes: string[]): Promise<void> {
       const [repo, tag] = ref.split(':');
       const src = new PassThrough();
@@ -128,12 +128,11 @@ export function createEngine(dockerHost?: string): Engine {
       await call(() => docker.createVolume({ Name: name, Labels: labels }));
     },
 
-    /** Removes a volume; an absent one is fine. */
     async removeVolume(name: string): Promise<void> {
       await callOr(404, undefined, () => docker.getVolume(name).remove());
     },
 
-    /** Creates (does not start) a least-privilege container: no capabilities, no new privileges, limits, init. */
+    // Least privilege: no capabilities, no new privileges, memory, CPU and pid limits, an init as PID 1.
     async createContainer(spec: ContainerSpec): Promise<string> {
       const exposed: Record<string, object> = {};
       const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
@@ -170,22 +169,18 @@ export function createEngine(dockerHost?: string): Engine {
       return c.id;
     },
 
-    /** Copies a tar stream into the container's filesystem (volumes included), created or running. */
     async putArchive(id: string, path: string, tar: Readable): Promise<void> {
       await call(() => docker.getContainer(id).putArchive(tar, { path }));
     },
 
-    /** Starts a container; one already running is fine. */
     async start(id: string): Promise<void> {
       await callOr(304, undefined, () => docker.getContainer(id).start());
     },
 
-    /** SIGTERM, then SIGKILL after `graceSeconds`; a container already stopped is fine. */
     async stop(id: string, graceSeconds: number): Promise<void> {
       await callOr(304, undefined, () => docker.getContainer(id).stop({ t: graceSeconds }));
     },
 
-    /** SIGKILL; a container that does not run is fine. */
     async kill(id: string): Promise<void> {
       await callOr(409, undefined, () => docker.getContainer(id).kill({ signal: 'SIGKILL' }));
     },
@@ -194,12 +189,10 @@ export function createEngine(dockerHost?: string): Engine {
       await call(() => docker.getContainer(id).restart({ t: graceSeconds }));
     },
 
-    /** Removes a container (running or not) and its anonymous volumes; an absent one is fine. */
     async remove(id: string): Promise<void> {
       await callOr(404, undefined, () => docker.getContainer(id).remove({ force: true, v: true }));
     },
 
-    /** The container's state, or null when the engine has no such container. */
     async inspect(id: string): Promise<ContainerState | null> {
       const info = await callOr(404, null, () => docker.getContainer(id).inspect());
       if (!info) return null;
@@ -211,7 +204,6 @@ export function createEngine(dockerHost?: string): Engine {
       };
     },
 
-    /** One sample of the container's counters (no two-sample wait: the caller keeps the previous one). */
     async stats(id: string): Promise<RawStats> {
       const s = (await call(() => docker.getContainer(id).stats({ stream: false, 'one-shot': true } as { stream: false }))) as Docker.ContainerStats;
       const cache = (s.memory_stats.stats as Record<string, number> | undefined)?.total_inactive_file ?? (s.memory_stats.stats as Record<string, number> | undefined)?.inactive_file ?? 0;
@@ -276,15 +268,10 @@ export function createEngine(dockerHost?: string): Engine {
       };
     },
 
-    /** Engine log streams Keel holds open right now (followers' shared streams and snapshot reads). */
     get openLogStreams() {
       return openStreams;
     },
 
-    /**
-     * Reads a container's log with engine timestamps ("<RFC 3339 ns> <text>" per line).
-     * follow=false reads what exists and ends; follow=true stays open until close() or the container stops.
-     */
     async logStream(
       containerId: string,
       opts: { follow: boolean; tail: number | 'all'; sinceSeconds?: number },
@@ -329,7 +316,6 @@ export function createEngine(dockerHost?: string): Engine {
       };
     },
 
-    /** Starts a process in the container and streams its output (chunks per stream) to onChunk. */
     async execStart(
       containerId: string,
       opts: { cmd: string[]; env?: string[] },
@@ -359,7 +345,6 @@ export function createEngine(dockerHost?: string): Engine {
       };
     },
 
-    /** Runs a short helper command (kill, ps) to completion and returns its output. */
     async execCollect(containerId: string, cmd: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
       const out = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
       const h = await engine.execStart(containerId, { cmd }, (s, b) => out[s].push(b));
@@ -368,7 +353,6 @@ export function createEngine(dockerHost?: string): Engine {
       return { exitCode: await h.exitCode(), stdout: text(out.stdout), stderr: text(out.stderr) };
     },
 
-    /** Kills a process group inside the container (the exec'd command and everything it started). */
     async killProcessGroup(containerId: string, pid: number): Promise<void> {
       await engine.execCollect(containerId, ['kill', '-KILL', `-${pid}`, `${pid}`]).catch(() => undefined);
     },
