@@ -11,7 +11,7 @@ import { workspaces, type WorkspaceRow } from './workspaces.tables';
 export const workspaceNotFound = () => new AppError('WORKSPACE_NOT_FOUND', 404, 'workspace not found');
 
 /** 503 when no engine answers: the client may retry later; nothing was done. */
-export const engineUnavailable = (e: EngineError) =>
+const engineUnavailable = (e: EngineError) =>
   new AppError('ENGINE_UNAVAILABLE', 503, `no container engine answers; nothing was done (${e.message})`.slice(0, 400), {
     retryable: true,
     category: 'transient',

@@ -17,7 +17,7 @@ import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow, WorkspaceStatus } from '../workspaces.tables';
 
 /** The source statuses each operation accepts (docs/workspaces.md: states and transitions). */
-export const ALLOWED_FROM = {
+const ALLOWED_FROM = {
   start: ['stopped', 'failed'],
   stop: ['running', 'starting', 'restarting'],
   forceStop: ['running', 'starting', 'restarting', 'stopping'],

@@ -12,7 +12,7 @@ const DISK_TTL_MS = 30_000;
 /** The gap between the two CPU samples of a container seen for the first time. */
 const FIRST_SAMPLE_GAP_MS = 200;
 
-export function formatBytes(n: number): string {
+function formatBytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let i = 0;
   while (n >= 1024 && i < units.length - 1) {
@@ -22,7 +22,7 @@ export function formatBytes(n: number): string {
   return `${i === 0 ? n : n.toFixed(1).replace(/\.0$/, '')}${units[i]}`;
 }
 
-export interface WorkspaceStats {
+interface WorkspaceStats {
   cpu: string;
   memory: string;
   disk: string;
