@@ -21,6 +21,8 @@ import {
 } from './engine';
 import { frameSplitter, jsonLineSplitter, lineSplitter, logMessageJoiner } from './frames';
 
+const PING_TIMEOUT_MS = 5_000;
+
 // Socket-level failures: nothing answers at DOCKER_HOST (no daemon, no socket, no permission, cut off).
 const UNREACHABLE = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTCONN', 'FailedToOpenSocket', 'ConnectionRefused']);
 
@@ -104,7 +106,13 @@ export function createEngine(dockerHost?: string): Engine {
 
   const engine: Engine = {
     async ping() {
-      await call(() => docker.ping());
+      // Bounded: an engine that accepts the connection and never answers is as good as none.
+      const signal = AbortSignal.timeout(PING_TIMEOUT_MS);
+      // dockerode's ping takes the signal at run time; its types only know ping().
+      const ping = docker.ping as unknown as (opts: { abortSignal: AbortSignal }) => Promise<unknown>;
+      await call(() => ping.call(docker, { abortSignal: signal })).catch((e: EngineError) => {
+        throw signal.aborted ? new EngineError(`the engine did not answer within ${PING_TIMEOUT_MS / 1000} s`, 'unavailable') : e;
+      });
     },
 
     imageExists(ref: string): Promise<boolean> {

@@ -63,7 +63,6 @@ export function createLifecycle(deps: LifecycleDeps) {
   const reconciler = createReconciler({ engine, records, queue, machine, log, instance });
 
   return {
-
     list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }) {
       return records.list(actor, filter).map((r) => workspaceView(r, host));
     },
