@@ -1,4 +1,4 @@
-// Composition root of the workspaces service: engine, lifecycle, logs and exec behind one Elysia app
+// Composition root of the workspaces service: engine, lifecycle, logs, exec and agent sessions behind one Elysia app
 // with the envelope error model, workspace auth and rate limits, OpenAPI and health probes.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,7 +10,8 @@ import { createSse } from '../../platform/http/sse';
 import { workspaceAuth } from '../../platform/http/workspace-auth';
 import { newId, errorFields } from '../../platform/runtime';
 import type { Service, ServiceDeps } from '../../platform/service';
-import { createEngine, logsExecEngine } from './engine/docker';
+import { createAccess } from './access';
+import { createEngine } from './engine/docker';
 import { createExecService } from './exec/exec.service';
 import { execRoutes } from './exec/exec.routes';
 import { createLogHub } from './logs/logs.hub';
@@ -19,14 +20,12 @@ import { logsRoutes } from './logs/logs.routes';
 import { loadLogsExecConfig } from './logs/logs.config';
 import { loadWorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
-import { WorkspaceService } from './lifecycle/lifecycle.service';
+import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
 import { loadAgentConfig } from './agent/agent.config';
 import { agentRoutes } from './agent/agent.routes';
 import { createAgentService } from './agent/agent.service';
 import { createAgentStore } from './agent/agent.store';
 import { createProviders } from './agent/providers/providers';
-
-export type { WorkspaceService } from './lifecycle/lifecycle.service';
 
 /** This Keel's identity on the engine, kept in the data dir so a restart recognizes its containers. */
 function instanceId(dataDir: string): string {
@@ -40,11 +39,11 @@ function instanceId(dataDir: string): string {
   return id;
 }
 
-export function createWorkspacesService(deps: ServiceDeps): Service & { workspaces: WorkspaceService } {
+export function createWorkspacesService(deps: ServiceDeps): Service & { workspaces: Lifecycle } {
   const settings = loadWorkspacesConfig(deps.config.env);
   const engine = createEngine(deps.config.dockerHost);
-  const lx = logsExecEngine(engine);
-  const workspaces = new WorkspaceService({
+  const access = createAccess(deps.db);
+  const workspaces = createLifecycle({
     db: deps.db,
     bus: deps.bus,
     log: deps.log,
@@ -52,20 +51,20 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     config: deps.config,
     settings,
     engine,
-    execCollect: (cid, cmd) => lx.execCollect(cid, cmd),
+    access,
     instance: instanceId(deps.config.dataDir),
   });
   const lxSettings = loadLogsExecConfig(deps.config.env);
-  const hub = createLogHub({ engine: lx, log: deps.log, clock: deps.clock, workspaces });
-  const logs = createLogsService({ engine: lx, hub, workspaces });
-  const exec = createExecService({ engine: lx, workspaces });
+  const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, workspaces: access });
+  const logs = createLogsService({ engine, hub, workspaces: access });
+  const exec = createExecService({ engine, workspaces: access });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
   const agentConfig = loadAgentConfig(deps.config.env);
   const agent = createAgentService({
     store: createAgentStore(deps.db),
     providers: createProviders(agentConfig.providers),
     shell: exec,
-    workspaces,
+    workspaces: access,
     config: agentConfig,
     clock: deps.clock,
     log: deps.log.child({ feature: 'agent' }),
@@ -108,9 +107,8 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     workspaces,
     async start() {
       // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
-      workspaces.watch();
       agent.recover();
-      await workspaces.reconcileAll().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
+      await workspaces.startUp().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
     },
     async stop() {
       hub.closeAll();
