@@ -3,7 +3,7 @@ import { loadConfig, ConfigError, type ServiceName } from './platform/config';
 import { openDb } from './platform/db';
 import { openBus, type Bus } from './platform/bus';
 import { MAX_BODY_BYTES } from './platform/http/errors';
-import { mintToken } from './platform/jwt';
+import { mintToken } from './platform/auth/workspace-token';
 import { createLogger, systemClock } from './platform/runtime';
 import type { Service, ServiceDeps, ServiceFactory } from './platform/service';
 import { createWorkspacesService } from './services/workspaces';

@@ -56,7 +56,7 @@ describe('creating actors', () => {
   });
 
   test('an admin token signed with another secret answers 401', async () => {
-    const { mintToken } = await import('../../src/platform/jwt');
+    const { mintToken } = await import('../../src/platform/auth/workspace-token');
     const forged = mintToken('b'.repeat(64), { sub: 'admin', role: 'admin', ttlSeconds: 60 });
     const res = await fetch(p.url('identity') + '/actors', { headers: bearer(forged) });
     expect(res.status).toBe(401);

@@ -11,6 +11,8 @@ import type { TestPlatform } from '../helpers/platform';
 
 export const SCAN = 'resource:asset:scan';
 export const READ = 'resource:work:read';
+/** The catalog's budget for POST /scan (media spec: 5/s, burst 20 per actor). */
+export const SCAN_BUDGET = { perActor: { ratePerSec: 5, burst: 20 }, service: { ratePerSec: 50, burst: 100 } };
 
 export async function createActor(p: TestPlatform, policies: string[] = [SCAN], name = 'scanner') {
   const res = await p.api('identity', '/actors', { method: 'POST', as: 'admin', json: { name, policies } });
@@ -43,7 +45,7 @@ export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 export function startGuardedApp(bus: Bus, opts: Partial<BearerGuardOptions> = {}) {
   const app = new Elysia()
     .use(errorHandling('problem', { production: false }))
-    .use(bearerGuard({ bus, ...opts }))
+    .use(bearerGuard({ service: 'media-test', bus, limits: { scan: SCAN_BUDGET }, ...opts }))
     .post('/scan', ({ principal, body }) => ({ actorId: principal.actorId, sessionId: principal.sessionId, path: body.path }), {
       policy: SCAN,
       rateLimit: 'scan',

@@ -3,13 +3,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Elysia, t } from 'elysia';
 import { errorHandling } from '../../src/platform/http/errors';
 import { workspaceAuth } from '../../src/platform/http/workspace-auth';
-import { mintToken, signHs256 } from '../../src/platform/jwt';
+import { mintToken, signHs256 } from '../../src/platform/auth/workspace-token';
 import { TEST_SECRET } from '../helpers/platform';
 
 let now = Date.now();
 const app = new Elysia()
   .use(errorHandling('envelope', { production: false }))
-  .use(workspaceAuth({ secret: TEST_SECRET, anonymousLimit: 50, authenticatedLimit: 8, now: () => now }))
+  .use(workspaceAuth({ secret: TEST_SECRET, anonymousLimit: 50, authenticatedLimit: 8, clock: { now: () => now } }))
   .get('/open', () => ({ ok: true }))
   .post('/api/things', ({ body, actor }) => ({ name: body.name, owner: actor.id }), { body: t.Object({ name: t.String({ minLength: 1 }) }) })
   .get('/api/boom', () => {

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { verifyHs256 } from '../../src/platform/jwt';
+import { verifyHs256 } from '../../src/platform/auth/workspace-token';
 import { BUN, ROOT, freePortsEnv, startKeel } from '../helpers/process';
 
 const run = (env: Record<string, string>) => {

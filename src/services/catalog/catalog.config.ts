@@ -1,5 +1,6 @@
 // The catalog's own environment: probe bounds. Parsed once; a bad value stops start-up with `VAR: reason`.
 import { readInt, readString, type Env } from '../../platform/config';
+import type { RateLimitSpec } from '../../platform/http/bearer-guard';
 
 export interface CatalogConfig {
   ffprobePath: string | undefined;
@@ -7,6 +8,8 @@ export interface CatalogConfig {
   probeSizeBytes: number;
   probeAnalyzeUs: number;
   probeTimeoutMs: number;
+  /** POST /scan: the media spec's 5/s with a burst of 20 per actor; the service-wide 50/s, burst 100, is ours. */
+  scanBudget: RateLimitSpec;
 }
 
 export function loadCatalogConfig(env: Env = process.env): CatalogConfig {
@@ -17,5 +20,6 @@ export function loadCatalogConfig(env: Env = process.env): CatalogConfig {
     probeSizeBytes: readInt(env, 'APP_PROBE_SIZE', 10_000_000, 32, 2_000_000_000),
     probeAnalyzeUs: readInt(env, 'APP_PROBE_ANALYZE_US', 10_000_000, 0, 600_000_000),
     probeTimeoutMs: readInt(env, 'APP_PROBE_TIMEOUT_MS', 30_000, 100, 600_000),
+    scanBudget: { perActor: { ratePerSec: 5, burst: 20 }, service: { ratePerSec: 50, burst: 100 } },
   };
 }

@@ -1,8 +1,8 @@
 // The catalog over HTTP: routes and schemas wiring only; the rules live in catalog.service.ts.
 // POST /scan sits in its own group behind the Bearer guard (policy resource:asset:scan, scan budget).
 import { Elysia, t } from 'elysia';
-import { bearerGuard, guardResponses, ProblemSchema } from '../../platform/http/bearer-guard';
-import { errorHandling } from '../../platform/http/errors';
+import { guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
+import { errorHandling, ProblemSchema } from '../../platform/http/errors';
 import { healthRoutes } from '../../platform/http/health';
 import { openapiDocs } from '../../platform/http/openapi';
 import type { ServiceDeps } from '../../platform/service';
@@ -15,7 +15,7 @@ const errors = { 400: ProblemSchema, 422: ProblemSchema };
 const notFound = { 404: ProblemSchema };
 
 /** POST /scan with its guard: the only route that needs a token. */
-function scanRoutes(catalog: CatalogService, guard: ReturnType<typeof bearerGuard>) {
+function scanRoutes(catalog: CatalogService, guard: BearerGuard) {
   return new Elysia().use(guard).post('/scan', ({ body }) => catalog.scan(body), {
     policy: 'resource:asset:scan',
     rateLimit: 'scan',
@@ -71,8 +71,7 @@ function readRoutes(catalog: CatalogService) {
     });
 }
 
-export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService) {
-  const guard = bearerGuard({ bus: deps.bus, log: deps.log.child({ component: 'bearer-guard' }) });
+export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService, guard: BearerGuard) {
   return new Elysia()
     .use(errorHandling('problem', { production: deps.config.production, log: deps.log }))
     .use(

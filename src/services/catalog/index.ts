@@ -1,5 +1,6 @@
 // Composition root of the catalog service: the media engine (answering qry.media.probe on the bus),
 // the kind registry with its plugins, the catalog rules and the HTTP app.
+import { bearerGuard } from '../../platform/http/bearer-guard';
 import type { Service, ServiceDeps } from '../../platform/service';
 import { loadCatalogConfig } from './catalog.config';
 import { createCatalogApp } from './catalog.routes';
@@ -34,5 +35,12 @@ export function createCatalogService(deps: ServiceDeps): Service {
     // Format probe and keyframe scan each have the timeout; queueing behind the concurrency cap adds some.
     probeWaitMs: cfg.probeTimeoutMs * 2 + 5_000,
   });
-  return { app: createCatalogApp(deps, catalog), stop: () => stopAnswering() };
+  const guard = bearerGuard({
+    service: 'catalog',
+    bus: deps.bus,
+    clock: deps.clock,
+    log: deps.log.child({ component: 'bearer-guard' }),
+    limits: { scan: cfg.scanBudget },
+  });
+  return { app: createCatalogApp(deps, catalog, guard), stop: () => stopAnswering() };
 }

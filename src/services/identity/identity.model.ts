@@ -1,6 +1,6 @@
 // t.* schemas of the identity API: validation, types and OpenAPI from one place.
 import { t } from 'elysia';
-import { POLICIES } from '../../platform/http/bearer-guard';
+import { POLICIES } from '../../platform/auth/policies';
 
 export const PolicySchema = t.Union(
   POLICIES.map((p) => t.Literal(p)),

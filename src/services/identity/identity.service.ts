@@ -4,7 +4,7 @@ import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
 import type { BusQueries, IdentitySessionEndReason } from '../../platform/bus/subjects';
 import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
-import { reauthRequired, unauthenticated } from '../../platform/http/bearer-guard';
+import { reauthRequired, unauthenticated } from '../../platform/auth/denials';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { IdentityConfig } from './identity.config';
 import { actors, refreshTokens, sessions, type ActorRow, type SessionRow } from './identity.tables';

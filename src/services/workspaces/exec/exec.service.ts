@@ -3,7 +3,7 @@
 // timeout, or when the client goes away, Keel kills the whole group through a second exec.
 import { AppError, toEnvelope } from '../../../platform/errors';
 import type { SseSink } from '../../../platform/http/sse';
-import type { Actor } from '../../../platform/http/workspace-auth';
+import type { Actor } from '../../../platform/auth/workspace-token';
 import type { ExecHandle, LogsExecEngine, StdStream } from '../engine/docker';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXIT_TIMED_OUT, type ExecExit, type ExecInput, type ExecResult } from './exec.model';
 import type { OwnedWorkspaces } from '../logs/logs.service';

@@ -11,7 +11,7 @@ import { AppError } from '../../../platform/errors';
 import type { Bus } from '../../../platform/bus/bus';
 import type { Config } from '../../../platform/config';
 import type { Db } from '../../../platform/db';
-import { canAccess, type Actor } from '../../../platform/http/workspace-auth';
+import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
 import { EngineError, LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/docker';
 import { buildMinimalImage } from '../engine/images';

@@ -3,7 +3,7 @@
 // hand a follow plan an SSE sink.
 import { AppError, toEnvelope } from '../../../platform/errors';
 import type { SseSink } from '../../../platform/http/sse';
-import type { Actor } from '../../../platform/http/workspace-auth';
+import type { Actor } from '../../../platform/auth/workspace-token';
 import type { LogsExecEngine } from '../engine/docker';
 import type { LogHub } from './logs.hub';
 import { FOLLOWER_BACKLOG_MAX, LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';

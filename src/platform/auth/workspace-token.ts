@@ -1,4 +1,4 @@
-// HS256 JWTs for the workspace API (CONTRACT.md): sign and verify with the API secret.
+// HS256 JWTs of the workspace API (CONTRACT.md), the actor they stand for and the ownership rule.
 // Written out rather than through a library so that the checks the contract lists are explicit
 // and verification stays synchronous on the hot path.
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -12,6 +12,17 @@ export interface WorkspaceClaims {
 }
 
 export const CLOCK_LEEWAY_S = 60;
+
+/** Who calls the workspace API: the token's `sub`, and whether it carries `role: admin`. */
+export interface Actor {
+  id: string;
+  admin: boolean;
+}
+
+/** Ownership rule: admins act on everything; others only on what they own (another's is 404). */
+export const canAccess = (actor: Actor, owner: string) => actor.admin || actor.id === owner;
+
+export const actorOf = (claims: WorkspaceClaims): Actor => ({ id: claims.sub, admin: claims.role === 'admin' });
 
 const b64url = (buf: Buffer | string) => Buffer.from(buf).toString('base64url');
 
