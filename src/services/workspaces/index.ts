@@ -8,15 +8,16 @@ import { healthRoutes } from '../../platform/http/health';
 import { openapiDocs } from '../../platform/http/openapi';
 import { workspaceAuth } from '../../platform/http/workspace-auth';
 import { newId, errorFields } from '../../platform/runtime';
-import type { Service, ServiceDeps } from '../../platform/service';
+import type { Env } from '../../platform/config';
+import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createEngine, logsExecEngine } from './engine/docker';
 import { createExecService } from './exec/exec.service';
 import { execRoutes } from './exec/exec.routes';
 import { createLogHub } from './logs/logs.hub';
 import { createLogsService } from './logs/logs.service';
 import { logsRoutes } from './logs/logs.routes';
-import { loadLogsExecConfig } from './logs/logs.config';
-import { loadWorkspacesConfig } from './workspaces.config';
+import { loadLogsExecConfig, type LogsExecConfig } from './logs/logs.config';
+import { loadWorkspacesConfig, type WorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { WorkspaceService } from './lifecycle/lifecycle.service';
 
@@ -34,22 +35,26 @@ function instanceId(dataDir: string): string {
   return id;
 }
 
-export function createWorkspacesService(deps: ServiceDeps): Service & { workspaces: WorkspaceService } {
-  const settings = loadWorkspacesConfig(deps.config.env);
-  const engine = createEngine(deps.config.dockerHost);
+interface Settings {
+  settings: WorkspacesConfig;
+  lxSettings: LogsExecConfig;
+}
+
+const loadSettings = (env: Env): Settings => ({ settings: loadWorkspacesConfig(env), lxSettings: loadLogsExecConfig(env) });
+
+export function createWorkspacesService(deps: ServiceDeps, { settings, lxSettings }: Settings): Service & { workspaces: WorkspaceService } {
+  const engine = createEngine(settings.dockerHost);
   const lx = logsExecEngine(engine);
   const workspaces = new WorkspaceService({
     db: deps.db,
     bus: deps.bus,
     log: deps.log,
     clock: deps.clock,
-    config: deps.config,
     settings,
     engine,
     execCollect: (cid, cmd) => lx.execCollect(cid, cmd),
     instance: instanceId(deps.config.dataDir),
   });
-  const lxSettings = loadLogsExecConfig(deps.config.env);
   const hub = createLogHub({ engine: lx, log: deps.log, workspaces });
   const logs = createLogsService({ engine: lx, hub, workspaces });
   const exec = createExecService({ engine: lx, workspaces });
@@ -97,3 +102,5 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     },
   };
 }
+
+export const workspacesService = defineService({ loadConfig: loadSettings, create: createWorkspacesService });

@@ -9,7 +9,6 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
 import type { Bus } from '../../../platform/bus/bus';
-import type { Config } from '../../../platform/config';
 import type { Db } from '../../../platform/db';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
@@ -30,7 +29,6 @@ export interface WorkspaceServiceDeps {
   bus: Bus;
   log: Logger;
   clock: Clock;
-  config: Config;
   settings: WorkspacesConfig;
   engine: Engine;
   /** Runs a short command in a running container (the exec wrapper of docker.ts's logs-and-exec section). */
@@ -125,7 +123,7 @@ export class WorkspaceService {
   }
 
   private view(row: WorkspaceRow): WorkspaceView {
-    const host = this.deps.config.publicHost;
+    const host = this.deps.settings.publicHost;
     return {
       id: row.id,
       name: row.name,
@@ -210,7 +208,7 @@ export class WorkspaceService {
 
   /** Checks the name and ports and inserts the row; runs alone so two creates cannot take the same port. */
   private async reserve(actor: Actor, input: CreateWorkspaceInput, template: Template): Promise<WorkspaceRow> {
-    const { db, config } = this.deps;
+    const { db, settings } = this.deps;
     if (db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, input.name)).get()) {
       throw new AppError('WORKSPACE_EXISTS', 409, 'a workspace with this name exists', { details: { property: '/name' } });
     }
@@ -227,13 +225,13 @@ export class WorkspaceService {
       }
       reserved.add(input.port);
     }
-    const auto = await allocatePorts(config.workspacePortRange, reserved, input.port === undefined ? 3 : 2, this.portHint);
+    const auto = await allocatePorts(settings.workspacePortRange, reserved, input.port === undefined ? 3 : 2, this.portHint);
     if (!auto) {
       throw new AppError('PORT_UNAVAILABLE', 409, 'no free port is left in APP_WORKSPACE_PORT_RANGE', {
-        details: { range: config.workspacePortRange.join('-') },
+        details: { range: settings.workspacePortRange.join('-') },
       });
     }
-    this.portHint = (auto[auto.length - 1]! - config.workspacePortRange[0] + 1) % (config.workspacePortRange[1] - config.workspacePortRange[0] + 1);
+    this.portHint = (auto[auto.length - 1]! - settings.workspacePortRange[0] + 1) % (settings.workspacePortRange[1] - settings.workspacePortRange[0] + 1);
     const [port, sshPort, rdpPort] = input.port === undefined ? auto : [input.port, ...auto];
     const id = newId('ws', this.deps.clock);
     const now = isoNow(this.deps.clock);
