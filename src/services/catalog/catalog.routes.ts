@@ -2,9 +2,8 @@
 // POST /scan sits in its own group behind the Bearer guard (policy resource:asset:scan, scan budget).
 import { Elysia, t } from 'elysia';
 import { guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
-import { errorHandling, ProblemSchema } from '../../platform/http/errors';
-import { healthRoutes } from '../../platform/http/health';
-import { openapiDocs } from '../../platform/http/openapi';
+import { ProblemSchema } from '../../platform/http/errors';
+import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
 import {
   AssetSummarySchema, KindSchema, RelationSchema, ScanBody, ScanResponse, WorkIdParams, WorkSchema, WorksQuery,
@@ -72,22 +71,20 @@ function readRoutes(catalog: CatalogService) {
 }
 
 export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService, guard: BearerGuard) {
-  return new Elysia()
-    .use(errorHandling('problem', { production: deps.config.production, log: deps.log }))
-    .use(
-      openapiDocs({
-        title: 'Keel catalog',
-        component: 'catalog',
-        description: 'Works, editions and media assets; file scanning through the media engine. Errors are RFC 9457 problem+json.',
-        tags: [
-          { name: 'scan', description: 'Register files under the media roots' },
-          { name: 'works', description: 'Works, their assets and relations (public reads)' },
-          { name: 'kinds', description: 'Kind registry' },
-          { name: 'probes', description: 'Health and version' },
-        ],
-      }),
-    )
-    .use(healthRoutes('catalog'))
+  return createServiceApp({
+    name: 'catalog',
+    style: 'problem',
+    title: 'Keel catalog',
+    description: 'Works, editions and media assets; file scanning through the media engine. Errors are RFC 9457 problem+json.',
+    tags: [
+      { name: 'scan', description: 'Register files under the media roots' },
+      { name: 'works', description: 'Works, their assets and relations (public reads)' },
+      { name: 'kinds', description: 'Kind registry' },
+    ],
+    production: deps.config.production,
+    log: deps.log,
+    clock: deps.clock,
+  })
     .use(readRoutes(catalog))
     .use(scanRoutes(catalog, guard));
 }

@@ -7,10 +7,9 @@ import { forbidden, unauthenticated } from '../../platform/auth/denials';
 import { ADMIN_POLICY } from '../../platform/auth/policies';
 import { livePrincipal } from '../../platform/auth/session-check';
 import { TokenError, verifyHs256 } from '../../platform/auth/workspace-token';
-import { errorHandling, ProblemSchema } from '../../platform/http/errors';
-import { healthRoutes } from '../../platform/http/health';
-import { openapiDocs } from '../../platform/http/openapi';
+import { ProblemSchema } from '../../platform/http/errors';
 import { createTokenBucket, rateLimited } from '../../platform/http/rate-limit';
+import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
 import {
   ActorSchema,
@@ -90,23 +89,22 @@ const noStore = { 'cache-control': 'no-store' };
 
 export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, core: IdentityCore, keys: KeyStore) {
   const adminErrors = { 401: ProblemSchema, 403: ProblemSchema, 422: ProblemSchema };
-  return new Elysia()
-    .use(errorHandling('problem', { production: deps.config.production, log: deps.log }))
-    .use(
-      openapiDocs({
-        title: 'Keel identity service',
-        description:
-          'Actors with policies and API keys, sessions with EdDSA access tokens and rotating refresh tokens, and the JWKS that verifies them. Admin routes take a workspace-API admin token (HS256) or an access token with the admin:identity policy.',
-        component: 'identity',
-        dottedPaths: true,
-        tags: [
-          { name: 'actors', description: 'Actors, policies and API keys (admin)' },
-          { name: 'sessions', description: 'Access and refresh tokens' },
-          { name: 'keys', description: 'Signing keys and the JWKS' },
-        ],
-      }),
-    )
-    .use(healthRoutes('identity'))
+  return createServiceApp({
+    name: 'identity',
+    style: 'problem',
+    title: 'Keel identity service',
+    description:
+      'Actors with policies and API keys, sessions with EdDSA access tokens and rotating refresh tokens, and the JWKS that verifies them. Admin routes take a workspace-API admin token (HS256) or an access token with the admin:identity policy.',
+    dottedPaths: true,
+    tags: [
+      { name: 'actors', description: 'Actors, policies and API keys (admin)' },
+      { name: 'sessions', description: 'Access and refresh tokens' },
+      { name: 'keys', description: 'Signing keys and the JWKS' },
+    ],
+    production: deps.config.production,
+    log: deps.log,
+    clock: deps.clock,
+  })
     .use(callerAuth(deps, core, keys))
     .use(clientBudget(config.sessionRate, deps.clock))
     .get('/.well-known/jwks.json', ({ set }) => {

@@ -2,10 +2,7 @@
 // with the envelope error model, workspace auth and rate limits, OpenAPI and health probes.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Elysia } from 'elysia';
-import { errorHandling } from '../../platform/http/errors';
-import { healthRoutes } from '../../platform/http/health';
-import { openapiDocs } from '../../platform/http/openapi';
+import { createServiceApp } from '../../platform/http/service-app';
 import { workspaceAuth } from '../../platform/http/workspace-auth';
 import { newId, errorFields } from '../../platform/runtime';
 import type { Env } from '../../platform/config';
@@ -59,30 +56,30 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   const logs = createLogsService({ engine: lx, hub, workspaces });
   const exec = createExecService({ engine: lx, workspaces });
   const auth = workspaceAuth({
+    seed: 'workspaces',
+    clock: deps.clock,
     secret: deps.config.apiSecret,
     anonymousLimit: settings.anonymousLimit,
     authenticatedLimit: settings.authenticatedLimit,
   });
 
-  const app = new Elysia()
-    .use(errorHandling('envelope', { production: deps.config.production, log: deps.log }))
-    .use(
-      openapiDocs({
-        title: 'Keel workspace API',
-        component: 'workspaces',
-        description:
-          'Containerized development workspaces on a Docker engine: lifecycle, logs and command execution. ' +
-          'Every /api route needs `Authorization: Bearer <JWT>` (HS256, APP_API_SECRET). Errors are `{ error: { code, message, details } }`. ' +
-          'Responses carry X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset; past the limit: 429 RATE_LIMITED with Retry-After.',
-        tags: [
-          { name: 'workspaces', description: 'Workspace lifecycle' },
-          { name: 'logs', description: 'Workspace logs' },
-          { name: 'exec', description: 'Commands in a workspace' },
-          { name: 'probes', description: 'Health and version' },
-        ],
-      }),
-    )
-    .use(healthRoutes('workspaces'))
+  const app = createServiceApp({
+    name: 'workspaces',
+    style: 'envelope',
+    title: 'Keel workspace API',
+    description:
+      'Containerized development workspaces on a Docker engine: lifecycle, logs and command execution. ' +
+      'Every /api route needs `Authorization: Bearer <JWT>` (HS256, APP_API_SECRET). Errors are `{ error: { code, message, details } }`. ' +
+      'Responses carry X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset; past the limit: 429 RATE_LIMITED with Retry-After.',
+    tags: [
+      { name: 'workspaces', description: 'Workspace lifecycle' },
+      { name: 'logs', description: 'Workspace logs' },
+      { name: 'exec', description: 'Commands in a workspace' },
+    ],
+    production: deps.config.production,
+    log: deps.log,
+    clock: deps.clock,
+  })
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces }))
     .use(logsRoutes({ auth, logs, exec, shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs }))
