@@ -2,6 +2,7 @@
 // Written out rather than through a library so that the checks the contract lists are explicit
 // and verification stays synchronous on the hot path.
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { systemClock, type Clock } from '../runtime';
 
 export interface WorkspaceClaims {
   sub: string;
@@ -35,9 +36,9 @@ export function signHs256(claims: Record<string, unknown>, secret: string): stri
 
 export function mintToken(
   secret: string,
-  opts: { sub: string; ttlSeconds: number; role?: 'admin'; now?: number },
+  opts: { sub: string; ttlSeconds: number; role?: 'admin'; clock?: Clock },
 ): string {
-  const iat = Math.floor((opts.now ?? Date.now()) / 1000);
+  const iat = Math.floor((opts.clock ?? systemClock).now() / 1000);
   return signHs256({ sub: opts.sub, iat, exp: iat + opts.ttlSeconds, ...(opts.role ? { role: opts.role } : {}) }, secret);
 }
 
@@ -58,7 +59,7 @@ function parseJson(part: string): Record<string, unknown> {
 const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
 /** Verifies signature and claims; throws TokenError with a reason safe to show. */
-export function verifyHs256(token: string, secret: string, nowMs = Date.now()): WorkspaceClaims {
+export function verifyHs256(token: string, secret: string, nowMs = systemClock.now()): WorkspaceClaims {
   const parts = token.split('.');
   if (parts.length !== 3) throw new TokenError('malformed token');
   const [h, p, s] = parts as [string, string, string];

@@ -2,7 +2,7 @@
 // installed first so it renders everything below), the OpenAPI description at /openapi(.json) and
 // the /health and /version probes. A service adds its own routes to what this returns.
 import { Elysia } from 'elysia';
-import type { Clock, Logger } from '../runtime';
+import type { ServiceDeps } from '../service';
 import { errorHandling, type ErrorStyle } from './errors';
 import { healthRoutes } from './health';
 import { openapiDocs } from './openapi';
@@ -16,14 +16,12 @@ export interface ServiceAppOptions {
   tags?: { name: string; description: string }[];
   /** The OpenAPI plugin hides dotted paths as static files; true keeps them (e.g. /.well-known/jwks.json). */
   dottedPaths?: boolean;
-  production: boolean;
-  log: Logger;
-  clock: Clock;
 }
 
-export function createServiceApp(opts: ServiceAppOptions) {
+/** `deps` gives the production switch (error detail), the logger (unexpected errors) and the clock (/health). */
+export function createServiceApp(deps: Pick<ServiceDeps, 'config' | 'log' | 'clock'>, opts: ServiceAppOptions) {
   return new Elysia({ name: 'platform.service-app', seed: opts.name })
-    .use(errorHandling(opts.style, { production: opts.production, log: opts.log }))
+    .use(errorHandling(opts.style, { production: deps.config.production, log: deps.log }))
     .use(
       openapiDocs({
         title: opts.title,
@@ -33,5 +31,5 @@ export function createServiceApp(opts: ServiceAppOptions) {
         tags: [...(opts.tags ?? []), { name: 'probes', description: 'Health and version' }],
       }),
     )
-    .use(healthRoutes(opts.name, opts.clock));
+    .use(healthRoutes(opts.name, deps.clock));
 }

@@ -71,7 +71,7 @@ function readRoutes(catalog: CatalogService) {
 }
 
 export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService, guard: BearerGuard) {
-  return createServiceApp({
+  return createServiceApp(deps, {
     name: 'catalog',
     style: 'problem',
     title: 'Keel catalog',
@@ -81,9 +81,6 @@ export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService, gua
       { name: 'works', description: 'Works, their assets and relations (public reads)' },
       { name: 'kinds', description: 'Kind registry' },
     ],
-    production: deps.config.production,
-    log: deps.log,
-    clock: deps.clock,
   })
     .use(readRoutes(catalog))
     .use(scanRoutes(catalog, guard));

@@ -2,10 +2,7 @@
 import { t } from 'elysia';
 import { POLICIES } from '../../platform/auth/policies';
 
-export const PolicySchema = t.Union(
-  POLICIES.map((p) => t.Literal(p)),
-  { description: 'resource:work:read, resource:asset:read, resource:asset:scan, resource:source:read, resource:source:write, admin:identity' },
-);
+export const PolicySchema = t.UnionEnum(POLICIES, { description: 'a policy an actor can hold' });
 
 export const ActorSchema = t.Object({
   id: t.String(),

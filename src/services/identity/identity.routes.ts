@@ -89,7 +89,7 @@ const noStore = { 'cache-control': 'no-store' };
 
 export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, core: IdentityCore, keys: KeyStore) {
   const adminErrors = { 401: ProblemSchema, 403: ProblemSchema, 422: ProblemSchema };
-  return createServiceApp({
+  return createServiceApp(deps, {
     name: 'identity',
     style: 'problem',
     title: 'Keel identity service',
@@ -101,9 +101,6 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
       { name: 'sessions', description: 'Access and refresh tokens' },
       { name: 'keys', description: 'Signing keys and the JWKS' },
     ],
-    production: deps.config.production,
-    log: deps.log,
-    clock: deps.clock,
   })
     .use(callerAuth(deps, core, keys))
     .use(clientBudget(config.sessionRate, deps.clock))

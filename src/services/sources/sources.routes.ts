@@ -3,13 +3,10 @@ import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
 
 export function createSourcesApp(deps: ServiceDeps) {
-  return createServiceApp({
+  return createServiceApp(deps, {
     name: 'sources',
     style: 'problem',
     title: 'Keel sources service',
     description: 'Keel sources: where the bytes of an asset can be read. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
-    production: deps.config.production,
-    log: deps.log,
-    clock: deps.clock,
   });
 }

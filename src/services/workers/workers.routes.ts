@@ -3,13 +3,10 @@ import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
 
 export function createWorkersApp(deps: ServiceDeps) {
-  return createServiceApp({
+  return createServiceApp(deps, {
     name: 'workers',
     style: 'problem',
     title: 'Keel workers service',
     description: 'Keel workers: background jobs of the media services. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
-    production: deps.config.production,
-    log: deps.log,
-    clock: deps.clock,
   });
 }

@@ -63,7 +63,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     authenticatedLimit: settings.authenticatedLimit,
   });
 
-  const app = createServiceApp({
+  const app = createServiceApp(deps, {
     name: 'workspaces',
     style: 'envelope',
     title: 'Keel workspace API',
@@ -76,9 +76,6 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
       { name: 'logs', description: 'Workspace logs' },
       { name: 'exec', description: 'Commands in a workspace' },
     ],
-    production: deps.config.production,
-    log: deps.log,
-    clock: deps.clock,
   })
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces }))
