@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { bearer, createActor, openSession, postSession, READ, refresh, SCAN, startGuardedApp } from './identity-helpers';
+import { bearer, createActor, openSession, postSession, READ, refresh, SCAN, startGuardedApp } from '../helpers/identity';
 
 let p: TestPlatform;
 let guard: ReturnType<typeof startGuardedApp>;

@@ -7,7 +7,7 @@ import { importJWK, SignJWT, type JWK } from 'jose';
 import type { Bus } from '../../src/platform/bus/bus';
 import { bearerGuard, type BearerGuardOptions } from '../../src/platform/http/bearer-guard';
 import { errorHandling } from '../../src/platform/http/errors';
-import type { TestPlatform } from '../helpers/platform';
+import type { TestPlatform } from './platform';
 
 export const SCAN = 'resource:asset:scan';
 export const READ = 'resource:work:read';
