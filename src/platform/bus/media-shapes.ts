@@ -39,7 +39,6 @@ export const ProbeFactsSchema = t.Object({
   keyframeSource: KeyframeSourceSchema,
 });
 
-export type StreamType = Static<typeof StreamTypeSchema>;
 export type KeyframeSource = Static<typeof KeyframeSourceSchema>;
 export type Identification = Static<typeof IdentificationSchema>;
 export type ProbeStream = Static<typeof ProbeStreamSchema>;
