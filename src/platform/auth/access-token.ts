@@ -3,7 +3,7 @@
 // its own store, guards pass `createBusKeySource` (the JWKS over `qry.identity.jwks`, cached).
 import { errors as joseErrors, importJWK, jwtVerify, type CryptoKey, type JWTPayload } from 'jose';
 import type { Bus } from '../bus/bus';
-import type { IdentityPublicJwk } from '../bus/subjects';
+import type { IdentityPublicJwk } from '../bus/identity-shapes';
 import { isAppError } from '../errors';
 import { errorFields, systemClock, type Clock, type Logger } from '../runtime';
 import { identityUnavailable, unauthenticated } from './denials';

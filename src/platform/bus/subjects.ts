@@ -1,6 +1,7 @@
 // The subject map of CONTRACT.md: every query's request/reply and every event's payload.
 // Types only, so any service can speak a subject without importing the service that owns it; a
 // shape that is also an HTTP body is declared once as t.* in media-shapes.ts and its type used here.
+import type { Jwks } from './identity-shapes';
 import type { Identification, ProbeFacts } from './media-shapes';
 
 /** Why a session stopped being live (reply of qry.identity.session). */
@@ -12,16 +13,6 @@ export type IdentitySessionEndReason =
   | 'key-rotated'
   | 'policies-changed'
   | 'actor-disabled';
-
-/** An Ed25519 public key as published in the JWKS. */
-export interface IdentityPublicJwk {
-  kty: 'OKP';
-  crv: 'Ed25519';
-  x: string;
-  kid: string;
-  alg: 'EdDSA';
-  use: 'sig';
-}
 
 export interface BusQueries {
   /**
@@ -54,7 +45,7 @@ export interface BusQueries {
   /** The public keys that verify access tokens (the body of /.well-known/jwks.json), for guards on the bus. */
   'qry.identity.jwks': {
     request: Record<string, never>;
-    reply: { keys: IdentityPublicJwk[] };
+    reply: Jwks;
   };
 }
 

@@ -59,12 +59,6 @@ export const RefreshBody = t.Object({ refreshToken: t.String({ minLength: 1, max
 
 export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 128 }) });
 
-export const JwksSchema = t.Object({
-  keys: t.Array(
-    t.Object({ kty: t.Literal('OKP'), crv: t.Literal('Ed25519'), x: t.String(), kid: t.String(), alg: t.Literal('EdDSA'), use: t.Literal('sig') }),
-  ),
-});
-
 export const RotatedKey = t.Object({
   kid: t.String({ description: 'the key that signs from now on' }),
   previousKid: t.String(),

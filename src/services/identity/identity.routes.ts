@@ -7,6 +7,7 @@ import { forbidden, unauthenticated } from '../../platform/auth/denials';
 import { ADMIN_POLICY } from '../../platform/auth/policies';
 import { livePrincipal } from '../../platform/auth/session-check';
 import { TokenError, verifyHs256 } from '../../platform/auth/workspace-token';
+import { JwksSchema } from '../../platform/bus/identity-shapes';
 import { ProblemSchema } from '../../platform/http/errors';
 import { createTokenBucket, rateLimited } from '../../platform/http/rate-limit';
 import { createServiceApp } from '../../platform/http/service-app';
@@ -17,7 +18,6 @@ import {
   CreateActorBody,
   CreateSessionBody,
   IdParams,
-  JwksSchema,
   RefreshBody,
   RotatedKey,
   TokenPair,

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { exportJWK, generateKeyPair } from 'jose';
 import { bearerTokenOf, createAccessTokenVerifier, createBusKeySource, importJwks } from '../../../src/platform/auth/access-token';
-import type { IdentityPublicJwk } from '../../../src/platform/bus/subjects';
+import type { IdentityPublicJwk } from '../../../src/platform/bus/identity-shapes';
 import { createActor, openSession, SCAN, type Pair } from '../../helpers/identity';
 import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
 
