@@ -7,7 +7,7 @@ import { importJWK, SignJWT, type JWK } from 'jose';
 import type { Bus } from '../../src/platform/bus/bus';
 import { bearerGuard, type BearerGuardOptions } from '../../src/platform/http/bearer-guard';
 import { errorHandling } from '../../src/platform/http/errors';
-import type { TestPlatform } from './platform';
+import { startTestPlatform, type TestPlatform } from './platform';
 
 export const SCAN = 'resource:asset:scan';
 export const READ = 'resource:work:read';
@@ -34,6 +34,13 @@ export async function openSession(p: TestPlatform, apiKey: string): Promise<Pair
   const res = await postSession(p, { apiKey });
   if (res.status !== 201) throw new Error(`open session: ${res.status} ${await res.text()}`);
   return res.json();
+}
+
+/** A platform running only identity, with one actor holding `policies` and a session of it. */
+export async function identityWithSession(policies: string[] = [SCAN]) {
+  const p = await startTestPlatform({ services: ['identity'] });
+  const a = await createActor(p, policies);
+  return { p, actorId: a.actor.id, s: await openSession(p, a.apiKey) };
 }
 
 export const refresh = (p: TestPlatform, refreshToken: string) =>

@@ -1,18 +1,15 @@
 // The identity service's public keys at /.well-known/jwks.json, as an outside client reads them.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { createActor, openSession, SCAN, type Pair } from '../helpers/identity';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { identityWithSession, type Pair } from '../helpers/identity';
+import type { TestPlatform } from '../helpers/platform';
 
 let p: TestPlatform;
 let actorId: string;
 let s: Pair;
 
 beforeAll(async () => {
-  p = await startTestPlatform({ services: ['identity'] });
-  const a = await createActor(p, [SCAN]);
-  actorId = a.actor.id;
-  s = await openSession(p, a.apiKey);
+  ({ p, actorId, s } = await identityWithSession());
 });
 afterAll(() => p.close());
 

@@ -4,17 +4,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { exportJWK, generateKeyPair } from 'jose';
 import { bearerTokenOf, createAccessTokenVerifier, createBusKeySource, importJwks } from '../../../src/platform/auth/access-token';
 import type { IdentityPublicJwk } from '../../../src/platform/bus/identity-shapes';
-import { createActor, openSession, SCAN, type Pair } from '../../helpers/identity';
-import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
+import { identityWithSession, SCAN, type Pair } from '../../helpers/identity';
+import type { TestPlatform } from '../../helpers/platform';
 
 let p: TestPlatform;
 let s: Pair;
 let actorId: string;
 beforeAll(async () => {
-  p = await startTestPlatform({ services: ['identity'] });
-  const a = await createActor(p, [SCAN]);
-  actorId = a.actor.id;
-  s = await openSession(p, a.apiKey);
+  ({ p, actorId, s } = await identityWithSession());
 });
 afterAll(() => p.close());
 

@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHmac } from 'node:crypto';
 import { generateKeyPair, SignJWT } from 'jose';
-import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
-import { createActor, forge, openSession, READ, SCAN, signingKeyOf, sleep, startGuardedApp, type Pair } from '../../helpers/identity';
+import { createActor, forge, identityWithSession, openSession, READ, SCAN, signingKeyOf, sleep, startGuardedApp, type Pair } from '../../helpers/identity';
+import type { TestPlatform } from '../../helpers/platform';
 
 let p: TestPlatform;
 let guard: ReturnType<typeof startGuardedApp>;
@@ -12,11 +12,8 @@ let actorId: string;
 let s: Pair;
 
 beforeAll(async () => {
-  p = await startTestPlatform({ services: ['identity'] });
+  ({ p, actorId, s } = await identityWithSession());
   guard = startGuardedApp(p.bus);
-  const a = await createActor(p, [SCAN]);
-  actorId = a.actor.id;
-  s = await openSession(p, a.apiKey);
 });
 afterAll(async () => {
   guard.stop();
