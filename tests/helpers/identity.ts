@@ -6,13 +6,14 @@ import { Elysia, t } from 'elysia';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import type { Bus } from '../../src/platform/bus/bus';
 import { bearerGuard, type BearerGuardOptions } from '../../src/platform/http/bearer-guard';
+import { loadCatalogConfig } from '../../src/services/catalog/catalog.config';
 import { errorHandling } from '../../src/platform/http/errors';
 import { startTestPlatform, type TestPlatform } from './platform';
 
 export const SCAN = 'resource:asset:scan';
 export const READ = 'resource:work:read';
-/** The catalog's budget for POST /scan (media spec: 5/s, burst 20 per actor). */
-export const SCAN_BUDGET = { perActor: { ratePerSec: 5, burst: 20 }, service: { ratePerSec: 50, burst: 100 } };
+/** The catalog's own budget for POST /scan (media spec: 5/s, burst 20 per actor), as the catalog configures it. */
+const SCAN_BUDGET = loadCatalogConfig({}).scanBudget;
 
 export async function createActor(p: TestPlatform, policies: string[] = [SCAN], name = 'scanner') {
   const res = await p.api('identity', '/actors', { method: 'POST', as: 'admin', json: { name, policies } });
