@@ -1,6 +1,6 @@
 // The workspaces service's own environment variables, parsed once (a bad value stops start-up naming it).
 import { ConfigError, readInt, readString, type Env } from '../../platform/config';
-import { MINIMAL_IMAGE } from './engine/images';
+import { BUN_IMAGE, MINIMAL_IMAGE } from './engine/images';
 
 function readImageRef(env: Env, name: string, fallback: string): string {
   const v = readString(env, name, fallback);
@@ -23,6 +23,8 @@ export interface WorkspacesConfig {
   stopGraceSeconds: number;
   /** Tag of the offline-built minimal image (tests use their own tag). */
   minimalImage: string;
+  /** Tag of the bun-typescript image Keel builds (tests use their own tag). */
+  bunImage: string;
   /** The statically linked busybox the minimal image is made of. */
   busyboxPath: string;
 }
@@ -39,6 +41,7 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     cloneTimeoutMs: readInt(env, 'APP_WORKSPACE_CLONE_TIMEOUT', 120, 1, 3600) * 1000,
     stopGraceSeconds: readInt(env, 'APP_WORKSPACE_STOP_GRACE', 10, 0, 300),
     minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),
+    bunImage: readImageRef(env, 'APP_WORKSPACE_BUN_IMAGE', BUN_IMAGE),
     busyboxPath: readAbsolutePath(env, 'APP_BUSYBOX_PATH', '/bin/busybox'),
   };
 }

@@ -14,7 +14,7 @@ import type { Db } from '../../../platform/db';
 import { canAccess, type Actor } from '../../../platform/http/workspace-auth';
 import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
 import { EngineError, LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/docker';
-import { buildMinimalImage } from '../engine/images';
+import { buildTemplateImage, templateImage } from '../engine/template-image';
 import { allocatePorts, hostPortFree } from './ports';
 import { CloneError, cloneRepo, repoUrlProblem, scrubUrls, tarDirectory } from './repo-clone';
 import { supervisorScript } from './supervisor';
@@ -350,12 +350,11 @@ export class WorkspaceService {
     });
   }
 
-  /** The image a template runs: the offline-built one is tagged by APP_WORKSPACE_MINIMAL_IMAGE. */
   private imageOf(template: Template): string {
-    return template.build === 'minimal' ? this.deps.settings.minimalImage : template.image;
+    return templateImage(template, this.deps.settings);
   }
 
-  /** The template's image: present, built offline (minimal), or pulled. One attempt at a time per image. */
+  /** The template's image: present, built by Keel (engine/template-image.ts), or pulled. One attempt at a time per image. */
   private ensureImage(template: Template): Promise<void> {
     const image = this.imageOf(template);
     let p = this.imageReady.get(image);
@@ -363,11 +362,7 @@ export class WorkspaceService {
       p = (async () => {
         const { engine } = this.deps;
         if (await engine.imageExists(image)) return;
-        if (template.build === 'minimal') {
-          this.deps.log.info('building the minimal image', { image });
-          await buildMinimalImage(engine, image, this.deps.settings.busyboxPath);
-          return;
-        }
+        if (await buildTemplateImage(engine, template, image, this.deps.settings, this.deps.log)) return;
         try {
           await engine.pullImage(image);
         } catch (e) {
