@@ -17,6 +17,9 @@ const child = spawn(process.execPath, [resolve(import.meta.dir, '../src/main.ts'
   stdio: 'inherit',
   env: { ...process.env, APP_DATA_DIR: dataDir, DOCKER_HOST: engine.host, KEEL_ENGINE_ORIGIN: engine.origin },
 });
-// Ctrl-C reaches the child through the terminal's process group; a SIGTERM sent to dev alone is passed on.
-for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => child.kill(sig));
+// Ctrl-C reaches the platform directly (same process group), so dev only waits for it to finish;
+// a SIGTERM sent to dev alone (a service manager) is passed on. Passing SIGINT on too would make
+// it a second signal, which the platform takes as "stop now".
+process.on('SIGINT', () => {});
+process.on('SIGTERM', () => child.kill('SIGTERM'));
 child.on('exit', (code, sig) => process.exit(code ?? (sig ? 1 : 0)));

@@ -66,7 +66,7 @@ describe('a bun-typescript workspace where no registry answers', () => {
     expect((await exec('id -u; echo $HOME; pwd')).stdout).toBe('1000\n/home/keel\n/workspace\n');
   });
 
-  test('bun's test runner and TypeScript imports work offline', async () => {
+  test("bun's test runner and TypeScript imports work offline", async () => {
     await exec(`mkdir -p /workspace/app && printf '%s\\n' 'export const add = (a: number, b: number): number => a + b;' > /workspace/app/add.ts`);
     await exec(`printf '%s\\n' 'import { expect, test } from "bun:test";' 'import { add } from "./add.ts";' 'test("adds", () => expect(add(2, 3)).toBe(5));' > /workspace/app/add.test.ts`);
     const r = await exec('cd /workspace/app && bun test 2>&1');
