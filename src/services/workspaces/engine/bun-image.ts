@@ -11,7 +11,8 @@ import { tarArchive, type TarEntry } from './tar';
 import { minimalRootfsEntries } from './images';
 import type { Engine } from './docker';
 
-export const TEMPLATES_DIR = resolve(import.meta.dir, '../../../../templates');
+/** The templates' files on disk (a compiled Keel binary has none beside it: APP_TEMPLATES_DIR says where). */
+export const templatesDir = (env: Record<string, string | undefined> = process.env) => env.APP_TEMPLATES_DIR || resolve(import.meta.dir, '../../../../templates');
 const REPO_ROOT = resolve(import.meta.dir, '../../../..');
 
 /** Where the offline image takes bun from, first found wins (APP_BUN_PATH overrides them all). */
@@ -107,7 +108,7 @@ export async function bunOfflineRootfs(parts: OfflineParts): Promise<Buffer> {
   }
   for (const l of libs) added.push(hostFile(l));
   if (parts.caBundle) added.push(hostFile('/etc/ssl/certs/ca-certificates.crt', parts.caBundle, 0o644));
-  const server = readFileSync(join(TEMPLATES_DIR, 'bun-typescript', 'code-server.ts'));
+  const server = readFileSync(join(templatesDir(), 'bun-typescript', 'code-server.ts'));
   added.push({ type: 'file', path: 'opt/keel/code-server.ts', mode: 0o644, data: server });
   const entries = [...base, ...added];
   return tarArchive([...base, ...parents(entries), ...added]);
@@ -131,7 +132,7 @@ export async function buildBunOfflineImage(engine: Engine, ref: string, parts: O
 
 /** Builds templates/bun-typescript/Dockerfile (needs a registry and the internet). */
 export async function buildBunDockerfileImage(engine: Engine, ref: string): Promise<void> {
-  const dir = join(TEMPLATES_DIR, 'bun-typescript');
+  const dir = join(templatesDir(), 'bun-typescript');
   const entries: TarEntry[] = readdirSync(dir).map((name) => ({ type: 'file', path: name, mode: 0o644, data: readFileSync(join(dir, name)) }));
   await engine.buildImage(tarArchive(entries), ref);
 }
