@@ -67,7 +67,7 @@ export async function startPlatform(env: Record<string, string | undefined> = pr
       log.info('stopped');
     })());
 
-  if (config.services.includes('workspaces') && !env.APP_QUIET_TOKEN) {
+  if (config.services.includes('workspaces') && !env.APP_QUIET_TOKEN && env.NODE_ENV !== 'test') {
     // One line naming the engine the workspaces run on (scripts/dev.ts says where it came from).
     const host = env.DOCKER_HOST || 'unix:///var/run/docker.sock';
     const origin = env.KEEL_ENGINE_ORIGIN ?? (env.DOCKER_HOST ? 'DOCKER_HOST' : "Docker's default socket");

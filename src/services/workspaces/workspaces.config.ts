@@ -8,6 +8,12 @@ function readImageRef(env: Env, name: string, fallback: string): string {
   return v;
 }
 
+function readHttpUrl(env: Env, name: string, fallback: string): string {
+  const v = readString(env, name, fallback);
+  if (!/^https?:\/\/[^\s]+$/.test(v)) throw new ConfigError(name, 'must be an http(s) URL');
+  return v;
+}
+
 function readAbsolutePath(env: Env, name: string, fallback: string): string {
   const v = readString(env, name, fallback);
   if (!v.startsWith('/')) throw new ConfigError(name, 'must be an absolute path');
@@ -25,6 +31,8 @@ export interface WorkspacesConfig {
   minimalImage: string;
   /** Tag of the bun-typescript image Keel builds (tests use their own tag). */
   bunImage: string;
+  /** Asked (any HTTP answer, short timeout) to decide between the Dockerfile and the offline build. */
+  registryProbeUrl: string;
   /** The statically linked busybox the minimal image is made of. */
   busyboxPath: string;
 }
@@ -42,6 +50,7 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     stopGraceSeconds: readInt(env, 'APP_WORKSPACE_STOP_GRACE', 10, 0, 300),
     minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),
     bunImage: readImageRef(env, 'APP_WORKSPACE_BUN_IMAGE', BUN_IMAGE),
+    registryProbeUrl: readHttpUrl(env, 'APP_REGISTRY_PROBE_URL', 'https://registry-1.docker.io/v2/'),
     busyboxPath: readAbsolutePath(env, 'APP_BUSYBOX_PATH', '/bin/busybox'),
   };
 }

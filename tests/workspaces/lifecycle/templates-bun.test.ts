@@ -101,6 +101,33 @@ describe('a bun-typescript workspace where no registry answers', () => {
   });
 });
 
+describe('where a registry answers', () => {
+  test('the Dockerfile is tried first, and when its build cannot finish the offline image is made instead', async () => {
+    // A registry that answers the probe; the engine still cannot pull the Dockerfile's base image here.
+    let probes = 0;
+    const registry = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => (probes++, new Response('{"errors":[]}', { status: 401 })) });
+    const tag = `keel/bun-typescript-fallback-test:${Date.now().toString(36)}`;
+    const q = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_BUN_IMAGE: tag, APP_REGISTRY_PROBE_URL: `http://127.0.0.1:${registry.port}/v2/` } });
+    try {
+      const res = await q.api('workspaces', '/api/workspaces', { method: 'POST', json: { name: 'fallback', template: 'bun-typescript' } });
+      expect(res.status).toBe(201);
+      const { id } = (await res.json()) as { id: string };
+      const w = await waitFor(`workspace ${id} to settle`, async () => {
+        const v = (await (await q.api('workspaces', `/api/workspaces/${id}`)).json()) as any;
+        return v.status === 'running' || v.status === 'failed' ? v : null;
+      }, 120_000, 250);
+      expect(w.reason ?? null).toBeNull();
+      expect(w.status).toBe('running');
+      expect(probes).toBe(1);
+      expect(inspect('image', tag).Config.Labels['dev.keel.build']).toBe('offline');
+    } finally {
+      registry.stop(true);
+      await closeAndClean(q);
+      docker('rmi', '-f', tag);
+    }
+  }, 150_000);
+});
+
 describe('the parts of the offline image', () => {
   test('bun is the one npm installed, and ldd names the C library it needs', () => {
     const bun = findBun({});

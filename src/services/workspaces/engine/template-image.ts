@@ -7,7 +7,7 @@ import type { Engine } from './docker';
 import { buildMinimalImage } from './images';
 import { buildBunDockerfileImage, buildBunOfflineImage, offlineParts, registryAnswers } from './bun-image';
 
-type Settings = Pick<WorkspacesConfig, 'minimalImage' | 'bunImage' | 'busyboxPath'>;
+type Settings = Pick<WorkspacesConfig, 'minimalImage' | 'bunImage' | 'busyboxPath' | 'registryProbeUrl'>;
 interface Log {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
@@ -28,7 +28,7 @@ export async function buildTemplateImage(engine: Engine, template: Pick<Template
     return true;
   }
   if (template.build !== 'bun-typescript') return false;
-  if (await registryAnswers()) {
+  if (await registryAnswers(settings.registryProbeUrl)) {
     log.info('a registry answers: building the bun-typescript image from its Dockerfile', { image: ref });
     try {
       await buildBunDockerfileImage(engine, ref);
