@@ -122,3 +122,14 @@ describe('the test NATS server', () => {
     }
   });
 });
+
+describe('the compiled binary', () => {
+  test('installs nothing: no file under src/ imports scripts/ or runs apt-get', async () => {
+    const offenders: string[] = [];
+    for await (const f of new Bun.Glob('src/**/*.ts').scan({ cwd: join(import.meta.dir, '../..') })) {
+      const text = await Bun.file(join(import.meta.dir, '../..', f)).text();
+      if (/from ['"][./]*scripts\//.test(text) || /apt-get|dpkg/.test(text)) offenders.push(f);
+    }
+    expect(offenders).toEqual([]);
+  });
+});

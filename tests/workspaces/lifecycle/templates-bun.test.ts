@@ -13,6 +13,11 @@ const ROOT = join(import.meta.dir, '../../..');
 // A tag of this file's own, absent at the start, so "built on first use" is really exercised.
 const IMAGE = `keel/bun-typescript-test:${Date.now().toString(36)}`;
 const CLI_IMAGE = `keel/bun-typescript-cli-test:${Date.now().toString(36)}`;
+// Host ports of their own: other test runs share this engine, and a fresh Keel starts at the range's start.
+const portRange = () => {
+  const base = 30000 + Math.floor(Math.random() * 300) * 100;
+  return `${base}-${base + 99}`;
+};
 let p: TestPlatform;
 let ws: any;
 
@@ -24,7 +29,7 @@ async function exec(command: string): Promise<{ exitCode: number; stdout: string
 }
 
 beforeAll(async () => {
-  p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_BUN_IMAGE: IMAGE } });
+  p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_BUN_IMAGE: IMAGE, APP_WORKSPACE_PORT_RANGE: portRange() } });
 }, 60_000);
 
 afterAll(async () => {
@@ -107,7 +112,7 @@ describe('where a registry answers', () => {
     let probes = 0;
     const registry = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => (probes++, new Response('{"errors":[]}', { status: 401 })) });
     const tag = `keel/bun-typescript-fallback-test:${Date.now().toString(36)}`;
-    const q = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_BUN_IMAGE: tag, APP_REGISTRY_PROBE_URL: `http://127.0.0.1:${registry.port}/v2/` } });
+    const q = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_BUN_IMAGE: tag, APP_WORKSPACE_PORT_RANGE: portRange(), APP_REGISTRY_PROBE_URL: `http://127.0.0.1:${registry.port}/v2/` } });
     try {
       const res = await q.api('workspaces', '/api/workspaces', { method: 'POST', json: { name: 'fallback', template: 'bun-typescript' } });
       expect(res.status).toBe(201);
