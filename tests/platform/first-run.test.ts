@@ -91,3 +91,27 @@ describe('bun run dev on a fresh data dir', () => {
     expect(await engineAnswers(shared)).toBe(true);
   }, 40_000);
 });
+
+describe('bun scripts/dev.ts under a service manager', () => {
+  test('a SIGTERM sent to dev alone is passed on: the platform stops cleanly and dev exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-first-run-term-'));
+    const env: Record<string, string | undefined> = { ...process.env, APP_DATA_DIR: dir, DOCKER_HOST: shared, APP_SERVICES: 'workers', APP_WORKERS_PORT: '0', APP_LOG_LEVEL: 'info' };
+    delete env.NODE_ENV;
+    const child = spawn(process.execPath, ['scripts/dev.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    child.stderr!.on('data', (b: Buffer) => (log += b.toString()));
+    let code: number | null = null;
+    child.on('exit', (c, sig) => (code = c ?? (sig ? 128 : 0)));
+    try {
+      await waitFor('the workers service to listen', () => log.includes('"msg":"service listening"') || code !== null, 30_000);
+      child.kill('SIGTERM');
+      await waitFor('dev to exit', () => code !== null, 30_000);
+      expect(code as number | null).toBe(0);
+      expect(log).toContain('SIGTERM received, shutting down');
+      expect(log).toContain('"msg":"stopped"');
+    } finally {
+      if (code === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
