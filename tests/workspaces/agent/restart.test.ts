@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mintToken } from '../../../src/platform/jwt';
+import { mintToken } from '../../../src/platform/auth/workspace-token';
 import { keelInstance, removeInstanceObjects } from '../../helpers/docker';
 import { FAKE_KEY, startFakeOpenAI, type FakeOpenAI } from '../../helpers/fake-openai';
 import { requireTestEnv, TEST_SECRET } from '../../helpers/platform';

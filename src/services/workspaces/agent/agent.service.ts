@@ -2,7 +2,7 @@
 // session's log as they happen and fanned out to whoever follows, cancel, limits, and the closing of
 // turns that a stop or crash of Keel cut short. No HTTP here: followers get an AsyncIterable of events.
 import { AppError, toEnvelope } from '../../../platform/errors';
-import { canAccess, type Actor } from '../../../platform/http/workspace-auth';
+import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger, errorFields } from '../../../platform/runtime';
 import type { AgentConfig } from './agent.config';
 import type { AgentContext, AgentEvent, AssistantReply, CreateSessionInput, Message, Session, SessionListEntry, ToolCall, Usage } from './agent.model';

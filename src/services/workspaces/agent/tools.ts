@@ -6,7 +6,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { jsonSchema, tool, type ToolSet } from 'ai';
 import { AppError } from '../../../platform/errors';
-import type { Actor } from '../../../platform/http/workspace-auth';
+import type { Actor } from '../../../platform/auth/workspace-token';
 import type { ExecInput, ExecResult } from '../exec/exec.model';
 import { EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS } from '../exec/exec.model';
 
