@@ -20,7 +20,9 @@ describe('create', () => {
     const context = { system: 'You are terse.', instructions: ['answer in English'], notes: { repo: 'none yet' } };
     const res = await create({ workspaceId: rig.ws, model: 'openai/echo', context });
     expect(res.status).toBe(201);
-    expect(await res.json()).toEqual({
+    const body = await res.json();
+    expect(res.headers.get('location')).toBe(`/api/agent/sessions/${body.id}`);
+    expect(body).toEqual({
       id: expect.stringMatching(/^ses_/),
       workspaceId: rig.ws,
       model: 'openai/echo',

@@ -45,6 +45,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     .post('/api/agent/sessions', async ({ body, actor, set }) => {
       const s = await agent.create(actor, body);
       set.status = 201;
+      set.headers.location = `/api/agent/sessions/${s.id}`;
       return s;
     }, {
       body: CreateSessionBody,
@@ -53,7 +54,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
         tags: ['agent'],
         summary: 'Create an agent session bound to a workspace',
         description:
-          'The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn.\n\n' +
+          'Answers 201 with `Location: /api/agent/sessions/{id}`. The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn.\n\n' +
           'Errors: 400 INVALID_REQUEST (bad field, or a model whose provider is not configured: the message and `details.configured` name the configured ones), 404 WORKSPACE_NOT_FOUND.',
       },
     })
