@@ -9,6 +9,7 @@
 //   big         like echo, with 600 prompt + 400 completion tokens per call
 //   fail-<n>    answers HTTP <n> with an OpenAI-style error body (fail-401 names a key, as OpenAI does)
 //   drop        sends two chunks, then breaks the connection
+//   stall       sends the role chunk, then nothing until the client goes away
 // Every request is recorded (model, messages, tools, authorization); `aborts` counts answers whose
 // client went away before their end.
 
@@ -76,6 +77,8 @@ function plan(req: RecordedRequest, slowMs: number): Reply {
       return { text: ['tick '], delayMs: slowMs, forever: true, usage: { prompt, completion: 1 } };
     case 'drop':
       return { text: ['partial ', 'answer '], drop: true };
+    case 'stall':
+      return { text: ['never '], delayMs: 3_600_000, forever: true };
     case 'loop':
       return { tools: [{ name: 'run_command', input: { command: 'echo again' } }], usage: { prompt, completion: 5 } };
     case 'shell':

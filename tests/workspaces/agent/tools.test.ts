@@ -12,7 +12,8 @@ import { createSession, parse, readAll, send, startAgentRig, type AgentRig } fro
 let rig: AgentRig;
 
 beforeAll(async () => {
-  rig = await startAgentRig('agent-tools');
+  // A short provider silence limit: a command may run longer than it (the limit watches the provider only).
+  rig = await startAgentRig('agent-tools', { APP_AGENT_PROVIDER_TIMEOUT_MS: '1500' });
 }, 120_000);
 afterAll(() => rig.close(), 60_000);
 
@@ -58,6 +59,13 @@ test('a command really runs in the workspace and its output is fed back to the m
   const third = rig.fake.requests.at(-2)!;
   expect(third.messages.filter((m) => m.role === 'tool')).toHaveLength(1);
   expect(third.messages.some((m) => m.role === 'assistant' && Array.isArray(m.tool_calls))).toBe(true);
+});
+
+test('a command may outlast the provider silence limit: only the provider is watched', async () => {
+  const s = await createSession(rig, 'shell');
+  const r = await (await send(rig, s.id, 'sleep 3; echo slept')).json();
+  expect(r.finishReason).toBe('stop');
+  expect(r.toolCalls[0].output).toMatchObject({ exitCode: 0, stdout: 'slept\n' });
 });
 
 test('files are written, read and listed inside the workspace, not on the host', async () => {

@@ -11,7 +11,7 @@ import { createSession, deltas, parse, readAll, send, startAgentRig, type AgentR
 let rig: AgentRig;
 
 beforeAll(async () => {
-  rig = await startAgentRig('agent-turns');
+  rig = await startAgentRig('agent-turns', { APP_AGENT_PROVIDER_TIMEOUT_MS: '2000' });
 }, 120_000);
 afterAll(() => rig.close(), 60_000);
 
@@ -239,6 +239,17 @@ describe('provider failures', () => {
     const s = await createSession(rig, 'fail-503');
     const evs = await readAll(await send(rig, s.id, 'hi', { stream: true }));
     expect(evs).toEqual([{ id: 1, event: 'error', data: { error: { code: 'UPSTREAM_ERROR', message: expect.stringContaining('503'), details: expect.any(Object) } } }]);
+  });
+
+  test('a provider that goes silent is aborted and the turn fails with UPSTREAM_ERROR', async () => {
+    const s = await createSession(rig, 'stall');
+    const aborts = rig.fake.aborts;
+    const res = await send(rig, s.id, 'hi');
+    expect(res.status).toBe(502);
+    const body = await res.json();
+    expect(body.error.code).toBe('UPSTREAM_ERROR');
+    expect(body.error.message).toContain('sent nothing for 2000 ms');
+    await waitFor('the provider to see the abort', () => rig.fake.aborts > aborts, 10_000, 20);
   });
 
   test('a connection that breaks mid-answer ends with an error event after the deltas it sent', async () => {

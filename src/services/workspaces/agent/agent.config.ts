@@ -11,6 +11,8 @@ export interface AgentConfig {
   turnTimeoutMs: number;
   /** Retries of a failing provider call (429, 5xx, network) before the turn fails with UPSTREAM_ERROR. */
   providerRetries: number;
+  /** Silence of a provider (no headers, no chunk) after which its call fails with UPSTREAM_ERROR. */
+  providerTimeoutMs: number;
   providers: ProviderSettings;
 }
 
@@ -24,6 +26,7 @@ export const AGENT_DEFAULTS = {
   maxSessionTokens: 1_000_000,
   turnTimeoutMs: 600_000,
   providerRetries: 2,
+  providerTimeoutMs: 120_000,
 } as const;
 
 const nonEmpty = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
@@ -46,6 +49,7 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
     maxSessionTokens: readInt(env, 'APP_AGENT_MAX_SESSION_TOKENS', AGENT_DEFAULTS.maxSessionTokens, 1, 1_000_000_000),
     turnTimeoutMs: readInt(env, 'APP_AGENT_TURN_TIMEOUT_MS', AGENT_DEFAULTS.turnTimeoutMs, 100, 86_400_000),
     providerRetries: readInt(env, 'APP_AGENT_PROVIDER_RETRIES', AGENT_DEFAULTS.providerRetries, 0, 10),
+    providerTimeoutMs: readInt(env, 'APP_AGENT_PROVIDER_TIMEOUT_MS', AGENT_DEFAULTS.providerTimeoutMs, 100, 3_600_000),
     providers: readProviders(env),
   };
 }

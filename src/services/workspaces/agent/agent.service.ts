@@ -129,6 +129,7 @@ export function createAgentService(deps: AgentServiceDeps) {
           maxSteps: config.maxSteps,
           tokenBudget: budget,
           maxRetries: config.providerRetries,
+          providerIdleTimeoutMs: config.providerTimeoutMs,
           signal: live.controller.signal,
           onDelta(text) {
             live.content += text;

@@ -35,6 +35,8 @@ export interface TurnInput {
   /** Tokens the session may still spend; the turn stops after the step that reaches it. */
   tokenBudget: number;
   maxRetries: number;
+  /** Silence of a provider call (before its headers, between chunks) that fails it as a timeout. */
+  providerIdleTimeoutMs: number;
   signal: AbortSignal;
   onDelta(text: string): void;
   onTool(call: ToolCall): void;
@@ -69,11 +71,14 @@ export async function runTurn(providers: Providers, input: TurnInput): Promise<T
 
   try {
     const result = streamText({
-      model: providers.model(input.model, (u) => {
-        p.usage.promptTokens += u.promptTokens;
-        p.usage.completionTokens += u.completionTokens;
-        p.usage.totalTokens += u.promptTokens + u.completionTokens;
-        input.onProgress(p);
+      model: providers.model(input.model, {
+        idleTimeoutMs: input.providerIdleTimeoutMs,
+        onCallUsage(u) {
+          p.usage.promptTokens += u.promptTokens;
+          p.usage.completionTokens += u.completionTokens;
+          p.usage.totalTokens += u.promptTokens + u.completionTokens;
+          input.onProgress(p);
+        },
       }),
       system: input.system,
       messages: [...input.history, { role: 'user', content: input.message }],

@@ -51,9 +51,9 @@ export function createProviders(settings: ProviderSettings) {
      * SDK reports a step's usage only after its tools ran, and a turn cancelled during a tool must
      * still count the call that asked for it.
      */
-    model(model: string, onCallUsage: (u: CallUsage) => void) {
+    model(model: string, opts: { idleTimeoutMs: number; onCallUsage: (u: CallUsage) => void }) {
       const { provider, name } = this.check(model);
-      return wrapLanguageModel({ model: provider === 'openai' ? openai!.chat(name) : anthropic!(name), middleware: usageTap(onCallUsage) });
+      return wrapLanguageModel({ model: provider === 'openai' ? openai!.chat(name) : anthropic!(name), middleware: callWatch(opts) });
     },
 
     /** A provider failure as the API reports it: 502 UPSTREAM_ERROR, the provider's status and reason. */
@@ -81,16 +81,60 @@ export interface CallUsage {
   completionTokens: number;
 }
 
-function usageTap(onCallUsage: (u: CallUsage) => void): LanguageModelMiddleware {
+/**
+ * Watches each provider call: its usage as soon as its answer ends, and its silence. A provider that
+ * sends nothing for `idleTimeoutMs` (before its headers or between two chunks) has its request aborted
+ * and the call fails with a timeout, so a stalled provider is an UPSTREAM_ERROR, not a turn that hangs
+ * until its wall-time limit. The SDK's own chunk timeout is not used: it also runs while tools execute.
+ */
+function callWatch(opts: { idleTimeoutMs: number; onCallUsage: (u: CallUsage) => void }): LanguageModelMiddleware {
   return {
     specificationVersion: 'v3',
-    async wrapStream({ doStream }) {
-      const r = await doStream();
+    async wrapStream({ params, model }) {
+      const ac = new AbortController();
+      const outer = params.abortSignal;
+      const stalled = new Error(`the provider sent nothing for ${opts.idleTimeoutMs} ms`);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      let out: TransformStreamDefaultController<unknown> | undefined;
+      const done = () => {
+        clearTimeout(timer);
+        outer?.removeEventListener('abort', onOuter);
+      };
+      const onOuter = () => {
+        done();
+        ac.abort(outer?.reason);
+      };
+      const arm = () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          ac.abort(stalled);
+          out?.error(stalled);
+        }, opts.idleTimeoutMs);
+      };
+      if (outer?.aborted) ac.abort(outer.reason);
+      else outer?.addEventListener('abort', onOuter, { once: true });
+      arm();
+      let r: Awaited<ReturnType<typeof model.doStream>>;
+      try {
+        r = await model.doStream({ ...params, abortSignal: ac.signal });
+      } catch (e) {
+        done();
+        throw ac.signal.reason === stalled ? stalled : e;
+      }
+      arm();
       const tap = new TransformStream<(typeof r.stream extends ReadableStream<infer P> ? P : never)>({
+        start(c) {
+          out = c as TransformStreamDefaultController<unknown>;
+        },
         transform(part, c) {
-          if (part.type === 'finish') onCallUsage({ promptTokens: part.usage.inputTokens.total ?? 0, completionTokens: part.usage.outputTokens.total ?? 0 });
+          arm();
+          if (part.type === 'finish') {
+            done();
+            opts.onCallUsage({ promptTokens: part.usage.inputTokens.total ?? 0, completionTokens: part.usage.outputTokens.total ?? 0 });
+          }
           c.enqueue(part);
         },
+        flush: done,
       });
       return { ...r, stream: r.stream.pipeThrough(tap) };
     },
