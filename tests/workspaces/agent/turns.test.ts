@@ -11,7 +11,8 @@ import { createSession, deltas, parse, readAll, send, startAgentRig, type AgentR
 let rig: AgentRig;
 
 beforeAll(async () => {
-  rig = await startAgentRig('agent-turns', { APP_AGENT_PROVIDER_TIMEOUT_MS: '2000' });
+  // One retry of a failing provider call (the SDK waits about 2 s before it).
+  rig = await startAgentRig('agent-turns', { APP_AGENT_PROVIDER_TIMEOUT_MS: '2000', APP_AGENT_PROVIDER_RETRIES: '1' });
 }, 120_000);
 afterAll(() => rig.close(), 60_000);
 
@@ -208,7 +209,7 @@ describe('provider failures', () => {
     const body = await res.json();
     expect(body.error.code).toBe('UPSTREAM_ERROR');
     expect(body.error.message).toContain('fake provider failure 500');
-    expect(body.error.details).toMatchObject({ provider: 'openai', status: 500 });
+    expect(body.error.details).toMatchObject({ provider: 'openai', status: 500, attempts: 2 });
     // The turn is over and stored as failed; the session takes messages again.
     const stored = await getSession(s.id);
     expect(stored.busy).toBe(false);
@@ -223,6 +224,24 @@ describe('provider failures', () => {
     const res = await send(rig, s.id, 'hi');
     expect(res.status).toBe(502);
     expect((await res.json()).error).toMatchObject({ code: 'UPSTREAM_ERROR', details: { status: 429 } });
+  });
+
+  test('a rate-limited call is retried (APP_AGENT_PROVIDER_RETRIES) and the turn goes on', async () => {
+    const s = await createSession(rig, 'echo');
+    const before = rig.fake.requests.length;
+    rig.fake.queue({ status: 429, error: 'slow down' });
+    const r = await (await send(rig, s.id, 'hello')).json();
+    expect(r).toMatchObject({ content: 'You said: hello', finishReason: 'stop' });
+    expect(rig.fake.requests.length - before).toBe(2);
+  });
+
+  test('a provider that keeps failing is 502 after its retries, with the number of attempts', async () => {
+    const s = await createSession(rig, 'fail-503');
+    const before = rig.fake.requests.length;
+    const res = await send(rig, s.id, 'hello');
+    expect(res.status).toBe(502);
+    expect((await res.json()).error.details).toMatchObject({ provider: 'openai', status: 503, attempts: 2 });
+    expect(rig.fake.requests.length - before).toBe(2);
   });
 
   test("the provider's reason never carries the credentials", async () => {
