@@ -100,6 +100,14 @@ describe('list, get and delete', () => {
     expect(entry.usage).toEqual(got.usage);
   });
 
+  test('?workspaceId= lists the sessions of one workspace', async () => {
+    const s = await createSession(rig, 'echo');
+    const mine = (await (await rig.api(`/api/agent/sessions?workspaceId=${rig.ws}`)).json()).sessions;
+    expect(mine.map((e: any) => e.id)).toContain(s.id);
+    expect(mine.every((e: any) => e.workspaceId === rig.ws)).toBe(true);
+    expect((await (await rig.api('/api/agent/sessions?workspaceId=ws_other')).json()).sessions).toEqual([]);
+  });
+
   test("the session's usage is the sum of its turns' usage", async () => {
     const s = await createSession(rig, 'echo');
     const a = await (await send(rig, s.id, 'first message')).json();

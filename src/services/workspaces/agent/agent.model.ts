@@ -60,6 +60,9 @@ export const SendMessageBody = t.Object(
   strict,
 );
 
+export const ListQuery = t.Object({
+  workspaceId: t.Optional(t.String({ minLength: 1, maxLength: 128, description: 'only the sessions bound to this workspace' })),
+});
 export const SessionParams = t.Object({ id: t.String({ minLength: 1, maxLength: 128 }) });
 export const EventsQuery = t.Object({
   after: t.Optional(t.Integer({ minimum: 0, description: 'replay events whose id is greater; the Last-Event-ID header wins when both are given' })),

@@ -13,6 +13,7 @@ import {
   DeleteAnswer,
   EventsQuery,
   FINISH_REASONS,
+  ListQuery,
   SendMessageBody,
   Session,
   SessionList,
@@ -58,9 +59,10 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
           'Errors: 400 INVALID_REQUEST (bad field, or a model whose provider is not configured: the message and `details.configured` name the configured ones), 404 WORKSPACE_NOT_FOUND.',
       },
     })
-    .get('/api/agent/sessions', ({ actor }) => ({ sessions: agent.list(actor) }), {
-      response: { 200: SessionList, 401: ErrorEnvelope },
-      detail: { tags: ['agent'], summary: "The caller's sessions (admins: all), oldest first, without messages" },
+    .get('/api/agent/sessions', ({ actor, query }) => ({ sessions: agent.list(actor, query) }), {
+      query: ListQuery,
+      response: { 200: SessionList, 400: ErrorEnvelope, 401: ErrorEnvelope },
+      detail: { tags: ['agent'], summary: "The caller's sessions (admins: all), oldest first, without messages; `workspaceId` narrows to one workspace" },
     })
     .get('/api/agent/sessions/:id', ({ params, actor }) => agent.get(actor, params.id), {
       params: SessionParams,

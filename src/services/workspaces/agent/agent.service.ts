@@ -263,8 +263,8 @@ export function createAgentService(deps: AgentServiceDeps) {
       return { ...sessionFields(row), context, messages: [] };
     },
 
-    list(actor: Actor): SessionListEntry[] {
-      return store.list(actor.admin ? null : actor.id).map((r) => ({ ...sessionFields(r), messageCount: r.messageCount }));
+    list(actor: Actor, filter: { workspaceId?: string } = {}): SessionListEntry[] {
+      return store.list(actor.admin ? null : actor.id, filter.workspaceId).map((r) => ({ ...sessionFields(r), messageCount: r.messageCount }));
     },
 
     get(actor: Actor, id: string): Session {

@@ -33,9 +33,13 @@ export function createAgentStore(db: Db) {
   return {
     session: (id: string): AgentSessionRow | undefined => byId.get({ id }),
 
-    list(owner: string | null): (AgentSessionRow & { messageCount: number })[] {
-      const q = db.select({ s: agentSessions, messageCount }).from(agentSessions);
-      const rows = (owner === null ? q : q.where(eq(agentSessions.owner, owner))).orderBy(asc(agentSessions.createdAt), asc(agentSessions.id)).all();
+    list(owner: string | null, workspaceId?: string): (AgentSessionRow & { messageCount: number })[] {
+      const rows = db
+        .select({ s: agentSessions, messageCount })
+        .from(agentSessions)
+        .where(and(owner === null ? undefined : eq(agentSessions.owner, owner), workspaceId === undefined ? undefined : eq(agentSessions.workspaceId, workspaceId)))
+        .orderBy(asc(agentSessions.createdAt), asc(agentSessions.id))
+        .all();
       return rows.map((r) => ({ ...r.s, messageCount: Number(r.messageCount) }));
     },
 
