@@ -53,6 +53,12 @@ function firstError(s: TSchema, value: unknown): string {
   return e ? `invalid input at ${e.path || '/'}: ${e.message}` : 'invalid input';
 }
 
+// Built once: every turn hands the same schemas to the SDK.
+const runCommandSchema = schema(RunCommandInput);
+const readFileSchema = schema(ReadFileInput);
+const writeFileSchema = schema(WriteFileInput);
+const listDirectorySchema = schema(ListDirectoryInput);
+
 /** A single-quoted shell word. */
 const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
@@ -95,7 +101,7 @@ export function workspaceTools(shell: WorkspaceShell, actor: Actor, workspaceId:
       description:
         'Run a shell command in the workspace (a Linux container) and get its exit code, stdout and stderr. ' +
         `Output beyond ${TOOL_OUTPUT_MAX_CHARS} characters per stream is cut. A command that outlives its timeout is killed (exitCode 124).`,
-      inputSchema: schema(RunCommandInput),
+      inputSchema: runCommandSchema,
       execute: async (input, { abortSignal }) => {
         try {
           const r = await run({ command: input.command, workdir: input.workdir, timeout: input.timeout }, abortSignal);
@@ -117,7 +123,7 @@ export function workspaceTools(shell: WorkspaceShell, actor: Actor, workspaceId:
 
     read_file: tool({
       description: `Read a text file of the workspace (at most ${READ_FILE_MAX_CHARS} characters are returned).`,
-      inputSchema: schema(ReadFileInput),
+      inputSchema: readFileSchema,
       execute: async ({ path }, { abortSignal }) => {
         try {
           const h = await helper(`cat -- ${quote(path)}`, abortSignal);
@@ -132,7 +138,7 @@ export function workspaceTools(shell: WorkspaceShell, actor: Actor, workspaceId:
 
     write_file: tool({
       description: 'Write a text file in the workspace, replacing its content; missing parent directories are created.',
-      inputSchema: schema(WriteFileInput),
+      inputSchema: writeFileSchema,
       execute: async ({ path, content }, { abortSignal }) => {
         try {
           // The content travels in an environment variable, never in the command line (no quoting, no size surprise).
@@ -152,7 +158,7 @@ export function workspaceTools(shell: WorkspaceShell, actor: Actor, workspaceId:
 
     list_directory: tool({
       description: 'List a directory of the workspace (`ls -la`: type and mode, size, date, name).',
-      inputSchema: schema(ListDirectoryInput),
+      inputSchema: listDirectorySchema,
       execute: async ({ path }, { abortSignal }) => {
         const dir = path ?? '.';
         try {
