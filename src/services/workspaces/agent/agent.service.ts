@@ -298,8 +298,10 @@ export function createAgentService(deps: AgentServiceDeps) {
       const at = isoNow(clock);
       const base = { sessionId: id, finishReason: null, toolCalls: null, parts: null, promptTokens: null, completionTokens: null, totalTokens: null, createdAt: at };
       const messageId = newId('msg', clock);
-      store.insertMessage({ ...base, id: newId('msg', clock), ordinal: history.length, role: 'user', content: message, afterEventId: null });
-      store.insertMessage({ ...base, id: messageId, ordinal: history.length + 1, role: 'assistant', content: '', afterEventId });
+      store.insertTurn(
+        { ...base, id: newId('msg', clock), ordinal: history.length, role: 'user', content: message, afterEventId: null },
+        { ...base, id: messageId, ordinal: history.length + 1, role: 'assistant', content: '', afterEventId },
+      );
       const live: LiveTurn = {
         sessionId: id,
         messageId,

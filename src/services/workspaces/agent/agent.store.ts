@@ -28,6 +28,25 @@ export function createAgentStore(db: Db) {
     .limit(1)
     .prepare();
   // Spelled out: inside a subquery drizzle would leave both columns unqualified.
+  const messagesOf = db.select().from(agentMessages).where(eq(agentMessages.sessionId, sql.placeholder('sessionId'))).orderBy(asc(agentMessages.ordinal)).prepare();
+  const insertMessage = db
+    .insert(agentMessages)
+    .values({
+      id: sql.placeholder('id'),
+      sessionId: sql.placeholder('sessionId'),
+      ordinal: sql.placeholder('ordinal'),
+      role: sql.placeholder('role'),
+      content: sql.placeholder('content'),
+      finishReason: sql.placeholder('finishReason'),
+      toolCalls: sql.placeholder('toolCalls'),
+      parts: sql.placeholder('parts'),
+      promptTokens: sql.placeholder('promptTokens'),
+      completionTokens: sql.placeholder('completionTokens'),
+      totalTokens: sql.placeholder('totalTokens'),
+      afterEventId: sql.placeholder('afterEventId'),
+      createdAt: sql.placeholder('createdAt'),
+    })
+    .prepare();
   const messageCount = sql<number>`(SELECT count(*) FROM "agent_messages" m WHERE m."session_id" = "agent_sessions"."id")`;
 
   return {
@@ -51,14 +70,17 @@ export function createAgentStore(db: Db) {
       db.delete(agentSessions).where(eq(agentSessions.id, id)).run();
     },
 
-    messages: (sessionId: string): AgentMessageRow[] =>
-      db.select().from(agentMessages).where(eq(agentMessages.sessionId, sessionId)).orderBy(asc(agentMessages.ordinal)).all(),
+    messages: (sessionId: string): AgentMessageRow[] => messagesOf.all({ sessionId }),
 
     messageCount: (sessionId: string): number =>
       db.select({ n: count() }).from(agentMessages).where(eq(agentMessages.sessionId, sessionId)).get()?.n ?? 0,
 
-    insertMessage(row: AgentMessageRow) {
-      db.insert(agentMessages).values(row).run();
+    /** The user message and the (empty, running) assistant message of a new turn, together. */
+    insertTurn(user: AgentMessageRow, assistant: AgentMessageRow) {
+      db.transaction(() => {
+        insertMessage.run(user);
+        insertMessage.run(assistant);
+      });
     },
 
     /** What a running turn has said so far (at each tool result and step end). */
