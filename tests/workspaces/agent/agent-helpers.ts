@@ -9,19 +9,28 @@ import { closeAndClean, createRunning } from '../../helpers/workspaces';
 export interface AgentRig {
   p: TestPlatform;
   fake: FakeOpenAI;
-  /** A running `minimal` workspace of alice. */
+  /** A `minimal` workspace of alice (running, unless the rig was started with `running: false`). */
   ws: string;
   api(path: string, init?: Parameters<TestPlatform['api']>[2]): Promise<Response>;
   close(): Promise<void>;
 }
 
-export async function startAgentRig(name: string, env: Record<string, string> = {}, opts: { workspace?: boolean; slowMs?: number } = {}): Promise<AgentRig> {
+/**
+ * `running: false` for tests whose model never calls a tool: the workspace need only exist (sessions
+ * bind to it), so they do not wait for its container.
+ */
+export async function startAgentRig(name: string, env: Record<string, string> = {}, opts: { running?: boolean; slowMs?: number } = {}): Promise<AgentRig> {
   const fake = startFakeOpenAI({ slowMs: opts.slowMs });
   const p = await startTestPlatform({
     services: ['workspaces'],
     env: { OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: FAKE_KEY, APP_AGENT_PROVIDER_RETRIES: '0', ...env },
   });
-  const ws = opts.workspace === false ? '' : (await createRunning(p, name, { timeoutMs: 90_000 })).id;
+  let ws: string;
+  if (opts.running === false) {
+    const res = await p.api('workspaces', '/api/workspaces', { method: 'POST', json: { name, template: 'minimal' } });
+    expect(res.status).toBe(201);
+    ws = ((await res.json()) as { id: string }).id;
+  } else ws = (await createRunning(p, name, { timeoutMs: 90_000 })).id;
   return {
     p,
     fake,

@@ -9,7 +9,7 @@ import { createSession, send, startAgentRig, type AgentRig } from './agent-helpe
 let rig: AgentRig;
 
 beforeAll(async () => {
-  rig = await startAgentRig('agent-sessions');
+  rig = await startAgentRig('agent-sessions', {}, { running: false });
 }, 120_000);
 afterAll(() => rig.close(), 60_000);
 

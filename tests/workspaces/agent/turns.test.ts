@@ -12,7 +12,7 @@ let rig: AgentRig;
 
 beforeAll(async () => {
   // One retry of a failing provider call (the SDK waits about 2 s before it).
-  rig = await startAgentRig('agent-turns', { APP_AGENT_PROVIDER_TIMEOUT_MS: '2000', APP_AGENT_PROVIDER_RETRIES: '1' });
+  rig = await startAgentRig('agent-turns', { APP_AGENT_PROVIDER_TIMEOUT_MS: '2000', APP_AGENT_PROVIDER_RETRIES: '1' }, { running: false });
 }, 120_000);
 afterAll(() => rig.close(), 60_000);
 
