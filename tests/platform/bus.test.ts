@@ -83,7 +83,7 @@ for (const [name, open] of implementations) {
       const [server, client] = await open();
       const off = server.answer('qry.sources.resolve', async () => {
         await Bun.sleep(500);
-        return { assetId: 'x', bindings: [] };
+        return { assetId: 'x', available: false, binding: null };
       });
       await Bun.sleep(50);
       const err = await client.request('qry.sources.resolve', { assetId: 'x' }, { timeoutMs: 100 }).catch((e) => e);

@@ -18,7 +18,7 @@ export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })
   const answerers = new Map<string, AnyHandler[]>();
   let turn = 0;
 
-  return {
+  const bus: Bus = {
     async publish(subject, payload) {
       const json = JSON.stringify(payload);
       for (const sub of subscribers) {
@@ -37,6 +37,10 @@ export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })
       const entry = { pattern, handler: handler as AnyHandler };
       subscribers.add(entry);
       return () => void subscribers.delete(entry);
+    },
+    consume(_durable, subject, handler) {
+      // One process: nothing outlives it, so a durable consumer is a subscription.
+      return bus.subscribe(subject, handler);
     },
     async request(subject, payload, opts) {
       const list = answerers.get(subject);
@@ -76,4 +80,5 @@ export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })
       answerers.clear();
     },
   };
+  return bus;
 }

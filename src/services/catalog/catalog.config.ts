@@ -7,6 +7,8 @@ export interface CatalogConfig {
   probeSizeBytes: number;
   probeAnalyzeUs: number;
   probeTimeoutMs: number;
+  /** Seconds between scheduled scans of every media root; 0: no schedule. */
+  libraryScanIntervalS: number;
 }
 
 export function loadCatalogConfig(env: Env = process.env): CatalogConfig {
@@ -17,5 +19,6 @@ export function loadCatalogConfig(env: Env = process.env): CatalogConfig {
     probeSizeBytes: readInt(env, 'APP_PROBE_SIZE', 10_000_000, 32, 2_000_000_000),
     probeAnalyzeUs: readInt(env, 'APP_PROBE_ANALYZE_US', 10_000_000, 0, 600_000_000),
     probeTimeoutMs: readInt(env, 'APP_PROBE_TIMEOUT_MS', 30_000, 100, 600_000),
+    libraryScanIntervalS: readInt(env, 'APP_LIBRARY_SCAN_INTERVAL_S', 0, 0, 30 * 86_400),
   };
 }

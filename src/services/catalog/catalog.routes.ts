@@ -10,6 +10,8 @@ import {
   AssetSummarySchema, KindSchema, RelationSchema, ScanBody, ScanResponse, WorkIdParams, WorkSchema, WorksQuery,
 } from './catalog.model';
 import type { CatalogService } from './catalog.service';
+import { libraryRoutes } from './library/library.routes';
+import type { LibraryService } from './library/library.service';
 
 const errors = { 400: ProblemSchema, 422: ProblemSchema };
 const notFound = { 404: ProblemSchema };
@@ -71,7 +73,7 @@ function readRoutes(catalog: CatalogService) {
     });
 }
 
-export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService) {
+export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService, library: LibraryService) {
   const guard = bearerGuard({ bus: deps.bus, log: deps.log.child({ component: 'bearer-guard' }) });
   return new Elysia()
     .use(errorHandling('problem', { production: deps.config.production, log: deps.log }))
@@ -84,11 +86,13 @@ export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService) {
           { name: 'scan', description: 'Register files under the media roots' },
           { name: 'works', description: 'Works, their assets and relations (public reads)' },
           { name: 'kinds', description: 'Kind registry' },
+          { name: 'library', description: 'Library scans of whole folders, run by the workers service' },
           { name: 'probes', description: 'Health and version' },
         ],
       }),
     )
     .use(healthRoutes('catalog'))
     .use(readRoutes(catalog))
-    .use(scanRoutes(catalog, guard));
+    .use(scanRoutes(catalog, guard))
+    .use(libraryRoutes(library, guard));
 }

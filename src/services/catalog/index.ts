@@ -5,6 +5,8 @@ import { loadCatalogConfig } from './catalog.config';
 import { createCatalogApp } from './catalog.routes';
 import { createCatalog } from './catalog.service';
 import { createKindRegistry } from './kinds';
+import { createLibrary } from './library/library.service';
+import { scheduleLibraryScans } from './library/library.schedule';
 import { createFfprobe, findFfprobe } from './media-engine/ffprobe';
 import { createProbeAnswerer } from './media-engine/probe.answerer';
 import { audiobookPlugin } from './plugins/audiobook';
@@ -34,5 +36,16 @@ export function createCatalogService(deps: ServiceDeps): Service {
     // Format probe and keyframe scan each have the timeout; queueing behind the concurrency cap adds some.
     probeWaitMs: cfg.probeTimeoutMs * 2 + 5_000,
   });
-  return { app: createCatalogApp(deps, catalog), stop: () => stopAnswering() };
+  const library = createLibrary({ db: deps.db, bus: deps.bus, clock: deps.clock, log: deps.log, mediaRoots: deps.config.mediaRoots, scanFile: catalog.scan });
+  const stopLibrary = library.listen(deps.bus);
+  let stopSchedule = () => {};
+  return {
+    app: createCatalogApp(deps, catalog, library),
+    start: () => void (stopSchedule = scheduleLibraryScans(library, cfg.libraryScanIntervalS, deps.log)),
+    stop: () => {
+      stopSchedule();
+      stopLibrary();
+      stopAnswering();
+    },
+  };
 }

@@ -1,4 +1,4 @@
-// The sources service over HTTP: today only its probes (media spec); its work happens on the bus.
+// The sources service over HTTP: only its probes (media spec); resolution is on the bus (qry.sources.resolve).
 import { Elysia } from 'elysia';
 import { errorHandling } from '../../platform/http/errors';
 import { healthRoutes } from '../../platform/http/health';

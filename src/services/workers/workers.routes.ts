@@ -1,4 +1,4 @@
-// The workers service over HTTP: today only its probes (media spec); its work happens on the bus.
+// The workers service over HTTP: only its probes (media spec); jobs arrive and report on the bus.
 import { Elysia } from 'elysia';
 import { errorHandling } from '../../platform/http/errors';
 import { healthRoutes } from '../../platform/http/health';
