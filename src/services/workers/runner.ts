@@ -102,9 +102,17 @@ export function createJobRunner(deps: RunnerDeps) {
     }
   }
 
+  // A cancel asked in any process is published at once: the worker running the job stops it now
+  // rather than at its next heartbeat (which stays the fallback should the event be missed).
+  let unsubscribe = () => {};
+  const onJobEvent = ({ job }: { job: { id: string; cancelRequested: boolean } }) => {
+    if (job.cancelRequested) active.get(job.id)?.abort('cancelled' satisfies StopReason);
+  };
+
   return {
     start() {
       stopped = false;
+      unsubscribe = deps.bus.subscribe('evt.workers.jobProgress', onJobEvent);
       // Three beats per lease: one missed beat (a busy moment) does not lose the job.
       beatTimer = setInterval(heartbeat, Math.max(50, Math.floor(leaseMs / 3)));
       pollTimer = setInterval(() => void fill(), deps.pollMs);
@@ -117,6 +125,7 @@ export function createJobRunner(deps: RunnerDeps) {
     /** Stops claiming, hands running jobs back (they start again at once elsewhere) and waits for them. */
     async stop() {
       stopped = true;
+      unsubscribe();
       clearInterval(pollTimer);
       clearInterval(beatTimer);
       for (const c of active.values()) c.abort('shutdown' satisfies StopReason);

@@ -107,6 +107,7 @@ export function createJobQueue(deps: JobQueueDeps) {
       .where(and(eq(workersJobs.id, id), eq(workersJobs.status, 'running')))
       .returning()
       .get();
+    await announce(flagged);
     return toJobView(flagged ?? byId(id)!);
   }
 
