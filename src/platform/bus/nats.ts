@@ -107,7 +107,7 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
         } catch (e) {
           log.warn('durable event not stored yet, retrying', { subject: next.subject, pending: outbox.length, ...errorFields(e) });
           await Bun.sleep(wait);
-          wait = Math.min(wait * 2, 5000);
+          wait = Math.min(wait * 2, 2000);
         }
       }
     })().finally(() => (draining = undefined)));
