@@ -95,20 +95,25 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
   // in between delays them instead of losing them. The message id makes a retried send a no-op.
   const outbox: { subject: string; data: Uint8Array; msgID: string }[] = [];
   let draining: Promise<void> | undefined;
+  // Up to WINDOW sends in flight (one connection keeps them in order); the acknowledged prefix
+  // leaves the outbox, the rest is sent again (the stream drops the duplicates by message id).
+  const WINDOW = 64;
   const drain = () =>
     (draining ??= (async () => {
       let wait = 100;
       while (outbox.length && !closed) {
-        const next = outbox[0]!;
-        try {
-          await js!.publish(next.subject, next.data, { msgID: next.msgID, timeout: 5000 });
-          outbox.shift();
+        const batch = outbox.slice(0, WINDOW);
+        const sent = await Promise.allSettled(batch.map((m) => js!.publish(m.subject, m.data, { msgID: m.msgID, timeout: 5000 })));
+        const stored = sent.findIndex((r) => r.status === 'rejected');
+        outbox.splice(0, stored === -1 ? batch.length : stored);
+        if (stored === -1) {
           wait = 100;
-        } catch (e) {
-          log.warn('durable event not stored yet, retrying', { subject: next.subject, pending: outbox.length, ...errorFields(e) });
-          await Bun.sleep(wait);
-          wait = Math.min(wait * 2, 2000);
+          continue;
         }
+        const why = (sent[stored] as PromiseRejectedResult).reason;
+        log.warn('durable event not stored yet, retrying', { subject: batch[stored]!.subject, pending: outbox.length, ...errorFields(why) });
+        await Bun.sleep(wait);
+        wait = Math.min(wait * 2, 2000);
       }
     })().finally(() => (draining = undefined)));
 
