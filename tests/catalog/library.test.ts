@@ -186,6 +186,23 @@ describe('requests', () => {
     expect((await res.json()).code).toBe('validation');
   });
 
+  test('a scan of a folder that became empty fails without naming it', async () => {
+    mkdirSync(join(a.root, 'Empty Shelf'));
+    const scan = await scanLibrary(p, token, { path: 'Empty Shelf' });
+    expect(scan).toMatchObject({ status: 'failed', error: 'the scanned folder on media root 0 is empty; nothing was marked unavailable' });
+  });
+
+  test('with no workers service on the bus the scan is refused with 503 BUS_NO_ANSWERER and leaves nothing behind', async () => {
+    const lonely = await startTestPlatform({ services: ['identity', 'catalog'], env: { APP_MEDIA_ROOTS: a.root } });
+    try {
+      const res = await postLibraryScan(lonely, await catalogToken(lonely, 'lonely'));
+      expect(res.status).toBe(503);
+      expect(await res.json()).toMatchObject({ code: 'BUS_NO_ANSWERER', retryable: true });
+    } finally {
+      await lonely.close();
+    }
+  });
+
   test('an unknown scan id is 404 CATALOG_SCAN_NOT_FOUND', async () => {
     const res = await fetch(p.url('catalog') + '/library/scans/scn_nope', { headers: { authorization: `Bearer ${token}` } });
     expect(res.status).toBe(404);

@@ -22,7 +22,8 @@ const rootProblem = (message: string) => new AppError('LIBRARY_ROOT_UNAVAILABLE'
 
 /** The real path of the folder to walk; throws the reason a scan of it must not go on. */
 export function checkTarget(mediaRoots: string[], root: number, folder: string): string {
-  const name = folder ? `folder ${folder} on media root ${root}` : `media root ${root}`;
+  // The folder itself is not repeated: the reason is read by whoever reads the scan.
+  const name = folder ? `the scanned folder on media root ${root}` : `media root ${root}`;
   const base = mediaRoots[root];
   if (base === undefined) throw rootProblem(`media root ${root} is not configured on the worker`);
   let realRoot: string;
