@@ -1,5 +1,5 @@
 // The catalog's own environment: probe bounds. Parsed once; a bad value stops start-up with `VAR: reason`.
-import { readInt, readString, type Env } from '../../platform/config';
+import { readBool, readInt, readString, type Env } from '../../platform/config';
 
 export interface CatalogConfig {
   ffprobePath: string | undefined;
@@ -9,6 +9,9 @@ export interface CatalogConfig {
   probeTimeoutMs: number;
   /** Seconds between scheduled scans of every media root; 0: no schedule. */
   libraryScanIntervalS: number;
+  /** Watch the media roots and queue a scan of each folder that changes; the quiet period before it. */
+  libraryWatch: boolean;
+  libraryWatchDebounceMs: number;
 }
 
 export function loadCatalogConfig(env: Env = process.env): CatalogConfig {
@@ -20,5 +23,7 @@ export function loadCatalogConfig(env: Env = process.env): CatalogConfig {
     probeAnalyzeUs: readInt(env, 'APP_PROBE_ANALYZE_US', 10_000_000, 0, 600_000_000),
     probeTimeoutMs: readInt(env, 'APP_PROBE_TIMEOUT_MS', 30_000, 100, 600_000),
     libraryScanIntervalS: readInt(env, 'APP_LIBRARY_SCAN_INTERVAL_S', 0, 0, 30 * 86_400),
+    libraryWatch: readBool(env, 'APP_LIBRARY_WATCH', false),
+    libraryWatchDebounceMs: readInt(env, 'APP_LIBRARY_WATCH_DEBOUNCE_MS', 2000, 10, 600_000),
   };
 }

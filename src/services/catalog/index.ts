@@ -7,6 +7,7 @@ import { createCatalog } from './catalog.service';
 import { createKindRegistry } from './kinds';
 import { createLibrary } from './library/library.service';
 import { scheduleLibraryScans } from './library/library.schedule';
+import { watchLibrary } from './library/library.watch';
 import { createFfprobe, findFfprobe } from './media-engine/ffprobe';
 import { createProbeAnswerer } from './media-engine/probe.answerer';
 import { audiobookPlugin } from './plugins/audiobook';
@@ -39,10 +40,15 @@ export function createCatalogService(deps: ServiceDeps): Service {
   const library = createLibrary({ db: deps.db, bus: deps.bus, clock: deps.clock, log: deps.log, mediaRoots: deps.config.mediaRoots, scanFile: catalog.scan });
   const stopLibrary = library.listen(deps.bus);
   let stopSchedule = () => {};
+  let stopWatch = () => {};
   return {
     app: createCatalogApp(deps, catalog, library),
-    start: () => void (stopSchedule = scheduleLibraryScans(library, cfg.libraryScanIntervalS, deps.log)),
+    start: () => {
+      stopSchedule = scheduleLibraryScans(library, cfg.libraryScanIntervalS, deps.log);
+      if (cfg.libraryWatch) stopWatch = watchLibrary(library, deps.config.mediaRoots, cfg.libraryWatchDebounceMs, deps.log);
+    },
     stop: () => {
+      stopWatch();
       stopSchedule();
       stopLibrary();
       stopAnswering();
