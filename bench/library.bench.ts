@@ -12,7 +12,7 @@ import { crawl } from '../src/services/workers/crawl';
 import { catalogToken } from '../tests/helpers/media';
 import { scanLibrary } from '../tests/helpers/library';
 import { startTestNats } from '../tests/helpers/nats';
-import { mintToken } from '../src/platform/jwt';
+import { mintToken } from '../src/platform/auth/workspace-token';
 import { printTable, round } from './lib';
 
 const SECRET = 'd'.repeat(64);

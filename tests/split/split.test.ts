@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Bus } from '../../src/platform/bus/bus';
 import { createNatsBus } from '../../src/platform/bus/nats';
 import type { JobView } from '../../src/platform/bus/subjects';
-import { mintToken } from '../../src/platform/jwt';
+import { mintToken } from '../../src/platform/auth/workspace-token';
 import { createLogger } from '../../src/platform/runtime';
 import { postLibraryScan, scanLibrary, waitForScan } from '../helpers/library';
 import { catalogToken, mediaFixtures, tempMediaRoot } from '../helpers/media';

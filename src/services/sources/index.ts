@@ -1,5 +1,5 @@
 // Composition root of the sources service: bindings kept from the catalog's events, resolution on the bus.
-import type { Service, ServiceDeps } from '../../platform/service';
+import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createSourcesApp } from './sources.routes';
 import { createSources } from './sources.service';
 
@@ -12,3 +12,6 @@ export function createSourcesService(deps: ServiceDeps): Service {
     stop: () => stop(),
   };
 }
+
+/** No variables of its own yet. */
+export const sourcesService = defineService({ loadConfig: () => ({}), create: createSourcesService });

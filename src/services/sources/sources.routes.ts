@@ -1,11 +1,12 @@
 // The sources service over HTTP: only its probes (media spec); resolution is on the bus (qry.sources.resolve).
-import { Elysia } from 'elysia';
-import { errorHandling } from '../../platform/http/errors';
-import { healthRoutes } from '../../platform/http/health';
+import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
 
 export function createSourcesApp(deps: ServiceDeps) {
-  return new Elysia()
-    .use(errorHandling('problem', { production: deps.config.production, log: deps.log }))
-    .use(healthRoutes('sources'));
+  return createServiceApp(deps, {
+    name: 'sources',
+    style: 'problem',
+    title: 'Keel sources service',
+    description: 'Keel sources: where the bytes of an asset can be read. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
+  });
 }

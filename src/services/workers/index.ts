@@ -1,19 +1,18 @@
 // Composition root of the workers service: the job queue (answering the workers' bus commands),
 // the job handlers (checked at boot: one per job type) and the runner that executes them.
-import type { Service, ServiceDeps } from '../../platform/service';
+import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { checkJobHandlers } from './jobs';
 import { createLibraryScanJob } from './jobs/library-scan';
 import { createJobRunner } from './runner';
-import { loadWorkersConfig } from './workers.config';
+import { loadWorkersConfig, type WorkersConfig } from './workers.config';
 import { createWorkersApp } from './workers.routes';
 import { answerJobCommands, createJobQueue } from './workers.service';
 
-export function createWorkersService(deps: ServiceDeps): Service {
-  const cfg = loadWorkersConfig(deps.config.env);
+export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Service {
   const log = deps.log.child({ worker: cfg.workerId });
   const handlers = checkJobHandlers([
     createLibraryScanJob({
-      mediaRoots: deps.config.mediaRoots,
+      mediaRoots: cfg.mediaRoots,
       probesPerRoot: cfg.probesPerRoot,
       batchSize: cfg.batchSize,
       indexTimeoutMs: cfg.indexTimeoutMs,
@@ -45,3 +44,5 @@ export function createWorkersService(deps: ServiceDeps): Service {
     },
   };
 }
+
+export const workersService = defineService({ loadConfig: loadWorkersConfig, create: createWorkersService });

@@ -1,8 +1,10 @@
 // The workers service's own environment: runner bounds and the library crawl. Parsed once at start-up.
 import { hostname } from 'node:os';
-import { readInt, readString, type Env } from '../../platform/config';
+import { readDirList, readInt, readString, type Env } from '../../platform/config';
 
 export interface WorkersConfig {
+  /** APP_MEDIA_ROOTS, the same list (and order) as the catalog's: a scan job walks them. */
+  mediaRoots: string[];
   /** This worker's name in job leases (several processes may share one database). */
   workerId: string;
   concurrency: number;
@@ -19,6 +21,7 @@ export interface WorkersConfig {
 export function loadWorkersConfig(env: Env = process.env): WorkersConfig {
   const random = Buffer.from(crypto.getRandomValues(new Uint8Array(4))).toString('hex');
   return {
+    mediaRoots: readDirList(env, 'APP_MEDIA_ROOTS'),
     workerId: readString(env, 'APP_WORKER_ID', `${hostname()}-${process.pid}-${random}`),
     concurrency: readInt(env, 'APP_WORKERS_CONCURRENCY', 2, 1, 64),
     leaseMs: readInt(env, 'APP_WORKERS_LEASE_MS', 30_000, 500, 3_600_000),

@@ -1,11 +1,12 @@
 // The workers service over HTTP: only its probes (media spec); jobs arrive and report on the bus.
-import { Elysia } from 'elysia';
-import { errorHandling } from '../../platform/http/errors';
-import { healthRoutes } from '../../platform/http/health';
+import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
 
 export function createWorkersApp(deps: ServiceDeps) {
-  return new Elysia()
-    .use(errorHandling('problem', { production: deps.config.production, log: deps.log }))
-    .use(healthRoutes('workers'));
+  return createServiceApp(deps, {
+    name: 'workers',
+    style: 'problem',
+    title: 'Keel workers service',
+    description: 'Keel workers: background jobs of the media services. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
+  });
 }

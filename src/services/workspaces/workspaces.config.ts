@@ -1,10 +1,16 @@
 // The workspaces service's own environment variables, parsed once (a bad value stops start-up naming it).
-import { ConfigError, readInt, readString, type Env } from '../../platform/config';
-import { MINIMAL_IMAGE } from './engine/images';
+import { ConfigError, readBool, readInt, readString, type Env } from '../../platform/config';
+import { BUN_IMAGE, MINIMAL_IMAGE } from './engine/images';
 
 function readImageRef(env: Env, name: string, fallback: string): string {
   const v = readString(env, name, fallback);
   if (!/^[a-z0-9][a-z0-9._/-]*:[A-Za-z0-9._-]+$/.test(v)) throw new ConfigError(name, 'must be an image reference with a tag, e.g. keel/minimal:1');
+  return v;
+}
+
+function readHttpUrl(env: Env, name: string, fallback: string): string {
+  const v = readString(env, name, fallback);
+  if (!/^https?:\/\/[^\s]+$/.test(v)) throw new ConfigError(name, 'must be an http(s) URL');
   return v;
 }
 
@@ -14,7 +20,26 @@ function readAbsolutePath(env: Env, name: string, fallback: string): string {
   return v;
 }
 
+function readPortRange(env: Env): [number, number] {
+  const raw = readString(env, 'APP_WORKSPACE_PORT_RANGE', '20000-20999');
+  const m = /^(\d+)-(\d+)$/.exec(raw);
+  const lo = Number(m?.[1]);
+  const hi = Number(m?.[2]);
+  if (!m || lo < 1024 || hi > 65535 || lo > hi) {
+    throw new ConfigError('APP_WORKSPACE_PORT_RANGE', 'must be LOW-HIGH within 1024-65535');
+  }
+  return [lo, hi];
+}
+
 export interface WorkspacesConfig {
+  /** DOCKER_HOST (unix:// or tcp://); unset: the engine's default socket. */
+  dockerHost: string | undefined;
+  /** Host name in the URLs of a workspace's published ports. */
+  publicHost: string;
+  /** Host ports handed out to workspaces. */
+  workspacePortRange: [number, number];
+  /** Refuse webhook targets on private addresses. */
+  webhookDenyPrivate: boolean;
   anonymousLimit: number;
   authenticatedLimit: number;
   /** Host address the workspace ports are published on. */
@@ -23,6 +48,10 @@ export interface WorkspacesConfig {
   stopGraceSeconds: number;
   /** Tag of the offline-built minimal image (tests use their own tag). */
   minimalImage: string;
+  /** Tag of the bun-typescript image Keel builds (tests use their own tag). */
+  bunImage: string;
+  /** Asked (any HTTP answer, short timeout) to decide between the Dockerfile and the offline build. */
+  registryProbeUrl: string;
   /** The statically linked busybox the minimal image is made of. */
   busyboxPath: string;
 }
@@ -33,12 +62,18 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     throw new ConfigError('APP_WORKSPACE_BIND_ADDRESS', 'must be an IP address such as 127.0.0.1 or 0.0.0.0');
   }
   return {
+    dockerHost: env.DOCKER_HOST || undefined,
+    publicHost: readString(env, 'APP_PUBLIC_HOST', 'localhost'),
+    workspacePortRange: readPortRange(env),
+    webhookDenyPrivate: readBool(env, 'APP_WEBHOOK_DENY_PRIVATE', false),
     anonymousLimit: readInt(env, 'APP_RATE_LIMIT_ANONYMOUS', 100, 1, 1_000_000),
     authenticatedLimit: readInt(env, 'APP_RATE_LIMIT_AUTHENTICATED', 1000, 1, 1_000_000),
     bindAddress,
     cloneTimeoutMs: readInt(env, 'APP_WORKSPACE_CLONE_TIMEOUT', 120, 1, 3600) * 1000,
     stopGraceSeconds: readInt(env, 'APP_WORKSPACE_STOP_GRACE', 10, 0, 300),
     minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),
+    bunImage: readImageRef(env, 'APP_WORKSPACE_BUN_IMAGE', BUN_IMAGE),
+    registryProbeUrl: readHttpUrl(env, 'APP_REGISTRY_PROBE_URL', 'https://registry-1.docker.io/v2/'),
     busyboxPath: readAbsolutePath(env, 'APP_BUSYBOX_PATH', '/bin/busybox'),
   };
 }

@@ -2,17 +2,17 @@
 // workdir, env, timeout kill of the whole process tree, output caps, binary output, the streaming
 // variant, client disconnects, validation, ownership and a stopped workspace.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { waitFor } from '../../helpers/docker';
+import { docker, keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { sseReader } from '../../helpers/sse';
 import { closeAndClean, createRunning, errorCode, streamCounters, waitStatus } from '../../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
 
-let p: TestPlatform;
+let p: TestPlatform | undefined;
 let ws = '';
 
-const api = (path: string, init?: Parameters<TestPlatform['api']>[2]) => p.api('workspaces', path, init);
+const api = (path: string, init?: Parameters<TestPlatform['api']>[2]) => p!.api('workspaces', path, init);
 
 interface Result {
   exitCode: number;
@@ -37,11 +37,11 @@ async function processes(): Promise<string> {
   return (await exec({ command: 'ps -o pid,args' })).stdout;
 }
 
-const execs = async () => (await streamCounters(p)).execs;
+const execs = async () => (await streamCounters(p!)).execs;
 
 beforeAll(async () => {
   p = await startTestPlatform({ services: ['workspaces'] });
-  ws = (await createRunning(p, 'exec-main', { timeoutMs: 90_000 })).id;
+  ws = (await createRunning(p!, 'exec-main', { timeoutMs: 90_000 })).id;
 }, 120_000);
 
 afterAll(() => closeAndClean(p), 60_000);
@@ -87,6 +87,17 @@ describe('results', () => {
 
   test('the command runs as the template user, not root', async () => {
     expect((await exec({ command: 'id -u' })).stdout).toBe('1000\n');
+  });
+});
+
+describe('OpenAPI', () => {
+  test('the exec result and exit event describe exitCode as a number, not string | number', async () => {
+    const doc = (await (await fetch(p!.url('workspaces') + '/openapi.json')).json()) as any;
+    const result = doc.paths['/api/workspaces/{id}/exec'].post.responses['200'].content['application/json'].schema;
+    expect(result.properties.exitCode).toMatchObject({ type: 'number', multipleOf: 1 });
+    expect(result.properties.exitCode.anyOf).toBeUndefined();
+    const counters = doc.paths['/api/system/streams'].get.responses['200'].content['application/json'].schema;
+    for (const k of ['engineStreams', 'followers', 'execs']) expect(counters.properties[k].type).toBe('number');
   });
 });
 
@@ -161,6 +172,29 @@ describe('streaming', () => {
     expect(await processes()).not.toContain('sleep 33');
   });
 
+  test('a streaming client that stops reading holds the command back, and nothing is lost when it reads again', async () => {
+    const size = 20_000_000;
+    const res = await execRaw({ command: `head -c ${size} /dev/zero | tr '\\0' x; echo; echo end-of-output`, stream: true, timeout: 120_000 });
+    const reader = sseReader(res);
+    let received = (JSON.parse((await reader.nextEvent())!.data!) as { data: string }).data.length;
+    // The client reads nothing now: far more than every buffer on the way holds is still unwritten,
+    // so the writer is still there well after it would have finished unhindered.
+    try {
+      for (let i = 0; i < 3; i++) {
+        await Bun.sleep(500);
+        expect(await processes()).toContain(`head -c ${size}`);
+      }
+    } catch (e) {
+      await reader.cancel();
+      throw e;
+    }
+    const frames = await reader.collect((f) => f.event === 'exit' || f.event === 'error', 60_000);
+    for (const f of frames.filter((f) => f.event === 'stdout')) received += (JSON.parse(f.data!) as { data: string }).data.length;
+    expect(frames.at(-1)!.event).toBe('exit');
+    expect(received).toBe(size + 1 + 'end-of-output\n'.length);
+    expect(await execs()).toBe(0);
+  }, 90_000);
+
   test('a streaming client that disconnects kills the command', async () => {
     const abort = new AbortController();
     const res = await execRaw({ command: 'echo started; sleep 34', stream: true }, 'alice', ws, { signal: abort.signal });
@@ -222,11 +256,37 @@ describe('errors', () => {
   test('a stopped workspace answers 409 WORKSPACE_NOT_RUNNING', async () => {
     const stop = await api(`/api/workspaces/${ws}/stop?force=true`, { method: 'POST' });
     expect(stop.status).toBe(200);
-    await waitStatus(p, ws, 'stopped');
+    await waitStatus(p!, ws, 'stopped');
     for (const stream of [false, true]) {
       const res = await execRaw({ command: 'true', stream });
       expect(res.status).toBe(409);
       expect(await errorCode(res)).toBe('WORKSPACE_NOT_RUNNING');
+    }
+  }, 60_000);
+});
+
+describe('shutdown', () => {
+  // Last: it shuts this file's Keel down (the workspace outlives it, so the test can look inside).
+  test('shutting Keel down ends a streaming exec with SHUTTING_DOWN and kills the command', async () => {
+    const start = await api(`/api/workspaces/${ws}/start`, { method: 'POST' });
+    expect(start.status).toBe(200);
+    const { containerId } = await waitStatus(p!, ws, 'running');
+    const reader = sseReader(await execRaw({ command: 'echo started; sleep 37', stream: true }));
+    expect((await reader.nextEvent())!.event).toBe('stdout');
+    const platform = p!;
+    p = undefined;
+    const instance = keelInstance(platform.dataDir);
+    try {
+      const closing = platform.close();
+      const frames = await reader.collect(() => false);
+      expect(frames.at(-1)!.event).toBe('error');
+      expect((JSON.parse(frames.at(-1)!.data!) as { error: { code: string } }).error.code).toBe('SHUTTING_DOWN');
+      expect(await reader.next()).toBeNull();
+      await closing;
+      const ps = () => docker('exec', containerId, 'ps', '-o', 'args').stdout;
+      await waitFor('command killed', () => !ps().includes('sleep 37'), 10_000);
+    } finally {
+      removeInstanceObjects(instance);
     }
   }, 60_000);
 });

@@ -1,10 +1,11 @@
 // POST /library/scans and GET /library/scans/{id}, behind the Bearer guard (policy resource:asset:scan).
 import { Elysia } from 'elysia';
-import { guardResponses, ProblemSchema, type bearerGuard } from '../../../platform/http/bearer-guard';
+import { guardResponses, type BearerGuard } from '../../../platform/http/bearer-guard';
+import { ProblemSchema } from '../../../platform/http/errors';
 import { LibraryScanAccepted, LibraryScanBody, LibraryScanSchema, ScanIdParams } from './library.model';
 import type { LibraryService } from './library.service';
 
-export function libraryRoutes(library: LibraryService, guard: ReturnType<typeof bearerGuard>) {
+export function libraryRoutes(library: LibraryService, guard: BearerGuard) {
   return new Elysia({ detail: { tags: ['library'], security: [{ bearer: [] }] } })
     .use(guard)
     .post(

@@ -44,7 +44,9 @@ export const ExecBody = t.Object(
 export type ExecInput = Static<typeof ExecBody>;
 
 export const ExecResult = t.Object({
-  exitCode: t.Integer(),
+  // t.Number, not t.Integer: Elysia's t.Integer also admits numeric strings (for queries), which
+  // OpenAPI would show as `string | number`.
+  exitCode: t.Number({ multipleOf: 1, description: `the command's exit status; ${EXIT_TIMED_OUT} at the timeout` }),
   stdout: t.String({ description: `UTF-8; invalid bytes become U+FFFD; at most ${EXEC_OUTPUT_MAX_BYTES} bytes` }),
   stderr: t.String({ description: `UTF-8; invalid bytes become U+FFFD; at most ${EXEC_OUTPUT_MAX_BYTES} bytes` }),
   duration: t.Number({ description: 'milliseconds' }),
@@ -75,9 +77,6 @@ export const ExecEventStream = {
   },
 };
 
-export const ExecExit = t.Object({
-  exitCode: t.Integer(),
-  duration: t.Number(),
-  timedOut: t.Boolean(),
-});
+/** The `exit` event of a streaming exec: the result without the output. */
+export const ExecExit = t.Pick(ExecResult, ['exitCode', 'duration', 'timedOut']);
 export type ExecExit = Static<typeof ExecExit>;

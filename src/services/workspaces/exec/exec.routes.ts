@@ -1,36 +1,33 @@
 // HTTP wiring of command execution: a JSON result, or SSE output with `stream: true`.
 import { AppError, toEnvelope } from '../../../platform/errors';
 import { Elysia } from 'elysia';
-import { sseResponse } from '../../../platform/http/sse';
+import type { Sse } from '../../../platform/http/sse';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecEventStream, ExecResult, type ExecResult as ExecResultT } from './exec.model';
 import type { ExecService } from './exec.service';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
 
-export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; shutdown: AbortSignal; heartbeatMs?: number }) {
+const SHUTDOWN_EVENT = { event: 'error', data: toEnvelope(new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; the command was stopped')) };
+
+export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; sse: Sse }) {
   return new Elysia({ name: 'workspaces.exec' })
     .use(deps.auth)
     .post(
       '/api/workspaces/:id/exec',
       async ({ params, body, actor, request }) => {
         if (body.stream) {
-          const start = await deps.exec.stream(actor, params.id, body);
-          // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
-          return sseResponse({
-            signal: request.signal,
-            shutdown: deps.shutdown,
-            // Closing the stream kills the command, as a disconnect does; the client learns why.
-            shutdownEvent: { event: 'error', data: toEnvelope(new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; the command was stopped')) },
-            heartbeatMs: deps.heartbeatMs,
-            start,
-          }) as unknown as ExecResultT;
+          const stream = deps.sse.open(request);
+          const events = await deps.exec.stream(actor, params.id, body, stream.signal);
+          // Ending the stream kills the command, as a disconnect does; the client learns why. No backlog:
+          // a slow client slows the command down. The cast only satisfies the JSON 200 schema's type.
+          return stream.respond(events, { shutdownEvent: SHUTDOWN_EVENT }) as unknown as ExecResultT;
         }
         return deps.exec.run(actor, params.id, body, request.signal);
       },
       {
         params: IdParams,
         body: ExecBody,
-        response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 502: ErrorEnvelope },
+        response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
         detail: {
           tags: ['exec'],
           responses: { 200: ExecEventStream },
@@ -42,7 +39,7 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
             `stdout and stderr keep ${EXEC_OUTPUT_MAX_BYTES} bytes each (\`stdoutTruncated\`/\`stderrTruncated\` tell when more was written); ` +
             'invalid UTF-8 becomes U+FFFD. A client that disconnects kills the command.\n\n' +
             'With `stream: true` the answer is `text/event-stream` (its events: the 200 response).\n\n' +
-            'Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING, 502 ENGINE_ERROR.',
+            'Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING, 502 ENGINE_ERROR, 503 ENGINE_UNAVAILABLE.',
         },
       },
     );

@@ -2,12 +2,16 @@
 // reports the command's pid first (an engine exec process leads its own process group), so at the
 // timeout, or when the client goes away, Keel kills the whole group through a second exec.
 import { AppError, toEnvelope } from '../../../platform/errors';
-import type { SseSink } from '../../../platform/http/sse';
-import type { Actor } from '../../../platform/http/workspace-auth';
-import type { ExecHandle, LogsExecEngine, StdStream } from '../engine/docker';
+import type { SseEvent } from '../../../platform/http/sse';
+import { createInbox } from '../../../platform/inbox';
+import type { Actor } from '../../../platform/auth/workspace-token';
+import { EngineError, type Engine, type ExecHandle, type StdStream } from '../engine/engine';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXIT_TIMED_OUT, type ExecExit, type ExecInput, type ExecResult } from './exec.model';
-import type { OwnedWorkspaces } from '../logs/logs.service';
-import { engineFailure } from '../lifecycle/lifecycle.service';
+import { engineFailure, type Access } from '../access';
+
+/** Output bytes of a streaming exec waiting for its client past which the command is held back, and below which it runs again. */
+const STREAM_PAUSE_BYTES = 1024 * 1024;
+const STREAM_RESUME_BYTES = 64 * 1024;
 
 const MARK_PID = '\x1ekeel-pid ';
 const MARK_NO_WORKDIR = '\x1ekeel-no-workdir';
@@ -52,17 +56,11 @@ interface Running {
   resume(): void;
 }
 
-export function createExecService(deps: { engine: LogsExecEngine; workspaces: OwnedWorkspaces }) {
+export function createExecService(deps: { engine: Engine; workspaces: Pick<Access, 'runningContainer'> }) {
   const { engine } = deps;
   let active = 0;
 
-  async function runningContainer(actor: Actor, id: string): Promise<string> {
-    const ws = await deps.workspaces.getOwned(actor, id);
-    if (ws.status !== 'running' || !ws.containerId) {
-      throw new AppError('WORKSPACE_NOT_RUNNING', 409, `the workspace is ${ws.status}; start it to run commands`, { details: { status: ws.status } });
-    }
-    return ws.containerId;
-  }
+  const runningContainer = (actor: Actor, id: string) => deps.workspaces.runningContainer(actor, id);
 
   /** Starts the command; `onOutput` sees the command's own bytes (the wrapper's pid line removed). */
   async function launch(containerId: string, input: ExecInput, onOutput: (s: StdStream, b: Uint8Array) => void): Promise<Running> {
@@ -97,8 +95,7 @@ export function createExecService(deps: { engine: LogsExecEngine; workspaces: Ow
     try {
       handle = await engine.execStart(containerId, { cmd: ['sh', '-c', WRAPPER, 'keel-exec', input.workdir ?? '', input.command], env }, onChunk);
     } catch (e) {
-      const code = (e as { statusCode?: number }).statusCode;
-      if (code === 409 || code === 404) throw new AppError('WORKSPACE_NOT_RUNNING', 409, 'the workspace is not running; start it to run commands', { details: {} });
+      if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw new AppError('WORKSPACE_NOT_RUNNING', 409, 'the workspace is not running; start it to run commands', { details: {} });
       throw engineFailure(e);
     }
     const h = handle;
@@ -152,6 +149,57 @@ export function createExecService(deps: { engine: LogsExecEngine; workspaces: Ow
     };
   }
 
+  async function* streamOutput(containerId: string, input: ExecInput, signal: AbortSignal): AsyncGenerator<SseEvent> {
+    const inbox = createInbox<SseEvent>(signal);
+    const dec = { stdout: new TextDecoder(), stderr: new TextDecoder() };
+    let r: Running | undefined;
+    // Events are taken as the client reads: past a backlog the engine stream is held back (the
+    // command blocks on write) instead of growing memory, and let go once the client caught up.
+    let paused = false;
+    const onOutput = (s: StdStream, b: Uint8Array) => {
+      const text = dec[s].decode(b, { stream: true });
+      if (text) inbox.push({ event: s, data: { data: text } }, b.byteLength);
+      if (!paused && inbox.bytes > STREAM_PAUSE_BYTES) {
+        paused = true;
+        r?.pause();
+      }
+    };
+    try {
+      r = await launch(containerId, input, onOutput);
+    } catch (e) {
+      // The stream is open (e.g. the container stopped in between): its last event says why.
+      yield { event: 'error', data: toEnvelope(engineFailure(e)) };
+      return;
+    }
+    const running = r;
+    running.exit.then(
+      (exit) => {
+        for (const s of ['stdout', 'stderr'] as const) {
+          const rest = dec[s].decode();
+          if (rest) inbox.push({ event: s, data: { data: rest } });
+        }
+        inbox.push({ event: 'exit', data: exit });
+        inbox.end();
+      },
+      (e) => {
+        inbox.push({ event: 'error', data: toEnvelope(engineFailure(e)) });
+        inbox.end();
+      },
+    );
+    try {
+      for await (const ev of inbox) {
+        yield ev;
+        if (paused && inbox.bytes < STREAM_RESUME_BYTES) {
+          paused = false;
+          running.resume();
+        }
+      }
+    } finally {
+      // Nothing once the command has ended; else the client left or Keel shuts down: kill it.
+      void running.kill();
+    }
+  }
+
   return {
     /** Runs to completion (or the timeout) and answers the Exec result. A client that leaves kills the command. */
     async run(actor: Actor, id: string, input: ExecInput, signal?: AbortSignal): Promise<ExecResult> {
@@ -177,59 +225,13 @@ export function createExecService(deps: { engine: LogsExecEngine; workspaces: Ow
     },
 
     /**
-     * Checks access and state now (errors are ordinary responses), then streams once the SSE response
-     * is open: `stdout`/`stderr` events as output arrives, then one `exit` or `error` event.
+     * Checks access and state now (errors are ordinary responses), then yields, as they are read:
+     * `stdout`/`stderr` events as output arrives, then one `exit` or `error` event. When `signal`
+     * aborts (client gone, shutdown) the command's process group is killed.
      */
-    async stream(actor: Actor, id: string, input: ExecInput): Promise<(sink: SseSink) => Promise<() => void>> {
+    async stream(actor: Actor, id: string, input: ExecInput, signal: AbortSignal): Promise<AsyncIterable<SseEvent>> {
       const containerId = await runningContainer(actor, id);
-      return async (sink) => {
-        const dec = { stdout: new TextDecoder(), stderr: new TextDecoder() };
-        let r: Running | undefined;
-        // A slow client holds the engine stream back (the command blocks on write) instead of growing memory.
-        let paused = false;
-        const poll = setInterval(() => {
-          if (paused && sink.backlog < 64 * 1024) {
-            paused = false;
-            r?.resume();
-          }
-        }, 50);
-        const send = (s: StdStream, b: Uint8Array) => {
-          const text = dec[s].decode(b, { stream: true });
-          if (text) sink.send({ data: text }, s);
-          if (!paused && sink.backlog > 1024 * 1024) {
-            paused = true;
-            r?.pause();
-          }
-        };
-        try {
-          r = await launch(containerId, input, send);
-        } catch (e) {
-          // The stream is open (e.g. the container stopped in between): its last event says why.
-          clearInterval(poll);
-          sink.send(toEnvelope(engineFailure(e)), 'error');
-          sink.close();
-          return () => {};
-        }
-        const running = r;
-        r.exit.then(
-          (exit) => {
-            for (const s of ['stdout', 'stderr'] as const) {
-              const tail = dec[s].decode();
-              if (tail) sink.send({ data: tail }, s);
-            }
-            sink.send(exit, 'exit');
-            sink.close();
-          },
-          (e) => {
-            sink.send(toEnvelope(engineFailure(e)), 'error');
-            sink.close();
-          },
-        );
-        return () => {
-          clearInterval(poll);
-          void running.kill();
-        };
-      };
+      return streamOutput(containerId, input, signal);
     },
 
     /** Exec processes Keel is waiting on. */

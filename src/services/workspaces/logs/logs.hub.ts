@@ -2,9 +2,9 @@
 // opens with the first follower and closes as soon as the last one leaves; each line is parsed and
 // serialised once, then handed to every follower whose service filter matches.
 import { encodeEvent } from '../../../platform/http/sse';
-import type { Actor } from '../../../platform/http/workspace-auth';
-import type { Logger } from '../../../platform/runtime';
-import type { LogsExecEngine, LogStreamHandle } from '../engine/docker';
+import type { Actor } from '../../../platform/auth/workspace-token';
+import type { Clock, Logger } from '../../../platform/runtime';
+import { runState, type Engine, type LogStreamHandle } from '../engine/engine';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
 import type { OwnedWorkspaces } from './logs.service';
 
@@ -38,7 +38,7 @@ interface Channel {
 const RESTART_WAIT_MS = 60_000;
 const SYSTEM: Actor = { id: 'keel-logs', admin: true };
 
-export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; workspaces: OwnedWorkspaces }) {
+export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock; workspaces: OwnedWorkspaces }) {
   /** The workspace's lifecycle status, or null when it is gone. */
   const statusOf = async (workspaceId: string): Promise<string | null> => {
     try {
@@ -61,7 +61,7 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; worksp
     let frame: Uint8Array | undefined;
     for (const f of ch.followers) {
       if (f.service !== undefined && f.service !== line.service) continue;
-      frame ??= encodeEvent(toEntry(line));
+      frame ??= encodeEvent({ data: toEntry(line) });
       f.deliver(line, frame);
     }
   };
@@ -84,15 +84,15 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; worksp
     if (ch.closed || ch.handle !== handle) return;
     let running: boolean | null = null;
     try {
-      running = await deps.engine.containerRunning(ch.containerId);
+      running = await deps.engine.inspect(ch.containerId).then(runState);
     } catch (e) {
       deps.log.warn('log stream ended; engine state unknown', { workspaceId: ch.workspaceId, err: (e as Error).message });
     }
     // A restart stops the container first: wait for it to run again instead of ending the stream.
-    const until = Date.now() + RESTART_WAIT_MS;
-    while (running === false && !ch.closed && Date.now() < until && ['restarting', 'starting'].includes((await statusOf(ch.workspaceId)) ?? '')) {
+    const until = deps.clock.now() + RESTART_WAIT_MS;
+    while (running === false && !ch.closed && deps.clock.now() < until && ['restarting', 'starting'].includes((await statusOf(ch.workspaceId)) ?? '')) {
       await Bun.sleep(250);
-      running = await deps.engine.containerRunning(ch.containerId).catch(() => false);
+      running = await deps.engine.inspect(ch.containerId).then(runState).catch(() => false);
     }
     if (ch.closed) return;
     if (running === true) {
@@ -106,7 +106,7 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; worksp
       } catch (e) {
         // A container being removed can still report running for a moment: ask again below.
         deps.log.debug('log stream re-attach failed', { workspaceId: ch.workspaceId, err: (e as Error).message });
-        running = (await statusOf(ch.workspaceId)) === null ? null : await deps.engine.containerRunning(ch.containerId).catch(() => null);
+        running = (await statusOf(ch.workspaceId)) === null ? null : await deps.engine.inspect(ch.containerId).then(runState).catch(() => null);
       }
     }
     const reason: EndReason = running === null ? 'deleted' : running === false ? 'stopped' : 'error';
@@ -123,7 +123,7 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; worksp
     async join(workspaceId: string, containerId: string, follower: Follower): Promise<() => void> {
       let ch = channels.get(containerId);
       if (!ch || ch.closed) {
-        const fresh: Channel = { workspaceId, containerId, followers: new Set(), ready: Promise.resolve(), lastTs: '', openedAt: Math.floor(Date.now() / 1000), skipThrough: '', closed: false };
+        const fresh: Channel = { workspaceId, containerId, followers: new Set(), ready: Promise.resolve(), lastTs: '', openedAt: Math.floor(deps.clock.now() / 1000), skipThrough: '', closed: false };
         fresh.ready = attach(fresh).catch((e) => {
           close(fresh);
           throw e;

@@ -5,6 +5,11 @@ export const LOG_TAIL_DEFAULT = 50;
 export const LOG_TAIL_MAX = 5000;
 /** Bytes a follower may leave unread before Keel drops it (its last event says so). */
 export const FOLLOWER_BACKLOG_MAX = 1024 * 1024;
+/** The SSE adapter's backlog rule for followers: one shared engine stream never waits for its slowest reader. */
+export const FOLLOWER_BACKLOG = {
+  maxBytes: FOLLOWER_BACKLOG_MAX,
+  dropEvent: { event: 'dropped', data: { reason: 'slow-reader', message: `the client left more than ${FOLLOWER_BACKLOG_MAX} bytes unread; reconnect to resume` } },
+};
 
 export const LogLevelSchema = t.Union([t.Literal('debug'), t.Literal('info'), t.Literal('warn'), t.Literal('error')], {
   description:
@@ -63,10 +68,13 @@ export const LogsEventStream = {
   },
 };
 
+/** A count in a response: a plain number in OpenAPI (Elysia's t.Integer also admits numeric strings, for queries). */
+const Count = (description?: string) => t.Number({ multipleOf: 1, minimum: 0, description });
+
 export const StreamStats = t.Object({
-  engineStreams: t.Integer({ description: 'engine log streams Keel holds open (one per followed workspace, plus reads in progress)' }),
-  followers: t.Integer({ description: 'open follow=true log streams' }),
-  execs: t.Integer({ description: 'exec processes Keel is waiting on' }),
-  workspaces: t.Array(t.Object({ workspaceId: t.String(), followers: t.Integer() })),
+  engineStreams: Count('engine log streams Keel holds open (one per followed workspace, plus reads in progress)'),
+  followers: Count('open follow=true log streams'),
+  execs: Count('exec processes Keel is waiting on'),
+  workspaces: t.Array(t.Object({ workspaceId: t.String(), followers: Count() })),
 });
 export type StreamStats = Static<typeof StreamStats>;

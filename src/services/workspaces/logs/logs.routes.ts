@@ -1,30 +1,31 @@
 // HTTP wiring of workspace logs (JSON and live SSE) and of the stream counters admins read.
 import { Elysia, t } from 'elysia';
 import { AppError } from '../../../platform/errors';
-import { sseResponse } from '../../../platform/http/sse';
+import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
+import { FOLLOWER_BACKLOG, LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
 import type { LogsService } from './logs.service';
 import type { ExecService } from '../exec/exec.service';
 import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
 
-export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; shutdown: AbortSignal; heartbeatMs?: number }) {
+export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; sse: Sse }) {
   return new Elysia({ name: 'workspaces.logs' })
     .use(deps.auth)
     .get(
       '/api/workspaces/:id/logs',
       async ({ params, query, actor, request }) => {
         if (query.follow) {
-          const start = await deps.logs.follow(actor, params.id, query);
+          const stream = deps.sse.open(request);
+          const events = await deps.logs.follow(actor, params.id, query, stream.signal);
           // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
-          return sseResponse({ signal: request.signal, shutdown: deps.shutdown, shutdownEvent: { event: 'end', data: { reason: 'shutdown' } }, heartbeatMs: deps.heartbeatMs, start }) as unknown as { logs: LogEntry[] };
+          return stream.respond(events, { shutdownEvent: { event: 'end', data: { reason: 'shutdown' } }, backlog: FOLLOWER_BACKLOG }) as unknown as { logs: LogEntry[] };
         }
         return { logs: await deps.logs.snapshot(actor, params.id, query) };
       },
       {
         params: IdParams,
         query: LogsQuery,
-        response: { 200: LogsResponse, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope },
+        response: { 200: LogsResponse, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
         detail: {
           tags: ['logs'],
           responses: { 200: LogsEventStream },

@@ -1,14 +1,15 @@
 // Workspace logs: a snapshot of the last lines (running or stopped workspaces alike) and the live
-// follow, which joins the workspace's shared engine stream (logs.hub.ts). No HTTP here: the routes
-// hand a follow plan an SSE sink.
+// follow, which joins the workspace's shared engine stream (logs.hub.ts) and yields its lines as
+// events. No HTTP here: the routes hand the events to the platform's SSE adapter.
 import { AppError, toEnvelope } from '../../../platform/errors';
-import type { SseSink } from '../../../platform/http/sse';
-import type { Actor } from '../../../platform/http/workspace-auth';
-import type { LogsExecEngine } from '../engine/docker';
-import type { LogHub } from './logs.hub';
-import { FOLLOWER_BACKLOG_MAX, LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
+import { createInbox } from '../../../platform/inbox';
+import type { SseEvent, SseItem } from '../../../platform/http/sse';
+import type { Actor } from '../../../platform/auth/workspace-token';
+import { EngineError, runState, type Engine } from '../engine/engine';
+import type { EndReason, LogHub } from './logs.hub';
+import { LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
-import { engineFailure } from '../lifecycle/lifecycle.service';
+import { engineFailure } from '../access';
 
 /** What logs and exec need of the lifecycle: the workspace if the actor may see it, else WORKSPACE_NOT_FOUND. */
 export interface OwnedWorkspaces {
@@ -20,11 +21,18 @@ export interface LogsRequest {
   service?: string;
 }
 
+/** The last event of a follow whose engine stream ended for good. */
+function endEvent(reason: EndReason): SseEvent {
+  // An engine stream that broke for no lifecycle reason is a failure, not an ordinary end.
+  if (reason === 'error') return { event: 'error', data: toEnvelope(new AppError('ENGINE_ERROR', 502, 'the engine log stream ended unexpectedly')) };
+  return { event: 'end', data: { reason } };
+}
+
 /** Tail sizes tried, as multiples of the wanted count, before reading the whole log for a service filter. */
 const FILTER_WIDENING = [4, 32];
 const LONG_LINE_PIECES = 16;
 
-export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; workspaces: OwnedWorkspaces }) {
+export function createLogsService(deps: { engine: Engine; hub: LogHub; workspaces: OwnedWorkspaces }) {
   const { engine, hub } = deps;
 
   /** The last `tail` lines (of `service` when given), oldest first. A container that is gone has none. */
@@ -40,7 +48,7 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
           if (service === undefined || p.service === service) out.push(p);
         });
       } catch (e) {
-        if ((e as { statusCode?: number }).statusCode === 404) return { lines: [], complete: true };
+        if (e instanceof EngineError && e.kind === 'not-found') return { lines: [], complete: true };
         throw engineFailure(e);
       }
       // Fewer lines than asked for means the log holds no more.
@@ -57,6 +65,49 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
     return (await read('all')).lines.slice(-tail);
   }
 
+  /** The tail, then live lines until the engine stream ends for good or `signal` aborts. */
+  async function* followLines(workspaceId: string, containerId: string | null, q: LogsRequest, signal: AbortSignal): AsyncGenerator<SseItem> {
+    const tail = q.tail ?? LOG_TAIL_DEFAULT;
+    try {
+      // An open shared stream already proves the container runs: joining it costs no engine call.
+      const running = !containerId ? null : hub.isLive(containerId) || (await engine.inspect(containerId).then(runState).catch(() => false));
+      if (!containerId || running !== true) {
+        for (const p of await readTail(containerId, tail, q.service)) yield { data: toEntry(p) };
+        yield { event: 'end', data: { reason: containerId && running === null ? 'deleted' : 'not-running' } };
+        return;
+      }
+      // Join the live stream first and hold its lines, so nothing written while the tail is read is
+      // lost; then yield the tail and the held lines newer than it.
+      const inbox = createInbox<SseItem>(signal);
+      let held: ParsedLine[] | null = [];
+      const leave = await hub.join(workspaceId, containerId, {
+        service: q.service,
+        deliver(line, frame) {
+          if (held) held.push(line);
+          else inbox.push(frame, frame.byteLength);
+        },
+        end(reason) {
+          inbox.push(endEvent(reason));
+          inbox.end();
+        },
+      });
+      try {
+        const snap = await readTail(containerId, tail, q.service);
+        const pending = held;
+        held = null;
+        for (const p of snap) yield { data: toEntry(p) };
+        const last = snap.at(-1)?.ts ?? '';
+        for (const p of pending) if (p.ts > last) yield { data: toEntry(p) };
+        yield* inbox;
+      } finally {
+        leave();
+      }
+    } catch (e) {
+      // Headers are sent: the failure becomes the stream's last event.
+      yield { event: 'error', data: toEnvelope(engineFailure(e)) };
+    }
+  }
+
   return {
     async snapshot(actor: Actor, id: string, q: LogsRequest): Promise<LogEntry[]> {
       const ws = await deps.workspaces.getOwned(actor, id);
@@ -64,65 +115,13 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
     },
 
     /**
-     * Checks access now (so a 404 is an ordinary error response) and returns what streams once the
-     * SSE response is open: the tail, then live lines, then a final `end` or `dropped` event.
+     * Checks access now (so a 404 is an ordinary error response), then yields, once read: the tail,
+     * live lines (frames the hub encoded once for every follower), then one `end` or `error` event.
+     * Ends without a last event when `signal` aborts (client gone, shutdown, dropped by the adapter).
      */
-    async follow(actor: Actor, id: string, q: LogsRequest): Promise<(sink: SseSink) => Promise<() => void>> {
+    async follow(actor: Actor, id: string, q: LogsRequest, signal: AbortSignal): Promise<AsyncIterable<SseItem>> {
       const ws = await deps.workspaces.getOwned(actor, id);
-      const tail = q.tail ?? LOG_TAIL_DEFAULT;
-      return async (sink) => {
-        try {
-          return await stream(sink);
-        } catch (e) {
-          // Headers are sent: the failure becomes the stream's last event.
-          sink.send(toEnvelope(engineFailure(e)), 'error');
-          sink.close();
-          return () => {};
-        }
-      };
-      async function stream(sink: SseSink): Promise<() => void> {
-        const containerId = ws.containerId;
-        // An open shared stream already proves the container runs: joining it costs no engine call.
-        const running = !containerId ? null : hub.isLive(containerId) || (await engine.containerRunning(containerId).catch(() => false));
-        if (!containerId || running !== true) {
-          for (const p of await readTail(containerId, tail, q.service)) sink.send(toEntry(p));
-          sink.send({ reason: containerId && running === null ? 'deleted' : 'not-running' }, 'end');
-          sink.close();
-          return () => {};
-        }
-        // Join the live stream first and hold its lines, so nothing written meanwhile is lost;
-        // then send the tail and the held lines newer than it.
-        let held: ParsedLine[] | null = [];
-        const leave = await hub.join(ws.id, containerId, {
-          service: q.service,
-          deliver(line, frame) {
-            if (held) return void held.push(line);
-            if (sink.backlog > FOLLOWER_BACKLOG_MAX) {
-              sink.send({ reason: 'slow-reader', message: `the client left more than ${FOLLOWER_BACKLOG_MAX} bytes unread; reconnect to resume` }, 'dropped');
-              return sink.close();
-            }
-            sink.sendEncoded(frame);
-          },
-          end(reason) {
-            // An engine stream that broke for no lifecycle reason is a failure, not an ordinary end.
-            if (reason === 'error') sink.send(toEnvelope(new AppError('ENGINE_ERROR', 502, 'the engine log stream ended unexpectedly')), 'error');
-            else sink.send({ reason }, 'end');
-            sink.close();
-          },
-        });
-        try {
-          const snap = await readTail(containerId, tail, q.service);
-          for (const p of snap) sink.send(toEntry(p));
-          const last = snap.at(-1)?.ts ?? '';
-          for (const p of held) if (p.ts > last) sink.send(toEntry(p));
-        } catch (e) {
-          leave();
-          throw e;
-        } finally {
-          held = null;
-        }
-        return leave;
-      }
+      return followLines(ws.id, ws.containerId, q, signal);
     },
 
     stats() {

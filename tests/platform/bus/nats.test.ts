@@ -1,11 +1,11 @@
 // What only the NATS bus has to show: credentials from APP_BUS (refused without, never logged),
 // clients that reconnect after a server restart, and JetStream events that survive it.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { Bus } from '../../src/platform/bus/bus';
-import { createNatsBus, parseBusUrl, redactBusUrl } from '../../src/platform/bus/nats';
-import { createLogger } from '../../src/platform/runtime';
-import { startTestNats, type TestNats } from '../helpers/nats';
-import { startKeel, BUN } from '../helpers/process';
+import type { Bus } from '../../../src/platform/bus/bus';
+import { createNatsBus, parseBusUrl, redactBusUrl } from '../../../src/platform/bus/nats';
+import { createLogger } from '../../../src/platform/runtime';
+import { startTestNats, type TestNats } from '../../helpers/nats';
+import { startKeel, BUN } from '../../helpers/process';
 
 const quiet = createLogger({}, 'error');
 let nats: TestNats;

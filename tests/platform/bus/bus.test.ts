@@ -1,12 +1,12 @@
 // The bus contract, run against both implementations: what works in-process must work on NATS.
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
-import type { Bus } from '../../src/platform/bus/bus';
-import { subjectMatches } from '../../src/platform/bus/bus';
-import { createMemoryBus } from '../../src/platform/bus/memory';
-import { createNatsBus } from '../../src/platform/bus/nats';
-import { AppError } from '../../src/platform/errors';
-import { createLogger } from '../../src/platform/runtime';
-import { startTestNats, type TestNats } from '../helpers/nats';
+import type { Bus } from '../../../src/platform/bus/bus';
+import { subjectMatches } from '../../../src/platform/bus/bus';
+import { createMemoryBus } from '../../../src/platform/bus/memory';
+import { createNatsBus } from '../../../src/platform/bus/nats';
+import { AppError } from '../../../src/platform/errors';
+import { createLogger } from '../../../src/platform/runtime';
+import { startTestNats, type TestNats } from '../../helpers/nats';
 
 const quiet = createLogger({}, 'error');
 // A server of our own: a user and password (as APP_BUS carries them) and JetStream.
