@@ -1,8 +1,11 @@
 // The subject map of CONTRACT.md: every query's request/reply and every event's payload.
 // Types only, so any service can speak a subject without importing the service that owns it; a
-// shape that is also an HTTP body is declared once as t.* in media-shapes.ts and its type used here.
+// shape that is also an HTTP body is declared once as t.* in *-shapes.ts and its type used here.
 import type { Jwks } from './identity-shapes';
+import type { LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, SourceBinding } from './library-shapes';
 import type { Identification, ProbeFacts } from './media-shapes';
+
+export type { LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, SourceBinding } from './library-shapes';
 
 /** Why a session stopped being live (reply of qry.identity.session). */
 export type IdentitySessionEndReason =
@@ -89,19 +92,6 @@ export interface BusQueries {
   };
 }
 
-/** Where an asset can be read: a file under a media root (CONTRACT.md, "Library scans and sources"). */
-export interface SourceBinding {
-  id: string;
-  assetId: string;
-  kind: 'file';
-  /** Index of the media root in APP_MEDIA_ROOTS, and the path relative to it. */
-  root: number;
-  path: string;
-  available: boolean;
-  /** Unix epoch milliseconds of the last time a scan or an index saw (or missed) the file. */
-  checkedAt: number;
-}
-
 /** The job types of the workers service and their payloads; jobs/ has exactly one handler per type (checked at boot). */
 export interface WorkerJobs {
   /** Walk `folder` on each root in `roots` and bring the catalog in line (docs/library.md). */
@@ -144,21 +134,6 @@ export interface JobView {
   finishedAt: number | null;
 }
 
-export type LibraryScanStatus = 'queued' | 'running' | 'done' | 'failed';
-export interface LibraryScanCounts {
-  seen: number;
-  added: number;
-  changed: number;
-  unchanged: number;
-  offline: number;
-  failed: number;
-}
-export interface LibraryScanRequest {
-  /** A folder relative to a media root; omitted: every root. */
-  path?: string;
-  /** Index of the media root; omitted: every root holding the folder. */
-  root?: number;
-}
 /** A file as the crawl saw it: path relative to its root, size and mtime (ms). */
 export interface LibraryFileStat {
   path: string;

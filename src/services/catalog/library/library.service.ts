@@ -10,6 +10,7 @@ import type { Db } from '../../../platform/db';
 import { AppError } from '../../../platform/errors';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
 import { checkRelativePath, noMediaRoots, pathRefused } from '../paths';
+import type { LibraryScanView } from './library.model';
 import { libraryScans } from './library.tables';
 
 export const scanNotFound = () => new AppError('CATALOG_SCAN_NOT_FOUND', 404, 'No such library scan');
@@ -26,14 +27,6 @@ export interface LibraryDeps {
   scanFile(input: { path: string; root: number }): Promise<{ asset: { id: string; path: string } }>;
 }
 
-export interface LibraryScanView {
-  id: string;
-  status: LibraryScanStatus;
-  counts: LibraryScanCounts;
-  startedAt: number | null;
-  finishedAt: number | null;
-  error?: string;
-}
 
 type Target = { root: number; folder: string };
 type FileRow = { asset_id: string | null; size_bytes: number; mtime_ms: number; available: number; seen_scan: string | null };
