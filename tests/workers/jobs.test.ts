@@ -68,6 +68,8 @@ describe('a platform with a busy worker', () => {
     expect(again).toEqual({ id: first.id, status: 'queued' });
     const other = (await (await postLibraryScan(p, token, { path: 'other' })).json()).id;
     expect(other).not.toBe(first.id);
+    // One job at a time (APP_WORKERS_CONCURRENCY=1): the others wait.
+    expect((await p.bus.request('qry.workers.job', { id: (await events.jobOf(first.id)).id })).job.status).toBe('queued');
 
     // Cancelled while queued: it ends at once.
     const queuedJob = await events.jobOf(other);
