@@ -29,7 +29,8 @@ export function loadWorkersConfig(env: Env = process.env): WorkersConfig {
     retryBaseMs: readInt(env, 'APP_WORKERS_RETRY_BASE_MS', 5000, 0, 3_600_000),
     retryMaxMs: readInt(env, 'APP_WORKERS_RETRY_MAX_MS', 300_000, 0, 86_400_000),
     probesPerRoot: readInt(env, 'APP_LIBRARY_PROBES_PER_ROOT', 2, 1, 64),
-    batchSize: readInt(env, 'APP_LIBRARY_BATCH', 500, 1, 10_000),
+    // Capped so a batch of long paths stays well under NATS's 1 MB message limit.
+    batchSize: readInt(env, 'APP_LIBRARY_BATCH', 500, 1, 2000),
     indexTimeoutMs: readInt(env, 'APP_LIBRARY_INDEX_TIMEOUT_MS', 120_000, 1000, 3_600_000),
   };
 }
