@@ -200,6 +200,13 @@ describe('what the model is shown', () => {
   });
 });
 
+test('everything after the first slash is the provider\'s model name', async () => {
+  const s = await createSession(rig, 'meta-llama/Llama-3.1-8B-Instruct:q4');
+  expect(s.model).toBe('openai/meta-llama/Llama-3.1-8B-Instruct:q4');
+  await send(rig, s.id, 'hi');
+  expect(rig.fake.requests.at(-1)!.model).toBe('meta-llama/Llama-3.1-8B-Instruct:q4');
+});
+
 test('the OpenAPI description has every agent route and its error responses', async () => {
   const doc = await (await fetch(rig.p.url('workspaces') + '/openapi.json')).json();
   const paths = doc.paths;
