@@ -133,11 +133,6 @@ export function createLifecycle(deps: LifecycleDeps) {
       return { exempt: actor.admin, limits: { ...quotas.limits }, used: quotas.usage(actor) };
     },
 
-    /** The clone queue, for operators: clones running, waiting, and places taken. */
-    cloneQueue() {
-      return { running: clones.running, waiting: clones.waiting, admitted: clones.admitted };
-    },
-
     /** Removes the container, the row and (with `volumes`, or for a temporary workspace) the volume. */
     async remove(actor: Actor, id: string, volumes: boolean): Promise<{ id: string; deleted: true }> {
       access.getOwned(actor, id);
