@@ -104,13 +104,8 @@ export function createStateMachine(deps: {
   const work = {
     /** Provisions (finding what exists) and starts. Cancelled by a delete: nothing to start. */
     async create(row: WorkspaceRow, repo: RepoRequest | undefined) {
-      try {
-        const done = await provisioner.provision(row.id, templateOf(row), repo);
-        if (done !== 'cancelled') await engine.start(done.containerId);
-      } finally {
-        // The clone queue place is given back however provisioning ended (it may not have reached the clone).
-        repo?.ticket.release();
-      }
+      const done = await provisioner.provision(row.id, templateOf(row), repo);
+      if (done !== 'cancelled') await engine.start(done.containerId);
     },
     /** A container removed outside Keel is recreated from the template over the kept volume. */
     async start(row: WorkspaceRow) {
@@ -149,7 +144,9 @@ export function createStateMachine(deps: {
 
     /** Queues provisioning and the first start of a freshly reserved workspace. */
     create(row: WorkspaceRow, repo: RepoRequest | undefined) {
-      void run(row.id, (r) => work.create(r, repo), 'running');
+      // The clone queue place goes back however the creation ended, even one that never reached the
+      // clone (a delete queued first, an image that failed); a clone that ran gave it back already.
+      void run(row.id, (r) => work.create(r, repo), 'running').finally(() => repo?.ticket.release());
     },
 
     start(actor: Actor, row: WorkspaceRow): { id: string; status: WorkspaceStatus } {
