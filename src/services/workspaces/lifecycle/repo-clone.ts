@@ -65,7 +65,6 @@ export function parseRepoUrl(raw: string): RepoTarget | string {
     } catch {
       return 'the repo URL\'s credentials are not valid percent-encoding';
     }
-    // eslint-disable-next-line no-control-regex
     if (/[\x00-\x1f\x7f]/.test(user + pass) || user.includes(':')) return 'the repo URL\'s credentials contain forbidden characters';
     authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
   }
