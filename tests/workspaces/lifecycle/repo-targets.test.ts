@@ -138,7 +138,12 @@ describe('the clone queue', () => {
     expect((await p.api('workspaces', `/api/workspaces/${a.body.id}`, { method: 'DELETE' })).status).toBe(200);
     const d = await create(p, 'q-after', hanging, 'carol');
     expect(d.status).toBe(201);
-    for (const [id, as] of [[b.body.id, 'bob'], [d.body.id, 'carol'], [((await plain.json()) as any).id, 'carol']]) {
+    expect((await create(p, 'q-full-again', hanging, 'dave')).status).toBe(503);
+    // Deleting a create that still waits for its clone takes it out of the queue: its place is free at once.
+    expect((await p.api('workspaces', `/api/workspaces/${d.body.id}`, { method: 'DELETE', as: 'carol' })).status).toBe(200);
+    const f = await create(p, 'q-after-wait', hanging, 'dave');
+    expect(f.status).toBe(201);
+    for (const [id, as] of [[b.body.id, 'bob'], [f.body.id, 'dave'], [((await plain.json()) as any).id, 'carol']]) {
       await p.api('workspaces', `/api/workspaces/${id}`, { method: 'DELETE', as });
     }
     // Every place is back.
