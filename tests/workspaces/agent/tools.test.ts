@@ -12,8 +12,9 @@ import { createSession, parse, readAll, send, startAgentRig, type AgentRig } fro
 let rig: AgentRig;
 
 beforeAll(async () => {
-  // A short provider silence limit: a command may run longer than it (the limit watches the provider only).
-  rig = await startAgentRig('agent-tools', { APP_AGENT_PROVIDER_TIMEOUT_MS: '1500' });
+  // A short provider silence limit: a command may run longer than it (the limit watches the provider
+  // only). One open stream per actor, for the quota test.
+  rig = await startAgentRig('agent-tools', { APP_AGENT_PROVIDER_TIMEOUT_MS: '1500', APP_QUOTA_STREAMS: '1' });
 }, 120_000);
 afterAll(() => rig.close(), 60_000);
 
@@ -123,6 +124,31 @@ test('cancel kills the running command and keeps the usage of the finished steps
   const stored = (await (await rig.api(`/api/agent/sessions/${s.id}`)).json()).messages.at(-1);
   expect(stored.finishReason).toBe('cancelled');
   expect(stored.usage.totalTokens).toBeGreaterThan(0);
+});
+
+test('an open agent stream holds one of the actor\'s APP_QUOTA_STREAMS slots; past it nothing starts', async () => {
+  const a = await createSession(rig, 'slow');
+  const b = await createSession(rig, 'echo');
+  const res = await send(rig, a.id, 'go', { stream: true });
+  const reader = sseReader(res);
+  await reader.nextEvent();
+  const asked = rig.fake.requests.length;
+  for (const r of [await send(rig, b.id, 'hi', { stream: true }), await rig.api(`/api/agent/sessions/${a.id}/events`)]) {
+    expect(r.status).toBe(429);
+    expect((await r.json()).error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { quota: 'streams', limit: 1 } });
+  }
+  expect(rig.fake.requests.length).toBe(asked);
+  expect((await (await rig.api(`/api/agent/sessions/${b.id}`)).json()).messages).toEqual([]);
+  // A message without stream is not held back by the open stream.
+  expect((await send(rig, b.id, 'plain')).status).toBe(200);
+  await rig.api(`/api/agent/sessions/${a.id}/cancel`, { method: 'POST' });
+  await reader.collect(() => false);
+  // The stream ended: its slot is back.
+  await waitFor('the slot to come back', async () => {
+    const r = await rig.api(`/api/agent/sessions/${a.id}/events?after=1000000`);
+    if (r.status === 200) await r.text();
+    return r.status === 200;
+  });
 });
 
 // Last: it stops the shared workspace.

@@ -22,6 +22,7 @@ import {
 } from './agent.model';
 import type { AgentService } from './agent.service';
 import type { AgentConfig } from './agent.config';
+import type { Quotas } from '../quotas';
 
 /** `Last-Event-ID` (wins) or `?after=N`; 0 replays the whole log. */
 function resumePoint(header: string | undefined, after: number | undefined): number {
@@ -35,7 +36,7 @@ function resumePoint(header: string | undefined, after: number | undefined): num
  * and the turn's memory; a slow client holds back only itself), and no shutdown event: the turn then
  * ends as `interrupted` in the log, which a client resumes from once Keel is back.
  */
-export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentService; config: AgentConfig; sse: Sse }) {
+export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentService; config: AgentConfig; sse: Sse; quotas: Quotas }) {
   const { agent } = deps;
   const limits =
     `Limits: ${deps.config.maxSteps} model calls per message (APP_AGENT_MAX_STEPS; then finishReason \`step-limit\`), ` +
@@ -81,12 +82,21 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     .post(
       '/api/agent/sessions/:id/messages',
       async ({ params, body, actor, request }) => {
-        const turn = agent.send(actor, params.id, body.message);
         if (body.stream) {
           const stream = deps.sse.open(request);
-          // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
-          return stream.respond(turn.follow(stream.signal)) as unknown as AssistantReplyT;
+          // A slot of the actor's stream quota while the stream is open, taken before the turn starts:
+          // a refused stream (429) starts nothing.
+          const slot = deps.quotas.hold(actor, 'streams', stream.signal);
+          try {
+            const turn = agent.send(actor, params.id, body.message);
+            // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
+            return stream.respond(turn.follow(stream.signal)) as unknown as AssistantReplyT;
+          } catch (e) {
+            slot.release();
+            throw e;
+          }
         }
+        const turn = agent.send(actor, params.id, body.message);
         const { reply, error } = await turn.result;
         if (error) throw error;
         return reply;
@@ -94,7 +104,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
       {
         params: SessionParams,
         body: SendMessageBody,
-        response: { 200: AssistantReply, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 500: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        response: { 200: AssistantReply, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 500: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
         detail: {
           tags: ['agent'],
           summary: 'Send a message; the assistant may act in the workspace through tools',
@@ -105,6 +115,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
             'Either way the turn runs to its end when the client leaves, and its events stay in the log (GET .../events).\n\n' +
             `\`finishReason\`: ${FINISH_REASONS.join(', ')}. ${limits}\n\n` +
             'Errors: 400 INVALID_REQUEST (bad body; the model\'s provider not configured), 404 SESSION_NOT_FOUND, 409 SESSION_BUSY (a turn is in flight), ' +
+            '429 QUOTA_EXCEEDED (`stream: true` past APP_QUOTA_STREAMS open streams of the caller; no turn started), ' +
             '502 UPSTREAM_ERROR (the provider failed: its status and reason, never credentials; with `stream: true` this is the `error` event), ' +
             '503 SHUTTING_DOWN (Keel is stopping; turns in flight end as `interrupted`).',
           responses: { 200: AgentEventStream('The Assistant reply; with `stream: true` a text/event-stream') },
@@ -116,18 +127,25 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
       ({ params, query, actor, request }) => {
         const after = resumePoint(lastEventId(request), query.after);
         const stream = deps.sse.open(request);
-        return stream.respond(agent.events(actor, params.id, after, stream.signal));
+        const slot = deps.quotas.hold(actor, 'streams', stream.signal);
+        try {
+          return stream.respond(agent.events(actor, params.id, after, stream.signal));
+        } catch (e) {
+          slot.release();
+          throw e;
+        }
       },
       {
         params: SessionParams,
         query: EventsQuery,
-        response: { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope },
+        response: { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
         detail: {
           tags: ['agent'],
           summary: "Replay the session's events and follow the turn in flight",
           description:
             'Replays every stored event whose id is greater than `Last-Event-ID` (or `?after=N`; default 0: all), then follows the turn in flight and ends after its ' +
-            '`done` or `error` event; ends at once when no turn is in flight. Reconnect with the last id you saw to miss nothing and get nothing twice.',
+            '`done` or `error` event; ends at once when no turn is in flight. Reconnect with the last id you saw to miss nothing and get nothing twice. ' +
+            'The stream holds one of the caller\'s APP_QUOTA_STREAMS slots while open (429 QUOTA_EXCEEDED past it).',
           responses: { 200: AgentEventStream('The events, as text/event-stream') },
         },
       },
