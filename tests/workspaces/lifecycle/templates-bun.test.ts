@@ -87,7 +87,7 @@ describe('a bun-typescript workspace where no registry answers', () => {
 
   test('something answers on the code-server port over HTTP and shows the workspace', async () => {
     await exec('echo "hello from the workspace" > /workspace/hello.txt');
-    const base = (ws.urls.codeServer as string).replace('://localhost', '://127.0.0.1').replace(/\/$/, '');
+    const base = (ws.urls.codeServer as string).replace('@localhost', '@127.0.0.1').replace(/\/$/, '');
     // The service starts beside the main command; it may take a moment after `running`.
     const index = await waitFor('the code server to answer', () => fetch(base + '/').then((r) => (r.status === 200 ? r : null), () => null), 30_000, 200);
     expect(index.headers.get('x-keel-code-server')).toBe('offline');
