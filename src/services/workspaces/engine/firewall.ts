@@ -149,6 +149,7 @@ export function createFirewall(opts: { instance: string; mode: FirewallMode; doc
     if (remote) return off(`the engine (DOCKER_HOST) runs on ${remote}, whose iptables Keel cannot reach`);
     const docker = await run('iptables', ['-S', 'DOCKER-USER']);
     if (!docker.ok) {
+      if (/could not be run/.test(docker.err)) return off('iptables is not installed or not on PATH');
       return off(/denied|root|permission/i.test(docker.err)
         ? `Keel may not change iptables here (${docker.err}); run it as root or with CAP_NET_ADMIN`
         : `no DOCKER-USER chain on this host (${docker.err}): the engine does not manage iptables here`);
