@@ -57,6 +57,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
             '`PORT_UNAVAILABLE` when `port` is reserved by another workspace or held by any process on the host, 400 `INVALID_REQUEST` ' +
             'for a malformed body, an unknown template or a repo URL that is not http(s)://, git://, ssh:// or user@host:path. ' +
             '503 `ENGINE_UNAVAILABLE` (with Retry-After) when no container engine answers: nothing is created, retry later. ' +
+            '503 `ISOLATION_UNAVAILABLE` when Keel cannot firewall workspace networks here and APP_WORKSPACE_FIREWALL=required (docs/security.md): nothing is created. ' +
             'A creation cut short by a crash of Keel is finished when Keel starts again (see docs/workspaces.md, "Crash recovery").',
         },
       },
