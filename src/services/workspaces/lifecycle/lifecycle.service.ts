@@ -5,7 +5,7 @@ import { AppError } from '../../../platform/errors';
 import type { Bus } from '../../../platform/bus/bus';
 import type { Db } from '../../../platform/db';
 import type { Actor } from '../../../platform/auth/workspace-token';
-import type { Clock, Logger } from '../../../platform/runtime';
+import { errorFields, type Clock, type Logger } from '../../../platform/runtime';
 import { engineFailure, type Access } from '../access';
 import type { Engine } from '../engine/engine';
 import { createFirewall } from '../engine/firewall';
@@ -58,10 +58,12 @@ export function createLifecycle(deps: LifecycleDeps) {
       // A container created just before a crash is found by its label.
       for (const c of await engine.listManaged(instance)) if (c.workspaceId === row.id) await engine.remove(c.id);
     }
-    await provisioner.removeNetwork(row.id);
     if (removeVolume) await engine.removeVolume(row.volume);
     records.delete(row, !removeVolume);
     stats.forget(row, { disk: true });
+    // After the row: the workspace is gone once its container is. A network left by a failure here has
+    // no workspace, so the next reconciliation removes it with its rules.
+    await provisioner.removeNetwork(row.id).catch((e) => log.warn('workspace network not removed', { workspace: row.id, ...errorFields(e) }));
   }
 
   const machine = createStateMachine({ engine, records, queue, provisioner, stats, settings: deps.settings, log, destroy });
