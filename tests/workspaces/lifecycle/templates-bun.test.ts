@@ -97,6 +97,8 @@ describe('a bun-typescript workspace where no registry answers', () => {
     // Confined to /workspace.
     expect((await fetch(base + '/..%2f..%2fetc%2fpasswd')).status).toBe(404);
     expect((await fetch(base + '/hello.txt', { method: 'PUT', body: 'x' })).status).toBe(405);
+    // Only to the workspace's secret (the credentials in urls.codeServer).
+    expect((await fetch(`http://127.0.0.1:${ws.port}/hello.txt`)).status).toBe(401);
   });
 
   test('the code server shows in the workspace logs as its own service', async () => {
