@@ -160,7 +160,12 @@ export function createFirewall(opts: { instance: string; mode: FirewallMode; doc
     return { active: true, reason: '', ipv6 };
   }
 
-  const status = () => (probed ??= probe());
+  /** The probe's answer; an inactive one is asked again next time (dockerd may have come up, or made DOCKER-USER, since). */
+  const status = async (): Promise<FirewallStatus> => {
+    const s = await (probed ??= probe());
+    if (!s.active && opts.mode !== 'off') probed = undefined;
+    return s;
+  };
 
   return {
     status,
