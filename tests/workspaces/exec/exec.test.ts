@@ -286,7 +286,7 @@ describe('shutdown', () => {
       const ps = () => docker('exec', containerId, 'ps', '-o', 'args').stdout;
       await waitFor('command killed', () => !ps().includes('sleep 37'), 10_000);
     } finally {
-      removeInstanceObjects(instance);
+      await removeInstanceObjects(instance);
     }
   }, 60_000);
 });
