@@ -162,3 +162,14 @@ test('a workspace that is not running makes the tool answer so, and the turn end
   expect(r.toolCalls[0].output).toMatchObject({ code: 'WORKSPACE_NOT_RUNNING', error: expect.stringContaining('stopped') });
   expect(r.content).toContain('WORKSPACE_NOT_RUNNING');
 }, 90_000);
+
+test('a deleted workspace leaves its sessions readable; their tools answer WORKSPACE_NOT_FOUND', async () => {
+  const s = await createSession(rig, 'shell');
+  const del = await rig.api(`/api/workspaces/${rig.ws}`, { method: 'DELETE' });
+  expect(del.status).toBe(200);
+  await waitFor('the workspace to be gone', async () => (await rig.api(`/api/workspaces/${rig.ws}`)).status === 404, 60_000);
+  const r = await (await send(rig, s.id, 'echo hi')).json();
+  expect(r.finishReason).toBe('stop');
+  expect(r.toolCalls[0].output).toMatchObject({ code: 'WORKSPACE_NOT_FOUND' });
+  expect((await rig.api(`/api/agent/sessions/${s.id}`)).status).toBe(200);
+}, 90_000);
