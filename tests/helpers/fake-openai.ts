@@ -2,7 +2,7 @@
 // reached through the real provider code via OPENAI_BASE_URL. What it answers depends on the model
 // name, so concurrent sessions need no shared script:
 //   echo        streams "You said: <last user text>" (after tool results: "Tool output: <results>")
-//   shell       the user text is a command: calls run_command with it, then reports the tool output
+//   shell       the user text is a command: says "Running it. " and calls run_command with it, then reports the tool output
 //   tools       the user text is JSON [{name, input}, ...]: calls those tools (in parallel), then reports
 //   loop        calls run_command `echo again` on every step (never stops by itself)
 //   slow        streams "tick " every `slowMs` until the client goes away
@@ -83,7 +83,7 @@ function plan(req: RecordedRequest, slowMs: number): Reply {
       return { tools: [{ name: 'run_command', input: { command: 'echo again' } }], usage: { prompt, completion: 5 } };
     case 'shell':
       if (fromTools) break;
-      return { tools: [{ name: 'run_command', input: { command: lastUser } }], usage: { prompt, completion: 5 } };
+      return { text: ['Running ', 'it. '], tools: [{ name: 'run_command', input: { command: lastUser } }], usage: { prompt, completion: 5 } };
     case 'tools':
       if (fromTools) break;
       return { tools: JSON.parse(lastUser), usage: { prompt, completion: 5 } };

@@ -51,6 +51,10 @@ test('a command really runs in the workspace and its output is fed back to the m
   expect(JSON.parse(String(toolMessage.content))).toMatchObject({ exitCode: 0, stdout: `42\n${containerHost}` });
   const done = evs.at(-1)!;
   expect(done.event).toBe('done');
+  // Text, then the tool, then text again: the events in that order, the deltas joined equal to the content.
+  expect(evs.map((e) => e.event).join(' ')).toMatch(/^(delta )+tool (delta )+done$/);
+  expect(done.data.content.startsWith('Running it. Tool output: ')).toBe(true);
+  expect(evs.filter((e) => e.event === 'delta').map((e) => e.data.content).join('')).toBe(done.data.content);
   expect(done.data.content).toContain('42');
   expect(done.data.toolCalls).toEqual([tool.data]);
   // The usage sums both provider calls.
@@ -59,7 +63,10 @@ test('a command really runs in the workspace and its output is fed back to the m
   await send(rig, s.id, 'true');
   const third = rig.fake.requests.at(-2)!;
   expect(third.messages.filter((m) => m.role === 'tool')).toHaveLength(1);
-  expect(third.messages.some((m) => m.role === 'assistant' && Array.isArray(m.tool_calls))).toBe(true);
+  const asked = third.messages.find((m) => m.role === 'assistant' && Array.isArray(m.tool_calls))!;
+  expect(asked.content).toBe('Running it. ');
+  // The step's text and call, its result, then the answer after it, as they happened.
+  expect(third.messages.slice(1).map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
 });
 
 test('a command may outlast the provider silence limit: only the provider is watched', async () => {
