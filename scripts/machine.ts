@@ -204,7 +204,8 @@ export async function stopPrivateEngine(dir: string, timeoutMs = 30_000): Promis
   return true;
 }
 
-function freePort(): Promise<number> {
+/** A port on loopback that nothing listens on now (the OS picks it). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.listen(0, '127.0.0.1', () => {
