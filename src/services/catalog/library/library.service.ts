@@ -5,7 +5,7 @@ import { realpathSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { eq } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
-import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus } from '../../../platform/bus/subjects';
+import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus } from '../../../platform/bus/subjects';
 import type { Db } from '../../../platform/db';
 import { AppError } from '../../../platform/errors';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
@@ -26,7 +26,6 @@ export interface LibraryDeps {
   /** The catalog's scan path (POST /scan): probe over the bus, identify, index, publish. */
   scanFile(input: { path: string; root: number }): Promise<{ asset: { id: string; path: string } }>;
 }
-
 
 type Target = { root: number; folder: string };
 type FileRow = { asset_id: string | null; size_bytes: number; mtime_ms: number; available: number; seen_scan: string | null };
@@ -113,7 +112,7 @@ export function createLibrary(deps: LibraryDeps) {
   }
 
   /** Queues a scan; the same targets already waiting give that scan back (one pending scan per folder). */
-  async function startScan(req: LibraryScanRequest): Promise<{ id: string; status: LibraryScanStatus }> {
+  async function startScan(req: LibraryScanRequest): Promise<LibraryScanAccepted> {
     const targets = targetsOf(req ?? {});
     const id = newId('scn', clock);
     // The row exists before the job can run; a deduplicated or refused submission takes it away again.
