@@ -92,10 +92,16 @@ export interface BusQueries {
   };
 }
 
+/** What one library scan walks: a folder ('' for all of it) on a media root, by index. */
+export interface ScanTarget {
+  root: number;
+  folder: string;
+}
+
 /** The job types of the workers service and their payloads; jobs/ has exactly one handler per type (checked at boot). */
 export interface WorkerJobs {
-  /** Walk `folder` on each root in `roots` and bring the catalog in line (docs/library.md). */
-  'library.scan': { scanId: string; targets: { root: number; folder: string }[] };
+  /** Walk each target's folder and bring the catalog in line (docs/library.md). */
+  'library.scan': { scanId: string; targets: ScanTarget[] };
 }
 export type JobType = keyof WorkerJobs;
 export const JOB_TYPES = ['library.scan'] as const satisfies readonly JobType[];

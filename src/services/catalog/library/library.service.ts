@@ -5,7 +5,7 @@ import { realpathSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { eq } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
-import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus } from '../../../platform/bus/subjects';
+import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, ScanTarget } from '../../../platform/bus/subjects';
 import type { Db } from '../../../platform/db';
 import { AppError } from '../../../platform/errors';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
@@ -27,7 +27,6 @@ export interface LibraryDeps {
   scanFile(input: { path: string; root: number }): Promise<{ asset: { id: string; path: string } }>;
 }
 
-type Target = { root: number; folder: string };
 type FileRow = { asset_id: string | null; size_bytes: number; mtime_ms: number; available: number; seen_scan: string | null };
 
 const ZERO: LibraryScanCounts = { seen: 0, added: 0, changed: 0, unchanged: 0, offline: 0, failed: 0 };
@@ -83,7 +82,7 @@ export function createLibrary(deps: LibraryDeps) {
   }
 
   /** The folder `raw` on each root that holds it (real paths, relative to the root), or every root. */
-  function targetsOf(req: LibraryScanRequest): Target[] {
+  function targetsOf(req: LibraryScanRequest): ScanTarget[] {
     const roots = deps.mediaRoots;
     if (roots.length === 0) throw noMediaRoots();
     if (req.root !== undefined && (!Number.isInteger(req.root) || req.root < 0 || req.root >= roots.length)) {
@@ -93,7 +92,7 @@ export function createLibrary(deps: LibraryDeps) {
     if (req.path === undefined) return indexes.map((root) => ({ root, folder: '' }));
     if (typeof req.path !== 'string') throw pathRefused('it must be a string');
     const rel = checkRelativePath(req.path);
-    const found: Target[] = [];
+    const found: ScanTarget[] = [];
     for (const root of indexes) {
       let realRoot: string;
       let real: string;
