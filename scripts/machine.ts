@@ -67,9 +67,9 @@ export async function engineAnswers(host: string, timeoutMs = 2000): Promise<boo
   }
 }
 
-/** dockerd processes running on this machine, with the unix socket each listens on (when given). */
-export function runningDockerds(): { pid: number; host?: string }[] {
-  const out: { pid: number; host?: string }[] = [];
+/** dockerd processes running on this machine, with the unix socket each listens on (Docker's default when none is given). */
+export function runningDockerds(): { pid: number; host: string }[] {
+  const out: { pid: number; host: string }[] = [];
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     let argv: string[];
     try {
@@ -151,7 +151,7 @@ export async function ensureEngine(o: EngineOptions): Promise<EngineChoice> {
   if (o.findRunning !== false && !o.isolatedNetwork) {
     // Two dockerds with iptables on cannot share a host's network: use the one that runs.
     const others = runningDockerds();
-    for (const d of others) if (d.host && (await engineAnswers(d.host))) return { host: d.host, origin: `dockerd already running on this machine (pid ${d.pid}), reused` };
+    for (const d of others) if (await engineAnswers(d.host)) return { host: d.host, origin: `dockerd already running on this machine (pid ${d.pid}), reused` };
     if (others.length) throw new MachineError(`a dockerd (pid ${others[0]!.pid}) runs but does not answer on ${others[0]!.host}; stop it, or set DOCKER_HOST to an engine that answers`);
   }
   return startPrivateEngine(layout, o.isolatedNetwork ?? false);
