@@ -250,8 +250,11 @@ export async function prepareTestMachine(): Promise<PreparedMachine> {
   return { env: { DOCKER_HOST: engine.host, KEEL_TEST_NATS_URL: nats.url }, engine, stop: () => nats.stop() };
 }
 
+/** Where `npm run dev` keeps its private engine, and where `npm run engine:*` looks for it. */
+export const devEngineDir = (dataDir: string) => resolve(dataDir, 'engine');
+
 /** `npm run dev`: packages and an engine (DOCKER_HOST, the default socket, or a private one in <dataDir>/engine). */
 export async function prepareDevMachine(dataDir: string): Promise<EngineChoice> {
   installMissing();
-  return ensureEngine({ dir: join(dataDir, 'engine'), dockerHost: process.env.DOCKER_HOST || undefined });
+  return ensureEngine({ dir: devEngineDir(dataDir), dockerHost: process.env.DOCKER_HOST || undefined });
 }
