@@ -10,6 +10,7 @@ import { errorFields, newId, type Clock, type Logger } from '../../platform/runt
 import type { Asset, AssetSummary, MediaIndex, Relation, ScanInput, Work } from './catalog.model';
 import { catalogAssets, catalogEditions, catalogMediaIndexes, catalogRelations, catalogWorks } from './catalog.tables';
 import { identify, type Identified } from './identify';
+import { createWorksPager } from './works-pager';
 import type { KindRegistry } from './kinds';
 import { locate } from './paths';
 
@@ -237,29 +238,10 @@ export function createCatalog(deps: CatalogDeps) {
     return { asset: toAsset(result.asset), index: result.index ? toIndex(result.index) : null, indexed: !!result.index };
   }
 
-  // GET /works is the hot read: its two statements are prepared once.
-  const countWorks = db.select({ n: count() }).from(catalogWorks).prepare();
-  const pageOfWorks = db
-    .select()
-    .from(catalogWorks)
-    .where(
-      inArray(
-        catalogWorks.id,
-        // The offset walks the (created_at, id) index alone; only the page's rows are read from the table.
-        db
-          .select({ id: catalogWorks.id })
-          .from(catalogWorks)
-          .orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id))
-          .limit(sql.placeholder('limit'))
-          .offset(sql.placeholder('offset')),
-      ),
-    )
-    .orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id))
-    .prepare();
+  const works = createWorksPager(deps.db);
 
   function listWorks(page: number, pageSize: number): { total: number; works: Work[] } {
-    const total = countWorks.get()?.n ?? 0;
-    const rows = pageOfWorks.all({ limit: pageSize, offset: (page - 1) * pageSize });
+    const { total, rows } = works.page(page, pageSize);
     return { total, works: rows.map(toWork) };
   }
 
