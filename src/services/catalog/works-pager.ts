@@ -5,7 +5,8 @@
 // 0.1 ms for the first page), and count(*) steps over all of them (1.2 ms). Instead this keeps,
 // per data version (platform/db-version.ts), the total and a sparse index of marks: the
 // (created_at, id) key of every STRIDE-th work in order. A page seeks to the mark at or before its
-// offset through the (created_at, id) index and walks less than STRIDE entries from there.
+// offset through the (created_at, id) index, steps less than STRIDE index entries from there to its
+// first key, and reads its rows from that key on.
 //
 // Marks are found on demand, each from the one before (a walk of STRIDE index entries), so the first
 // deep page after a write pays one walk to its offset, once; every later page of that version costs
@@ -30,16 +31,11 @@ export function createWorksPager(db: Db, stride = STRIDE) {
 
   const total = db.select({ n: count() }).from(catalogWorks).prepare();
   const firstMark = db.select(key).from(catalogWorks).orderBy(...order).limit(1).prepare();
-  // Both walk the covering (created_at, id) index from a mark; only the page's own rows are read from the table.
-  const nextMark = db.select(key).from(catalogWorks).where(atOrAfter).orderBy(...order).limit(1).offset(sql.placeholder('skip')).prepare();
-  const pageFrom = db
-    .select()
-    .from(catalogWorks)
-    .where(atOrAfter)
-    .orderBy(...order)
-    .limit(sql.placeholder('limit'))
-    .offset(sql.placeholder('skip'))
-    .prepare();
+  // Steps `skip` entries of the covering (created_at, id) index from a key, reading no row of the table.
+  const keyAfter = db.select(key).from(catalogWorks).where(atOrAfter).orderBy(...order).limit(1).offset(sql.placeholder('skip')).prepare();
+  // The page itself starts at its exact first key, so only its own rows are read from the table (an
+  // OFFSET here would read every skipped row too).
+  const pageFrom = db.select().from(catalogWorks).where(atOrAfter).orderBy(...order).limit(sql.placeholder('limit')).prepare();
 
   let state: { version: string; total: number; marks: Mark[] } | undefined;
 
@@ -54,7 +50,7 @@ export function createWorksPager(db: Db, stride = STRIDE) {
   function markAt(s: { marks: Mark[] }, index: number): Mark | undefined {
     while (s.marks.length <= index) {
       const prev = s.marks[s.marks.length - 1];
-      const next = prev ? nextMark.get({ ...prev, skip: stride }) : firstMark.get();
+      const next = prev ? keyAfter.get({ ...prev, skip: stride }) : firstMark.get();
       if (!next) return undefined;
       s.marks.push(next);
     }
@@ -69,8 +65,10 @@ export function createWorksPager(db: Db, stride = STRIDE) {
       if (offset >= s.total) return { total: s.total, rows: [] };
       const index = Math.floor(offset / stride);
       const mark = markAt(s, index);
-      if (!mark) return { total: s.total, rows: [] };
-      return { total: s.total, rows: pageFrom.all({ ...mark, limit: pageSize, skip: offset - index * stride }) };
+      const skip = offset - index * stride;
+      const first = mark && (skip === 0 ? mark : keyAfter.get({ ...mark, skip }));
+      if (!first) return { total: s.total, rows: [] };
+      return { total: s.total, rows: pageFrom.all({ ...first, limit: pageSize }) };
     },
   };
 }
