@@ -116,7 +116,7 @@ describe('rate limits on cached answers', () => {
       remaining--;
       await res.arrayBuffer();
     }
-    for (const headers of [{}, { 'if-none-match': etag }]) {
+    for (const headers of [{}, { 'if-none-match': etag }] as Record<string, string>[]) {
       const res = await list('dora', { headers });
       expect(res.status).toBe(429);
       expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
