@@ -54,7 +54,7 @@ export function etagMatches(ifNoneMatch: string | null, etag: string): boolean {
 
 export function createResponseCache(opts: ResponseCacheOptions) {
   const maxEntries = opts.maxEntries ?? 2048;
-  const maxChars = opts.maxChars ?? 64 * 1024 * 1024;
+  const maxChars = opts.maxChars ?? 32 * 1024 * 1024;
   const entries = new Map<string, Entry>();
   let chars = 0;
   let hits = 0;
