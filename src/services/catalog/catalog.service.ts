@@ -1,6 +1,6 @@
 // Catalog rules, free of HTTP: scan (probe over the bus, identify, file under an edition, index),
 // and the reads of works, their assets and relations. Errors are AppErrors with stable codes.
-import { and, asc, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import type { ProbeStream } from '../../platform/bus/media-shapes';
 import type { BusEvents, BusQueries } from '../../platform/bus/subjects';
@@ -238,6 +238,7 @@ export function createCatalog(deps: CatalogDeps) {
     return { asset: toAsset(result.asset), index: result.index ? toIndex(result.index) : null, indexed: !!result.index };
   }
 
+  // GET /works is the hot read: pages seek from sparse marks (works-pager.ts), not an OFFSET walk.
   const works = createWorksPager(deps.db);
 
   function listWorks(page: number, pageSize: number): { total: number; works: Work[] } {

@@ -65,6 +65,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     anonymousLimit: settings.anonymousLimit,
     authenticatedLimit: settings.authenticatedLimit,
   });
+  // The list's serialised answers per actor and filter, until the next write (docs/performance.md).
+  const lists = createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'private, no-cache', vary: 'Authorization' });
 
   const app = createServiceApp(deps, {
     name: 'workspaces',
@@ -81,7 +83,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     ],
   })
     .use(auth)
-    .use(workspacesRoutes({ auth, workspaces, lists: createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'private, no-cache', vary: 'Authorization' }) }))
+    .use(workspacesRoutes({ auth, workspaces, lists }))
     .use(logsRoutes({ auth, logs, exec, sse }))
     .use(execRoutes({ auth, exec, sse }));
 
