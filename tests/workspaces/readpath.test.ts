@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { WorkspaceList } from '../../src/services/workspaces/lifecycle/lifecycle.model';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { docker } from '../helpers/docker';
 import { closeAndClean, createRunning, waitStatus } from '../helpers/workspaces';
 
 const LIMIT = 400;
@@ -100,6 +101,17 @@ describe('a change is on the next read', () => {
     expect(await idsOf(await changed())).toEqual([aliceWs.id]);
     expect(await idsOf(await list('admin'))).not.toContain(id);
   }, 120_000);
+});
+
+describe('a status the engine reports', () => {
+  test("a container killed behind Keel's back is stopped in the next list, which was cached as running", async () => {
+    expect(await statusIn('bob', bobWs.id)).toBe('running');
+    expect(await statusIn('bob', bobWs.id)).toBe('running'); // now from the cache
+    expect(docker('kill', bobWs.containerId).code).toBe(0);
+    await waitStatus(p, bobWs.id, 'stopped', { as: 'bob', timeoutMs: 15_000 }); // GET /{id}: never cached
+    expect(await statusIn('bob', bobWs.id)).toBe('stopped');
+    expect(await statusIn('admin', bobWs.id)).toBe('stopped');
+  }, 30_000);
 });
 
 describe('rate limits on cached answers', () => {
