@@ -79,6 +79,7 @@ const row = (name: string, p: Pair) => ({
   ratio: round(p.keel.rps / p.bare.rps, 2),
   keelP50Ms: round(p.keel.p50Ms),
   keelP99Ms: round(p.keel.p99Ms),
+  bareP50Ms: round(p.bare.p50Ms),
   bareP99Ms: round(p.bare.p99Ms),
 });
 
@@ -140,7 +141,7 @@ export async function run(): Promise<Record<string, unknown>> {
 
     const summary = (k: string) => ({
       keelRps: round(figures[k]!.keel.rps, 0), bareRps: round(figures[k]!.bare.rps, 0), ratio: round(figures[k]!.keel.rps / figures[k]!.bare.rps, 3),
-      keelP50Ms: figures[k]!.keel.p50Ms, keelP99Ms: figures[k]!.keel.p99Ms, bareP99Ms: figures[k]!.bare.p99Ms,
+      keelP50Ms: figures[k]!.keel.p50Ms, keelP99Ms: figures[k]!.keel.p99Ms, bareP50Ms: figures[k]!.bare.p50Ms, bareP99Ms: figures[k]!.bare.p99Ms,
     });
     return {
       workspaces: WORKSPACES, works: WORKS, seconds: SECONDS, rounds: ROUNDS, loadGenerator: 'wrk -t1',
