@@ -56,7 +56,7 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
       ({ query, request, set }) => {
         const page = query.page ?? 1;
         const pageSize = query.pageSize ?? 50;
-        return pages.answer(request, set.headers, 'public', `${page}|${pageSize}`, () => catalog.listWorks(page, pageSize));
+        return pages.answer(request, set, 'public', `${page}|${pageSize}`, () => catalog.listWorks(page, pageSize));
       },
       {
         query: WorksQuery,

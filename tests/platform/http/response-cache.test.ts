@@ -34,7 +34,7 @@ const app = new Elysia()
   .use(errorHandling('envelope', { production: false }))
   .use(workspaceAuth({ secret: TEST_SECRET, authenticatedLimit: 1000 }))
   .get('/api/notes', ({ actor, request, set }) =>
-    notes.answer(request, set.headers, `sub:${actor.id}`, 'all', () => {
+    notes.answer(request, set, `sub:${actor.id}`, 'all', () => {
       builds++;
       return { notes: listOf.all(actor.id).map((r) => r.text) };
     }),
@@ -116,20 +116,20 @@ describe('response cache', () => {
     const req = new Request('http://keel.test/');
     let n = 0;
     const build = (v: unknown) => () => (n++, v);
-    small.answer(req, {}, 's', 'a', build(1));
-    small.answer(req, {}, 's', 'b', build(2));
-    small.answer(req, {}, 's', 'a', build(1)); // a is now the most recent
-    small.answer(req, {}, 's', 'c', build(3)); // b goes
+    small.answer(req, { headers: {} }, 's', 'a', build(1));
+    small.answer(req, { headers: {} }, 's', 'b', build(2));
+    small.answer(req, { headers: {} }, 's', 'a', build(1)); // a is now the most recent
+    small.answer(req, { headers: {} }, 's', 'c', build(3)); // b goes
     expect(small.stats().entries).toBe(2);
     n = 0;
-    small.answer(req, {}, 's', 'a', build(1));
+    small.answer(req, { headers: {} }, 's', 'a', build(1));
     expect(n).toBe(0);
-    small.answer(req, {}, 's', 'b', build(2));
+    small.answer(req, { headers: {} }, 's', 'b', build(2));
     expect(n).toBe(1);
-    small.answer(req, {}, 's', 'big', build('x'.repeat(600)));
-    small.answer(req, {}, 's', 'big2', build('y'.repeat(600)));
+    small.answer(req, { headers: {} }, 's', 'big', build('x'.repeat(600)));
+    small.answer(req, { headers: {} }, 's', 'big2', build('y'.repeat(600)));
     expect(small.stats().chars).toBeLessThanOrEqual(1000);
-    const huge = await small.answer(req, {}, 's', 'huge', build('z'.repeat(5000))).text();
+    const huge = await small.answer(req, { headers: {} }, 's', 'huge', build('z'.repeat(5000))).text();
     expect(huge.length).toBe(5002); // answered, not kept
     expect(small.stats().chars).toBeLessThanOrEqual(1000);
   });
