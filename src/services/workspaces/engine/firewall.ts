@@ -73,14 +73,19 @@ async function taggedRules(bin: Family, chain: string, instance: string): Promis
   return out;
 }
 
+/** This instance's rules in both of Keel's chains, IPv4 and IPv6. */
+async function allTaggedRules(instance: string): Promise<{ bin: Family; workspaceId: string; del: string[] }[]> {
+  const out: { bin: Family; workspaceId: string; del: string[] }[] = [];
+  for (const bin of ['iptables', 'ip6tables'] as const) {
+    for (const chain of [INPUT_CHAIN, FORWARD_CHAIN]) for (const r of await taggedRules(bin, chain, instance)) out.push({ bin, ...r });
+  }
+  return out;
+}
+
 /** Removes every rule of `instance` (for `workspaceId` only, when given) from Keel's chains. */
 export async function removeRules(instance: string, workspaceId?: string): Promise<void> {
-  for (const bin of ['iptables', 'ip6tables'] as const) {
-    for (const chain of [INPUT_CHAIN, FORWARD_CHAIN]) {
-      for (const r of await taggedRules(bin, chain, instance)) {
-        if (workspaceId === undefined || r.workspaceId === workspaceId) await run(bin, r.del);
-      }
-    }
+  for (const r of await allTaggedRules(instance)) {
+    if (workspaceId === undefined || r.workspaceId === workspaceId) await run(r.bin, r.del);
   }
 }
 
@@ -202,13 +207,7 @@ export function createFirewall(opts: { instance: string; mode: FirewallMode; doc
 
     /** Workspaces that have rules of this instance in Keel's chains. */
     tagged(): Promise<Set<string>> {
-      return serial(async () => {
-        const ids = new Set<string>();
-        for (const bin of ['iptables', 'ip6tables'] as const) {
-          for (const chainName of [INPUT_CHAIN, FORWARD_CHAIN]) for (const r of await taggedRules(bin, chainName, instance)) ids.add(r.workspaceId);
-        }
-        return ids;
-      });
+      return serial(async () => new Set((await allTaggedRules(instance)).map((r) => r.workspaceId)));
     },
   };
 }
