@@ -53,7 +53,8 @@ async function readFrames(res: Response): Promise<Frame[]> {
 
 export async function run(): Promise<Record<string, unknown>> {
   const fake = startFakeOpenAI();
-  const keel = await startKeelProcess({ OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: FAKE_KEY, APP_AGENT_PROVIDER_RETRIES: '0' });
+  // One actor opens all the streams: its stream quota is raised out of the way.
+  const keel = await startKeelProcess({ OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: FAKE_KEY, APP_AGENT_PROVIDER_RETRIES: '0', APP_QUOTA_STREAMS: String(CONCURRENT + 10) });
   try {
     const ws = await keel.workspace(`bench-agent-${Date.now().toString(36)}`);
     const newSession = async () => {
@@ -115,6 +116,7 @@ export async function run(): Promise<Record<string, unknown>> {
     const streams = await Promise.all(
       many.map(async (id) => {
         const res = await keel.api(`/api/agent/sessions/${id}/messages`, { method: 'POST', json: { message: text, stream: true } });
+        if (res.status !== 200) throw new Error(`stream refused: ${res.status} ${await res.text()}`);
         return { id, frames: await readFrames(res) };
       }),
     );
