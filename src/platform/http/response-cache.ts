@@ -28,6 +28,13 @@ const JSON_TYPE = 'application/json;charset=utf-8';
 /** Longest If-None-Match a cached route accepts (its header schema, below); `early()` leaves longer ones to it. */
 const MAX_IF_NONE_MATCH = 4096;
 
+/**
+ * Longest path and query `early()` remembers. Real clients' targets are short; a longer one (say a
+ * query padded with parameters the schema strips) is answered the normal way, so the memory the
+ * remembered targets take stays bounded: at most maxEntries * 4 of them, each this long or less.
+ */
+const MAX_TARGET_CHARS = 512;
+
 /** Headers decided before the answer (the rate-limit headers), as name/value pairs. */
 export type HeaderPairs = readonly (readonly [string, string])[];
 
@@ -106,7 +113,7 @@ export function createResponseCache(opts: ResponseCacheOptions) {
    * merge them (a second Response, its body as a stream), which cost more than the rest of a hit.
    */
   function remember(target: string, full: string) {
-    if (validated.get(target) === full) return;
+    if (target.length > MAX_TARGET_CHARS || validated.get(target) === full) return;
     validated.delete(target);
     validated.set(target, full);
     if (validated.size > maxTargets) validated.delete(validated.keys().next().value as string);

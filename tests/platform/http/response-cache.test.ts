@@ -289,13 +289,17 @@ describe('early answers (before routing and validation)', () => {
     expect(noToken.status).toBe(401);
   });
 
-  test('the targets it remembers are bounded', async () => {
+  test('the targets it remembers are bounded, in number and in length', async () => {
     const small = createResponseCache({ version: () => 'v', cacheControl: 'no-cache', maxEntries: 2 });
     for (let i = 0; i < 50; i++) small.answer(new Request(`http://keel.test/x?i=${i}`), { headers: {} }, 's', 'same', () => 1);
     expect(small.stats().targets).toBeLessThanOrEqual(8);
     expect(small.early(new Request('http://keel.test/x?i=49'), 's', [])).toBeInstanceOf(Response);
     expect(small.early(new Request('http://keel.test/x?i=0'), 's', [])).toBeUndefined();
     expect(small.early(new Request('http://keel.test/x?i=49'), 'other', [])).toBeUndefined();
+    // A long target (a query padded with what the schema strips) is answered, never remembered.
+    const long = `http://keel.test/x?pad=${'p'.repeat(600)}`;
+    expect(await small.answer(new Request(long), { headers: {} }, 's', 'same', () => 1).text()).toBe('1');
+    expect(small.early(new Request(long), 's', [])).toBeUndefined();
   });
 });
 
