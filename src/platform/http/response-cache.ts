@@ -154,6 +154,8 @@ export function createResponseCache(opts: ResponseCacheOptions) {
      * The answer of a GET: from the cache when an entry for (scope, key) was built at the current
      * version, else from `build()` (its JSON is kept). 304 with no body when If-None-Match names
      * the answer's ETag. `scope` must identify whom the answer is for; `key` the validated query.
+     * The answer must depend on nothing else of the request (no host, no other header): `early()`
+     * serves it again by scope, path and query alone.
      */
     answer(request: Request, set: ElysiaSet, scope: string, key: string, build: () => unknown): Response {
       const full = `${scope}\u0000${key}`;
