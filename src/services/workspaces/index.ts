@@ -22,6 +22,7 @@ import { loadLogsExecConfig, type LogsExecConfig } from './logs/logs.config';
 import { loadWorkspacesConfig, type WorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
+import { listScope } from './lifecycle/views';
 import { loadCodeKey } from './lifecycle/code-secret';
 
 /** This Keel's identity on the engine, kept in the data dir so a restart recognizes its containers. */
@@ -63,15 +64,17 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   const logs = createLogsService({ engine, hub, workspaces: access });
   const exec = createExecService({ engine, workspaces: access });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
+  // The list's serialised answers per actor and filter, until the next write (docs/performance.md);
+  // a repeated list request is answered from the auth hook, before routing (`early`).
+  const lists = createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'private, no-cache', vary: 'Authorization' });
   const auth = workspaceAuth({
     seed: 'workspaces',
+    early: (request, actor, headers) => lists.early(request, listScope(actor), headers),
     clock: deps.clock,
     secret: deps.config.apiSecret,
     anonymousLimit: settings.anonymousLimit,
     authenticatedLimit: settings.authenticatedLimit,
   });
-  // The list's serialised answers per actor and filter, until the next write (docs/performance.md).
-  const lists = createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'private, no-cache', vary: 'Authorization' });
 
   const app = createServiceApp(deps, {
     name: 'workspaces',
