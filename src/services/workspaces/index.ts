@@ -22,6 +22,7 @@ import { loadLogsExecConfig, type LogsExecConfig } from './logs/logs.config';
 import { loadWorkspacesConfig, type WorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
+import { listScope } from './lifecycle/views';
 import { loadCodeKey } from './lifecycle/code-secret';
 import { loadAgentConfig, type AgentConfig } from './agent/agent.config';
 import { agentRoutes } from './agent/agent.routes';
@@ -79,15 +80,17 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     log: deps.log.child({ feature: 'agent' }),
     shutdown: deps.shutdown,
   });
+  // The list's serialised answers per actor and filter, until the next write (docs/performance.md);
+  // a repeated list request is answered from the auth hook, before routing (`early`).
+  const lists = createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'private, no-cache', vary: 'Authorization' });
   const auth = workspaceAuth({
     seed: 'workspaces',
+    early: (request, actor, headers) => lists.early(request, listScope(actor), headers),
     clock: deps.clock,
     secret: deps.config.apiSecret,
     anonymousLimit: settings.anonymousLimit,
     authenticatedLimit: settings.authenticatedLimit,
   });
-  // The list's serialised answers per actor and filter, until the next write (docs/performance.md).
-  const lists = createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'private, no-cache', vary: 'Authorization' });
 
   const app = createServiceApp(deps, {
     name: 'workspaces',
