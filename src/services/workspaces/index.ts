@@ -20,6 +20,7 @@ import { loadLogsExecConfig } from './logs/logs.config';
 import { loadWorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { WorkspaceService } from './lifecycle/lifecycle.service';
+import { createWebhooks } from './webhooks/webhooks.feature';
 
 export type { WorkspaceService } from './lifecycle/lifecycle.service';
 
@@ -55,6 +56,7 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
   const logs = createLogsService({ engine: lx, hub, workspaces });
   const exec = createExecService({ engine: lx, workspaces });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
+  const webhooks = createWebhooks(deps);
   const auth = workspaceAuth({
     secret: deps.config.apiSecret,
     anonymousLimit: settings.anonymousLimit,
@@ -75,6 +77,7 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
           { name: 'workspaces', description: 'Workspace lifecycle' },
           { name: 'logs', description: 'Workspace logs' },
           { name: 'exec', description: 'Commands in a workspace' },
+          { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
           { name: 'probes', description: 'Health and version' },
         ],
       }),
@@ -83,19 +86,22 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces }))
     .use(logsRoutes({ auth, logs, exec, sse }))
-    .use(execRoutes({ auth, exec, sse }));
+    .use(execRoutes({ auth, exec, sse }))
+    .use(webhooks.routes(auth));
 
   return {
     app,
     workspaces,
     async start() {
       // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
+      webhooks.start();
       workspaces.watch();
       await workspaces.reconcileAll().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
     },
     async stop() {
       hub.closeAll();
       await workspaces.close();
+      await webhooks.stop();
     },
   };
 }

@@ -1,0 +1,337 @@
+// The one orchestrator of deliveries. Events become delivery rows (the outbox) the moment they are
+// received; a dispatcher claims due rows with a lease, signs and sends them (deliver.ts), records
+// an attempt row, and moves each delivery to delivered, a later retry, or failed in one
+// transaction. Rows outlive the process: after a restart, attempts cut short are recorded as
+// interrupted and sent again, so nothing pending is lost.
+//
+// Order: deliveries that share an order key (one workspace, per registration) go out one at a time
+// in the order they were received; a later one waits until the earlier one is delivered or failed
+// for good. Pings and redeliveries have no key and go out at once.
+import { and, asc, eq, isNotNull, isNull, lte, or, sql } from 'drizzle-orm';
+import type { Bus } from '../../../platform/bus/bus';
+import type { WorkspaceEventPayload } from '../../../platform/bus/subjects';
+import type { Db } from '../../../platform/db';
+import { isoNow, newId, errorFields, type Clock, type Logger } from '../../../platform/runtime';
+import type { Deliverer, SendResult } from './deliver';
+import { nextDelayMs, retryAfterMs } from './retry-schedule';
+import { deliveryHeaders } from './signer';
+import type { WebhooksConfig } from './webhooks.config';
+import { attempts, deliveries, registrations, type DeliveryRow, type DisabledReason, type RegistrationRow } from './webhooks.tables';
+
+export interface OutboxDeps {
+  db: Db;
+  /** evt.workspace.* arrive here; nothing in the lifecycle calls the outbox. */
+  bus: Bus;
+  clock: Clock;
+  log: Logger;
+  config: WebhooksConfig;
+  deliverer: Deliverer;
+  /** Source of jitter, in [0, 1). */
+  random?: () => number;
+}
+
+/** Longest wait between two looks at the table when nothing is due (another process may have added rows). */
+const IDLE_POLL_MS = 1000;
+/** Beyond the request's own time limit, how long a claimed delivery stays leased before another dispatcher may take it. */
+const LEASE_MARGIN_MS = 10_000;
+
+type Claimed = DeliveryRow & { url: string; secret: string };
+
+/** The delivery body of a workspace event (the spec's payload: event, timestamp, workspace.id, workspace.status). */
+export function workspaceEventBody(p: WorkspaceEventPayload): string {
+  const { id, name, status, reason } = p.workspace;
+  return JSON.stringify({ event: p.event, timestamp: p.timestamp, workspace: { id, name, status, ...(reason ? { reason } : {}) } });
+}
+
+const subscribes = (reg: RegistrationRow, event: string) => reg.events.includes('*') || reg.events.includes(event);
+
+export function createOutbox(deps: OutboxDeps) {
+  const { db, clock, log, config, deliverer } = deps;
+  const random = deps.random ?? Math.random;
+  const leaseMs = config.timeoutMs + LEASE_MARGIN_MS;
+
+  // A delivery is due when it is pending, its time has come, nobody holds it, its registration is
+  // active, and no earlier delivery with its order key is still pending.
+  const dueQuery = db
+    .select({ seq: deliveries.seq })
+    .from(deliveries)
+    .innerJoin(registrations, eq(registrations.id, deliveries.registrationId))
+    .where(
+      and(
+        eq(deliveries.status, 'pending'),
+        lte(deliveries.nextAttemptAt, sql.placeholder('until')),
+        or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, sql.placeholder('now'))),
+        eq(registrations.active, true),
+        sql`(${deliveries.orderKey} IS NULL OR NOT EXISTS (SELECT 1 FROM webhooks_deliveries e WHERE e.registration_id = ${deliveries.registrationId} AND e.order_key = ${deliveries.orderKey} AND e.status = 'pending' AND e.seq < ${deliveries.seq}))`,
+      ),
+    )
+    .orderBy(asc(deliveries.nextAttemptAt), asc(deliveries.seq))
+    .limit(sql.placeholder('limit'))
+    .prepare();
+  const activeRegistrations = db.select().from(registrations).where(eq(registrations.active, true)).prepare();
+
+  // ---- writing the outbox ------------------------------------------------------------------
+
+  function insertDelivery(reg: Pick<RegistrationRow, 'id'>, event: string, body: string, orderKey: string | null): DeliveryRow {
+    const now = clock.now();
+    return db
+      .insert(deliveries)
+      .values({
+        id: newId('msg', clock),
+        registrationId: reg.id,
+        event,
+        orderKey,
+        payload: body,
+        status: 'pending',
+        nextAttemptAt: now + (nextDelayMs(config.retrySchedule, 0, random) ?? 0),
+        createdAt: isoNow(clock),
+      })
+      .returning()
+      .get();
+  }
+
+  /**
+   * One delivery per active registration that subscribes to `event` and may see the workspace of
+   * `owner`, all in one transaction. Returns how many rows were written.
+   */
+  function enqueueEvent(event: string, owner: string, body: string, orderKey: string | null, except?: string): number {
+    const targets = activeRegistrations.all().filter((r) => r.id !== except && (r.owner === owner || r.allWorkspaces) && subscribes(r, event));
+    if (targets.length === 0) return 0;
+    db.transaction((tx) => {
+      void tx;
+      for (const reg of targets) insertDelivery(reg, event, body, orderKey);
+    });
+    wake();
+    return targets.length;
+  }
+
+  /** A delivery to one registration whatever it subscribes to (ping). */
+  function enqueueTo(reg: RegistrationRow, event: string, body: string): DeliveryRow {
+    const row = insertDelivery(reg, event, body, null);
+    wake();
+    return row;
+  }
+
+  /** Sends a delivery again with the same id, now and outside the order (an explicit request of its owner). */
+  function redeliver(seq: number): 'queued' | 'in-flight' {
+    const now = clock.now();
+    const res = db
+      .update(deliveries)
+      .set({ status: 'pending', orderKey: null, roundAttempts: 0, nextAttemptAt: now, leaseUntil: null })
+      .where(and(eq(deliveries.seq, seq), or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, now))))
+      .run() as unknown as { changes: number };
+    if (res.changes === 0) return 'in-flight';
+    wake();
+    return 'queued';
+  }
+
+  /** Ends every pending delivery of a registration that no longer receives (disabled or turned off). */
+  function failPending(registrationId: string, why: string) {
+    db.update(deliveries)
+      .set({ status: 'failed', lastError: why, leaseUntil: null })
+      .where(and(eq(deliveries.registrationId, registrationId), eq(deliveries.status, 'pending')))
+      .run();
+  }
+
+  // ---- the state machine ---------------------------------------------------------------------
+
+  /** Claims up to `limit` due deliveries: each gets a lease and its attempt is counted before it is sent. */
+  function claim(limit: number): Claimed[] {
+    const now = clock.now();
+    return db.transaction(
+      (tx) => {
+        const out: Claimed[] = [];
+        for (const { seq } of dueQuery.all({ now, until: now, limit })) {
+          const row = tx
+            .update(deliveries)
+            .set({
+              leaseUntil: now + leaseMs,
+              attempts: sql`${deliveries.attempts} + 1`,
+              roundAttempts: sql`${deliveries.roundAttempts} + 1`,
+              lastAttemptAt: new Date(now).toISOString(),
+            })
+            .where(and(eq(deliveries.seq, seq), eq(deliveries.status, 'pending'), or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, now))))
+            .returning()
+            .get();
+          if (!row) continue;
+          const reg = tx.select({ url: registrations.url, secret: registrations.secret }).from(registrations).where(eq(registrations.id, row.registrationId)).get();
+          if (reg) out.push({ ...row, ...reg });
+        }
+        return out;
+      },
+      { behavior: 'immediate' },
+    );
+  }
+
+  async function attempt(d: Claimed): Promise<void> {
+    const startedAt = isoNow(clock);
+    const headers = deliveryHeaders({
+      secret: d.secret,
+      deliveryId: d.id,
+      event: d.event,
+      body: d.payload,
+      timestampSeconds: Math.floor(clock.now() / 1000),
+    });
+    const result = await deliverer.send({ url: d.url, headers, body: d.payload });
+    if (!running && closed) return; // the database is gone; the lease makes the next start send it again
+    try {
+      record(d, startedAt, result);
+    } catch (e) {
+      log.error('recording a webhook attempt failed', { delivery: d.id, ...errorFields(e) });
+    }
+  }
+
+  /** The outcome of one attempt, written in one transaction; a registration disabled by it is reported after the commit. */
+  function record(d: Claimed, startedAt: string, r: SendResult) {
+    const now = clock.now();
+    let disabled: { reg: RegistrationRow; reason: DisabledReason } | undefined;
+    db.transaction((tx) => {
+      const current = tx.select().from(deliveries).where(eq(deliveries.seq, d.seq)).get();
+      if (!current) return; // its registration was deleted meanwhile
+      const reg = tx.select().from(registrations).where(eq(registrations.id, d.registrationId)).get()!;
+      tx.insert(attempts)
+        .values({
+          deliverySeq: d.seq,
+          attempt: d.attempts,
+          startedAt,
+          durationMs: r.durationMs,
+          responseStatus: r.status,
+          error: r.error?.message ?? null,
+          responseBody: r.bodySnippet || null,
+        })
+        .run();
+      const common = { leaseUntil: null, responseStatus: r.status, lastError: r.error?.message ?? (r.status && r.status >= 300 ? `HTTP ${r.status}` : null), lastDurationMs: r.durationMs };
+      const ok = r.status !== null && r.status >= 200 && r.status < 300;
+      if (ok) {
+        tx.update(deliveries).set({ ...common, status: 'delivered', deliveredAt: new Date(now).toISOString() }).where(eq(deliveries.seq, d.seq)).run();
+        if (reg.failingSince !== null) tx.update(registrations).set({ failingSince: null }).where(eq(registrations.id, reg.id)).run();
+        return;
+      }
+      const failingSince = reg.failingSince ?? now;
+      let reason: DisabledReason | undefined;
+      if (r.status === 410) reason = 'gone';
+      else if (now - failingSince >= config.disableAfterMs) reason = 'failing';
+      let delay = reason ? null : nextDelayMs(config.retrySchedule, current.roundAttempts, random);
+      if (delay !== null && (r.status === 429 || r.status === 503)) delay = Math.max(delay, retryAfterMs(r.retryAfter, now) ?? 0);
+      tx.update(deliveries)
+        .set(delay === null ? { ...common, status: 'failed' } : { ...common, status: 'pending', nextAttemptAt: now + delay })
+        .where(eq(deliveries.seq, d.seq))
+        .run();
+      if (reason && reg.active) {
+        const at = new Date(now).toISOString();
+        tx.update(registrations).set({ active: false, disabledReason: reason, disabledAt: at, failingSince, updatedAt: at }).where(eq(registrations.id, reg.id)).run();
+        disabled = { reg, reason };
+      } else if (reg.failingSince === null) {
+        tx.update(registrations).set({ failingSince }).where(eq(registrations.id, reg.id)).run();
+      }
+    });
+    if (disabled) onDisabled(disabled.reg, disabled.reason);
+  }
+
+  /** A registration the receiver (or time) turned off: its pending deliveries end, and its owner's other registrations hear of it. */
+  function onDisabled(reg: RegistrationRow, reason: DisabledReason) {
+    failPending(reg.id, 'the registration was disabled');
+    log.warn('webhook registration disabled', { webhook: reg.id, reason });
+    const body = JSON.stringify({ event: 'webhook.disabled', timestamp: isoNow(clock), webhook: { id: reg.id, reason } });
+    enqueueEvent('webhook.disabled', reg.owner, body, null, reg.id);
+  }
+
+  /** After a crash: attempts that were in flight are recorded as interrupted and become due at once. */
+  function recoverInterrupted() {
+    const now = clock.now();
+    db.transaction((tx) => {
+      const stuck = tx.select().from(deliveries).where(and(eq(deliveries.status, 'pending'), isNotNull(deliveries.leaseUntil))).all();
+      for (const d of stuck) {
+        tx.insert(attempts)
+          .values({ deliverySeq: d.seq, attempt: d.attempts, startedAt: d.lastAttemptAt ?? isoNow(clock), durationMs: 0, responseStatus: null, error: 'interrupted: Keel stopped before the answer was recorded' })
+          .run();
+        // The interrupted try does not use up a step of the schedule: the receiver may never have seen it.
+        tx.update(deliveries)
+          .set({ leaseUntil: null, nextAttemptAt: now, roundAttempts: Math.max(0, d.roundAttempts - 1) })
+          .where(eq(deliveries.seq, d.seq))
+          .run();
+      }
+      if (stuck.length) log.info('resuming interrupted webhook deliveries', { count: stuck.length });
+    });
+  }
+
+  // ---- the dispatcher loop -----------------------------------------------------------------
+
+  let running = false;
+  let closed = false;
+  let unsubscribe: (() => void) | undefined;
+  let pumping = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const inFlight = new Set<Promise<void>>();
+
+  function wake() {
+    if (running) queueMicrotask(pump);
+  }
+
+  function pump() {
+    if (!running || pumping) return;
+    pumping = true;
+    try {
+      while (running && inFlight.size < config.concurrency) {
+        const batch = claim(config.concurrency - inFlight.size);
+        if (batch.length === 0) break;
+        for (const d of batch) {
+          const p: Promise<void> = attempt(d).finally(() => {
+            inFlight.delete(p);
+            wake();
+          });
+          inFlight.add(p);
+        }
+      }
+      schedule();
+    } catch (e) {
+      log.error('webhook dispatcher failed; trying again shortly', errorFields(e));
+      schedule();
+    } finally {
+      pumping = false;
+    }
+  }
+
+  /** Sleeps until the next delivery that is waiting only for its time (a retry), or the idle poll. */
+  function schedule() {
+    clearTimeout(timer);
+    if (!running) return;
+    const [next] = dueQuery.all({ now: clock.now(), until: Number.MAX_SAFE_INTEGER, limit: 1 });
+    let wait = IDLE_POLL_MS;
+    if (next) {
+      const at = db.select({ at: deliveries.nextAttemptAt }).from(deliveries).where(eq(deliveries.seq, next.seq)).get()?.at ?? 0;
+      // Due now but not claimed means every slot is busy: a finishing attempt wakes the loop.
+      wait = Math.min(IDLE_POLL_MS, Math.max(at - clock.now(), inFlight.size >= config.concurrency ? IDLE_POLL_MS : 5));
+    }
+    timer = setTimeout(pump, wait);
+  }
+
+  return {
+    enqueueEvent,
+    enqueueTo,
+    redeliver,
+    failPending,
+    start() {
+      recoverInterrupted();
+      running = true;
+      // Handled without awaiting, so rows are written in the order the bus hands events over.
+      unsubscribe = deps.bus.subscribe<'evt.workspace.created'>('evt.workspace.*', (p) => {
+        enqueueEvent(p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
+      });
+      wake();
+    },
+    /** Stops claiming and waits (bounded by the request time limit) for attempts in flight to be recorded. */
+    async stop() {
+      unsubscribe?.();
+      running = false;
+      clearTimeout(timer);
+      await Promise.race([Promise.allSettled([...inFlight]), Bun.sleep(config.timeoutMs + 1000)]);
+      closed = true;
+      deliverer.close();
+    },
+    /** For tests and the benchmark: attempts in flight. */
+    inFlight: () => inFlight.size,
+  };
+}
+
+export type Outbox = ReturnType<typeof createOutbox>;

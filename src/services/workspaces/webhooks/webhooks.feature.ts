@@ -1,0 +1,24 @@
+// The webhooks feature assembled from the service's shared dependencies, so the service's index.ts
+// wires it in three lines: routes on the app, start after listening, stop before the database closes.
+import type { ServiceDeps } from '../../../platform/service';
+import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
+import { createDeliverer, type Resolver } from './deliver';
+import { createOutbox } from './outbox';
+import { loadWebhooksConfig } from './webhooks.config';
+import { webhooksRoutes } from './webhooks.routes';
+import { createWebhooksService } from './webhooks.service';
+
+export function createWebhooks(deps: Pick<ServiceDeps, 'db' | 'bus' | 'clock' | 'log' | 'config'>, opts: { resolve?: Resolver } = {}) {
+  const config = loadWebhooksConfig(deps.config.env);
+  const log = deps.log.child({ component: 'webhooks' });
+  const deliverer = createDeliverer({ denyPrivate: config.denyPrivate, timeoutMs: config.timeoutMs, resolve: opts.resolve });
+  const outbox = createOutbox({ db: deps.db, bus: deps.bus, clock: deps.clock, log, config, deliverer });
+  const service = createWebhooksService({ db: deps.db, clock: deps.clock, log, config, outbox });
+  return {
+    service,
+    outbox,
+    routes: (auth: WorkspaceAuthPlugin) => webhooksRoutes({ auth, webhooks: service }),
+    start: () => outbox.start(),
+    stop: () => outbox.stop(),
+  };
+}
