@@ -5,8 +5,8 @@
 // interrupted and sent again, so nothing pending is lost.
 //
 // Order: deliveries that share an order key (one workspace, per registration) go out one at a time
-// in the order they were received; a later one waits until the earlier one is delivered or failed
-// for good. Pings and redeliveries have no key and go out at once.
+// in the order they were received: only the oldest pending one of a key (its head) is sent, and the
+// next becomes head when it is delivered or failed for good. Pings and redeliveries have no key.
 import { and, asc, eq, isNotNull, isNull, lte, or, sql } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
 import type { WorkspaceEventPayload } from '../../../platform/bus/subjects';
@@ -50,30 +50,86 @@ export function createOutbox(deps: OutboxDeps) {
   const random = deps.random ?? Math.random;
   const leaseMs = config.timeoutMs + LEASE_MARGIN_MS;
 
-  // A delivery is due when it is pending, its time has come, nobody holds it, its registration is
-  // active, and no earlier delivery with its order key is still pending.
+  // Hot statements are prepared once: building drizzle SQL per call costs more than running it.
+  const PENDING_HEAD = sql`${deliveries.status} = 'pending' AND ${deliveries.head} = 1`;
+  // A delivery is due when it is a pending head, its time has come, nobody holds it, and its registration is active.
   const dueQuery = db
-    .select({ seq: deliveries.seq })
+    .select({ seq: deliveries.seq, at: deliveries.nextAttemptAt })
     .from(deliveries)
     .innerJoin(registrations, eq(registrations.id, deliveries.registrationId))
     .where(
       and(
-        eq(deliveries.status, 'pending'),
+        PENDING_HEAD,
         lte(deliveries.nextAttemptAt, sql.placeholder('until')),
         or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, sql.placeholder('now'))),
         eq(registrations.active, true),
-        sql`(${deliveries.orderKey} IS NULL OR NOT EXISTS (SELECT 1 FROM webhooks_deliveries e WHERE e.registration_id = ${deliveries.registrationId} AND e.order_key = ${deliveries.orderKey} AND e.status = 'pending' AND e.seq < ${deliveries.seq}))`,
       ),
     )
     .orderBy(asc(deliveries.nextAttemptAt), asc(deliveries.seq))
     .limit(sql.placeholder('limit'))
     .prepare();
   const activeRegistrations = db.select().from(registrations).where(eq(registrations.active, true)).prepare();
+  const pendingOfKey = db
+    .select({ seq: deliveries.seq })
+    .from(deliveries)
+    .where(and(eq(deliveries.registrationId, sql.placeholder('reg')), eq(deliveries.orderKey, sql.placeholder('key')), sql`${deliveries.status} = 'pending'`))
+    .limit(1)
+    .prepare();
+  const lease = db
+    .update(deliveries)
+    .set({
+      leaseUntil: sql`${sql.placeholder('until')}`,
+      attempts: sql`${deliveries.attempts} + 1`,
+      roundAttempts: sql`${deliveries.roundAttempts} + 1`,
+      lastAttemptAt: sql`${sql.placeholder('at')}`,
+    })
+    .where(and(eq(deliveries.seq, sql.placeholder('seq')), PENDING_HEAD, or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, sql.placeholder('now')))))
+    .returning()
+    .prepare();
+  const target = db.select({ url: registrations.url, secret: registrations.secret }).from(registrations).where(eq(registrations.id, sql.placeholder('id'))).prepare();
+  const deliveryBySeq = db.select().from(deliveries).where(eq(deliveries.seq, sql.placeholder('seq'))).prepare();
+  const registrationById = db.select().from(registrations).where(eq(registrations.id, sql.placeholder('id'))).prepare();
+  const insertAttempt = db
+    .insert(attempts)
+    .values({
+      deliverySeq: sql.placeholder('seq'),
+      attempt: sql.placeholder('attempt'),
+      startedAt: sql.placeholder('startedAt'),
+      durationMs: sql.placeholder('durationMs'),
+      responseStatus: sql.placeholder('responseStatus'),
+      error: sql.placeholder('error'),
+      responseBody: sql.placeholder('responseBody'),
+    })
+    .prepare();
+  const outcome = {
+    responseStatus: sql`${sql.placeholder('responseStatus')}`,
+    lastError: sql`${sql.placeholder('lastError')}`,
+    lastDurationMs: sql`${sql.placeholder('durationMs')}`,
+    leaseUntil: null,
+  };
+  const bySeq = eq(deliveries.seq, sql.placeholder('seq'));
+  const markDelivered = db.update(deliveries).set({ ...outcome, status: 'delivered', head: false, deliveredAt: sql`${sql.placeholder('at')}` }).where(bySeq).prepare();
+  const markRetry = db.update(deliveries).set({ ...outcome, nextAttemptAt: sql`${sql.placeholder('at')}` }).where(bySeq).prepare();
+  const markFailed = db.update(deliveries).set({ ...outcome, status: 'failed', head: false }).where(bySeq).prepare();
+  // The next pending delivery of a key becomes its head once the one before it has ended.
+  const promoteNext = db
+    .update(deliveries)
+    .set({ head: true })
+    .where(
+      eq(
+        deliveries.seq,
+        sql`(SELECT MIN(e.seq) FROM webhooks_deliveries e WHERE e.registration_id = ${sql.placeholder('reg')} AND e.order_key = ${sql.placeholder('key')} AND e.status = 'pending')`,
+      ),
+    )
+    .prepare();
+  const clearFailing = db.update(registrations).set({ failingSince: null }).where(and(eq(registrations.id, sql.placeholder('id')), isNotNull(registrations.failingSince))).prepare();
 
   // ---- writing the outbox ------------------------------------------------------------------
 
   function insertDelivery(reg: Pick<RegistrationRow, 'id'>, event: string, body: string, orderKey: string | null): DeliveryRow {
     const now = clock.now();
+    // A delivery is head of its key when nothing of that key is pending before it.
+    const head = orderKey === null || pendingOfKey.get({ reg: reg.id, key: orderKey }) === undefined;
     return db
       .insert(deliveries)
       .values({
@@ -81,6 +137,7 @@ export function createOutbox(deps: OutboxDeps) {
         registrationId: reg.id,
         event,
         orderKey,
+        head,
         payload: body,
         status: 'pending',
         nextAttemptAt: now + (nextDelayMs(config.retrySchedule, 0, random) ?? 0),
@@ -97,8 +154,7 @@ export function createOutbox(deps: OutboxDeps) {
   function enqueueEvent(event: string, owner: string, body: string, orderKey: string | null, except?: string): number {
     const targets = activeRegistrations.all().filter((r) => r.id !== except && (r.owner === owner || r.allWorkspaces) && subscribes(r, event));
     if (targets.length === 0) return 0;
-    db.transaction((tx) => {
-      void tx;
+    db.transaction(() => {
       for (const reg of targets) insertDelivery(reg, event, body, orderKey);
     });
     wake();
@@ -112,15 +168,20 @@ export function createOutbox(deps: OutboxDeps) {
     return row;
   }
 
-  /** Sends a delivery again with the same id, now and outside the order (an explicit request of its owner). */
+  /**
+   * Sends a delivery again with the same id. An ended one is sent at once, outside the order (an
+   * explicit request of its owner); a pending one keeps its place and is due now, in a new round.
+   */
   function redeliver(seq: number): 'queued' | 'in-flight' {
     const now = clock.now();
-    const res = db
-      .update(deliveries)
-      .set({ status: 'pending', orderKey: null, roundAttempts: 0, nextAttemptAt: now, leaseUntil: null })
-      .where(and(eq(deliveries.seq, seq), or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, now))))
-      .run() as unknown as { changes: number };
-    if (res.changes === 0) return 'in-flight';
+    const free = or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, now));
+    const res = db.transaction((tx) => {
+      const d = tx.select().from(deliveries).where(eq(deliveries.seq, seq)).get();
+      if (!d) return 0;
+      const set = d.status === 'pending' ? { roundAttempts: 0, nextAttemptAt: now } : { status: 'pending' as const, orderKey: null, head: true, roundAttempts: 0, nextAttemptAt: now };
+      return (tx.update(deliveries).set(set).where(and(eq(deliveries.seq, seq), free)).run() as unknown as { changes: number }).changes;
+    });
+    if (res === 0) return 'in-flight';
     wake();
     return 'queued';
   }
@@ -128,7 +189,7 @@ export function createOutbox(deps: OutboxDeps) {
   /** Ends every pending delivery of a registration that no longer receives (disabled or turned off). */
   function failPending(registrationId: string, why: string) {
     db.update(deliveries)
-      .set({ status: 'failed', lastError: why, leaseUntil: null })
+      .set({ status: 'failed', head: false, lastError: why, leaseUntil: null })
       .where(and(eq(deliveries.registrationId, registrationId), eq(deliveries.status, 'pending')))
       .run();
   }
@@ -138,24 +199,14 @@ export function createOutbox(deps: OutboxDeps) {
   /** Claims up to `limit` due deliveries: each gets a lease and its attempt is counted before it is sent. */
   function claim(limit: number): Claimed[] {
     const now = clock.now();
+    const at = new Date(now).toISOString();
     return db.transaction(
-      (tx) => {
+      () => {
         const out: Claimed[] = [];
         for (const { seq } of dueQuery.all({ now, until: now, limit })) {
-          const row = tx
-            .update(deliveries)
-            .set({
-              leaseUntil: now + leaseMs,
-              attempts: sql`${deliveries.attempts} + 1`,
-              roundAttempts: sql`${deliveries.roundAttempts} + 1`,
-              lastAttemptAt: new Date(now).toISOString(),
-            })
-            .where(and(eq(deliveries.seq, seq), eq(deliveries.status, 'pending'), or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, now))))
-            .returning()
-            .get();
-          if (!row) continue;
-          const reg = tx.select({ url: registrations.url, secret: registrations.secret }).from(registrations).where(eq(registrations.id, row.registrationId)).get();
-          if (reg) out.push({ ...row, ...reg });
+          const row = lease.get({ seq, now, until: now + leaseMs, at });
+          const reg = row && target.get({ id: row.registrationId });
+          if (row && reg) out.push({ ...row, ...reg });
         }
         return out;
       },
@@ -173,7 +224,7 @@ export function createOutbox(deps: OutboxDeps) {
       timestampSeconds: Math.floor(clock.now() / 1000),
     });
     const result = await deliverer.send({ url: d.url, headers, body: d.payload });
-    if (!running && closed) return; // the database is gone; the lease makes the next start send it again
+    if (closed) return; // the database is gone; the lease makes the next start send it again
     try {
       record(d, startedAt, result);
     } catch (e) {
@@ -184,27 +235,35 @@ export function createOutbox(deps: OutboxDeps) {
   /** The outcome of one attempt, written in one transaction; a registration disabled by it is reported after the commit. */
   function record(d: Claimed, startedAt: string, r: SendResult) {
     const now = clock.now();
+    const at = new Date(now).toISOString();
     let disabled: { reg: RegistrationRow; reason: DisabledReason } | undefined;
     db.transaction((tx) => {
-      const current = tx.select().from(deliveries).where(eq(deliveries.seq, d.seq)).get();
+      const current = deliveryBySeq.get({ seq: d.seq });
       if (!current) return; // its registration was deleted meanwhile
-      const reg = tx.select().from(registrations).where(eq(registrations.id, d.registrationId)).get()!;
-      tx.insert(attempts)
-        .values({
-          deliverySeq: d.seq,
-          attempt: d.attempts,
-          startedAt,
-          durationMs: r.durationMs,
-          responseStatus: r.status,
-          error: r.error?.message ?? null,
-          responseBody: r.bodySnippet || null,
-        })
-        .run();
-      const common = { leaseUntil: null, responseStatus: r.status, lastError: r.error?.message ?? (r.status && r.status >= 300 ? `HTTP ${r.status}` : null), lastDurationMs: r.durationMs };
+      const reg = registrationById.get({ id: d.registrationId })!;
+      insertAttempt.run({
+        seq: d.seq,
+        attempt: d.attempts,
+        startedAt,
+        durationMs: r.durationMs,
+        responseStatus: r.status,
+        error: r.error?.message ?? null,
+        responseBody: r.bodySnippet || null,
+      });
       const ok = r.status !== null && r.status >= 200 && r.status < 300;
+      const fields = {
+        seq: d.seq,
+        responseStatus: r.status,
+        lastError: ok ? null : (r.error?.message ?? `HTTP ${r.status}`),
+        durationMs: r.durationMs,
+      };
+      const ended = () => {
+        if (current.orderKey !== null) promoteNext.run({ reg: current.registrationId, key: current.orderKey });
+      };
       if (ok) {
-        tx.update(deliveries).set({ ...common, status: 'delivered', deliveredAt: new Date(now).toISOString() }).where(eq(deliveries.seq, d.seq)).run();
-        if (reg.failingSince !== null) tx.update(registrations).set({ failingSince: null }).where(eq(registrations.id, reg.id)).run();
+        markDelivered.run({ ...fields, at });
+        ended();
+        clearFailing.run({ id: reg.id });
         return;
       }
       const failingSince = reg.failingSince ?? now;
@@ -213,12 +272,11 @@ export function createOutbox(deps: OutboxDeps) {
       else if (now - failingSince >= config.disableAfterMs) reason = 'failing';
       let delay = reason ? null : nextDelayMs(config.retrySchedule, current.roundAttempts, random);
       if (delay !== null && (r.status === 429 || r.status === 503)) delay = Math.max(delay, retryAfterMs(r.retryAfter, now) ?? 0);
-      tx.update(deliveries)
-        .set(delay === null ? { ...common, status: 'failed' } : { ...common, status: 'pending', nextAttemptAt: now + delay })
-        .where(eq(deliveries.seq, d.seq))
-        .run();
+      if (delay === null) {
+        markFailed.run(fields);
+        ended();
+      } else markRetry.run({ ...fields, at: now + delay });
       if (reason && reg.active) {
-        const at = new Date(now).toISOString();
         tx.update(registrations).set({ active: false, disabledReason: reason, disabledAt: at, failingSince, updatedAt: at }).where(eq(registrations.id, reg.id)).run();
         disabled = { reg, reason };
       } else if (reg.failingSince === null) {
@@ -273,8 +331,8 @@ export function createOutbox(deps: OutboxDeps) {
     pumping = true;
     try {
       while (running && inFlight.size < config.concurrency) {
-        const batch = claim(config.concurrency - inFlight.size);
-        if (batch.length === 0) break;
+        const limit = config.concurrency - inFlight.size;
+        const batch = claim(limit);
         for (const d of batch) {
           const p: Promise<void> = attempt(d).finally(() => {
             inFlight.delete(p);
@@ -282,6 +340,8 @@ export function createOutbox(deps: OutboxDeps) {
           });
           inFlight.add(p);
         }
+        // Fewer than asked for: nothing else is due now (claiming again would only rescan).
+        if (batch.length < limit) break;
       }
       schedule();
     } catch (e) {
@@ -292,16 +352,14 @@ export function createOutbox(deps: OutboxDeps) {
     }
   }
 
-  /** Sleeps until the next delivery that is waiting only for its time (a retry), or the idle poll. */
+  /** Sleeps until the next head that waits only for its time (a retry), or the idle poll; with every slot busy, an ending attempt wakes the loop. */
   function schedule() {
     clearTimeout(timer);
     if (!running) return;
-    const [next] = dueQuery.all({ now: clock.now(), until: Number.MAX_SAFE_INTEGER, limit: 1 });
     let wait = IDLE_POLL_MS;
-    if (next) {
-      const at = db.select({ at: deliveries.nextAttemptAt }).from(deliveries).where(eq(deliveries.seq, next.seq)).get()?.at ?? 0;
-      // Due now but not claimed means every slot is busy: a finishing attempt wakes the loop.
-      wait = Math.min(IDLE_POLL_MS, Math.max(at - clock.now(), inFlight.size >= config.concurrency ? IDLE_POLL_MS : 5));
+    if (inFlight.size < config.concurrency) {
+      const [next] = dueQuery.all({ now: clock.now(), until: Number.MAX_SAFE_INTEGER, limit: 1 });
+      if (next) wait = Math.min(IDLE_POLL_MS, Math.max(next.at - clock.now(), 1));
     }
     timer = setTimeout(pump, wait);
   }

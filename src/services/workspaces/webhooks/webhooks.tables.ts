@@ -46,6 +46,11 @@ export const deliveries = sqliteTable(
     event: text('event').notNull(),
     /** Deliveries with the same key (per registration) go out one after the other; null: no order (ping, redelivery). */
     orderKey: text('order_key'),
+    /**
+     * True for the oldest pending delivery of its order key (and for any without a key): only heads
+     * are sent. When a head ends (delivered or failed for good) the next pending one of its key becomes head.
+     */
+    head: integer('head', { mode: 'boolean' }).notNull().default(true),
     /** The exact body sent on every attempt, so signatures and receivers see the same bytes. */
     payload: text('payload').notNull(),
     status: text('status').$type<DeliveryStatus>().notNull(),
@@ -65,7 +70,8 @@ export const deliveries = sqliteTable(
     deliveredAt: text('delivered_at'),
   },
   (t) => [
-    index('webhooks_deliveries_due_idx').on(t.status, t.nextAttemptAt),
+    // The dispatcher's scan: pending heads by due time (queries repeat these literal terms so SQLite uses it).
+    index('webhooks_deliveries_due_idx').on(t.nextAttemptAt).where(sql`status = 'pending' AND head = 1`),
     index('webhooks_deliveries_order_idx').on(t.registrationId, t.orderKey, t.seq).where(sql`status = 'pending'`),
     index('webhooks_deliveries_log_idx').on(t.registrationId, t.seq),
   ],

@@ -17,6 +17,7 @@ CREATE TABLE `webhooks_deliveries` (
 	`registration_id` text NOT NULL,
 	`event` text NOT NULL,
 	`order_key` text,
+	`head` integer DEFAULT true NOT NULL,
 	`payload` text NOT NULL,
 	`status` text NOT NULL,
 	`attempts` integer DEFAULT 0 NOT NULL,
@@ -33,7 +34,7 @@ CREATE TABLE `webhooks_deliveries` (
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `webhooks_deliveries_id_unique` ON `webhooks_deliveries` (`id`);--> statement-breakpoint
-CREATE INDEX `webhooks_deliveries_due_idx` ON `webhooks_deliveries` (`status`,`next_attempt_at`);--> statement-breakpoint
+CREATE INDEX `webhooks_deliveries_due_idx` ON `webhooks_deliveries` (`next_attempt_at`) WHERE status = 'pending' AND head = 1;--> statement-breakpoint
 CREATE INDEX `webhooks_deliveries_order_idx` ON `webhooks_deliveries` (`registration_id`,`order_key`,`seq`) WHERE status = 'pending';--> statement-breakpoint
 CREATE INDEX `webhooks_deliveries_log_idx` ON `webhooks_deliveries` (`registration_id`,`seq`);--> statement-breakpoint
 CREATE TABLE `webhooks_registrations` (
