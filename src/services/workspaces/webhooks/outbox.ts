@@ -7,12 +7,13 @@
 // Order: deliveries that share an order key (one workspace, per registration) go out one at a time
 // in the order they were received: only the oldest pending one of a key (its head) is sent, and the
 // next becomes head when it is delivered or failed for good. Pings and redeliveries have no key.
-import { and, asc, eq, isNotNull, isNull, lte, or, sql } from 'drizzle-orm';
+import { and, eq, isNotNull, isNull, lte, or } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
 import type { WorkspaceEventPayload } from '../../../platform/bus/subjects';
 import type { Db } from '../../../platform/db';
 import { isoNow, newId, errorFields, type Clock, type Logger } from '../../../platform/runtime';
 import type { Deliverer, SendResult } from './deliver';
+import { prepareOutboxQueries } from './outbox.queries';
 import { nextDelayMs, retryAfterMs } from './retry-schedule';
 import { deliveryHeaders } from './signer';
 import type { WebhooksConfig } from './webhooks.config';
@@ -50,101 +51,23 @@ export function createOutbox(deps: OutboxDeps) {
   const random = deps.random ?? Math.random;
   const leaseMs = config.timeoutMs + LEASE_MARGIN_MS;
 
-  // Hot statements are prepared once: building drizzle SQL per call costs more than running it.
-  const PENDING_HEAD = sql`${deliveries.status} = 'pending' AND ${deliveries.head} = 1`;
-  // A delivery is due when it is a pending head, its time has come, nobody holds it, and its registration is active.
-  const dueQuery = db
-    .select({ seq: deliveries.seq, at: deliveries.nextAttemptAt })
-    .from(deliveries)
-    .innerJoin(registrations, eq(registrations.id, deliveries.registrationId))
-    .where(
-      and(
-        PENDING_HEAD,
-        lte(deliveries.nextAttemptAt, sql.placeholder('until')),
-        or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, sql.placeholder('now'))),
-        eq(registrations.active, true),
-      ),
-    )
-    .orderBy(asc(deliveries.nextAttemptAt), asc(deliveries.seq))
-    .limit(sql.placeholder('limit'))
-    .prepare();
-  const activeRegistrations = db.select().from(registrations).where(eq(registrations.active, true)).prepare();
-  const pendingOfKey = db
-    .select({ seq: deliveries.seq })
-    .from(deliveries)
-    .where(and(eq(deliveries.registrationId, sql.placeholder('reg')), eq(deliveries.orderKey, sql.placeholder('key')), sql`${deliveries.status} = 'pending'`))
-    .limit(1)
-    .prepare();
-  const lease = db
-    .update(deliveries)
-    .set({
-      leaseUntil: sql`${sql.placeholder('until')}`,
-      attempts: sql`${deliveries.attempts} + 1`,
-      roundAttempts: sql`${deliveries.roundAttempts} + 1`,
-      lastAttemptAt: sql`${sql.placeholder('at')}`,
-    })
-    .where(and(eq(deliveries.seq, sql.placeholder('seq')), PENDING_HEAD, or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, sql.placeholder('now')))))
-    .returning()
-    .prepare();
-  const target = db.select({ url: registrations.url, secret: registrations.secret }).from(registrations).where(eq(registrations.id, sql.placeholder('id'))).prepare();
-  const deliveryBySeq = db.select().from(deliveries).where(eq(deliveries.seq, sql.placeholder('seq'))).prepare();
-  const registrationById = db.select().from(registrations).where(eq(registrations.id, sql.placeholder('id'))).prepare();
-  const insertAttempt = db
-    .insert(attempts)
-    .values({
-      deliverySeq: sql.placeholder('seq'),
-      attempt: sql.placeholder('attempt'),
-      startedAt: sql.placeholder('startedAt'),
-      durationMs: sql.placeholder('durationMs'),
-      responseStatus: sql.placeholder('responseStatus'),
-      error: sql.placeholder('error'),
-      responseBody: sql.placeholder('responseBody'),
-    })
-    .prepare();
-  const outcome = {
-    responseStatus: sql`${sql.placeholder('responseStatus')}`,
-    lastError: sql`${sql.placeholder('lastError')}`,
-    lastDurationMs: sql`${sql.placeholder('durationMs')}`,
-    leaseUntil: null,
-  };
-  const bySeq = eq(deliveries.seq, sql.placeholder('seq'));
-  const markDelivered = db.update(deliveries).set({ ...outcome, status: 'delivered', head: false, deliveredAt: sql`${sql.placeholder('at')}` }).where(bySeq).prepare();
-  const markRetry = db.update(deliveries).set({ ...outcome, nextAttemptAt: sql`${sql.placeholder('at')}` }).where(bySeq).prepare();
-  const markFailed = db.update(deliveries).set({ ...outcome, status: 'failed', head: false }).where(bySeq).prepare();
-  // The next pending delivery of a key becomes its head once the one before it has ended.
-  const promoteNext = db
-    .update(deliveries)
-    .set({ head: true })
-    .where(
-      eq(
-        deliveries.seq,
-        sql`(SELECT MIN(e.seq) FROM webhooks_deliveries e WHERE e.registration_id = ${sql.placeholder('reg')} AND e.order_key = ${sql.placeholder('key')} AND e.status = 'pending')`,
-      ),
-    )
-    .prepare();
-  const clearFailing = db.update(registrations).set({ failingSince: null }).where(and(eq(registrations.id, sql.placeholder('id')), isNotNull(registrations.failingSince))).prepare();
+  const q = prepareOutboxQueries(db);
 
   // ---- writing the outbox ------------------------------------------------------------------
 
   function insertDelivery(reg: Pick<RegistrationRow, 'id'>, event: string, body: string, orderKey: string | null): DeliveryRow {
-    const now = clock.now();
     // A delivery is head of its key when nothing of that key is pending before it.
-    const head = orderKey === null || pendingOfKey.get({ reg: reg.id, key: orderKey }) === undefined;
-    return db
-      .insert(deliveries)
-      .values({
-        id: newId('msg', clock),
-        registrationId: reg.id,
-        event,
-        orderKey,
-        head,
-        payload: body,
-        status: 'pending',
-        nextAttemptAt: now + (nextDelayMs(config.retrySchedule, 0, random) ?? 0),
-        createdAt: isoNow(clock),
-      })
-      .returning()
-      .get();
+    const head = orderKey === null || q.pendingOfKey.get({ reg: reg.id, key: orderKey }) === undefined;
+    return q.insertRow.get({
+      id: newId('msg', clock),
+      reg: reg.id,
+      event,
+      key: orderKey,
+      head: head ? 1 : 0,
+      payload: body,
+      at: clock.now() + (nextDelayMs(config.retrySchedule, 0, random) ?? 0),
+      createdAt: isoNow(clock),
+    })!;
   }
 
   /**
@@ -152,7 +75,7 @@ export function createOutbox(deps: OutboxDeps) {
    * `owner`, all in one transaction. Returns how many rows were written.
    */
   function enqueueEvent(event: string, owner: string, body: string, orderKey: string | null, except?: string): number {
-    const targets = activeRegistrations.all().filter((r) => r.id !== except && (r.owner === owner || r.allWorkspaces) && subscribes(r, event));
+    const targets = q.activeRegistrations.all().filter((r) => r.id !== except && (r.owner === owner || r.allWorkspaces) && subscribes(r, event));
     if (targets.length === 0) return 0;
     db.transaction(() => {
       for (const reg of targets) insertDelivery(reg, event, body, orderKey);
@@ -203,9 +126,9 @@ export function createOutbox(deps: OutboxDeps) {
     return db.transaction(
       () => {
         const out: Claimed[] = [];
-        for (const { seq } of dueQuery.all({ now, until: now, limit })) {
-          const row = lease.get({ seq, now, until: now + leaseMs, at });
-          const reg = row && target.get({ id: row.registrationId });
+        for (const { seq } of q.dueQuery.all({ now, until: now, limit })) {
+          const row = q.lease.get({ seq, now, until: now + leaseMs, at });
+          const reg = row && q.target.get({ id: row.registrationId });
           if (row && reg) out.push({ ...row, ...reg });
         }
         return out;
@@ -238,10 +161,10 @@ export function createOutbox(deps: OutboxDeps) {
     const at = new Date(now).toISOString();
     let disabled: { reg: RegistrationRow; reason: DisabledReason } | undefined;
     db.transaction((tx) => {
-      const current = deliveryBySeq.get({ seq: d.seq });
+      const current = q.deliveryBySeq.get({ seq: d.seq });
       if (!current) return; // its registration was deleted meanwhile
-      const reg = registrationById.get({ id: d.registrationId })!;
-      insertAttempt.run({
+      const reg = q.registrationById.get({ id: d.registrationId })!;
+      q.insertAttempt.run({
         seq: d.seq,
         attempt: d.attempts,
         startedAt,
@@ -258,12 +181,12 @@ export function createOutbox(deps: OutboxDeps) {
         durationMs: r.durationMs,
       };
       const ended = () => {
-        if (current.orderKey !== null) promoteNext.run({ reg: current.registrationId, key: current.orderKey });
+        if (current.orderKey !== null) q.promoteNext.run({ reg: current.registrationId, key: current.orderKey });
       };
       if (ok) {
-        markDelivered.run({ ...fields, at });
+        q.markDelivered.run({ ...fields, at });
         ended();
-        clearFailing.run({ id: reg.id });
+        q.clearFailing.run({ id: reg.id });
         return;
       }
       const failingSince = reg.failingSince ?? now;
@@ -273,9 +196,9 @@ export function createOutbox(deps: OutboxDeps) {
       let delay = reason ? null : nextDelayMs(config.retrySchedule, current.roundAttempts, random);
       if (delay !== null && (r.status === 429 || r.status === 503)) delay = Math.max(delay, retryAfterMs(r.retryAfter, now) ?? 0);
       if (delay === null) {
-        markFailed.run(fields);
+        q.markFailed.run(fields);
         ended();
-      } else markRetry.run({ ...fields, at: now + delay });
+      } else q.markRetry.run({ ...fields, at: now + delay });
       if (reason && reg.active) {
         tx.update(registrations).set({ active: false, disabledReason: reason, disabledAt: at, failingSince, updatedAt: at }).where(eq(registrations.id, reg.id)).run();
         disabled = { reg, reason };
@@ -358,7 +281,7 @@ export function createOutbox(deps: OutboxDeps) {
     if (!running) return;
     let wait = IDLE_POLL_MS;
     if (inFlight.size < config.concurrency) {
-      const [next] = dueQuery.all({ now: clock.now(), until: Number.MAX_SAFE_INTEGER, limit: 1 });
+      const [next] = q.dueQuery.all({ now: clock.now(), until: Number.MAX_SAFE_INTEGER, limit: 1 });
       if (next) wait = Math.min(IDLE_POLL_MS, Math.max(next.at - clock.now(), 1));
     }
     timer = setTimeout(pump, wait);
