@@ -95,6 +95,29 @@ describe('retries and order', () => {
     expect(rx.received.filter((r) => at('paul', r) && r.body.event === 'workspace.created')).toHaveLength(4);
   });
 
+  test('a failed delivery redelivered goes out at once with its id and does not hold back later events', async () => {
+    const w = await register(p, 'vera');
+    rx.answer = (r) => (at('vera', r) && r.body.event === 'workspace.created' ? { status: 500 } : undefined);
+    await emit(p, 'vera', 'ws_v1', 'created', 'creating');
+    await waitFor('failed for good', async () => (await log(p, 'vera', w.id))[0]?.status === 'failed');
+    const failed = (await log(p, 'vera', w.id))[0];
+    // The later event of the workspace is held by its receiver (503, Retry-After: 5) while the redelivery goes out.
+    let held = 0;
+    rx.answer = (r) => (at('vera', r) && r.body.event === 'workspace.started' && held++ === 0 ? { status: 503, headers: { 'retry-after': '5' } } : undefined);
+    await emit(p, 'vera', 'ws_v1', 'started', 'running');
+    await rx.waitFor('the started event is held', (r) => at('vera', r) && r.body.event === 'workspace.started');
+    const res = await p.api('workspaces', `/api/webhooks/${w.id}/deliveries/${failed.id}/redeliver`, { method: 'POST', as: 'vera' });
+    expect(res.status).toBe(202);
+    expect(((await res.json()) as any).status).toBe('pending');
+    rx.answer = undefined;
+    const again = await rx.waitFor('the redelivery', (r) => at('vera', r) && r.body.event === 'workspace.created', 5);
+    expect(new Set(again.map((r) => r.headers['x-webhook-delivery']))).toEqual(new Set([failed.id]));
+    const order = rx.received.filter((r) => at('vera', r)).map((r) => r.body.event);
+    expect(order.slice(-2)).toEqual(['workspace.started', 'workspace.created']);
+    await waitFor('both delivered', async () => (await log(p, 'vera', w.id)).every((d) => d.status === 'delivered'), 30_000);
+    expect((await log(p, 'vera', w.id)).find((d) => d.id === failed.id).attempts).toBe(5);
+  });
+
   test('Retry-After on 429 and 503 delays the next attempt', async () => {
     const w = await register(p, 'quinn');
     let n = 0;

@@ -70,6 +70,8 @@ test('pending deliveries survive kill -9 and arrive once each, in order, when th
   expect(new Set(ids).size).toBe(4);
   expect(ids.slice(0, 3)).toEqual(pendingIds);
   expect(got.length).toBe(4);
+  // The secret reached no log line of either process.
+  expect(keel!.stderr() + keel!.stdout()).not.toContain('restart-secret-0123456789');
   await api(`/api/workspaces/${created.id}?volumes=true`, { method: 'DELETE' });
 }, 180_000);
 
