@@ -116,12 +116,20 @@ export async function run(): Promise<Record<string, unknown>> {
     if (realReg.status !== 201) throw new Error(`register failed: ${realReg.status}`);
     const ws = await keel.workspace(`bench-hooks-${Date.now().toString(36)}`);
     await until('first start', () => rx.arrivals.some((a) => a.workspace === ws.id));
+    const move = async (action: 'stop' | 'start', event: string) => {
+      const seen = rx.arrivals.filter((a) => a.event === event).length;
+      for (;;) {
+        const res = await keel.api(`/api/workspaces/${ws.id}/${action}`, { method: 'POST' });
+        if (res.status === 200) break;
+        // 409: the previous move is still settling on the engine.
+        if (res.status !== 409) throw new Error(`${action} failed: ${res.status} ${await res.text()}`);
+        await Bun.sleep(100);
+      }
+      await until(event, () => rx.arrivals.filter((a) => a.event === event).length > seen);
+    };
     for (let i = 0; i < REAL_CYCLES; i++) {
-      const seen = rx.arrivals.length;
-      await keel.api(`/api/workspaces/${ws.id}/stop`, { method: 'POST' });
-      await until('stopped', () => rx.arrivals.length > seen);
-      await keel.api(`/api/workspaces/${ws.id}/start`, { method: 'POST' });
-      await until('started', () => rx.arrivals.length > seen + 1);
+      await move('stop', 'workspace.stopped');
+      await move('start', 'workspace.started');
     }
     const real = summarize(rx.arrivals.filter((a) => a.workspace === ws.id).map((a) => a.at - a.timestamp));
 
