@@ -2,6 +2,9 @@
 // delivery log, redelivery, and OpenAPI. Workspace events come from the platform's bus, as the
 // lifecycle publishes them (webhooks.events.test.ts drives real workspaces).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { verify as verifyGithub } from '@octokit/webhooks-methods';
 import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { waitFor } from '../../helpers/docker';
@@ -226,6 +229,27 @@ describe('ping, log and redelivery', () => {
     expect(((await ping.json()) as any).error.code).toBe('WEBHOOK_INACTIVE');
     const on = (await (await api(`/api/webhooks/${w.id}`, { method: 'PATCH', as: 'mona', json: { active: true } })).json()) as any;
     expect(on).toMatchObject({ active: true, disabledReason: null });
+  });
+});
+
+describe('retention', () => {
+  test('ended deliveries older than APP_WEBHOOK_RETENTION leave the log; the webhook stays', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'keel-webhooks-retention-'));
+    const first = await startTestPlatform({ services: ['workspaces'], dataDir });
+    let second: TestPlatform | undefined;
+    try {
+      const w = (await (await first.api('workspaces', '/api/webhooks', { method: 'POST', as: 'rhea', json: { url: `${rx.url}/rhea`, events: ['*'], secret: SECRET } })).json()) as any;
+      await first.api('workspaces', `/api/webhooks/${w.id}/ping`, { method: 'POST', as: 'rhea' });
+      const entries = async (on: TestPlatform) => ((await (await on.api('workspaces', `/api/webhooks/${w.id}/deliveries`, { as: 'rhea' })).json()) as any).deliveries as any[];
+      await waitFor('delivered', async () => (await entries(first))[0]?.status === 'delivered');
+      await first.close();
+      second = await startTestPlatform({ services: ['workspaces'], dataDir, env: { APP_WEBHOOK_RETENTION: '1ms' } });
+      await waitFor('pruned', async () => (await entries(second!)).length === 0);
+      expect((await second.api('workspaces', `/api/webhooks/${w.id}`, { as: 'rhea' })).status).toBe(200);
+    } finally {
+      await closeAndClean(second);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -7,7 +7,7 @@
 // Order: deliveries that share an order key (one workspace, per registration) go out one at a time
 // in the order they were received: only the oldest pending one of a key (its head) is sent, and the
 // next becomes head when it is delivered or failed for good. Pings and redeliveries have no key.
-import { and, eq, isNotNull, isNull, lte, or } from 'drizzle-orm';
+import { and, eq, inArray, isNotNull, isNull, lt, lte, or } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
 import type { WorkspaceEventPayload } from '../../../platform/bus/subjects';
 import type { Db } from '../../../platform/db';
@@ -35,6 +35,10 @@ export interface OutboxDeps {
 const IDLE_POLL_MS = 1000;
 /** Beyond the request's own time limit, how long a claimed delivery stays leased before another dispatcher may take it. */
 const LEASE_MARGIN_MS = 10_000;
+/** How often ended deliveries older than the retention are removed. */
+const PRUNE_EVERY_MS = 3_600_000;
+/** At shutdown, how long attempts in flight may take to finish; the rest are resent after the restart. */
+const STOP_GRACE_MS = 5_000;
 
 type Claimed = DeliveryRow & { url: string; secret: string };
 
@@ -217,6 +221,18 @@ export function createOutbox(deps: OutboxDeps) {
     enqueueEvent('webhook.disabled', reg.owner, body, null, reg.id);
   }
 
+  let prunedAt = 0;
+  /** The log keeps ended deliveries (and their attempts) for APP_WEBHOOK_RETENTION. */
+  function prune() {
+    prunedAt = clock.now();
+    const before = new Date(prunedAt - config.retentionMs).toISOString();
+    const res = db
+      .delete(deliveries)
+      .where(and(inArray(deliveries.status, ['delivered', 'failed']), lt(deliveries.createdAt, before)))
+      .run() as unknown as { changes: number };
+    if (res.changes > 0) log.info('pruned old webhook deliveries', { count: res.changes });
+  }
+
   /** After a crash: attempts that were in flight are recorded as interrupted and become due at once. */
   function recoverInterrupted() {
     const now = clock.now();
@@ -279,6 +295,7 @@ export function createOutbox(deps: OutboxDeps) {
   function schedule() {
     clearTimeout(timer);
     if (!running) return;
+    if (clock.now() - prunedAt >= PRUNE_EVERY_MS) prune();
     let wait = IDLE_POLL_MS;
     if (inFlight.size < config.concurrency) {
       const [next] = q.dueQuery.all({ now: clock.now(), until: Number.MAX_SAFE_INTEGER, limit: 1 });
@@ -301,12 +318,12 @@ export function createOutbox(deps: OutboxDeps) {
       });
       wake();
     },
-    /** Stops claiming and waits (bounded by the request time limit) for attempts in flight to be recorded. */
+    /** Stops claiming and waits (briefly) for attempts in flight to be recorded; the others keep their lease and are resent at start-up. */
     async stop() {
       unsubscribe?.();
       running = false;
       clearTimeout(timer);
-      await Promise.race([Promise.allSettled([...inFlight]), Bun.sleep(config.timeoutMs + 1000)]);
+      await Promise.race([Promise.allSettled([...inFlight]), Bun.sleep(Math.min(config.timeoutMs, STOP_GRACE_MS))]);
       closed = true;
       deliverer.close();
     },

@@ -40,6 +40,8 @@ export interface WebhooksConfig {
   disableAfterMs: number;
   /** Deliveries in flight at once (over all registrations). */
   concurrency: number;
+  /** Delivered and failed deliveries stay in the log this long. */
+  retentionMs: number;
 }
 
 export function loadWebhooksConfig(env: Env = process.env): WebhooksConfig {
@@ -54,5 +56,6 @@ export function loadWebhooksConfig(env: Env = process.env): WebhooksConfig {
     timeoutMs: readDuration(env, 'APP_WEBHOOK_TIMEOUT', '15s', 100),
     disableAfterMs: readDuration(env, 'APP_WEBHOOK_DISABLE_AFTER', '5d', 1),
     concurrency: readInt(env, 'APP_WEBHOOK_CONCURRENCY', 16, 1, 256),
+    retentionMs: readDuration(env, 'APP_WEBHOOK_RETENTION', '30d', 1),
   };
 }
