@@ -261,8 +261,15 @@ export function createOutbox(deps: OutboxDeps) {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const inFlight = new Set<Promise<void>>();
 
+  let wakeQueued = false;
+  /** Runs the loop once after the current I/O turn: attempts ending together are replaced by one claim. */
   function wake() {
-    if (running) queueMicrotask(pump);
+    if (!running || wakeQueued) return;
+    wakeQueued = true;
+    setImmediate(() => {
+      wakeQueued = false;
+      pump();
+    });
   }
 
   function pump() {
