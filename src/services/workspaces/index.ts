@@ -21,6 +21,7 @@ import { loadWorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { WorkspaceService } from './lifecycle/lifecycle.service';
 import { createWebhooks } from './webhooks/webhooks.feature';
+import { loadWebhooksConfig } from './webhooks/webhooks.config';
 
 export type { WorkspaceService } from './lifecycle/lifecycle.service';
 
@@ -56,7 +57,7 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
   const logs = createLogsService({ engine: lx, hub, workspaces });
   const exec = createExecService({ engine: lx, workspaces });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
-  const webhooks = createWebhooks(deps);
+  const webhooks = createWebhooks(deps, loadWebhooksConfig(deps.config.env));
   const auth = workspaceAuth({
     secret: deps.config.apiSecret,
     anonymousLimit: settings.anonymousLimit,

@@ -4,12 +4,12 @@ import type { ServiceDeps } from '../../../platform/service';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { createDeliverer, type Resolver } from './deliver';
 import { createOutbox } from './outbox';
-import { loadWebhooksConfig } from './webhooks.config';
+import type { WebhooksConfig } from './webhooks.config';
 import { webhooksRoutes } from './webhooks.routes';
 import { createWebhooksService } from './webhooks.service';
 
-export function createWebhooks(deps: Pick<ServiceDeps, 'db' | 'bus' | 'clock' | 'log' | 'config'>, opts: { resolve?: Resolver } = {}) {
-  const config = loadWebhooksConfig(deps.config.env);
+/** `config` comes from loadWebhooksConfig, parsed with the service's other variables at start-up. */
+export function createWebhooks(deps: Pick<ServiceDeps, 'db' | 'bus' | 'clock' | 'log'>, config: WebhooksConfig, opts: { resolve?: Resolver } = {}) {
   const log = deps.log.child({ component: 'webhooks' });
   const deliverer = createDeliverer({ denyPrivate: config.denyPrivate, timeoutMs: config.timeoutMs, resolve: opts.resolve });
   const outbox = createOutbox({ db: deps.db, bus: deps.bus, clock: deps.clock, log, config, deliverer });
