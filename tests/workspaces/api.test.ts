@@ -2,7 +2,7 @@
 // envelope error model, and rate limits with a low configured limit.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { closeAndClean } from '../helpers/workspaces';
+import { closeAndClean, errorCode } from '../helpers/workspaces';
 
 let p: TestPlatform;
 
@@ -212,19 +212,42 @@ describe('without a reachable engine', () => {
     await away?.close();
   });
 
-  test('Keel starts, lists, and a creation ends failed with the engine\'s reason', async () => {
-    expect((await away.api('workspaces', '/api/workspaces')).status).toBe(200);
+  test('Keel starts and lists workspaces', async () => {
+    const res = await away.api('workspaces', '/api/workspaces');
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as any).workspaces).toEqual([]);
+  });
+
+  test('creating a workspace is refused at once with 503 ENGINE_UNAVAILABLE and a Retry-After', async () => {
     const res = await away.api('workspaces', '/api/workspaces', { method: 'POST', json: { name: 'no-engine', template: 'minimal' } });
-    expect(res.status).toBe(201);
-    const { id } = (await res.json()) as any;
-    let w: any;
-    for (let i = 0; i < 50; i++) {
-      w = await (await away.api('workspaces', `/api/workspaces/${id}`)).json();
-      if (w.status === 'failed') break;
-      await Bun.sleep(100);
-    }
-    expect(w.status).toBe('failed');
-    expect(w.reason).toStartWith('engine:');
-    expect(w.stats).toEqual({ cpu: '0.00%', memory: '0B / 256MiB', disk: 'unknown' });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    const body = (await res.json()) as any;
+    expect(body.error.code).toBe('ENGINE_UNAVAILABLE');
+    expect(body.error.message).toContain('no container engine answers');
+    expect(JSON.stringify(body)).not.toContain('no-engine');
+  });
+
+  test('a refused creation stores nothing: the list stays empty and the name stays free', async () => {
+    const res = await away.api('workspaces', '/api/workspaces', { method: 'POST', json: { name: 'refused-once', template: 'minimal', port: 23999 } });
+    expect(res.status).toBe(503);
+    expect(((await (await away.api('workspaces', '/api/workspaces', { as: 'admin' })).json()) as any).workspaces).toEqual([]);
+    // The same name and port again: still 503 (not 409 WORKSPACE_EXISTS or PORT_UNAVAILABLE), since nothing was reserved.
+    const again = await away.api('workspaces', '/api/workspaces', { method: 'POST', json: { name: 'refused-once', template: 'minimal', port: 23999 } });
+    expect(again.status).toBe(503);
+    expect(await errorCode(again)).toBe('ENGINE_UNAVAILABLE');
+  });
+
+  test('input errors still answer 400 before the engine is asked', async () => {
+    const res = await away.api('workspaces', '/api/workspaces', { method: 'POST', json: { name: 'x', template: 'no-such-template' } });
+    expect(res.status).toBe(400);
+    expect(await errorCode(res)).toBe('INVALID_REQUEST');
+  });
+
+  test('the OpenAPI description documents the 503 of create', async () => {
+    const doc = (await (await fetch(away.url('workspaces') + '/openapi.json')).json()) as any;
+    const create = doc.paths['/api/workspaces'].post;
+    expect(Object.keys(create.responses)).toContain('503');
+    expect(create.description).toContain('ENGINE_UNAVAILABLE');
   });
 });

@@ -3,6 +3,7 @@
 // broken JSON) and anything unexpected pass through here; no stack trace or received value leaks.
 import { Elysia, ValidationError } from 'elysia';
 import { AppError, toEnvelope, toProblem } from '../errors';
+import { isJsonMediaType, JsonRefusal, MAX_JSON_DEPTH, parseJsonBody } from '../json';
 import { createLogger, errorFields, type Logger } from '../runtime';
 
 export type ErrorStyle = 'envelope' | 'problem';
@@ -21,8 +22,29 @@ function validationIssues(e: ValidationError): Issue[] {
     return e.all.slice(0, 1).map((i: any) => ({ in: 'query', property: typeof title === 'string' ? `/${title}` : '/', detail: i.message }));
   }
   const where = e.type === 'params' ? 'path' : e.type;
-  // TypeBox messages describe the expectation, never the value received.
-  return e.all.slice(0, 10).map((i: any) => ({ in: where, property: i.path || '/', detail: i.message }));
+  const root = ((e.validator as { schema?: unknown } | undefined)?.schema ?? e.validator) as Schema | undefined;
+  // TypeBox messages describe the expectation, never the value received; pointers are cut to what the schema declares.
+  return e.all.slice(0, 10).map((i: any) => ({ in: where, property: declaredPointer(root, i.path || '/'), detail: i.message }));
+}
+
+type Schema = { properties?: Record<string, Schema>; items?: Schema };
+
+/**
+ * The part of a JSON pointer that names declared schema properties (and array indexes). A key the
+ * schema does not declare (an unexpected property, a record's key) was written by the client and is
+ * not repeated: the pointer stops at its parent.
+ */
+function declaredPointer(root: Schema | undefined, pointer: string): string {
+  const kept: string[] = [];
+  let schema = root;
+  for (const raw of pointer.split('/').slice(1)) {
+    const seg = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (schema?.properties && Object.hasOwn(schema.properties, seg)) schema = schema.properties[seg];
+    else if (schema?.items && /^\d{1,9}$/.test(seg)) schema = schema.items;
+    else break;
+    kept.push(raw);
+  }
+  return '/' + kept.join('/');
 }
 
 /** Turns any thrown thing into an AppError for the given error model. */
@@ -44,6 +66,14 @@ export function toAppError(code: string | number, error: unknown, style: ErrorSt
     });
   }
   if (code === 'PARSE') {
+    // Elysia wraps what a parser throws in its ParseError; the hardened parser's refusal is the cause.
+    const refusal = error instanceof JsonRefusal ? error : (error as { cause?: unknown } | undefined)?.cause;
+    if (refusal instanceof JsonRefusal) {
+      const details = { reason: refusal.reason, ...(refusal.reason === 'depth' ? { limit: MAX_JSON_DEPTH } : {}) };
+      return style === 'envelope'
+        ? new AppError('INVALID_REQUEST', 400, refusal.message, { details })
+        : new AppError('parse', 400, refusal.message[0]!.toUpperCase() + refusal.message.slice(1), { details });
+    }
     return style === 'envelope'
       ? new AppError('INVALID_REQUEST', 400, 'the request body is not valid JSON')
       : new AppError('parse', 400, 'The request body could not be parsed');
@@ -76,6 +106,7 @@ export function errorHandling(style: ErrorStyle, opts: { production: boolean; lo
   const log = opts.log ?? createLogger({ component: 'http' });
   const app = new Elysia({ name: `platform.errors.${style}`, seed: opts.production });
   app.use(bodyLimit(style));
+  app.use(hardenedJsonBody());
   // The media services (problem style) do not enable HEAD (media spec, GET /health).
   if (style === 'problem') app.use(headNotEnabled());
   return app.onError(
@@ -92,6 +123,27 @@ export function errorHandling(style: ErrorStyle, opts: { production: boolean; lo
       return res;
     },
   );
+}
+
+/**
+ * Makes the hardened parser (platform/json.ts) the only reader of request bodies, on every route of
+ * the app it is used in. JSON media types go through it. Form bodies are refused (no Keel route takes
+ * a form, and Elysia would JSON.parse multipart fields without those checks). Other types (text,
+ * octet-stream) stay Elysia's and never become objects, so the route's schema refuses them. An empty
+ * body is no body (null), as for a POST without one. Refusals reach onError as PARSE (see toAppError).
+ */
+export function hardenedJsonBody() {
+  return new Elysia({ name: 'platform.hardened-json-body' }).onParse({ as: 'global' }, async ({ request }, contentType) => {
+    if (isJsonMediaType(contentType)) {
+      const text = await request.text();
+      return text.trim() === '' ? null : parseJsonBody(text);
+    }
+    const type = contentType.toLowerCase();
+    if (type.startsWith('multipart/') || type === 'application/x-www-form-urlencoded') {
+      if ((await request.text()).trim() === '') return null;
+      throw new JsonRefusal('not-json', 'the request body must be JSON (application/json)');
+    }
+  });
 }
 
 /**

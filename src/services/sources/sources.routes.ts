@@ -2,10 +2,19 @@
 import { Elysia } from 'elysia';
 import { errorHandling } from '../../platform/http/errors';
 import { healthRoutes } from '../../platform/http/health';
+import { openapiDocs } from '../../platform/http/openapi';
 import type { ServiceDeps } from '../../platform/service';
 
 export function createSourcesApp(deps: ServiceDeps) {
   return new Elysia()
     .use(errorHandling('problem', { production: deps.config.production, log: deps.log }))
+    .use(
+      openapiDocs({
+        title: 'Keel sources',
+        component: 'sources',
+        description: 'File bindings of assets, answered on the bus (qry.sources.resolve); over HTTP only its probes. Errors are RFC 9457 problem+json.',
+        tags: [{ name: 'probes', description: 'Health and version' }],
+      }),
+    )
     .use(healthRoutes('sources'));
 }

@@ -10,7 +10,8 @@ import { createSse } from '../../platform/http/sse';
 import { workspaceAuth } from '../../platform/http/workspace-auth';
 import { newId, errorFields } from '../../platform/runtime';
 import type { Service, ServiceDeps } from '../../platform/service';
-import { createEngine, logsExecEngine } from './engine/docker';
+import { createAccess } from './access';
+import { createEngine } from './engine/docker';
 import { createExecService } from './exec/exec.service';
 import { execRoutes } from './exec/exec.routes';
 import { createLogHub } from './logs/logs.hub';
@@ -19,11 +20,9 @@ import { logsRoutes } from './logs/logs.routes';
 import { loadLogsExecConfig } from './logs/logs.config';
 import { loadWorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
-import { WorkspaceService } from './lifecycle/lifecycle.service';
+import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
 import { createWebhooks } from './webhooks/webhooks.feature';
 import { loadWebhooksConfig } from './webhooks/webhooks.config';
-
-export type { WorkspaceService } from './lifecycle/lifecycle.service';
 
 /** This Keel's identity on the engine, kept in the data dir so a restart recognizes its containers. */
 function instanceId(dataDir: string): string {
@@ -37,11 +36,11 @@ function instanceId(dataDir: string): string {
   return id;
 }
 
-export function createWorkspacesService(deps: ServiceDeps): Service & { workspaces: WorkspaceService } {
+export function createWorkspacesService(deps: ServiceDeps): Service & { workspaces: Lifecycle } {
   const settings = loadWorkspacesConfig(deps.config.env);
   const engine = createEngine(deps.config.dockerHost);
-  const lx = logsExecEngine(engine);
-  const workspaces = new WorkspaceService({
+  const access = createAccess(deps.db);
+  const workspaces = createLifecycle({
     db: deps.db,
     bus: deps.bus,
     log: deps.log,
@@ -49,13 +48,13 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     config: deps.config,
     settings,
     engine,
-    execCollect: (cid, cmd) => lx.execCollect(cid, cmd),
+    access,
     instance: instanceId(deps.config.dataDir),
   });
   const lxSettings = loadLogsExecConfig(deps.config.env);
-  const hub = createLogHub({ engine: lx, log: deps.log, clock: deps.clock, workspaces });
-  const logs = createLogsService({ engine: lx, hub, workspaces });
-  const exec = createExecService({ engine: lx, workspaces });
+  const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, workspaces: access });
+  const logs = createLogsService({ engine, hub, workspaces: access });
+  const exec = createExecService({ engine, workspaces: access });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
   const webhooks = createWebhooks(deps, loadWebhooksConfig(deps.config.env));
   const auth = workspaceAuth({
@@ -95,9 +94,9 @@ export function createWorkspacesService(deps: ServiceDeps): Service & { workspac
     workspaces,
     async start() {
       // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
+      // Subscribed before reconciliation, so the events it publishes become deliveries.
       webhooks.start();
-      workspaces.watch();
-      await workspaces.reconcileAll().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
+      await workspaces.startUp().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
     },
     async stop() {
       hub.closeAll();

@@ -36,3 +36,14 @@ export const workspaces = sqliteTable(
 );
 
 export type WorkspaceRow = typeof workspaces.$inferSelect;
+
+/**
+ * Volumes a delete kept on purpose (a persistent workspace deleted without `volumes=true`): the
+ * start-up clean-up of this instance's objects without a workspace leaves these alone.
+ */
+export const retainedVolumes = sqliteTable('workspaces_retained_volumes', {
+  volume: text('volume').primaryKey(),
+  workspaceId: text('workspace_id').notNull(),
+  owner: text('owner').notNull(),
+  deletedAt: text('deleted_at').notNull(),
+});

@@ -1,30 +1,45 @@
-// The Docker engine behind one small wrapper: the only file that imports dockerode. Everything the
-// workspaces service asks of the engine is a function here, with engine errors turned into EngineError.
+// The Docker engine behind Keel's Engine interface (engine/engine.ts): the only file that imports
+// dockerode. Every call goes through `call` or `callOr`, so what leaves this file is an EngineError
+// with a kind, never a raw dockerode error, and no caller reads an HTTP status code. What each call
+// means is documented once, on the Engine interface.
 import Docker from 'dockerode';
 import { PassThrough, type Readable } from 'node:stream';
+import {
+  EngineError,
+  LABEL_INSTANCE,
+  LABEL_MANAGED,
+  LABEL_WORKSPACE,
+  type ContainerSpec,
+  type ContainerState,
+  type Engine,
+  type EngineErrorKind,
+  type ExecHandle,
+  type LogStreamHandle,
+  type ManagedObject,
+  type RawStats,
+  type StdStream,
+} from './engine';
+import { frameSplitter, jsonLineSplitter, lineSplitter, logMessageJoiner } from './frames';
 
-export const LABEL_MANAGED = 'dev.keel.managed';
-export const LABEL_WORKSPACE = 'dev.keel.workspace';
-export const LABEL_OWNER = 'dev.keel.owner';
-export const LABEL_INSTANCE = 'dev.keel.instance';
-export const LABEL_TEMPLATE = 'dev.keel.template';
+const PING_TIMEOUT_MS = 5_000;
 
-/** An engine failure with the engine's own message (never a stack) and its HTTP status when it had one. */
-export class EngineError extends Error {
-  constructor(
-    message: string,
-    readonly statusCode?: number,
-  ) {
-    super(message);
-    this.name = 'EngineError';
-  }
+// Socket-level failures: nothing answers at DOCKER_HOST (no daemon, no socket, no permission, cut off).
+const UNREACHABLE = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTCONN', 'FailedToOpenSocket', 'ConnectionRefused']);
+
+function kindOf(statusCode: number | undefined, code: string | undefined, msg: string): EngineErrorKind {
+  if (statusCode === 404) return 'not-found';
+  if (statusCode === 409 || statusCode === 304) return 'conflict';
+  if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) return 'refused';
+  if (statusCode !== undefined) return 'failed';
+  if ((code && UNREACHABLE.has(code)) || /\b(connect|socket)\b.*\b(ENOENT|ECONNREFUSED|EACCES)\b/i.test(msg)) return 'unavailable';
+  return 'failed';
 }
 
 function engineError(e: unknown): EngineError {
   if (e instanceof EngineError) return e;
-  const err = e as { statusCode?: number; json?: { message?: string }; reason?: string; message?: string };
-  const msg = err?.json?.message ?? err?.message ?? String(e);
-  return new EngineError(msg.replace(/^\(HTTP code \d+\)\s*/, '').trim(), err?.statusCode);
+  const err = e as { statusCode?: number; code?: string; json?: { message?: string }; message?: string };
+  const msg = (err?.json?.message ?? err?.message ?? String(e)).replace(/^\(HTTP code \d+\)\s*/, '').trim();
+  return new EngineError(msg, kindOf(err?.statusCode, err?.code, msg));
 }
 
 async function call<T>(fn: () => Promise<T>): Promise<T> {
@@ -48,53 +63,6 @@ async function callOr<T, F>(status: number, fallback: F, fn: () => Promise<T>): 
   }
 }
 
-export interface ContainerSpec {
-  name: string;
-  image: string;
-  cmd: string[];
-  user: string;
-  workdir: string;
-  env: Record<string, string>;
-  hostname: string;
-  labels: Record<string, string>;
-  volume: string;
-  mountPath: string;
-  /** container port -> host port, published on bindAddress. */
-  ports: { container: number; host: number }[];
-  bindAddress: string;
-  memoryBytes: number;
-  nanoCpus: number;
-  pids: number;
-}
-
-export interface ContainerState {
-  running: boolean;
-  exitCode: number;
-  oomKilled: boolean;
-  error: string;
-}
-
-export interface ManagedContainer {
-  id: string;
-  workspaceId: string;
-}
-
-export interface RawStats {
-  memoryUsed: number;
-  memoryLimit: number;
-  /** Raw counters, kept by the caller to compute the next CPU percentage. */
-  cpuTotal: number;
-  systemTotal: number;
-  onlineCpus: number;
-}
-
-export interface EngineEvent {
-  action: string;
-  workspaceId: string;
-}
-
-export type Engine = ReturnType<typeof createEngine>;
-
 /** DOCKER_HOST as dockerode wants it: unix:// socket or tcp:// address; unset means the engine default. */
 function connection(dockerHost: string | undefined): Docker.DockerOptions | undefined {
   if (!dockerHost) return undefined;
@@ -104,16 +72,23 @@ function connection(dockerHost: string | undefined): Docker.DockerOptions | unde
   return undefined;
 }
 
-const clients = new WeakMap<object, Docker>();
-
-/** The dockerode client behind an engine, so logs and exec (below) share it. */
-function dockerOf(engine: Engine): Docker {
-  const d = clients.get(engine);
-  if (!d) throw new Error('not an engine made by createEngine');
-  return d;
+/** Resolves when the stream ends, closes or fails (whichever comes first), after `onEnd` ran once. */
+function streamEnd(stream: NodeJS.ReadableStream, onEnd: () => void): Promise<void> {
+  return new Promise((resolve) => {
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      onEnd();
+      resolve();
+    };
+    stream.on('end', end);
+    stream.on('close', end);
+    stream.on('error', end);
+  });
 }
 
-export function createEngine(dockerHost?: string) {
+export function createEngine(dockerHost?: string): Engine {
   const docker = new Docker(connection(dockerHost));
 
   const drain = (stream: Readable) =>
@@ -126,7 +101,20 @@ export function createEngine(dockerHost?: string) {
       });
     });
 
-  const engine = {
+  const managedFilter = (instance: string) => [`${LABEL_MANAGED}=true`, `${LABEL_INSTANCE}=${instance}`];
+  let openStreams = 0;
+
+  const engine: Engine = {
+    async ping() {
+      // Bounded: an engine that accepts the connection and never answers is as good as none.
+      const signal = AbortSignal.timeout(PING_TIMEOUT_MS);
+      // dockerode's ping takes the signal at run time; its types only know ping().
+      const ping = docker.ping as unknown as (opts: { abortSignal: AbortSignal }) => Promise<unknown>;
+      await call(() => ping.call(docker, { abortSignal: signal })).catch((e: EngineError) => {
+        throw signal.aborted ? new EngineError(`the engine did not answer within ${PING_TIMEOUT_MS / 1000} s`, 'unavailable') : e;
+      });
+    },
+
     imageExists(ref: string): Promise<boolean> {
       return callOr(404, false, () => docker.getImage(ref).inspect().then(() => true));
     },
@@ -136,7 +124,6 @@ export function createEngine(dockerHost?: string) {
       await drain(stream);
     },
 
-    /** `docker import` of a root filesystem tar, with Dockerfile-style `changes` (USER, WORKDIR, ...). */
     async importImage(tar: Buffer, ref: string, changes: string[]): Promise<void> {
       const [repo, tag] = ref.split(':');
       const src = new PassThrough();
@@ -149,12 +136,11 @@ export function createEngine(dockerHost?: string) {
       await call(() => docker.createVolume({ Name: name, Labels: labels }));
     },
 
-    /** Removes a volume; an absent one is fine. */
     async removeVolume(name: string): Promise<void> {
       await callOr(404, undefined, () => docker.getVolume(name).remove());
     },
 
-    /** Creates (does not start) a least-privilege container: no capabilities, no new privileges, limits, init. */
+    // Least privilege: no capabilities, no new privileges, memory, CPU and pid limits, an init as PID 1.
     async createContainer(spec: ContainerSpec): Promise<string> {
       const exposed: Record<string, object> = {};
       const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
@@ -191,22 +177,18 @@ export function createEngine(dockerHost?: string) {
       return c.id;
     },
 
-    /** Copies a tar stream into the container's filesystem (volumes included), created or running. */
     async putArchive(id: string, path: string, tar: Readable): Promise<void> {
       await call(() => docker.getContainer(id).putArchive(tar, { path }));
     },
 
-    /** Starts a container; one already running is fine. */
     async start(id: string): Promise<void> {
       await callOr(304, undefined, () => docker.getContainer(id).start());
     },
 
-    /** SIGTERM, then SIGKILL after `graceSeconds`; a container already stopped is fine. */
     async stop(id: string, graceSeconds: number): Promise<void> {
       await callOr(304, undefined, () => docker.getContainer(id).stop({ t: graceSeconds }));
     },
 
-    /** SIGKILL; a container that does not run is fine. */
     async kill(id: string): Promise<void> {
       await callOr(409, undefined, () => docker.getContainer(id).kill({ signal: 'SIGKILL' }));
     },
@@ -215,12 +197,10 @@ export function createEngine(dockerHost?: string) {
       await call(() => docker.getContainer(id).restart({ t: graceSeconds }));
     },
 
-    /** Removes a container (running or not) and its anonymous volumes; an absent one is fine. */
     async remove(id: string): Promise<void> {
       await callOr(404, undefined, () => docker.getContainer(id).remove({ force: true, v: true }));
     },
 
-    /** The container's state, or null when the engine has no such container. */
     async inspect(id: string): Promise<ContainerState | null> {
       const info = await callOr(404, null, () => docker.getContainer(id).inspect());
       if (!info) return null;
@@ -232,14 +212,6 @@ export function createEngine(dockerHost?: string) {
       };
     },
 
-    /** Containers carrying the managed label and this instance's label. */
-    async listManaged(instance: string): Promise<ManagedContainer[]> {
-      const label = [`${LABEL_MANAGED}=true`, `${LABEL_INSTANCE}=${instance}`];
-      const list = await call(() => docker.listContainers({ all: true, filters: { label } }));
-      return list.map((c) => ({ id: c.Id, workspaceId: c.Labels[LABEL_WORKSPACE] ?? '' }));
-    },
-
-    /** One sample of the container's counters (no two-sample wait: the caller keeps the previous one). */
     async stats(id: string): Promise<RawStats> {
       const s = (await call(() => docker.getContainer(id).stats({ stream: false, 'one-shot': true } as { stream: false }))) as Docker.ContainerStats;
       const cache = (s.memory_stats.stats as Record<string, number> | undefined)?.total_inactive_file ?? (s.memory_stats.stats as Record<string, number> | undefined)?.inactive_file ?? 0;
@@ -252,11 +224,17 @@ export function createEngine(dockerHost?: string) {
       };
     },
 
-    /**
-     * Follows the engine's container events for managed containers of `instance`. Reconnects after a
-     * broken stream and calls `onGap` then, since events may have been missed.
-     */
-    watchEvents(instance: string, onEvent: (e: EngineEvent) => void, onGap: () => void): { stop(): void } {
+    async listManaged(instance) {
+      const list = await call(() => docker.listContainers({ all: true, filters: { label: managedFilter(instance) } }));
+      return list.map((c): ManagedObject => ({ id: c.Id, workspaceId: c.Labels[LABEL_WORKSPACE] ?? '' }));
+    },
+
+    async listManagedVolumes(instance) {
+      const res = await call(() => docker.listVolumes({ filters: { label: managedFilter(instance) } }));
+      return (res.Volumes ?? []).map((v): ManagedObject => ({ id: v.Name, workspaceId: v.Labels?.[LABEL_WORKSPACE] ?? '' }));
+    },
+
+    watchEvents(instance, onEvent, onGap) {
       let stopped = false;
       let current: Readable | undefined;
       const connect = async () => {
@@ -264,37 +242,22 @@ export function createEngine(dockerHost?: string) {
         let delayMs = 1000;
         while (!stopped) {
           try {
-            const stream = (await docker.getEvents({
-              filters: { type: ['container'], label: [`${LABEL_MANAGED}=true`, `${LABEL_INSTANCE}=${instance}`] },
-            })) as unknown as Readable;
+            const stream = (await call(() => docker.getEvents({ filters: { type: ['container'], label: managedFilter(instance) } }))) as unknown as Readable;
             if (stopped) {
               stream.destroy();
               return;
             }
             current = stream;
             delayMs = 1000;
-            let buf = '';
-            await new Promise<void>((resolve) => {
-              stream.on('data', (chunk: Buffer) => {
-                buf += chunk.toString('utf8');
-                let nl: number;
-                while ((nl = buf.indexOf('\n')) >= 0) {
-                  const line = buf.slice(0, nl).trim();
-                  buf = buf.slice(nl + 1);
-                  if (!line) continue;
-                  try {
-                    const e = JSON.parse(line) as { Action?: string; status?: string; Actor?: { Attributes?: Record<string, string> } };
-                    const workspaceId = e.Actor?.Attributes?.[LABEL_WORKSPACE];
-                    if (workspaceId) onEvent({ action: e.Action ?? e.status ?? '', workspaceId });
-                  } catch {
-                    // A line that is not JSON is not an event.
-                  }
-                }
-              });
-              stream.on('end', resolve);
-              stream.on('close', resolve);
-              stream.on('error', () => resolve());
-            });
+            stream.on(
+              'data',
+              jsonLineSplitter((v) => {
+                const e = v as { Action?: string; status?: string; Actor?: { Attributes?: Record<string, string> } };
+                const workspaceId = e.Actor?.Attributes?.[LABEL_WORKSPACE];
+                if (workspaceId) onEvent({ action: e.Action ?? e.status ?? '', workspaceId });
+              }),
+            );
+            await streamEnd(stream, () => {});
           } catch {
             // Engine unreachable: retry below.
           }
@@ -312,143 +275,18 @@ export function createEngine(dockerHost?: string) {
         },
       };
     },
-  };
-  clients.set(engine, docker);
-  return engine;
-}
 
-// Logs and exec
-// Engine calls for workspace logs and command execution. The engine multiplexes stdout and stderr
-// of a container without a TTY into frames (1 byte stream, 3 zero bytes, 4 bytes big-endian size);
-// frameSplitter undoes that so each caller sees whole chunks per stream.
-export type StdStream = 'stdout' | 'stderr';
-
-export interface LogStreamHandle {
-  /** Resolves when the engine ends the stream (container stopped or removed) or close() was called. */
-  done: Promise<void>;
-  close(): void;
-}
-
-export interface ExecHandle {
-  /** Resolves when the exec's output ends. */
-  done: Promise<void>;
-  /** Stops reading (output after this is discarded); the process itself is not touched. */
-  close(): void;
-  pause(): void;
-  resume(): void;
-  /** Exit code once the process has ended; null while it runs. */
-  exitCode(): Promise<number | null>;
-}
-
-/**
- * Splits the engine's multiplexed byte stream into (stream, bytes) chunks, one per engine frame.
- * Raw (TTY) output is stdout, with `framed` false: its chunks have no message boundaries.
- */
-export function frameSplitter(onChunk: (stream: StdStream, bytes: Uint8Array, framed: boolean) => void) {
-  let pending: Buffer = Buffer.alloc(0);
-  let raw: boolean | undefined;
-  return (data: Buffer) => {
-    if (raw === undefined && data.length > 0) raw = !(data[0]! <= 2 && data.length >= 4 && data[1] === 0 && data[2] === 0 && data[3] === 0);
-    if (raw) return onChunk('stdout', data, false);
-    pending = pending.length ? Buffer.concat([pending, data]) : data;
-    while (pending.length >= 8) {
-      const size = pending.readUInt32BE(4);
-      if (pending.length < 8 + size) break;
-      const kind = pending[0] === 2 ? 'stderr' : 'stdout';
-      onChunk(kind, pending.subarray(8, 8 + size), true);
-      pending = pending.subarray(8 + size);
-    }
-  };
-}
-
-/** Calls onLine for each complete line of each stream; a last unterminated line is flushed at the end. */
-export function lineSplitter(onLine: (stream: StdStream, line: string) => void) {
-  const rest: Record<StdStream, string> = { stdout: '', stderr: '' };
-  const dec: Record<StdStream, TextDecoder> = { stdout: new TextDecoder(), stderr: new TextDecoder() };
-  return {
-    push(stream: StdStream, bytes: Uint8Array) {
-      const text = rest[stream] + dec[stream].decode(bytes, { stream: true });
-      const parts = text.split('\n');
-      rest[stream] = parts.pop()!;
-      for (const p of parts) onLine(stream, p);
-    },
-    flush() {
-      for (const s of ['stdout', 'stderr'] as const) {
-        const last = rest[s] + dec[s].decode();
-        rest[s] = '';
-        if (last) onLine(s, last);
-      }
-    },
-  };
-}
-
-/**
- * Rebuilds log lines from the engine's log frames (one frame per log message, "<ts> <text>"). The
- * engine splits a line longer than 16 KiB into partial messages without a newline, each with its
- * own timestamp: the pieces are joined under the first piece's timestamp.
- */
-export function logMessageJoiner(onLine: (stream: StdStream, line: string) => void) {
-  const partial: Record<StdStream, string> = { stdout: '', stderr: '' };
-  const dec: Record<StdStream, TextDecoder> = { stdout: new TextDecoder(), stderr: new TextDecoder() };
-  return {
-    push(stream: StdStream, bytes: Uint8Array) {
-      let text = dec[stream].decode(bytes, { stream: true });
-      if (partial[stream]) text = text.replace(/^\S+ /, '');
-      text = partial[stream] + text;
-      if (!text.endsWith('\n')) {
-        partial[stream] = text;
-        return;
-      }
-      partial[stream] = '';
-      for (const line of text.slice(0, -1).split('\n')) onLine(stream, line);
-    },
-    flush() {
-      for (const s of ['stdout', 'stderr'] as const) {
-        const last = partial[s] + dec[s].decode();
-        partial[s] = '';
-        if (last) onLine(s, last);
-      }
-    },
-  };
-}
-
-/** Resolves when the stream ends, closes or fails (whichever comes first), after `onEnd` ran once. */
-function streamEnd(stream: NodeJS.ReadableStream, onEnd: () => void): Promise<void> {
-  return new Promise((resolve) => {
-    let ended = false;
-    const end = () => {
-      if (ended) return;
-      ended = true;
-      onEnd();
-      resolve();
-    };
-    stream.on('end', end);
-    stream.on('close', end);
-    stream.on('error', end);
-  });
-}
-
-export function logsExecEngine(engine: Engine) {
-  const docker = dockerOf(engine);
-  let openStreams = 0;
-
-  return {
-    /** Engine log streams Keel holds open right now (followers' shared streams and snapshot reads). */
     get openLogStreams() {
       return openStreams;
     },
 
-    /**
-     * Reads a container's log with engine timestamps ("<RFC 3339 ns> <text>" per line).
-     * follow=false reads what exists and ends; follow=true stays open until close() or the container stops.
-     */
     async logStream(
       containerId: string,
       opts: { follow: boolean; tail: number | 'all'; sinceSeconds?: number },
       onLine: (stream: StdStream, line: string) => void,
     ): Promise<LogStreamHandle> {
       const abort = new AbortController();
-      const res = (await docker.getContainer(containerId).logs({
+      const res = (await call(() => docker.getContainer(containerId).logs({
         follow: opts.follow as true,
         stdout: true,
         stderr: true,
@@ -456,7 +294,7 @@ export function logsExecEngine(engine: Engine) {
         tail: opts.tail === 'all' ? undefined : opts.tail,
         since: opts.sinceSeconds,
         abortSignal: abort.signal,
-      } as any)) as unknown as NodeJS.ReadableStream | Buffer;
+      } as any) as unknown as Promise<unknown>)) as NodeJS.ReadableStream | Buffer;
       const lines = lineSplitter(onLine);
       const messages = logMessageJoiner(onLine);
       const split = frameSplitter((s, b, framed) => (framed ? messages.push(s, b) : lines.push(s, b)));
@@ -486,14 +324,13 @@ export function logsExecEngine(engine: Engine) {
       };
     },
 
-    /** Starts a process in the container and streams its output (chunks per stream) to onChunk. */
     async execStart(
       containerId: string,
       opts: { cmd: string[]; env?: string[] },
       onChunk: (stream: StdStream, bytes: Uint8Array) => void,
     ): Promise<ExecHandle> {
-      const exec = await docker.getContainer(containerId).exec({ Cmd: opts.cmd, Env: opts.env, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false });
-      const stream = (await exec.start({ hijack: true, stdin: false })) as NodeJS.ReadableStream & { destroy(): void; pause(): void; resume(): void };
+      const exec = await call(() => docker.getContainer(containerId).exec({ Cmd: opts.cmd, Env: opts.env, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false }));
+      const stream = (await call(() => exec.start({ hijack: true, stdin: false }))) as NodeJS.ReadableStream & { destroy(): void; pause(): void; resume(): void };
       const split = frameSplitter(onChunk);
       // Set by close() too: output after it is discarded.
       let ended = false;
@@ -510,37 +347,24 @@ export function logsExecEngine(engine: Engine) {
         pause: () => stream.pause(),
         resume: () => stream.resume(),
         async exitCode() {
-          const info = await exec.inspect();
+          const info = await call(() => exec.inspect());
           return info.Running ? null : info.ExitCode ?? null;
         },
       };
     },
 
-    /** Runs a short helper command (kill, ps) to completion and returns its output. */
     async execCollect(containerId: string, cmd: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
       const out = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
-      const h = await this.execStart(containerId, { cmd }, (s, b) => out[s].push(b));
+      const h = await engine.execStart(containerId, { cmd }, (s, b) => out[s].push(b));
       await h.done;
       const text = (parts: Uint8Array[]) => Buffer.concat(parts).toString('utf8');
       return { exitCode: await h.exitCode(), stdout: text(out.stdout), stderr: text(out.stderr) };
     },
 
-    /** Kills a process group inside the container (the exec'd command and everything it started). */
     async killProcessGroup(containerId: string, pid: number): Promise<void> {
-      await this.execCollect(containerId, ['kill', '-KILL', `-${pid}`, `${pid}`]).catch(() => undefined);
+      await engine.execCollect(containerId, ['kill', '-KILL', `-${pid}`, `${pid}`]).catch(() => undefined);
     },
 
-    /** Whether the container runs; null when the engine does not know it. */
-    async containerRunning(containerId: string): Promise<boolean | null> {
-      try {
-        const info = await docker.getContainer(containerId).inspect();
-        return info.State.Running === true;
-      } catch (e) {
-        if ((e as { statusCode?: number }).statusCode === 404) return null;
-        throw e;
-      }
-    },
   };
+  return engine;
 }
-
-export type LogsExecEngine = ReturnType<typeof logsExecEngine>;

@@ -27,7 +27,7 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
       {
         params: IdParams,
         body: ExecBody,
-        response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 502: ErrorEnvelope },
+        response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
         detail: {
           tags: ['exec'],
           responses: { 200: ExecEventStream },
@@ -39,7 +39,7 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
             `stdout and stderr keep ${EXEC_OUTPUT_MAX_BYTES} bytes each (\`stdoutTruncated\`/\`stderrTruncated\` tell when more was written); ` +
             'invalid UTF-8 becomes U+FFFD. A client that disconnects kills the command.\n\n' +
             'With `stream: true` the answer is `text/event-stream` (its events: the 200 response).\n\n' +
-            'Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING, 502 ENGINE_ERROR.',
+            'Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING, 502 ENGINE_ERROR, 503 ENGINE_UNAVAILABLE.',
         },
       },
     );

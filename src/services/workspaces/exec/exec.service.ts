@@ -5,10 +5,9 @@ import { AppError, toEnvelope } from '../../../platform/errors';
 import type { SseEvent } from '../../../platform/http/sse';
 import { createInbox } from '../../../platform/inbox';
 import type { Actor } from '../../../platform/http/workspace-auth';
-import type { ExecHandle, LogsExecEngine, StdStream } from '../engine/docker';
+import { EngineError, type Engine, type ExecHandle, type StdStream } from '../engine/engine';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXIT_TIMED_OUT, type ExecExit, type ExecInput, type ExecResult } from './exec.model';
-import type { OwnedWorkspaces } from '../logs/logs.service';
-import { engineFailure } from '../lifecycle/lifecycle.service';
+import { engineFailure, type Access } from '../access';
 
 /** Output bytes of a streaming exec waiting for its client past which the command is held back, and below which it runs again. */
 const STREAM_PAUSE_BYTES = 1024 * 1024;
@@ -57,17 +56,11 @@ interface Running {
   resume(): void;
 }
 
-export function createExecService(deps: { engine: LogsExecEngine; workspaces: OwnedWorkspaces }) {
+export function createExecService(deps: { engine: Engine; workspaces: Pick<Access, 'runningContainer'> }) {
   const { engine } = deps;
   let active = 0;
 
-  async function runningContainer(actor: Actor, id: string): Promise<string> {
-    const ws = await deps.workspaces.getOwned(actor, id);
-    if (ws.status !== 'running' || !ws.containerId) {
-      throw new AppError('WORKSPACE_NOT_RUNNING', 409, `the workspace is ${ws.status}; start it to run commands`, { details: { status: ws.status } });
-    }
-    return ws.containerId;
-  }
+  const runningContainer = (actor: Actor, id: string) => deps.workspaces.runningContainer(actor, id);
 
   /** Starts the command; `onOutput` sees the command's own bytes (the wrapper's pid line removed). */
   async function launch(containerId: string, input: ExecInput, onOutput: (s: StdStream, b: Uint8Array) => void): Promise<Running> {
@@ -102,8 +95,7 @@ export function createExecService(deps: { engine: LogsExecEngine; workspaces: Ow
     try {
       handle = await engine.execStart(containerId, { cmd: ['sh', '-c', WRAPPER, 'keel-exec', input.workdir ?? '', input.command], env }, onChunk);
     } catch (e) {
-      const code = (e as { statusCode?: number }).statusCode;
-      if (code === 409 || code === 404) throw new AppError('WORKSPACE_NOT_RUNNING', 409, 'the workspace is not running; start it to run commands', { details: {} });
+      if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw new AppError('WORKSPACE_NOT_RUNNING', 409, 'the workspace is not running; start it to run commands', { details: {} });
       throw engineFailure(e);
     }
     const h = handle;

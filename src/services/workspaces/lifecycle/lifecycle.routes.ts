@@ -1,7 +1,7 @@
-// HTTP wiring of the workspace lifecycle: routes, schemas and status codes only; the rules live in workspaces.service.ts.
+// HTTP wiring of the workspace lifecycle: routes, schemas and status codes only; the rules live in lifecycle.service.ts.
 import { Elysia } from 'elysia';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import type { WorkspaceService } from './lifecycle.service';
+import type { Lifecycle } from './lifecycle.service';
 import {
   ActionResult,
   CreatedWorkspace,
@@ -19,7 +19,8 @@ import {
 const TRANSITIONS =
   'Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it ' +
   '(poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with ' +
-  '`details.status` and `details.allowedFrom`.';
+  '`details.status` and `details.allowedFrom`. If Keel is killed before the move completes, the next start-up finishes it ' +
+  '(a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress.';
 
 /** What start, stop and restart share: the id in, the in-progress status out, 409 for a move not allowed. */
 const transition = {
@@ -27,7 +28,7 @@ const transition = {
   response: { 200: ActionResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
 };
 
-export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: WorkspaceService }) {
+export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: Lifecycle }) {
   const ws = deps.workspaces;
   return new Elysia({ name: 'workspaces.lifecycle', detail: { tags: ['workspaces'] } })
     .use(deps.auth)
@@ -39,14 +40,14 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     .post(
       '/api/workspaces',
       async ({ actor, body, set }) => {
-        const row = await ws.create(actor, body);
+        const created = await ws.create(actor, body);
         set.status = 201;
-        set.headers.location = `/api/workspaces/${row.id}`;
-        return { id: row.id, name: row.name, status: row.status, port: row.port, template: row.template, type: row.type, createdAt: row.createdAt };
+        set.headers.location = `/api/workspaces/${created.id}`;
+        return created;
       },
       {
         body: CreateWorkspaceBody,
-        response: { 201: CreatedWorkspace, 400: ErrorEnvelope, 401: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
+        response: { 201: CreatedWorkspace, 400: ErrorEnvelope, 401: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
         detail: {
           summary: 'Create a workspace',
           description:
@@ -54,7 +55,9 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
             'and container are created, `repo` is cloned into /workspace on the Keel host, and the workspace starts. Any failure ends in ' +
             'status `failed` with `reason`. 409 `WORKSPACE_EXISTS` when the name is taken (names are unique across all owners), 409 ' +
             '`PORT_UNAVAILABLE` when `port` is reserved by another workspace or held by any process on the host, 400 `INVALID_REQUEST` ' +
-            'for a malformed body, an unknown template or a repo URL that is not http(s)://, git://, ssh:// or user@host:path.',
+            'for a malformed body, an unknown template or a repo URL that is not http(s)://, git://, ssh:// or user@host:path. ' +
+            '503 `ENGINE_UNAVAILABLE` (with Retry-After) when no container engine answers: nothing is created, retry later. ' +
+            'A creation cut short by a crash of Keel is finished when Keel starts again (see docs/workspaces.md, "Crash recovery").',
         },
       },
     )
@@ -85,12 +88,12 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     .delete('/api/workspaces/:id', ({ actor, params, query }) => ws.remove(actor, params.id, query.volumes ?? false), {
       params: IdParams,
       query: DeleteQuery,
-      response: { 200: DeleteResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope },
+      response: { 200: DeleteResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
       detail: {
         summary: 'Delete a workspace (volumes=true: its volume too)',
         description:
           'Removes the container and the workspace from any status; waits for an operation in flight (a repo clone in flight is cancelled). A persistent workspace\'s volume is ' +
-          'kept unless volumes=true; a temporary workspace\'s volume always goes. 502 `ENGINE_ERROR` when the engine refuses.',
+          'kept unless volumes=true; a temporary workspace\'s volume always goes. 502 `ENGINE_ERROR` when the engine refuses, 503 `ENGINE_UNAVAILABLE` when none answers (the workspace is kept).',
       },
     });
 }

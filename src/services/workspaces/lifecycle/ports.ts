@@ -1,7 +1,17 @@
-// Host ports of workspaces: a port is free when no workspace reserves it and no process on the host
-// holds it. The host check binds the port on every IPv4 address for a moment, which fails when any
-// listener (loopback or wildcard) has it.
+// Names and host ports of workspaces: a port is free when no workspace reserves it and no process on
+// the host holds it. The host check binds the port on every IPv4 address for a moment, which fails
+// when any listener (loopback or wildcard) has it. A reservation is the inserted row.
 import { createServer } from 'node:net';
+import { eq } from 'drizzle-orm';
+import { AppError } from '../../../platform/errors';
+import type { Config } from '../../../platform/config';
+import type { Db } from '../../../platform/db';
+import type { Actor } from '../../../platform/http/workspace-auth';
+import { isoNow, newId, type Clock } from '../../../platform/runtime';
+import { scrubUrls } from './repo-clone';
+import type { Template } from './templates';
+import type { CreateWorkspaceInput } from './lifecycle.model';
+import { workspaces, type WorkspaceRow } from '../workspaces.tables';
 
 export function hostPortFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -25,4 +35,83 @@ export async function allocatePorts(range: [number, number], reserved: Set<numbe
     if (await hostPortFree(port)) out.push(port);
   }
   return out.length === count ? out : null;
+}
+
+export function createReservations(deps: { db: Db; clock: Clock; config: Config }) {
+  const { db, config, clock } = deps;
+  const [lo, hi] = config.workspacePortRange;
+  let portHint = 0;
+  // One reservation at a time in this process, so two creates cannot take the same name or port.
+  let queue: Promise<unknown> = Promise.resolve();
+
+  function taken(): Set<number> {
+    const reserved = new Set<number>();
+    for (const r of db.select({ a: workspaces.port, b: workspaces.sshPort, c: workspaces.rdpPort }).from(workspaces).all()) {
+      reserved.add(r.a).add(r.b).add(r.c);
+    }
+    return reserved;
+  }
+
+  async function reserve(actor: Actor, input: CreateWorkspaceInput, template: Template): Promise<WorkspaceRow> {
+    if (db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, input.name)).get()) {
+      throw new AppError('WORKSPACE_EXISTS', 409, 'a workspace with this name exists', { details: { property: '/name' } });
+    }
+    const reserved = taken();
+    if (input.port !== undefined) {
+      if (reserved.has(input.port)) {
+        throw new AppError('PORT_UNAVAILABLE', 409, 'the requested port is used by another workspace', { details: { port: input.port } });
+      }
+      if (!(await hostPortFree(input.port))) {
+        throw new AppError('PORT_UNAVAILABLE', 409, 'the requested port is in use on the host', { details: { port: input.port } });
+      }
+      reserved.add(input.port);
+    }
+    const auto = await allocatePorts(config.workspacePortRange, reserved, input.port === undefined ? 3 : 2, portHint);
+    if (!auto) {
+      throw new AppError('PORT_UNAVAILABLE', 409, 'no free port is left in APP_WORKSPACE_PORT_RANGE', { details: { range: `${lo}-${hi}` } });
+    }
+    portHint = (auto[auto.length - 1]! - lo + 1) % (hi - lo + 1);
+    const [port, sshPort, rdpPort] = input.port === undefined ? auto : [input.port, ...auto];
+    const id = newId('ws', clock);
+    const now = isoNow(clock);
+    const row: WorkspaceRow = {
+      id,
+      name: input.name,
+      owner: actor.id,
+      template: template.name,
+      type: input.type ?? 'persistent',
+      status: 'creating',
+      port: port!,
+      sshPort: sshPort!,
+      rdpPort: rdpPort!,
+      containerId: null,
+      volume: `keel-ws-${id.replace('_', '-')}`,
+      provisioned: false,
+      repoUrl: input.repo ? scrubUrls(input.repo.url) : null,
+      repoBranch: input.repo?.branch ?? null,
+      reason: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    try {
+      db.insert(workspaces).values(row).run();
+    } catch (e) {
+      // The checks above run alone in this process; a unique violation means another Keel shares the database.
+      const msg = String((e as Error).message);
+      if (msg.includes('workspaces_workspaces.name')) throw new AppError('WORKSPACE_EXISTS', 409, 'a workspace with this name exists');
+      if (msg.includes('UNIQUE')) throw new AppError('PORT_UNAVAILABLE', 409, 'the port was taken meanwhile; retry');
+      throw e;
+    }
+    return row;
+  }
+
+  return {
+    /** Checks the name and ports and inserts the row in `creating`; 409 when either is taken. */
+    reserve(actor: Actor, input: CreateWorkspaceInput, template: Template): Promise<WorkspaceRow> {
+      const run = () => reserve(actor, input, template);
+      const next = queue.then(run, run);
+      queue = next.catch(() => {});
+      return next;
+    },
+  };
 }

@@ -4,7 +4,7 @@
 import { encodeEvent } from '../../../platform/http/sse';
 import type { Actor } from '../../../platform/http/workspace-auth';
 import type { Clock, Logger } from '../../../platform/runtime';
-import type { LogsExecEngine, LogStreamHandle } from '../engine/docker';
+import { runState, type Engine, type LogStreamHandle } from '../engine/engine';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
 import type { OwnedWorkspaces } from './logs.service';
 
@@ -38,7 +38,7 @@ interface Channel {
 const RESTART_WAIT_MS = 60_000;
 const SYSTEM: Actor = { id: 'keel-logs', admin: true };
 
-export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; clock: Clock; workspaces: OwnedWorkspaces }) {
+export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock; workspaces: OwnedWorkspaces }) {
   /** The workspace's lifecycle status, or null when it is gone. */
   const statusOf = async (workspaceId: string): Promise<string | null> => {
     try {
@@ -84,7 +84,7 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; clock:
     if (ch.closed || ch.handle !== handle) return;
     let running: boolean | null = null;
     try {
-      running = await deps.engine.containerRunning(ch.containerId);
+      running = await deps.engine.inspect(ch.containerId).then(runState);
     } catch (e) {
       deps.log.warn('log stream ended; engine state unknown', { workspaceId: ch.workspaceId, err: (e as Error).message });
     }
@@ -92,7 +92,7 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; clock:
     const until = deps.clock.now() + RESTART_WAIT_MS;
     while (running === false && !ch.closed && deps.clock.now() < until && ['restarting', 'starting'].includes((await statusOf(ch.workspaceId)) ?? '')) {
       await Bun.sleep(250);
-      running = await deps.engine.containerRunning(ch.containerId).catch(() => false);
+      running = await deps.engine.inspect(ch.containerId).then(runState).catch(() => false);
     }
     if (ch.closed) return;
     if (running === true) {
@@ -106,7 +106,7 @@ export function createLogHub(deps: { engine: LogsExecEngine; log: Logger; clock:
       } catch (e) {
         // A container being removed can still report running for a moment: ask again below.
         deps.log.debug('log stream re-attach failed', { workspaceId: ch.workspaceId, err: (e as Error).message });
-        running = (await statusOf(ch.workspaceId)) === null ? null : await deps.engine.containerRunning(ch.containerId).catch(() => null);
+        running = (await statusOf(ch.workspaceId)) === null ? null : await deps.engine.inspect(ch.containerId).then(runState).catch(() => null);
       }
     }
     const reason: EndReason = running === null ? 'deleted' : running === false ? 'stopped' : 'error';

@@ -25,7 +25,7 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
       {
         params: IdParams,
         query: LogsQuery,
-        response: { 200: LogsResponse, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope },
+        response: { 200: LogsResponse, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
         detail: {
           tags: ['logs'],
           responses: { 200: LogsEventStream },

@@ -5,11 +5,11 @@ import { AppError, toEnvelope } from '../../../platform/errors';
 import { createInbox } from '../../../platform/inbox';
 import type { SseEvent, SseItem } from '../../../platform/http/sse';
 import type { Actor } from '../../../platform/http/workspace-auth';
-import type { LogsExecEngine } from '../engine/docker';
+import { EngineError, runState, type Engine } from '../engine/engine';
 import type { EndReason, LogHub } from './logs.hub';
 import { LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
-import { engineFailure } from '../lifecycle/lifecycle.service';
+import { engineFailure } from '../access';
 
 /** What logs and exec need of the lifecycle: the workspace if the actor may see it, else WORKSPACE_NOT_FOUND. */
 export interface OwnedWorkspaces {
@@ -32,7 +32,7 @@ function endEvent(reason: EndReason): SseEvent {
 const FILTER_WIDENING = [4, 32];
 const LONG_LINE_PIECES = 16;
 
-export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; workspaces: OwnedWorkspaces }) {
+export function createLogsService(deps: { engine: Engine; hub: LogHub; workspaces: OwnedWorkspaces }) {
   const { engine, hub } = deps;
 
   /** The last `tail` lines (of `service` when given), oldest first. A container that is gone has none. */
@@ -48,7 +48,7 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
           if (service === undefined || p.service === service) out.push(p);
         });
       } catch (e) {
-        if ((e as { statusCode?: number }).statusCode === 404) return { lines: [], complete: true };
+        if (e instanceof EngineError && e.kind === 'not-found') return { lines: [], complete: true };
         throw engineFailure(e);
       }
       // Fewer lines than asked for means the log holds no more.
@@ -70,7 +70,7 @@ export function createLogsService(deps: { engine: LogsExecEngine; hub: LogHub; w
     const tail = q.tail ?? LOG_TAIL_DEFAULT;
     try {
       // An open shared stream already proves the container runs: joining it costs no engine call.
-      const running = !containerId ? null : hub.isLive(containerId) || (await engine.containerRunning(containerId).catch(() => false));
+      const running = !containerId ? null : hub.isLive(containerId) || (await engine.inspect(containerId).then(runState).catch(() => false));
       if (!containerId || running !== true) {
         for (const p of await readTail(containerId, tail, q.service)) yield { data: toEntry(p) };
         yield { event: 'end', data: { reason: containerId && running === null ? 'deleted' : 'not-running' } };

@@ -1,0 +1,54 @@
+// What every workspace feature (lifecycle, logs, exec, and those to come) shares: reading a workspace
+// the actor may see, its running container, and how an engine failure reads in the API. Features use
+// this and engine/, never each other's service files.
+import { eq, sql } from 'drizzle-orm';
+import { AppError } from '../../platform/errors';
+import type { Db } from '../../platform/db';
+import { canAccess, type Actor } from '../../platform/http/workspace-auth';
+import { EngineError } from './engine/engine';
+import { workspaces, type WorkspaceRow } from './workspaces.tables';
+
+export const workspaceNotFound = () => new AppError('WORKSPACE_NOT_FOUND', 404, 'workspace not found');
+
+/** 503 when no engine answers: the client may retry later; nothing was done. */
+const engineUnavailable = (e: EngineError) =>
+  new AppError('ENGINE_UNAVAILABLE', 503, `no container engine answers; nothing was done (${e.message})`.slice(0, 400), {
+    retryable: true,
+    category: 'transient',
+    headers: { 'retry-after': '5' },
+  });
+
+/** An engine failure as the API reports it: 503 when no engine answers, else 502 with the engine's message (it names no secret). */
+export function engineFailure(e: unknown): AppError {
+  if (e instanceof AppError) return e;
+  if (e instanceof EngineError && e.kind === 'unavailable') return engineUnavailable(e);
+  return new AppError('ENGINE_ERROR', 502, `the Docker engine refused the operation: ${e instanceof Error ? e.message : String(e)}`.slice(0, 400));
+}
+
+export function createAccess(db: Db) {
+  // Prepared once: every request reads a workspace by id (building drizzle SQL per call costs more than running it).
+  const byId = db.select().from(workspaces).where(eq(workspaces.id, sql.placeholder('id'))).prepare();
+
+  /** The stored workspace, whoever owns it (for the service's own bookkeeping, never for an actor). */
+  const row = (id: string): WorkspaceRow | undefined => byId.get({ id });
+
+  /** The workspace if `actor` may see it (owner or admin), else 404: another actor's workspace looks absent. */
+  function getOwned(actor: Actor, id: string): WorkspaceRow {
+    const found = row(id);
+    if (!found || !canAccess(actor, found.owner)) throw workspaceNotFound();
+    return found;
+  }
+
+  /** The container of a workspace the actor may see that is `running`, else 404 or 409 WORKSPACE_NOT_RUNNING. */
+  function runningContainer(actor: Actor, id: string): string {
+    const ws = getOwned(actor, id);
+    if (ws.status !== 'running' || !ws.containerId) {
+      throw new AppError('WORKSPACE_NOT_RUNNING', 409, `the workspace is ${ws.status}; start it to run commands`, { details: { status: ws.status } });
+    }
+    return ws.containerId;
+  }
+
+  return { row, getOwned, runningContainer };
+}
+
+export type Access = ReturnType<typeof createAccess>;

@@ -1,0 +1,156 @@
+// What the workspaces service asks of a container engine, in Keel's own shapes. engine/docker.ts is
+// the one implementation (the only dockerode importer); features depend on this interface only.
+import type { Readable } from 'node:stream';
+
+export const LABEL_MANAGED = 'dev.keel.managed';
+export const LABEL_WORKSPACE = 'dev.keel.workspace';
+export const LABEL_OWNER = 'dev.keel.owner';
+export const LABEL_INSTANCE = 'dev.keel.instance';
+export const LABEL_TEMPLATE = 'dev.keel.template';
+
+/**
+ * Why an engine call failed, as far as callers care: `unavailable` (no engine answers), `not-found`
+ * (no such object), `conflict` (the object's state or name forbids it), `refused` (any other answer
+ * the engine gave to a request it would not do) and `failed` (the engine broke doing it).
+ */
+export type EngineErrorKind = 'unavailable' | 'not-found' | 'conflict' | 'refused' | 'failed';
+
+/** The one error engine calls throw: the engine's own message (never a stack) and its kind. */
+export class EngineError extends Error {
+  constructor(
+    message: string,
+    readonly kind: EngineErrorKind = 'failed',
+  ) {
+    super(message);
+    this.name = 'EngineError';
+  }
+}
+
+export interface ContainerSpec {
+  name: string;
+  image: string;
+  cmd: string[];
+  user: string;
+  workdir: string;
+  env: Record<string, string>;
+  hostname: string;
+  labels: Record<string, string>;
+  volume: string;
+  mountPath: string;
+  /** container port -> host port, published on bindAddress. */
+  ports: { container: number; host: number }[];
+  bindAddress: string;
+  memoryBytes: number;
+  nanoCpus: number;
+  pids: number;
+}
+
+export interface ContainerState {
+  running: boolean;
+  exitCode: number;
+  oomKilled: boolean;
+  error: string;
+}
+
+/** A container or volume carrying this Keel instance's labels; `id` is the volume name for volumes. */
+export interface ManagedObject {
+  id: string;
+  workspaceId: string;
+}
+
+export interface RawStats {
+  memoryUsed: number;
+  memoryLimit: number;
+  /** Raw counters, kept by the caller to compute the next CPU percentage. */
+  cpuTotal: number;
+  systemTotal: number;
+  onlineCpus: number;
+}
+
+export interface EngineEvent {
+  action: string;
+  workspaceId: string;
+}
+
+export type StdStream = 'stdout' | 'stderr';
+
+export interface LogStreamHandle {
+  /** Resolves when the engine ends the stream (container stopped or removed) or close() was called. */
+  done: Promise<void>;
+  close(): void;
+}
+
+export interface ExecHandle {
+  /** Resolves when the exec's output ends. */
+  done: Promise<void>;
+  /** Stops reading (output after this is discarded); the process itself is not touched. */
+  close(): void;
+  pause(): void;
+  resume(): void;
+  /** Exit code once the process has ended; null while it runs. */
+  exitCode(): Promise<number | null>;
+}
+
+export interface Engine {
+  /** Resolves when the engine answers; EngineError `unavailable` when none does. */
+  ping(): Promise<void>;
+
+  imageExists(ref: string): Promise<boolean>;
+  pullImage(ref: string): Promise<void>;
+  /** `docker import` of a root filesystem tar, with Dockerfile-style `changes` (USER, WORKDIR, ...). */
+  importImage(tar: Buffer, ref: string, changes: string[]): Promise<void>;
+
+  /** Creates a volume; one that exists already is kept (the engine answers it as created). */
+  createVolume(name: string, labels: Record<string, string>): Promise<void>;
+  /** Removes a volume; an absent one is fine. */
+  removeVolume(name: string): Promise<void>;
+
+  /** Creates (does not start) a least-privilege container; its id. */
+  createContainer(spec: ContainerSpec): Promise<string>;
+  /** Copies a tar stream into the container's filesystem (volumes included), created or running. */
+  putArchive(id: string, path: string, tar: Readable): Promise<void>;
+  /** Starts a container; one already running is fine. */
+  start(id: string): Promise<void>;
+  /** SIGTERM, then SIGKILL after `graceSeconds`; a container already stopped is fine. */
+  stop(id: string, graceSeconds: number): Promise<void>;
+  /** SIGKILL; a container that does not run is fine. */
+  kill(id: string): Promise<void>;
+  restart(id: string, graceSeconds: number): Promise<void>;
+  /** Removes a container (running or not) and its anonymous volumes; an absent one is fine. */
+  remove(id: string): Promise<void>;
+  /** The container's state, or null when the engine has no such container. The one "does it run?" question. */
+  inspect(id: string): Promise<ContainerState | null>;
+  /** One sample of the container's counters (no two-sample wait: the caller keeps the previous one). */
+  stats(id: string): Promise<RawStats>;
+
+  /** Containers carrying the managed label and `instance`'s label. */
+  listManaged(instance: string): Promise<ManagedObject[]>;
+  /** Volumes carrying the managed label and `instance`'s label. */
+  listManagedVolumes(instance: string): Promise<ManagedObject[]>;
+  /**
+   * Follows container events of `instance`'s managed containers. Reconnects after a broken stream
+   * and calls `onGap` then, since events may have been missed.
+   */
+  watchEvents(instance: string, onEvent: (e: EngineEvent) => void, onGap: () => void): { stop(): void };
+
+  /** Engine log streams Keel holds open right now (followers' shared streams and snapshot reads). */
+  readonly openLogStreams: number;
+  /**
+   * Reads a container's log with engine timestamps ("<RFC 3339 ns> <text>" per line).
+   * follow=false reads what exists and ends; follow=true stays open until close() or the container stops.
+   */
+  logStream(
+    containerId: string,
+    opts: { follow: boolean; tail: number | 'all'; sinceSeconds?: number },
+    onLine: (stream: StdStream, line: string) => void,
+  ): Promise<LogStreamHandle>;
+  /** Starts a process in the container and streams its output (chunks per stream) to onChunk. */
+  execStart(containerId: string, opts: { cmd: string[]; env?: string[] }, onChunk: (stream: StdStream, bytes: Uint8Array) => void): Promise<ExecHandle>;
+  /** Runs a short helper command (kill, ps, du) to completion and returns its output. */
+  execCollect(containerId: string, cmd: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }>;
+  /** Kills a process group inside the container (the exec'd command and everything it started); never throws. */
+  killProcessGroup(containerId: string, pid: number): Promise<void>;
+}
+
+/** inspect()'s answer as "does it run?": true, false, or null when the engine has no such container. */
+export const runState = (state: ContainerState | null): boolean | null => (state ? state.running : null);

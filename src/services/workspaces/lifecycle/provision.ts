@@ -1,0 +1,152 @@
+// Provisioning: what a workspace needs on the engine before it can run (the template's image, the
+// volume, the container, the repo copied in). Each step finds what exists first, so the same code
+// finishes a creation that a crash of Keel cut short.
+import { errorFields, type Logger } from '../../../platform/runtime';
+import { EngineError, LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/engine';
+import { buildMinimalImage } from '../engine/images';
+import { CloneError, cloneRepo, scrubUrls, tarDirectory } from './repo-clone';
+import { MiB, MOUNT_PATH } from './stats';
+import { supervisorScript } from './supervisor';
+import type { Template } from './templates';
+import type { CreateWorkspaceInput } from './lifecycle.model';
+import type { Records } from './records';
+import type { WorkspacesConfig } from '../workspaces.config';
+import type { WorkspaceRow } from '../workspaces.tables';
+
+/** The reason a failed workspace shows: the git or engine message, secrets scrubbed; anything else is logged too. */
+export function failureReason(e: unknown, log: Logger): string {
+  if (e instanceof CloneError) return e.message;
+  if (e instanceof EngineError) return scrubUrls(`engine: ${e.message}`).slice(0, 500);
+  log.error('workspace operation failed', errorFields(e));
+  return scrubUrls(e instanceof Error ? e.message : String(e)).slice(0, 500);
+}
+
+export function createProvisioner(deps: { engine: Engine; records: Records; settings: WorkspacesConfig; log: Logger; instance: string }) {
+  const { engine, records, settings, log } = deps;
+  const imageReady = new Map<string, Promise<void>>();
+  /** Creations in progress, so a delete can cut a slow repo clone short instead of waiting for it. */
+  const inFlight = new Map<string, AbortController>();
+
+  const labels = (row: WorkspaceRow): Record<string, string> => ({
+    [LABEL_MANAGED]: 'true',
+    [LABEL_WORKSPACE]: row.id,
+    [LABEL_OWNER]: row.owner,
+    [LABEL_TEMPLATE]: row.template,
+    [LABEL_INSTANCE]: deps.instance,
+  });
+
+  /** The image a template runs: the offline-built one is tagged by APP_WORKSPACE_MINIMAL_IMAGE. */
+  const imageOf = (template: Template) => (template.build === 'minimal' ? settings.minimalImage : template.image);
+
+  /** The template's image: present, built offline (minimal), or pulled. One attempt at a time per image. */
+  function ensureImage(template: Template): Promise<void> {
+    const image = imageOf(template);
+    let p = imageReady.get(image);
+    if (!p) {
+      p = (async () => {
+        if (await engine.imageExists(image)) return;
+        if (template.build === 'minimal') {
+          log.info('building the minimal image', { image });
+          await buildMinimalImage(engine, image, settings.busyboxPath);
+          return;
+        }
+        try {
+          await engine.pullImage(image);
+        } catch (e) {
+          throw new EngineError(`image ${image} is not present and could not be pulled (${(e as Error).message}); build it from templates/${template.name}/Dockerfile`);
+        }
+      })();
+      imageReady.set(image, p);
+      // Checked again next time (the image may be removed meanwhile); a failed attempt is simply retried.
+      const forget = () => imageReady.delete(image);
+      void p.then(forget, forget);
+    }
+    return p;
+  }
+
+  /** The workspace's container: the recorded one while the engine has it, else a new one from the template. */
+  async function ensureContainer(row: WorkspaceRow, template: Template): Promise<string> {
+    if (row.containerId && (await engine.inspect(row.containerId))) return row.containerId;
+    await ensureImage(template);
+    const containerId = await engine.createContainer({
+      name: `keel-${row.name}-${row.id.slice(-6)}`,
+      image: imageOf(template),
+      cmd: ['/bin/sh', '-c', supervisorScript(template.command, template.services)],
+      user: template.user,
+      workdir: template.workdir,
+      env: { ...template.env, KEEL_WORKSPACE_ID: row.id, KEEL_WORKSPACE_NAME: row.name },
+      hostname: row.name.replace(/[._]/g, '-').slice(0, 63),
+      labels: labels(row),
+      volume: row.volume,
+      mountPath: MOUNT_PATH,
+      ports: [
+        { container: template.ports.codeServer, host: row.port },
+        { container: template.ports.ssh, host: row.sshPort },
+        { container: template.ports.rdp, host: row.rdpPort },
+      ],
+      bindAddress: settings.bindAddress,
+      memoryBytes: template.resources.memoryMb * MiB,
+      nanoCpus: Math.round(template.resources.cpus * 1e9),
+      pids: template.resources.pids,
+    });
+    records.update(row.id, { containerId });
+    return containerId;
+  }
+
+  async function copyRepo(containerId: string, template: Template, repo: NonNullable<CreateWorkspaceInput['repo']>, signal: AbortSignal) {
+    const clone = await cloneRepo({ url: repo.url, branch: repo.branch, timeoutMs: settings.cloneTimeoutMs, signal });
+    try {
+      const [uid, gid] = template.user.split(':').map(Number);
+      const tar = tarDirectory(clone.dir, uid!, gid!);
+      await Promise.all([engine.putArchive(containerId, MOUNT_PATH, tar.stream), tar.done]);
+    } finally {
+      clone.cleanup();
+    }
+  }
+
+  return {
+    ensureContainer,
+
+    /**
+     * Volume, container, repo: everything up to a container ready to start (`provisioned`). A failure
+     * removes a container that never got its repo (the volume stays until delete) and rethrows; a
+     * delete arriving meanwhile cancels it (answered as `cancelled`).
+     */
+    async provision(id: string, template: Template, repo: CreateWorkspaceInput['repo']): Promise<{ containerId: string } | 'cancelled'> {
+      const row = records.row(id);
+      if (!row) return 'cancelled';
+      const abort = new AbortController();
+      inFlight.set(id, abort);
+      try {
+        await engine.createVolume(row.volume, labels(row));
+        const containerId = await ensureContainer(row, template);
+        abort.signal.throwIfAborted();
+        if (repo) await copyRepo(containerId, template, repo, abort.signal);
+        abort.signal.throwIfAborted();
+        records.update(id, { provisioned: true });
+        return { containerId };
+      } catch (e) {
+        const current = records.row(id);
+        if (current?.containerId && !current.provisioned) {
+          await engine.remove(current.containerId).catch(() => {});
+          records.update(id, { containerId: null });
+        }
+        if (abort.signal.aborted) return 'cancelled';
+        throw e;
+      } finally {
+        inFlight.delete(id);
+      }
+    },
+
+    /** Cuts a creation in flight short (a delete is queued right behind it and removes the rest). */
+    cancel(id: string) {
+      inFlight.get(id)?.abort();
+    },
+
+    cancelAll() {
+      for (const a of inFlight.values()) a.abort();
+    },
+  };
+}
+
+export type Provisioner = ReturnType<typeof createProvisioner>;

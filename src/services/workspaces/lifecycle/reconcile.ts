@@ -1,0 +1,103 @@
+// Keeps the stored state true to the engine: engine events (a container that dies or is removed
+// behind Keel's back) while Keel runs, and a full pass at start-up that also finishes what a crash
+// of Keel cut short and removes this instance's engine objects that no workspace owns.
+import { errorFields, type Logger } from '../../../platform/runtime';
+import type { Engine, ManagedObject } from '../engine/engine';
+import type { Records } from './records';
+import type { StateMachine } from './state-machine';
+import type { TaskQueue } from './task-queue';
+import type { WorkspaceRow } from '../workspaces.tables';
+
+/** Statuses an operation holds while its engine call runs; at start-up, only a crash can have left them. */
+const IN_PROGRESS = new Set(['creating', 'starting', 'stopping', 'restarting']);
+const inProgress = (row: WorkspaceRow | undefined) => !!row && IN_PROGRESS.has(row.status);
+
+export function createReconciler(deps: { engine: Engine; records: Records; queue: TaskQueue; machine: StateMachine; log: Logger; instance: string }) {
+  const { engine, records, queue, machine, log, instance } = deps;
+  let watcher: { stop(): void } | undefined;
+
+  /** Settles one workspace from the engine after an event, unless an operation is queued that will do it. */
+  function onEvent(id: string) {
+    void queue.enqueue(
+      id,
+      async () => {
+        // An operation queued or running settles the status itself when it ends.
+        if (queue.busy(id) || inProgress(records.row(id))) return;
+        await machine.settle(id);
+      },
+      false,
+    );
+  }
+
+  /** This instance's containers and volumes, or null when the engine does not answer (nothing is removed then). */
+  async function managed(): Promise<{ containers: ManagedObject[]; volumes: ManagedObject[] } | null> {
+    try {
+      const [containers, volumes] = await Promise.all([engine.listManaged(instance), engine.listManagedVolumes(instance)]);
+      return { containers, volumes };
+    } catch (e) {
+      log.warn('the engine did not list its objects; clean-up skipped', errorFields(e));
+      return null;
+    }
+  }
+
+  /**
+   * Every stored workspace against the engine. A creation cut short after its container was made but
+   * before Keel recorded it adopts that container (found by its labels); then each workspace is
+   * resumed or settled, and only after that are objects labelled with THIS instance and owned by no
+   * workspace removed (other Keels share the engine under other instance labels).
+   */
+  async function reconcileAll(opts: { startUp: boolean }): Promise<void> {
+    const found = await managed();
+    if (opts.startUp) {
+      for (const c of found?.containers ?? []) {
+        const row = records.row(c.workspaceId);
+        if (row && !row.containerId && row.status === 'creating') records.update(row.id, { containerId: c.id });
+      }
+    }
+    await Promise.all(
+      records.ids().map((id) => {
+        const row = records.row(id);
+        if (!row || queue.busy(id)) return;
+        // While Keel runs, an in-progress status belongs to an operation about to be queued: leave it.
+        if (inProgress(row)) return opts.startUp ? machine.resume(row) : undefined;
+        return queue.enqueue(id, () => machine.settle(id), false);
+      }),
+    );
+    if (!found) return;
+    const owned = new Set(records.ids());
+    for (const c of found.containers) {
+      const row = records.row(c.workspaceId);
+      // A second container of a workspace (made by a start that a crash cut short before recording it) goes too.
+      const superseded = !!row?.containerId && row.containerId !== c.id && !queue.busy(row.id);
+      if (!owned.has(c.workspaceId) || superseded) {
+        log.warn('removing a container no workspace owns', { container: c.id.slice(0, 12), workspace: c.workspaceId });
+        await engine.remove(c.id).catch((e) => log.warn('container removal failed', errorFields(e)));
+      }
+    }
+    const kept = records.retainedVolumes();
+    for (const v of found.volumes) {
+      if (owned.has(v.workspaceId) || kept.has(v.id)) continue;
+      log.warn('removing a volume no workspace owns', { volume: v.id, workspace: v.workspaceId });
+      await engine.removeVolume(v.id).catch((e) => log.warn('volume removal failed', errorFields(e)));
+    }
+  }
+
+  return {
+    reconcileAll,
+
+    /** Follows engine events (start, die, destroy) while Keel runs; a gap in the stream triggers a full pass. */
+    watch() {
+      watcher = engine.watchEvents(
+        instance,
+        (e) => {
+          if (e.action === 'start' || e.action === 'die' || e.action === 'destroy') onEvent(e.workspaceId);
+        },
+        () => void reconcileAll({ startUp: false }).catch((err) => log.warn('reconciliation failed', errorFields(err))),
+      );
+    },
+
+    stop() {
+      watcher?.stop();
+    },
+  };
+}

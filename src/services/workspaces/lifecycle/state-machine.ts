@@ -1,0 +1,197 @@
+// The workspace state machine. An operation checks and records the move to its in-progress status at
+// once (409 when the current status does not allow it), then queues the engine call on the
+// workspace's queue and answers; the queued call ends by settling the status from what the engine
+// reports, or in `failed` with the reason. Start, stop, restart, create and their resumption after a
+// crash of Keel all take that one path (`run`).
+import { AppError } from '../../../platform/errors';
+import type { Logger } from '../../../platform/runtime';
+import { workspaceNotFound } from '../access';
+import { EngineError, type Engine } from '../engine/engine';
+import { failureReason, type Provisioner } from './provision';
+import type { Records } from './records';
+import type { Stats } from './stats';
+import type { TaskQueue } from './task-queue';
+import { templates, type Template } from './templates';
+import type { CreateWorkspaceInput } from './lifecycle.model';
+import type { WorkspacesConfig } from '../workspaces.config';
+import type { WorkspaceRow, WorkspaceStatus } from '../workspaces.tables';
+
+/** The source statuses each operation accepts (docs/workspaces.md: states and transitions). */
+const ALLOWED_FROM = {
+  start: ['stopped', 'failed'],
+  stop: ['running', 'starting', 'restarting'],
+  forceStop: ['running', 'starting', 'restarting', 'stopping'],
+  restart: ['running', 'stopped'],
+} as const satisfies Record<string, readonly WorkspaceStatus[]>;
+
+type Settled = 'running' | 'stopped';
+
+export function createStateMachine(deps: {
+  engine: Engine;
+  records: Records;
+  queue: TaskQueue;
+  provisioner: Provisioner;
+  stats: Stats;
+  settings: WorkspacesConfig;
+  log: Logger;
+  /** Removes the workspace from the engine and the database (delete; a temporary workspace that stopped). */
+  destroy(row: WorkspaceRow, removeVolume: boolean): Promise<void>;
+}) {
+  const { engine, records, queue, provisioner, settings, log } = deps;
+
+  /** A temporary workspace ends when it stops: container, volume and row go. */
+  async function endTemporary(row: WorkspaceRow) {
+    if (row.status !== 'stopped') records.publish('stopped', { ...row, status: 'stopped' });
+    await deps.destroy(row, true);
+  }
+
+  /**
+   * Sets the status from the engine. `expect` is what the finished operation aimed at: a container
+   * that is stopped when it should run is a failure with the engine's exit code, not a quiet `stopped`.
+   */
+  async function settle(id: string, expect?: Settled): Promise<void> {
+    const row = records.row(id);
+    if (!row?.containerId) return;
+    const state = await engine.inspect(row.containerId);
+    if (!state) {
+      if (row.type === 'temporary') return endTemporary(row);
+      return records.fail(id, 'the container was removed outside Keel; start recreates it from the template', { containerId: null });
+    }
+    if (!state.running) {
+      // A start that did not hold is a visible failure, temporary workspaces included (delete removes them).
+      if (expect === 'running') {
+        return records.fail(id, `the container exited at start (exit code ${state.exitCode}${state.oomKilled ? ', out of memory' : ''}${state.error ? `: ${state.error}` : ''})`);
+      }
+      // A failed workspace keeps its reason until it runs again (or is deleted).
+      if (row.status === 'failed') return;
+      if (row.type === 'temporary') return endTemporary(row);
+      if (row.status === 'stopped') return;
+      const after = records.update(id, { status: 'stopped', reason: null });
+      deps.stats.forget(row, { disk: false });
+      records.publish('stopped', after);
+      return;
+    }
+    if (row.status === 'running') return;
+    const after = records.update(id, { status: 'running', reason: null });
+    if (row.status === 'restarting') records.publish('restarted', after);
+    records.publish('started', after);
+  }
+
+  /** The one path of every operation: queue the engine call, settle from the engine, or mark failed. */
+  function run(id: string, work: (row: WorkspaceRow) => Promise<void>, expect: Settled): Promise<void> {
+    return queue.enqueue(id, async () => {
+      try {
+        const row = records.row(id);
+        if (!row) return;
+        await work(row);
+        await settle(id, expect);
+      } catch (e) {
+        records.fail(id, failureReason(e, log));
+      }
+    });
+  }
+
+  function templateOf(row: WorkspaceRow): Template {
+    const template = templates.get(row.template);
+    if (!template) throw new Error(`template ${row.template} no longer exists`);
+    return template;
+  }
+
+  // The engine calls, one per in-progress status; each is also how a crash-interrupted one is finished.
+  const work = {
+    /** Provisions (finding what exists) and starts. Cancelled by a delete: nothing to start. */
+    async create(row: WorkspaceRow, repo: CreateWorkspaceInput['repo']) {
+      const done = await provisioner.provision(row.id, templateOf(row), repo);
+      if (done !== 'cancelled') await engine.start(done.containerId);
+    },
+    /** A container removed outside Keel is recreated from the template over the kept volume. */
+    async start(row: WorkspaceRow) {
+      await engine.start(await provisioner.ensureContainer(row, templateOf(row)));
+    },
+    async stop(row: WorkspaceRow, force: boolean) {
+      if (row.containerId) await (force ? engine.kill(row.containerId) : engine.stop(row.containerId, settings.stopGraceSeconds));
+    },
+    async restart(row: WorkspaceRow) {
+      if (!row.containerId) throw new EngineError('the workspace has no container');
+      await engine.restart(row.containerId, settings.stopGraceSeconds);
+    },
+  };
+
+  /** Records the move to an in-progress status if the current status allows it, atomically; else 409. */
+  function transition(row: WorkspaceRow, operation: string, allowed: readonly WorkspaceStatus[], to: WorkspaceStatus) {
+    const refuse = (status: WorkspaceStatus) =>
+      new AppError('INVALID_TRANSITION', 409, `cannot ${operation} a workspace that is ${status}`, {
+        details: { status, operation, allowedFrom: [...allowed] },
+      });
+    if (!allowed.includes(row.status)) throw refuse(row.status);
+    if (!records.moveStatus(row.id, allowed, to)) {
+      const now = records.row(row.id);
+      if (!now) throw workspaceNotFound();
+      throw refuse(now.status);
+    }
+  }
+
+  return {
+    settle,
+
+    /** Queues provisioning and the first start of a freshly reserved workspace. */
+    create(row: WorkspaceRow, repo: CreateWorkspaceInput['repo']) {
+      void run(row.id, (r) => work.create(r, repo), 'running');
+    },
+
+    start(row: WorkspaceRow): { id: string; status: WorkspaceStatus } {
+      if (row.status === 'failed' && !row.provisioned) {
+        throw new AppError('INVALID_TRANSITION', 409, 'this workspace failed during creation and cannot start; delete it and create it again', {
+          details: { status: row.status, operation: 'start', reason: row.reason ?? '' },
+        });
+      }
+      transition(row, 'start', ALLOWED_FROM.start, 'starting');
+      void run(row.id, work.start, 'running');
+      return { id: row.id, status: 'starting' };
+    },
+
+    async stop(row: WorkspaceRow, force: boolean): Promise<{ id: string; status: WorkspaceStatus }> {
+      transition(row, 'stop', force ? ALLOWED_FROM.forceStop : ALLOWED_FROM.stop, 'stopping');
+      void run(row.id, (r) => work.stop(r, force), 'stopped');
+      // Not behind a graceful stop that may be waiting out its grace period.
+      if (force && row.containerId) await engine.kill(row.containerId).catch(() => {});
+      return { id: row.id, status: 'stopping' };
+    },
+
+    restart(row: WorkspaceRow): { id: string; status: WorkspaceStatus } {
+      transition(row, 'restart', ALLOWED_FROM.restart, 'restarting');
+      void run(row.id, work.restart, 'running');
+      return { id: row.id, status: 'restarting' };
+    },
+
+    /**
+     * Finishes an operation that a crash of Keel cut short, from the status it left: a creation is
+     * provisioned and started (unless its repo copy was cut: the raw URL is never stored, so it cannot
+     * be cloned again), a start or a restart starts the container, a stop stops it.
+     */
+    resume(row: WorkspaceRow): Promise<void> {
+      // Anything else is settled, not resumed (reconcile.ts).
+      switch (row.status) {
+        case 'creating':
+          if (row.repoUrl && !row.provisioned) {
+            return run(row.id, async (r) => {
+              if (r.containerId) await engine.remove(r.containerId);
+              records.fail(r.id, 'creation was interrupted by a restart of Keel while the repo was being copied; delete the workspace and create it again', {
+                containerId: null,
+              });
+            }, 'running');
+          }
+          return run(row.id, (r) => work.create(r, undefined), 'running');
+        case 'starting':
+        case 'restarting':
+          return run(row.id, work.start, 'running');
+        case 'stopping':
+          return run(row.id, (r) => work.stop(r, false), 'stopped');
+        default:
+          return Promise.resolve();
+      }
+    },
+  };
+}
+
+export type StateMachine = ReturnType<typeof createStateMachine>;

@@ -1,0 +1,34 @@
+// The one view of a workspace resource: get, list and create all answer through workspaceView
+// (create projected to the creation subset its schema names), so a field is shaped in one place.
+import { CreatedWorkspace, type WorkspaceView } from './lifecycle.model';
+import type { WorkspaceRow } from '../workspaces.tables';
+import type { Static } from 'elysia';
+
+export type CreatedView = Static<typeof CreatedWorkspace>;
+
+export function workspaceView(row: WorkspaceRow, publicHost: string): WorkspaceView {
+  return {
+    id: row.id,
+    name: row.name,
+    status: row.status,
+    port: row.port,
+    template: row.template,
+    type: row.type,
+    createdAt: row.createdAt,
+    containerId: row.containerId,
+    urls: {
+      codeServer: `http://${publicHost}:${row.port}`,
+      rdp: `rdp://${publicHost}:${row.rdpPort}`,
+      ssh: `ssh -p ${row.sshPort} keel@${publicHost}`,
+    },
+    ...(row.status === 'failed' && row.reason ? { reason: row.reason } : {}),
+  };
+}
+
+const CREATED_FIELDS = Object.keys(CreatedWorkspace.properties) as (keyof CreatedView)[];
+
+/** The 201 answer of a creation: the view, cut to the fields CreatedWorkspace declares. */
+export function createdView(row: WorkspaceRow, publicHost: string): CreatedView {
+  const full = workspaceView(row, publicHost);
+  return Object.fromEntries(CREATED_FIELDS.map((k) => [k, full[k]])) as CreatedView;
+}
