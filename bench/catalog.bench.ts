@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPlatform } from '../src/main';
-import { mintToken } from '../src/platform/jwt';
+import { mintToken } from '../src/platform/auth/workspace-token';
 import { createFfprobe } from '../src/services/catalog/media-engine/ffprobe';
 import { containerIndexKeyframes } from '../src/services/catalog/media-engine/keyframes';
 import { mediaFixtures } from '../tests/helpers/media';

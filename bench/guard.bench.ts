@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import { Elysia } from 'elysia';
 import { startPlatform, type Platform } from '../src/main';
 import type { Bus } from '../src/platform/bus/bus';
-import { bearerGuard, createAccessTokenVerifier, importJwks } from '../src/platform/http/bearer-guard';
+import { createAccessTokenVerifier, importJwks } from '../src/platform/auth/access-token';
+import { bearerGuard } from '../src/platform/http/bearer-guard';
 import { errorHandling } from '../src/platform/http/errors';
-import { mintToken } from '../src/platform/jwt';
+import { mintToken } from '../src/platform/auth/workspace-token';
 import { printTable, round } from './lib';
 
 const SECRET = 'c'.repeat(64);
@@ -50,10 +51,10 @@ function apps(bus: Bus) {
   const base = () => new Elysia().use(errorHandling('problem', { production: true }));
   return {
     baseline: base().get('/works', () => ({ ok: true })),
-    cached: base().use(bearerGuard({ bus, liveCacheMs: 2000 })).get('/works', () => ({ ok: true }), { policy: 'resource:work:read' }),
+    cached: base().use(bearerGuard({ service: 'bench', bus, liveCacheMs: 2000 })).get('/works', () => ({ ok: true }), { policy: 'resource:work:read' }),
     // Every request verifies the signature and asks the bus.
     uncached: base()
-      .use(bearerGuard({ bus, liveCacheMs: 0, verifiedCacheSize: 0 }))
+      .use(bearerGuard({ service: 'bench', bus, liveCacheMs: 0, verifiedCacheSize: 0 }))
       .get('/works', () => ({ ok: true }), { policy: 'resource:work:read' }),
   };
 }

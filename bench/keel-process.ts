@@ -3,7 +3,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mintToken } from '../src/platform/jwt';
+import { mintToken } from '../src/platform/auth/workspace-token';
 import { BUN, startKeel } from '../tests/helpers/process';
 
 const SECRET = 'b'.repeat(64);

@@ -1,7 +1,7 @@
 // Operator commands: `token` mints a workspace-API token from APP_API_SECRET.
 import { parseArgs } from 'node:util';
 import { loadConfig } from './platform/config';
-import { mintToken } from './platform/jwt';
+import { mintToken } from './platform/auth/workspace-token';
 
 const USAGE = `usage:
   keel token --sub <actor> [--ttl 1h] [--role admin]   print a workspace-API token

@@ -3,21 +3,21 @@ import { loadConfig, ConfigError, type ServiceName } from './platform/config';
 import { openDb } from './platform/db';
 import { openBus, type Bus } from './platform/bus';
 import { MAX_BODY_BYTES } from './platform/http/errors';
-import { mintToken } from './platform/jwt';
+import { mintToken } from './platform/auth/workspace-token';
 import { createLogger, systemClock } from './platform/runtime';
-import type { Service, ServiceDeps, ServiceFactory } from './platform/service';
-import { createWorkspacesService } from './services/workspaces';
-import { createCatalogService } from './services/catalog';
-import { createSourcesService } from './services/sources';
-import { createWorkersService } from './services/workers';
-import { createIdentityService } from './services/identity';
+import type { Service, ServiceDefinition, ServiceDeps } from './platform/service';
+import { workspacesService } from './services/workspaces';
+import { catalogService } from './services/catalog';
+import { sourcesService } from './services/sources';
+import { workersService } from './services/workers';
+import { identityService } from './services/identity';
 
-const factories: Record<ServiceName, ServiceFactory> = {
-  identity: createIdentityService,
-  workspaces: createWorkspacesService,
-  catalog: createCatalogService,
-  sources: createSourcesService,
-  workers: createWorkersService,
+const definitions: Record<ServiceName, ServiceDefinition<any>> = {
+  identity: identityService,
+  workspaces: workspacesService,
+  catalog: catalogService,
+  sources: sourcesService,
+  workers: workersService,
 };
 
 export interface Platform {
@@ -31,6 +31,8 @@ export interface Platform {
 export async function startPlatform(env: Record<string, string | undefined> = process.env): Promise<Platform> {
   const log = createLogger({ app: 'keel' });
   const config = loadConfig(env);
+  // Every named service's own variables, before anything opens: a bad one stops start-up here.
+  const serviceConfigs = new Map(config.services.map((name) => [name, definitions[name].loadConfig(env)]));
   const db = openDb(config.dataDir);
   const bus = await openBus(config.bus, log.child({ component: 'bus' }));
   const shutdown = new AbortController();
@@ -40,7 +42,7 @@ export async function startPlatform(env: Record<string, string | undefined> = pr
   const urls: Platform['urls'] = {};
   try {
     for (const name of config.services) {
-      const service = await factories[name]({ ...deps, log: log.child({ service: name }) });
+      const service = await definitions[name].create({ ...deps, log: log.child({ service: name }) }, serviceConfigs.get(name));
       service.app.listen({ hostname: config.host, port: config.ports[name], maxRequestBodySize: MAX_BODY_BYTES + 1024 });
       const server = service.app.server!;
       urls[name] = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`;

@@ -1,6 +1,8 @@
-// The environment, read once and validated. A bad value stops start-up with one line naming the variable.
+// The platform's variables (listen address, ports, services, data dir, API secret, bus), read once
+// and validated, and the readers every service parses its own variables with (its *.config.ts).
+// A bad value stops start-up with one line naming the variable.
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 
 export const SERVICE_NAMES = ['workspaces', 'catalog', 'sources', 'workers', 'identity'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -25,13 +27,8 @@ export interface Config {
   apiSecret: string;
   /** True when the secret was generated (dev mode); start-up then prints an admin token. */
   apiSecretGenerated: boolean;
-  mediaRoots: string[];
   bus: string;
-  publicHost: string;
-  dockerHost: string | undefined;
-  workspacePortRange: [number, number];
-  webhookDenyPrivate: boolean;
-  /** The raw environment, for the variables a service parses itself (e.g. identity.config.ts). */
+  /** The raw environment, for the variables each service parses itself (its *.config.ts). */
   env: Env;
 }
 
@@ -75,31 +72,10 @@ function readServices(env: Env): ServiceName[] {
   return [...new Set(names)] as ServiceName[];
 }
 
-function readMediaRoots(env: Env): string[] {
-  const raw = env.APP_MEDIA_ROOTS;
-  if (!raw) return [];
-  const roots = raw.split(':').filter(Boolean);
-  for (const r of roots) {
-    if (!isAbsolute(r)) throw new ConfigError('APP_MEDIA_ROOTS', 'every root must be an absolute directory');
-  }
-  return roots.map((r) => resolve(r));
-}
-
 function readBus(env: Env): string {
   const v = readString(env, 'APP_BUS', 'memory');
   if (v !== 'memory' && !/^nats:\/\/[^\s]+$/.test(v)) throw new ConfigError('APP_BUS', 'must be memory or a nats:// URL');
   return v;
-}
-
-function readPortRange(env: Env): [number, number] {
-  const raw = readString(env, 'APP_WORKSPACE_PORT_RANGE', '20000-20999');
-  const m = /^(\d+)-(\d+)$/.exec(raw);
-  const lo = Number(m?.[1]);
-  const hi = Number(m?.[2]);
-  if (!m || lo < 1024 || hi > 65535 || lo > hi) {
-    throw new ConfigError('APP_WORKSPACE_PORT_RANGE', 'must be LOW-HIGH within 1024-65535');
-  }
-  return [lo, hi];
 }
 
 const SECRET_RE = /^[0-9a-f]{64}$/i;
@@ -146,12 +122,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     apiSecret: secret,
     apiSecretGenerated: generated,
-    mediaRoots: readMediaRoots(env),
     bus: readBus(env),
-    publicHost: readString(env, 'APP_PUBLIC_HOST', 'localhost'),
-    dockerHost: env.DOCKER_HOST || undefined,
-    workspacePortRange: readPortRange(env),
-    webhookDenyPrivate: readBool(env, 'APP_WEBHOOK_DENY_PRIVATE', false),
     env,
   };
 }

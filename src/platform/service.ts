@@ -1,7 +1,7 @@
 // What main.ts hands every service, and what a service hands back.
 import type { Elysia } from 'elysia';
 import type { Bus } from './bus/bus';
-import type { Config } from './config';
+import type { Config, Env } from './config';
 import type { Db } from './db';
 import type { Clock, Logger } from './runtime';
 
@@ -24,4 +24,14 @@ export interface Service {
   stop?(): Promise<void> | void;
 }
 
-export type ServiceFactory = (deps: ServiceDeps) => Service | Promise<Service>;
+/**
+ * A service as main.ts starts it: its own variables parsed first (main.ts parses those of every
+ * named service before it opens anything, so a bad value stops start-up in one `VAR: reason` line),
+ * then created with the platform's dependencies and that config.
+ */
+export interface ServiceDefinition<C> {
+  loadConfig(env: Env): C;
+  create(deps: ServiceDeps, config: C): Service | Promise<Service>;
+}
+
+export const defineService = <C>(definition: ServiceDefinition<C>) => definition;

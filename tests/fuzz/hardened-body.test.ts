@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { MAX_JSON_DEPTH } from '../../src/platform/json';
 import type { ServiceName } from '../../src/platform/config';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { createActor, openSession, SCAN } from '../identity/identity-helpers';
+import { createActor, openSession, SCAN } from '../helpers/identity';
 
 const MARK = 'zqXhardenedMARKq';
 let p: TestPlatform;

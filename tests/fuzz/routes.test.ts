@@ -8,10 +8,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { POLICIES } from '../../src/platform/http/bearer-guard';
+import { POLICIES } from '../../src/platform/auth/policies';
 import type { ServiceName } from '../../src/platform/config';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { createActor, openSession } from '../identity/identity-helpers';
+import { createActor, openSession } from '../helpers/identity';
 import { bodyFor, FUZZ_RUNS, FUZZ_SEED, MARKER, pathParam, queryFor, type FuzzBody } from './arbitraries';
 
 const SERVICES: ServiceName[] = ['workspaces', 'catalog', 'identity', 'sources', 'workers'];

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPlatform, type Platform } from '../../src/main';
-import { mintToken } from '../../src/platform/jwt';
+import { mintToken } from '../../src/platform/auth/workspace-token';
 import type { ServiceName } from '../../src/platform/config';
 
 export const TEST_SECRET = 'a'.repeat(16) + '0123456789abcdef'.repeat(3);

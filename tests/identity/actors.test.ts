@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { bearer, createActor, openSession, postSession, READ, refresh, SCAN, startGuardedApp } from './identity-helpers';
+import { bearer, createActor, openSession, postSession, READ, refresh, SCAN, startGuardedApp } from '../helpers/identity';
 
 let p: TestPlatform;
 let guard: ReturnType<typeof startGuardedApp>;
@@ -56,7 +56,7 @@ describe('creating actors', () => {
   });
 
   test('an admin token signed with another secret answers 401', async () => {
-    const { mintToken } = await import('../../src/platform/jwt');
+    const { mintToken } = await import('../../src/platform/auth/workspace-token');
     const forged = mintToken('b'.repeat(64), { sub: 'admin', role: 'admin', ttlSeconds: 60 });
     const res = await fetch(p.url('identity') + '/actors', { headers: bearer(forged) });
     expect(res.status).toBe(401);

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { createActor, openSession, sleep, startGuardedApp } from './identity-helpers';
+import { createActor, openSession, sleep, startGuardedApp } from '../helpers/identity';
 
 const jwksOf = async (p: TestPlatform) => ((await (await fetch(p.url('identity') + '/.well-known/jwks.json')).json()).keys as { kid: string }[]).map((k) => k.kid);
 const kidOf = (token: string) => decodeProtectedHeader(token).kid;

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { decodeProtectedHeader } from 'jose';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { bearer, createActor, openSession, startGuardedApp } from './identity-helpers';
+import { bearer, createActor, openSession, startGuardedApp } from '../helpers/identity';
 
 let identity: TestPlatform;
 let media: TestPlatform;

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { bearer, createActor, openSession, postSession, refresh, SCAN, sleep, startGuardedApp } from './identity-helpers';
+import { bearer, createActor, openSession, postSession, refresh, SCAN, sleep, startGuardedApp } from '../helpers/identity';
 
 let p: TestPlatform;
 let guard: ReturnType<typeof startGuardedApp>;

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { verifyHs256 } from '../../src/platform/jwt';
+import { verifyHs256 } from '../../src/platform/auth/workspace-token';
 import { BUN, ROOT, freePortsEnv, startKeel } from '../helpers/process';
 
 const run = (env: Record<string, string>) => {
@@ -22,6 +22,9 @@ describe('a bad configuration stops start-up with one line naming the variable',
     ['a port out of range', { APP_IDENTITY_PORT: '70000' }, 'APP_IDENTITY_PORT'],
     ['an unknown service', { APP_SERVICES: 'workspaces,billing' }, 'APP_SERVICES'],
     ['a relative media root', { APP_MEDIA_ROOTS: 'media/films' }, 'APP_MEDIA_ROOTS'],
+    ['a backwards workspace port range', { APP_WORKSPACE_PORT_RANGE: '30000-20000' }, 'APP_WORKSPACE_PORT_RANGE'],
+    ['an identity access TTL past 15 minutes', { APP_IDENTITY_ACCESS_TTL_S: '901' }, 'APP_IDENTITY_ACCESS_TTL_S'],
+    ['a service variable of a service not started still names itself when that service is started', { APP_SERVICES: 'catalog', APP_PROBE_TIMEOUT_MS: 'soon' }, 'APP_PROBE_TIMEOUT_MS'],
     ['a bus that is neither memory nor NATS', { APP_BUS: 'redis://x' }, 'APP_BUS'],
     ['a malformed secret', { APP_API_SECRET: 'abc123' }, 'APP_API_SECRET'],
     ['no secret in production', { NODE_ENV: 'production' }, 'APP_API_SECRET'],

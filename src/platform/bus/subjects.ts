@@ -1,31 +1,8 @@
 // The subject map of CONTRACT.md: every query's request/reply and every event's payload.
-// Types only, so any service can speak a subject without importing the service that owns it.
-
-export interface ProbeStream {
-  index: number;
-  type: 'video' | 'audio' | 'subtitle' | 'data' | 'attachment' | 'unknown';
-  codec: string;
-  language: string;
-  defaultFlag: boolean;
-  bitRateBps: number | null;
-  channels?: number;
-  sampleRate?: number;
-  frameRate?: number;
-  width?: number;
-  height?: number;
-}
-
-export interface ProbeFacts {
-  container: string;
-  bitrateBps: number;
-  durationMs: number;
-  streams: ProbeStream[];
-  capabilities: string[];
-  /** Keyframe presentation times of the first video stream in ms, ascending; empty without video. */
-  keyframesMs: number[];
-  /** Where the keyframes came from: the container's index (Matroska Cues, MP4 stss) or a packet scan. */
-  keyframeSource: 'cues' | 'mp4-index' | 'packet-scan' | 'none';
-}
+// Types only, so any service can speak a subject without importing the service that owns it; a
+// shape that is also an HTTP body is declared once as t.* in media-shapes.ts and its type used here.
+import type { Jwks } from './identity-shapes';
+import type { Identification, ProbeFacts } from './media-shapes';
 
 /** Why a session stopped being live (reply of qry.identity.session). */
 export type IdentitySessionEndReason =
@@ -36,16 +13,6 @@ export type IdentitySessionEndReason =
   | 'key-rotated'
   | 'policies-changed'
   | 'actor-disabled';
-
-/** An Ed25519 public key as published in the JWKS. */
-export interface IdentityPublicJwk {
-  kty: 'OKP';
-  crv: 'Ed25519';
-  x: string;
-  kid: string;
-  alg: 'EdDSA';
-  use: 'sig';
-}
 
 export interface BusQueries {
   /**
@@ -78,7 +45,7 @@ export interface BusQueries {
   /** The public keys that verify access tokens (the body of /.well-known/jwks.json), for guards on the bus. */
   'qry.identity.jwks': {
     request: Record<string, never>;
-    reply: { keys: IdentityPublicJwk[] };
+    reply: Jwks;
   };
 }
 
@@ -99,7 +66,7 @@ export interface BusEvents {
     /** Index of the media root in APP_MEDIA_ROOTS, and the path relative to it (symlinks resolved). */
     root: number;
     path: string;
-    identification: 'identified' | 'unidentified';
+    identification: Identification;
     indexed: true;
     indexVersion: number;
     /** True when a rescan found different content (fastHash or size) at the same path. */

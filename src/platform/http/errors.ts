@@ -1,12 +1,29 @@
 // The one place an exception becomes a response. Two error models: the workspace envelope and
 // RFC 9457 problem+json for the media services. Elysia's own errors (validation, unknown route,
 // broken JSON) and anything unexpected pass through here; no stack trace or received value leaks.
-import { Elysia, ValidationError } from 'elysia';
+import { Elysia, t, ValidationError } from 'elysia';
 import { AppError, toEnvelope, toProblem } from '../errors';
 import { isJsonMediaType, JsonRefusal, MAX_JSON_DEPTH, parseJsonBody } from '../json';
 import { createLogger, errorFields, type Logger } from '../runtime';
 
 export type ErrorStyle = 'envelope' | 'problem';
+
+/** Problem Details shape of the media services, for `response` declarations in OpenAPI. */
+export const ProblemSchema = t.Object(
+  {
+    type: t.String(),
+    title: t.String(),
+    status: t.Number(),
+    code: t.String({ description: 'stable machine-readable code' }),
+    retryable: t.Boolean(),
+    category: t.String({ description: 'transient, permanent or recoverable' }),
+    instance: t.Optional(t.String()),
+    on: t.Optional(t.String({ description: 'validation: body, query, path or headers' })),
+    property: t.Optional(t.String({ description: 'validation, outside production only' })),
+    detail: t.Optional(t.String({ description: 'validation, outside production only' })),
+  },
+  { additionalProperties: true, description: 'RFC 9457 Problem Details (application/problem+json)' },
+);
 
 interface Issue {
   in: string;

@@ -1,9 +1,9 @@
 // GET /health and GET /version, the same shapes on every service (media spec). No token, no dependency checks.
 import { Elysia, t } from 'elysia';
 import pkg from '../../../package.json';
+import type { Clock } from '../runtime';
 
 declare const KEEL_COMMIT: string | undefined;
-const startedAt = Date.now();
 
 export const VERSION = pkg.version;
 export const COMMIT = process.env.APP_COMMIT ?? (typeof KEEL_COMMIT === 'string' ? KEEL_COMMIT : 'dev');
@@ -17,11 +17,11 @@ export const HealthSchema = t.Object({
 });
 export const VersionSchema = t.Object({ commit: t.String(), component: t.String(), train: t.String(), version: t.String() });
 
-export function healthRoutes(component: string) {
+export function healthRoutes(component: string, clock: Clock) {
   return new Elysia({ name: `platform.health.${component}`, detail: { tags: ['probes'] } })
     .get(
       '/health',
-      () => ({ status: 'ok' as const, timestamp: Date.now(), uptime: (Date.now() - startedAt) / 1000, version: VERSION }),
+      () => ({ status: 'ok' as const, timestamp: clock.now(), uptime: process.uptime(), version: VERSION }),
       { response: HealthSchema, detail: { summary: 'Liveness probe', security: [] } },
     )
     .get('/version', () => ({ commit: COMMIT, component, train: TRAIN, version: VERSION }), {

@@ -2,14 +2,10 @@
 // APP_API_SECRET, 100 req/min per client address without a valid token, 1000 per `sub` with one.
 // Runs on every request before parsing, so a 401 or 429 comes before any other answer.
 import { Elysia } from 'elysia';
+import { actorOf, TokenError, verifyHs256, type Actor } from '../auth/workspace-token';
 import { AppError } from '../errors';
-import { TokenError, verifyHs256 } from '../jwt';
-import { createFixedWindow } from '../rate-limit';
-
-export interface Actor {
-  id: string;
-  admin: boolean;
-}
+import { systemClock, type Clock } from '../runtime';
+import { createFixedWindow } from './rate-limit';
 
 export interface WorkspaceAuthOptions {
   secret: string;
@@ -17,20 +13,20 @@ export interface WorkspaceAuthOptions {
   authenticatedLimit?: number;
   /** Paths under this prefix need a token; everything else is public. */
   protectedPrefix?: string;
-  now?: () => number;
+  clock?: Clock;
+  /** Plugin seed: one instance per service app, deduplicated within it (the service name). */
+  seed?: string;
 }
 
-let seed = 0;
-
 export function workspaceAuth(opts: WorkspaceAuthOptions) {
-  const now = opts.now ?? Date.now;
-  const limiter = createFixedWindow(60_000, now);
+  const clock = opts.clock ?? systemClock;
+  const limiter = createFixedWindow(60_000, clock);
   const anonymous = opts.anonymousLimit ?? 100;
   const authenticated = opts.authenticatedLimit ?? 1000;
   const prefix = opts.protectedPrefix ?? '/api';
   const actors = new WeakMap<Request, Actor>();
 
-  return new Elysia({ name: 'platform.workspace-auth', seed: seed++ })
+  return new Elysia({ name: 'platform.workspace-auth', seed: opts.seed ?? 'workspaces' })
     .onRequest(({ request, set, server }) => {
       let actor: Actor | undefined;
       let failure: string | undefined;
@@ -40,8 +36,7 @@ export function workspaceAuth(opts: WorkspaceAuthOptions) {
         if (!m) failure = 'malformed Authorization header';
         else {
           try {
-            const claims = verifyHs256(m[1]!, opts.secret, now());
-            actor = { id: claims.sub, admin: claims.role === 'admin' };
+            actor = actorOf(verifyHs256(m[1]!, opts.secret, clock.now()));
           } catch (e) {
             failure = e instanceof TokenError ? e.message : 'invalid token';
           }
@@ -74,6 +69,3 @@ export function workspaceAuth(opts: WorkspaceAuthOptions) {
 
 /** The plugin's type, for route modules that `.use()` the one instance their service created. */
 export type WorkspaceAuthPlugin = ReturnType<typeof workspaceAuth>;
-
-/** Ownership rule: admins act on everything; others only on what they own. */
-export const canAccess = (actor: Actor, owner: string) => actor.admin || actor.id === owner;

@@ -1,5 +1,6 @@
 // t.* schemas of the catalog API: validation, types and the OpenAPI description in one place.
 import { t, type Static } from 'elysia';
+import { IdentificationSchema, ProbeFactsSchema } from '../../platform/bus/media-shapes';
 
 export const WorkSchema = t.Object({
   id: t.String(),
@@ -18,38 +19,20 @@ export const AssetSchema = t.Object({
   container: t.String({ description: 'mkv, webm, mp4, m4a, mov, ...; "unknown" for a file that is not a medium' }),
   fastHash: t.String({ description: 'OpenSubtitles hash: 16 hex digits' }),
   sizeBytes: t.Number(),
-  identification: t.Union([t.Literal('identified'), t.Literal('unidentified')]),
+  identification: IdentificationSchema,
   kind: t.String({ description: 'logical-composition (a medium: streams in one file) or opaque (not a medium)' }),
   layout: t.String({ description: 'file' }),
   createdAt: t.Number(),
   updatedAt: t.Number(),
 });
 
-export const StreamSchema = t.Object({
-  index: t.Number(),
-  type: t.String({ description: 'video, audio, subtitle, data, attachment or unknown' }),
-  codec: t.String(),
-  language: t.String({ description: 'ISO 639-2 tag from the container; und when absent' }),
-  defaultFlag: t.Boolean(),
-  bitRateBps: t.Nullable(t.Number()),
-  channels: t.Optional(t.Number()),
-  sampleRate: t.Optional(t.Number()),
-  frameRate: t.Optional(t.Number()),
-  width: t.Optional(t.Number()),
-  height: t.Optional(t.Number()),
-});
-
+/** The media engine's facts as a scan stored them (where the keyframes came from stays internal). */
 export const MediaIndexSchema = t.Object({
   id: t.String(),
   assetId: t.String(),
-  container: t.String(),
-  bitrateBps: t.Number(),
-  durationMs: t.Number(),
-  capabilities: t.Array(t.String()),
-  keyframesMs: t.Array(t.Number()),
+  ...t.Omit(ProbeFactsSchema, ['keyframeSource']).properties,
   indexVersion: t.Number({ description: 'starts at 1; +1 each time a rescan changes the index (new file content, or new facts from the engine)' }),
   createdAt: t.Number(),
-  streams: t.Array(StreamSchema),
 });
 
 export const ScanBody = t.Object({
@@ -71,7 +54,7 @@ export const AssetSummarySchema = t.Object({
   container: t.String(),
   durationMs: t.Number({ description: '0 when not indexed' }),
   facets: t.Array(t.String({ description: 'video, audio, subtitles, hd, 4k, surround' })),
-  identification: t.String(),
+  identification: IdentificationSchema,
   indexed: t.Boolean(),
   layout: t.String(),
   sizeBytes: t.Number(),

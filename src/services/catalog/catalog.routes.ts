@@ -1,10 +1,9 @@
 // The catalog over HTTP: routes and schemas wiring only; the rules live in catalog.service.ts.
 // POST /scan sits in its own group behind the Bearer guard (policy resource:asset:scan, scan budget).
 import { Elysia, t } from 'elysia';
-import { bearerGuard, guardResponses, ProblemSchema } from '../../platform/http/bearer-guard';
-import { errorHandling } from '../../platform/http/errors';
-import { healthRoutes } from '../../platform/http/health';
-import { openapiDocs } from '../../platform/http/openapi';
+import { guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
+import { ProblemSchema } from '../../platform/http/errors';
+import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
 import {
   AssetSummarySchema, KindSchema, RelationSchema, ScanBody, ScanResponse, WorkIdParams, WorkSchema, WorksQuery,
@@ -15,7 +14,7 @@ const errors = { 400: ProblemSchema, 422: ProblemSchema };
 const notFound = { 404: ProblemSchema };
 
 /** POST /scan with its guard: the only route that needs a token. */
-function scanRoutes(catalog: CatalogService, guard: ReturnType<typeof bearerGuard>) {
+function scanRoutes(catalog: CatalogService, guard: BearerGuard) {
   return new Elysia().use(guard).post('/scan', ({ body }) => catalog.scan(body), {
     policy: 'resource:asset:scan',
     rateLimit: 'scan',
@@ -71,24 +70,18 @@ function readRoutes(catalog: CatalogService) {
     });
 }
 
-export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService) {
-  const guard = bearerGuard({ bus: deps.bus, log: deps.log.child({ component: 'bearer-guard' }) });
-  return new Elysia()
-    .use(errorHandling('problem', { production: deps.config.production, log: deps.log }))
-    .use(
-      openapiDocs({
-        title: 'Keel catalog',
-        component: 'catalog',
-        description: 'Works, editions and media assets; file scanning through the media engine. Errors are RFC 9457 problem+json.',
-        tags: [
-          { name: 'scan', description: 'Register files under the media roots' },
-          { name: 'works', description: 'Works, their assets and relations (public reads)' },
-          { name: 'kinds', description: 'Kind registry' },
-          { name: 'probes', description: 'Health and version' },
-        ],
-      }),
-    )
-    .use(healthRoutes('catalog'))
+export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService, guard: BearerGuard) {
+  return createServiceApp(deps, {
+    name: 'catalog',
+    style: 'problem',
+    title: 'Keel catalog',
+    description: 'Works, editions and media assets; file scanning through the media engine. Errors are RFC 9457 problem+json.',
+    tags: [
+      { name: 'scan', description: 'Register files under the media roots' },
+      { name: 'works', description: 'Works, their assets and relations (public reads)' },
+      { name: 'kinds', description: 'Kind registry' },
+    ],
+  })
     .use(readRoutes(catalog))
     .use(scanRoutes(catalog, guard));
 }

@@ -2,7 +2,8 @@
 // and the reads of works, their assets and relations. Errors are AppErrors with stable codes.
 import { and, asc, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
-import type { BusEvents, BusQueries, ProbeStream } from '../../platform/bus/subjects';
+import type { ProbeStream } from '../../platform/bus/media-shapes';
+import type { BusEvents, BusQueries } from '../../platform/bus/subjects';
 import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import { errorFields, newId, type Clock, type Logger } from '../../platform/runtime';
@@ -38,12 +39,12 @@ const toWork = (r: WorkRow): Work => ({
 });
 const toAsset = (r: AssetRow): Asset => ({
   id: r.id, editionId: r.editionId, path: r.path, container: r.container, fastHash: r.fastHash, sizeBytes: r.sizeBytes,
-  identification: r.identification as Asset['identification'], kind: r.kind, layout: r.layout, createdAt: r.createdAt, updatedAt: r.updatedAt,
+  identification: r.identification, kind: r.kind, layout: r.layout, createdAt: r.createdAt, updatedAt: r.updatedAt,
 });
 const toIndex = (r: IndexRow): MediaIndex => ({
   id: r.id, assetId: r.assetId, container: r.container, bitrateBps: r.bitrateBps, durationMs: r.durationMs,
   capabilities: r.capabilities, keyframesMs: r.keyframesMs, indexVersion: r.indexVersion, createdAt: r.createdAt,
-  streams: r.streams as MediaIndex['streams'],
+  streams: r.streams,
 });
 
 /** `[1, 3]` -> `000001.000003`: text order equals ordinal order, parents before children. */
@@ -216,7 +217,7 @@ export function createCatalog(deps: CatalogDeps) {
         workId: result.workId,
         root: loc.root,
         path: loc.relPath,
-        identification: result.asset.identification as Asset['identification'],
+        identification: result.asset.identification,
         indexed: true,
         indexVersion: result.index.indexVersion,
         replaced: result.replaced,
@@ -283,7 +284,7 @@ export function createCatalog(deps: CatalogDeps) {
       editionId: asset.editionId,
       container: asset.container,
       durationMs: index?.durationMs ?? 0,
-      facets: index ? facetsOf(index.streams as ProbeStream[]) : [],
+      facets: index ? facetsOf(index.streams) : [],
       identification: asset.identification,
       indexed: !!index,
       layout: asset.layout,

@@ -1,5 +1,6 @@
 // Tables the catalog owns: Work -> Edition -> MediaAsset (+ its MediaIndex), and Work relations.
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import type { Identification, KeyframeSource, ProbeStream } from '../../platform/bus/media-shapes';
 
 export const catalogWorks = sqliteTable(
   'catalog_works',
@@ -42,7 +43,7 @@ export const catalogAssets = sqliteTable(
     container: text('container').notNull(),
     fastHash: text('fast_hash').notNull(),
     sizeBytes: integer('size_bytes').notNull(),
-    identification: text('identification').notNull(),
+    identification: text('identification').$type<Identification>().notNull(),
     kind: text('kind').notNull(),
     layout: text('layout').notNull(),
     createdAt: integer('created_at').notNull(),
@@ -62,8 +63,8 @@ export const catalogMediaIndexes = sqliteTable('catalog_media_indexes', {
   durationMs: integer('duration_ms').notNull(),
   capabilities: text('capabilities', { mode: 'json' }).$type<string[]>().notNull(),
   keyframesMs: text('keyframes_ms', { mode: 'json' }).$type<number[]>().notNull(),
-  keyframeSource: text('keyframe_source').notNull(),
-  streams: text('streams', { mode: 'json' }).$type<unknown[]>().notNull(),
+  keyframeSource: text('keyframe_source').$type<KeyframeSource>().notNull(),
+  streams: text('streams', { mode: 'json' }).$type<ProbeStream[]>().notNull(),
   indexVersion: integer('index_version').notNull(),
   createdAt: integer('created_at').notNull(),
 });

@@ -1,7 +1,8 @@
 // Composition root of the catalog service: the media engine (answering qry.media.probe on the bus),
 // the kind registry with its plugins, the catalog rules and the HTTP app.
-import type { Service, ServiceDeps } from '../../platform/service';
-import { loadCatalogConfig } from './catalog.config';
+import { bearerGuard } from '../../platform/http/bearer-guard';
+import { defineService, type Service, type ServiceDeps } from '../../platform/service';
+import { loadCatalogConfig, type CatalogConfig } from './catalog.config';
 import { createCatalogApp } from './catalog.routes';
 import { createCatalog } from './catalog.service';
 import { createKindRegistry } from './kinds';
@@ -13,8 +14,7 @@ import { concertPlugin } from './plugins/concert';
 /** Content-type plugins shipped with Keel; their kinds join the registry. */
 export const KIND_PLUGINS = [audiobookPlugin, concertPlugin];
 
-export function createCatalogService(deps: ServiceDeps): Service {
-  const cfg = loadCatalogConfig(deps.config.env);
+export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Service {
   const ffprobe = createFfprobe({
     binary: findFfprobe(cfg.ffprobePath, deps.config.env.PATH),
     concurrency: cfg.probeConcurrency,
@@ -22,17 +22,26 @@ export function createCatalogService(deps: ServiceDeps): Service {
     analyzeDurationUs: cfg.probeAnalyzeUs,
     timeoutMs: cfg.probeTimeoutMs,
   });
-  const answerer = createProbeAnswerer({ mediaRoots: deps.config.mediaRoots, ffprobe });
+  const answerer = createProbeAnswerer({ mediaRoots: cfg.mediaRoots, ffprobe });
   const stopAnswering = answerer.listen(deps.bus);
   const catalog = createCatalog({
     db: deps.db,
     bus: deps.bus,
     clock: deps.clock,
     log: deps.log,
-    mediaRoots: deps.config.mediaRoots,
+    mediaRoots: cfg.mediaRoots,
     kinds: createKindRegistry(KIND_PLUGINS),
     // Format probe and keyframe scan each have the timeout; queueing behind the concurrency cap adds some.
     probeWaitMs: cfg.probeTimeoutMs * 2 + 5_000,
   });
-  return { app: createCatalogApp(deps, catalog), stop: () => stopAnswering() };
+  const guard = bearerGuard({
+    service: 'catalog',
+    bus: deps.bus,
+    clock: deps.clock,
+    log: deps.log.child({ component: 'bearer-guard' }),
+    limits: { scan: cfg.scanBudget },
+  });
+  return { app: createCatalogApp(deps, catalog, guard), stop: () => stopAnswering() };
 }
+
+export const catalogService = defineService({ loadConfig: loadCatalogConfig, create: createCatalogService });

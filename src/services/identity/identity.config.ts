@@ -1,6 +1,6 @@
 // The identity service's variables, parsed once: a bad value stops start-up with `VAR: reason`.
 import { ConfigError, readInt, readString, type Env } from '../../platform/config';
-import { ACCESS_TOKEN_MAX_TTL_S } from '../../platform/http/bearer-guard';
+import { ACCESS_TOKEN_MAX_TTL_S } from '../../platform/auth/policies';
 
 export interface IdentityConfig {
   /** Access token lifetime (s); CONTRACT.md caps it at 15 minutes. */

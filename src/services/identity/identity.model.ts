@@ -1,11 +1,8 @@
 // t.* schemas of the identity API: validation, types and OpenAPI from one place.
 import { t } from 'elysia';
-import { POLICIES } from '../../platform/http/bearer-guard';
+import { POLICIES } from '../../platform/auth/policies';
 
-export const PolicySchema = t.Union(
-  POLICIES.map((p) => t.Literal(p)),
-  { description: 'resource:work:read, resource:asset:read, resource:asset:scan, resource:source:read, resource:source:write, admin:identity' },
-);
+export const PolicySchema = t.UnionEnum(POLICIES, { description: 'a policy an actor can hold' });
 
 export const ActorSchema = t.Object({
   id: t.String(),
@@ -61,12 +58,6 @@ export const CreateSessionBody = t.Object({ apiKey: t.String({ minLength: 1, max
 export const RefreshBody = t.Object({ refreshToken: t.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false });
 
 export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 128 }) });
-
-export const JwksSchema = t.Object({
-  keys: t.Array(
-    t.Object({ kty: t.Literal('OKP'), crv: t.Literal('Ed25519'), x: t.String(), kid: t.String(), alg: t.Literal('EdDSA'), use: t.Literal('sig') }),
-  ),
-});
 
 export const RotatedKey = t.Object({
   kid: t.String({ description: 'the key that signs from now on' }),

@@ -2,21 +2,15 @@
 // the rules live in identity.service.ts.
 import { Elysia, t } from 'elysia';
 import { decodeProtectedHeader } from 'jose';
-import {
-  bearerToken,
-  createAccessTokenVerifier,
-  forbidden,
-  guardResponses,
-  livePrincipal,
-  ProblemSchema,
-  rateLimited,
-  unauthenticated,
-} from '../../platform/http/bearer-guard';
-import { errorHandling } from '../../platform/http/errors';
-import { healthRoutes } from '../../platform/http/health';
-import { openapiDocs } from '../../platform/http/openapi';
-import { TokenError, verifyHs256 } from '../../platform/jwt';
-import { createTokenBucket } from '../../platform/rate-limit';
+import { bearerTokenOf, createAccessTokenVerifier } from '../../platform/auth/access-token';
+import { forbidden, unauthenticated } from '../../platform/auth/denials';
+import { ADMIN_POLICY } from '../../platform/auth/policies';
+import { livePrincipal } from '../../platform/auth/session-check';
+import { TokenError, verifyHs256 } from '../../platform/auth/workspace-token';
+import { JwksSchema } from '../../platform/bus/identity-shapes';
+import { ProblemSchema } from '../../platform/http/errors';
+import { createTokenBucket, rateLimited } from '../../platform/http/rate-limit';
+import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
 import {
   ActorSchema,
@@ -24,7 +18,6 @@ import {
   CreateActorBody,
   CreateSessionBody,
   IdParams,
-  JwksSchema,
   RefreshBody,
   RotatedKey,
   TokenPair,
@@ -34,19 +27,16 @@ import type { Caller, IdentityCore } from './identity.service';
 import type { IdentityConfig } from './identity.config';
 import type { KeyStore } from './keys';
 
-const ADMIN_POLICY = 'admin:identity';
-// Each app gets its own plugin instances (their state is per service), so names carry a seed.
-let seed = 0;
 
 /**
  * Who calls: a workspace-API admin token (HS256, APP_API_SECRET, role admin), or an access token of
  * this service (verified with our own keys and live state, no bus round trip).
  */
 function callerAuth(deps: ServiceDeps, core: IdentityCore, keys: KeyStore) {
-  const verify = createAccessTokenVerifier({ keyFor: keys.keyFor, now: () => deps.clock.now() });
+  const verify = createAccessTokenVerifier({ keyFor: keys.keyFor, clock: deps.clock });
 
   const callerOf = async (request: Request): Promise<Caller> => {
-    const token = bearerToken(request);
+    const token = bearerTokenOf(request.headers.get('authorization'));
     let alg: unknown;
     try {
       alg = decodeProtectedHeader(token).alg;
@@ -68,7 +58,7 @@ function callerAuth(deps: ServiceDeps, core: IdentityCore, keys: KeyStore) {
     return { admin: policies.includes(ADMIN_POLICY), actorId };
   };
 
-  return new Elysia({ name: 'identity.auth', seed: seed++ }).macro({
+  return new Elysia({ name: 'identity.auth' }).macro({
     /** `admin`: only admins; `caller`: any live session or admin. */
     auth: (need: 'admin' | 'caller') => ({
       async resolve({ request }) {
@@ -81,9 +71,9 @@ function callerAuth(deps: ServiceDeps, core: IdentityCore, keys: KeyStore) {
 }
 
 /** A token bucket per client address on the routes that take a secret, checked before the body is validated. */
-function clientBudget(spec: IdentityConfig['sessionRate']) {
-  const bucket = createTokenBucket(spec);
-  return new Elysia({ name: 'identity.client-budget', seed: seed++ }).macro({
+function clientBudget(spec: IdentityConfig['sessionRate'], clock: ServiceDeps['clock']) {
+  const bucket = createTokenBucket(spec, clock);
+  return new Elysia({ name: 'identity.client-budget' }).macro({
     clientBudget: (on: boolean) => ({
       transform({ request, server }) {
         if (!on) return;
@@ -98,27 +88,22 @@ function clientBudget(spec: IdentityConfig['sessionRate']) {
 const noStore = { 'cache-control': 'no-store' };
 
 export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, core: IdentityCore, keys: KeyStore) {
-  const { 401: P401, 403: P403 } = guardResponses;
-  const adminErrors = { 401: P401, 403: P403, 422: ProblemSchema };
-  return new Elysia()
-    .use(errorHandling('problem', { production: deps.config.production, log: deps.log }))
-    .use(
-      openapiDocs({
-        title: 'Keel identity service',
-        description:
-          'Actors with policies and API keys, sessions with EdDSA access tokens and rotating refresh tokens, and the JWKS that verifies them. Admin routes take a workspace-API admin token (HS256) or an access token with the admin:identity policy.',
-        component: 'identity',
-        dottedPaths: true,
-        tags: [
-          { name: 'actors', description: 'Actors, policies and API keys (admin)' },
-          { name: 'sessions', description: 'Access and refresh tokens' },
-          { name: 'keys', description: 'Signing keys and the JWKS' },
-        ],
-      }),
-    )
-    .use(healthRoutes('identity'))
+  const adminErrors = { 401: ProblemSchema, 403: ProblemSchema, 422: ProblemSchema };
+  return createServiceApp(deps, {
+    name: 'identity',
+    style: 'problem',
+    title: 'Keel identity service',
+    description:
+      'Actors with policies and API keys, sessions with EdDSA access tokens and rotating refresh tokens, and the JWKS that verifies them. Admin routes take a workspace-API admin token (HS256) or an access token with the admin:identity policy.',
+    dottedPaths: true,
+    tags: [
+      { name: 'actors', description: 'Actors, policies and API keys (admin)' },
+      { name: 'sessions', description: 'Access and refresh tokens' },
+      { name: 'keys', description: 'Signing keys and the JWKS' },
+    ],
+  })
     .use(callerAuth(deps, core, keys))
-    .use(clientBudget(config.sessionRate))
+    .use(clientBudget(config.sessionRate, deps.clock))
     .get('/.well-known/jwks.json', ({ set }) => {
       set.headers['cache-control'] = 'public, max-age=60';
       return { keys: keys.publicJwks() };
@@ -185,7 +170,7 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
     }, {
       clientBudget: true,
       body: CreateSessionBody,
-      response: { 201: TokenPair, 401: P401, 422: ProblemSchema, 429: ProblemSchema },
+      response: { 201: TokenPair, 401: ProblemSchema, 422: ProblemSchema, 429: ProblemSchema },
       detail: { tags: ['sessions'], summary: 'Open a session with an API key', security: [] },
     })
     .post('/sessions/refresh', async ({ body, set }) => {
@@ -194,7 +179,7 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
     }, {
       clientBudget: true,
       body: RefreshBody,
-      response: { 200: TokenPair, 401: P401, 422: ProblemSchema, 429: ProblemSchema },
+      response: { 200: TokenPair, 401: ProblemSchema, 422: ProblemSchema, 429: ProblemSchema },
       detail: {
         tags: ['sessions'],
         summary: 'Exchange a refresh token for a new access and refresh token',
@@ -208,7 +193,7 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
     }, {
       auth: 'caller',
       params: IdParams,
-      response: { 204: t.Undefined(), 401: P401, 403: P403, 404: ProblemSchema },
+      response: { 204: t.Undefined(), 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema },
       detail: {
         tags: ['sessions'],
         summary: 'Revoke a session',

@@ -1,10 +1,11 @@
 // Actors, API keys and sessions: the rules, free of HTTP. Every denial is an AppError whose code the
 // problem+json renderer shows as is (`unauthenticated`, `reauth-required`, IDENTITY_*_NOT_FOUND).
 import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
-import type { BusQueries, IdentitySessionEndReason } from '../../platform/bus/subjects';
+import type { IdentitySessionEndReason } from '../../platform/bus/subjects';
 import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
-import { reauthRequired, unauthenticated } from '../../platform/http/bearer-guard';
+import { reauthRequired, unauthenticated } from '../../platform/auth/denials';
+import type { SessionState } from '../../platform/auth/session-check';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { IdentityConfig } from './identity.config';
 import { actors, refreshTokens, sessions, type ActorRow, type SessionRow } from './identity.tables';
@@ -25,8 +26,6 @@ export interface Caller {
   /** Absent for a workspace admin token, which stands for no actor. */
   actorId?: string;
 }
-
-export type LiveState = BusQueries['qry.identity.session']['reply'];
 
 export const actorNotFound = () => new AppError('IDENTITY_ACTOR_NOT_FOUND', 404, 'No such actor');
 export const sessionNotFound = () => new AppError('IDENTITY_SESSION_NOT_FOUND', 404, 'No such session');
@@ -234,7 +233,7 @@ export function createIdentityCore(deps: IdentityDeps) {
     },
 
     /** The answer of qry.identity.session. */
-    sessionState(sid: string, sub: string): LiveState {
+    sessionState(sid: string, sub: string): SessionState {
       const s = findSession(sid);
       if (!s || s.actorId !== sub) return { live: false, reauth: false, reason: 'unknown-session' };
       const a = findActor(s.actorId);

@@ -1,14 +1,13 @@
 // Composition root of the identity service: config -> signing keys -> rules -> HTTP app + bus answers.
-import type { Service, ServiceDeps } from '../../platform/service';
-import { loadIdentityConfig } from './identity.config';
+import { defineService, type Service, type ServiceDeps } from '../../platform/service';
+import { loadIdentityConfig, type IdentityConfig } from './identity.config';
 import { createIdentityApp } from './identity.routes';
 import { createIdentityCore } from './identity.service';
 import { createKeyStore } from './keys';
 
 const SWEEP_EVERY_MS = 60 * 60_000;
 
-export async function createIdentityService(deps: ServiceDeps): Promise<Service> {
-  const config = loadIdentityConfig(deps.config.env);
+export async function createIdentityService(deps: ServiceDeps, config: IdentityConfig): Promise<Service> {
   const keys = await createKeyStore({
     dataDir: deps.config.dataDir,
     overlapS: config.keyOverlapS,
@@ -41,3 +40,5 @@ export async function createIdentityService(deps: ServiceDeps): Promise<Service>
     },
   };
 }
+
+export const identityService = defineService({ loadConfig: loadIdentityConfig, create: createIdentityService });

@@ -4,7 +4,7 @@
 import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, importPKCS8, type CryptoKey, type JWK } from 'jose';
-import type { IdentityPublicJwk } from '../../platform/bus/subjects';
+import type { IdentityPublicJwk } from '../../platform/bus/identity-shapes';
 import { ConfigError } from '../../platform/config';
 import { AppError } from '../../platform/errors';
 import type { Clock, Logger } from '../../platform/runtime';

@@ -2,7 +2,7 @@
 // only as SHA-256) and EdDSA access tokens (JWT with the claims of CONTRACT.md).
 import { createHash, randomBytes } from 'node:crypto';
 import { SignJWT, type CryptoKey } from 'jose';
-import { ACCESS_TOKEN_AUDIENCE, ACCESS_TOKEN_ISSUER, ACCESS_TOKEN_TYPE } from '../../platform/http/bearer-guard';
+import { ACCESS_TOKEN_AUDIENCE, ACCESS_TOKEN_ISSUER, ACCESS_TOKEN_TYPE } from '../../platform/auth/policies';
 
 export const API_KEY_PREFIX = 'keel_ak_';
 export const REFRESH_TOKEN_PREFIX = 'keel_rt_';

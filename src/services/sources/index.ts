@@ -1,7 +1,10 @@
 // Composition root of the sources service.
-import type { Service, ServiceDeps } from '../../platform/service';
+import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createSourcesApp } from './sources.routes';
 
 export function createSourcesService(deps: ServiceDeps): Service {
   return { app: createSourcesApp(deps) };
 }
+
+/** No variables of its own yet. */
+export const sourcesService = defineService({ loadConfig: () => ({}), create: createSourcesService });

@@ -1,20 +1,12 @@
 // The sources service over HTTP: today only its probes (media spec); its work happens on the bus.
-import { Elysia } from 'elysia';
-import { errorHandling } from '../../platform/http/errors';
-import { healthRoutes } from '../../platform/http/health';
-import { openapiDocs } from '../../platform/http/openapi';
+import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
 
 export function createSourcesApp(deps: ServiceDeps) {
-  return new Elysia()
-    .use(errorHandling('problem', { production: deps.config.production, log: deps.log }))
-    .use(
-      openapiDocs({
-        title: 'Keel sources',
-        component: 'sources',
-        description: 'File bindings of assets, answered on the bus (qry.sources.resolve); over HTTP only its probes. Errors are RFC 9457 problem+json.',
-        tags: [{ name: 'probes', description: 'Health and version' }],
-      }),
-    )
-    .use(healthRoutes('sources'));
+  return createServiceApp(deps, {
+    name: 'sources',
+    style: 'problem',
+    title: 'Keel sources service',
+    description: 'Keel sources: where the bytes of an asset can be read. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
+  });
 }

@@ -1,7 +1,10 @@
 // Composition root of the workers service.
-import type { Service, ServiceDeps } from '../../platform/service';
+import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createWorkersApp } from './workers.routes';
 
 export function createWorkersService(deps: ServiceDeps): Service {
   return { app: createWorkersApp(deps) };
 }
+
+/** No variables of its own yet. */
+export const workersService = defineService({ loadConfig: () => ({}), create: createWorkersService });

@@ -4,7 +4,7 @@
 import { eq, sql } from 'drizzle-orm';
 import { AppError } from '../../platform/errors';
 import type { Db } from '../../platform/db';
-import { canAccess, type Actor } from '../../platform/http/workspace-auth';
+import { canAccess, type Actor } from '../../platform/auth/workspace-token';
 import { EngineError } from './engine/engine';
 import { workspaces, type WorkspaceRow } from './workspaces.tables';
 

@@ -14,7 +14,24 @@ function readAbsolutePath(env: Env, name: string, fallback: string): string {
   return v;
 }
 
+function readPortRange(env: Env): [number, number] {
+  const raw = readString(env, 'APP_WORKSPACE_PORT_RANGE', '20000-20999');
+  const m = /^(\d+)-(\d+)$/.exec(raw);
+  const lo = Number(m?.[1]);
+  const hi = Number(m?.[2]);
+  if (!m || lo < 1024 || hi > 65535 || lo > hi) {
+    throw new ConfigError('APP_WORKSPACE_PORT_RANGE', 'must be LOW-HIGH within 1024-65535');
+  }
+  return [lo, hi];
+}
+
 export interface WorkspacesConfig {
+  /** DOCKER_HOST (unix:// or tcp://); unset: the engine's default socket. */
+  dockerHost: string | undefined;
+  /** Host name in the URLs of a workspace's published ports. */
+  publicHost: string;
+  /** Host ports handed out to workspaces. */
+  workspacePortRange: [number, number];
   anonymousLimit: number;
   authenticatedLimit: number;
   /** Host address the workspace ports are published on. */
@@ -33,6 +50,9 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     throw new ConfigError('APP_WORKSPACE_BIND_ADDRESS', 'must be an IP address such as 127.0.0.1 or 0.0.0.0');
   }
   return {
+    dockerHost: env.DOCKER_HOST || undefined,
+    publicHost: readString(env, 'APP_PUBLIC_HOST', 'localhost'),
+    workspacePortRange: readPortRange(env),
     anonymousLimit: readInt(env, 'APP_RATE_LIMIT_ANONYMOUS', 100, 1, 1_000_000),
     authenticatedLimit: readInt(env, 'APP_RATE_LIMIT_AUTHENTICATED', 1000, 1, 1_000_000),
     bindAddress,

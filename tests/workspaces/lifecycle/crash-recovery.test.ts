@@ -7,7 +7,7 @@ import { Database } from 'bun:sqlite';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mintToken } from '../../../src/platform/jwt';
+import { mintToken } from '../../../src/platform/auth/workspace-token';
 import { docker, inspect, keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';
 import { requireTestEnv, TEST_SECRET } from '../../helpers/platform';
 import { BUN, startKeel, type KeelProcess } from '../../helpers/process';

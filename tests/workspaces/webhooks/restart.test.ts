@@ -5,7 +5,7 @@ import { afterAll, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mintToken } from '../../../src/platform/jwt';
+import { mintToken } from '../../../src/platform/auth/workspace-token';
 import { BUN, startKeel, type KeelProcess } from '../../helpers/process';
 import { TEST_SECRET } from '../../helpers/platform';
 import { keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';

@@ -9,7 +9,7 @@
 //   image-subtitles    at least one bitmap subtitle stream (PGS, VobSub, DVB)
 //   audio-only         no video stream
 //   multi-audio        more than one audio stream
-import type { ProbeStream } from '../../../platform/bus/subjects';
+import type { ProbeStream } from '../../../platform/bus/media-shapes';
 
 export const CAPABILITIES = [
   'seekable', 'keyframe-index', 'direct-play', 'direct-play-container', 'video-transcode', 'audio-transcode',

@@ -1,11 +1,10 @@
 // Keyframe positions, fastest source first: the container's own index (Matroska Cues, MP4 sync
 // samples), else a packet scan by ffprobe that reads packet flags without decoding.
+import type { KeyframeSource } from '../../../platform/bus/media-shapes';
 import type { Ffprobe } from './ffprobe';
 import { openByteSource } from './file-reader';
 import { matroskaCueKeyframes } from './matroska-cues';
 import { mp4SyncKeyframes } from './mp4-index';
-
-export type KeyframeSource = 'cues' | 'mp4-index' | 'packet-scan' | 'none';
 
 export async function containerIndexKeyframes(file: string, container: string): Promise<{ ms: number[]; source: KeyframeSource } | null> {
   let src: Awaited<ReturnType<typeof openByteSource>> | undefined;

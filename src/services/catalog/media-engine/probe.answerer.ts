@@ -3,7 +3,8 @@
 import { extname } from 'node:path';
 import { AppError } from '../../../platform/errors';
 import type { Bus } from '../../../platform/bus/bus';
-import type { BusQueries, ProbeFacts, ProbeStream } from '../../../platform/bus/subjects';
+import { STREAM_TYPES, type ProbeFacts, type ProbeStream } from '../../../platform/bus/media-shapes';
+import type { BusQueries } from '../../../platform/bus/subjects';
 import { checkRelativePath, fileUnreadable, pathNotFound, pathRefused, resolveOnRoot } from '../paths';
 import { capabilitiesOf } from './capabilities';
 import { fastHash } from './fast-hash';
@@ -39,14 +40,13 @@ function frameRate(s: FfprobeStreamJson): number | undefined {
   return undefined;
 }
 
-const STREAM_TYPES = new Set(['video', 'audio', 'subtitle', 'data', 'attachment']);
 // ffmpeg's AVPROBE_SCORE_RETRY: at or below it ffmpeg itself warns "misdetection possible".
 const LOW_PROBE_SCORE = 25;
 // Demuxers that open any text or a still image: what they find is not a medium.
 const NOT_MEDIA_FORMATS = new Set(['tty', 'image2', 'lrc', 'srt', 'ass', 'webvtt', 'subviewer', 'jacosub', 'microdvd']);
 
 export function toStream(s: FfprobeStreamJson): ProbeStream {
-  const type = (STREAM_TYPES.has(s.codec_type ?? '') ? s.codec_type : 'unknown') as ProbeStream['type'];
+  const type = STREAM_TYPES.find((known) => known === s.codec_type) ?? 'unknown';
   const out: ProbeStream = {
     index: s.index,
     type,

@@ -4,7 +4,7 @@
 import { AppError, toEnvelope } from '../../../platform/errors';
 import type { SseEvent } from '../../../platform/http/sse';
 import { createInbox } from '../../../platform/inbox';
-import type { Actor } from '../../../platform/http/workspace-auth';
+import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, type Engine, type ExecHandle, type StdStream } from '../engine/engine';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXIT_TIMED_OUT, type ExecExit, type ExecInput, type ExecResult } from './exec.model';
 import { engineFailure, type Access } from '../access';

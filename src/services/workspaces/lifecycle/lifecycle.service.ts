@@ -3,9 +3,8 @@
 // database and one bus. No Elysia and no dockerode here.
 import { AppError } from '../../../platform/errors';
 import type { Bus } from '../../../platform/bus/bus';
-import type { Config } from '../../../platform/config';
 import type { Db } from '../../../platform/db';
-import type { Actor } from '../../../platform/http/workspace-auth';
+import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Clock, Logger } from '../../../platform/runtime';
 import { engineFailure, type Access } from '../access';
 import type { Engine } from '../engine/engine';
@@ -28,7 +27,6 @@ export interface LifecycleDeps {
   bus: Bus;
   log: Logger;
   clock: Clock;
-  config: Config;
   settings: WorkspacesConfig;
   engine: Engine;
   access: Access;
@@ -41,11 +39,11 @@ const CLOSE_WAIT_MS = 15_000;
 
 export function createLifecycle(deps: LifecycleDeps) {
   const { engine, access, log, instance } = deps;
-  const host = deps.config.publicHost;
+  const host = deps.settings.publicHost;
   const records = createRecords(deps);
   const queue = createTaskQueue(log);
   const stats = createStats(deps);
-  const reservations = createReservations(deps);
+  const reservations = createReservations({ db: deps.db, clock: deps.clock, portRange: deps.settings.workspacePortRange });
   const provisioner = createProvisioner({ engine, records, settings: deps.settings, log, instance });
 
   async function destroy(row: WorkspaceRow, removeVolume: boolean): Promise<void> {

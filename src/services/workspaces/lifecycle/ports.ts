@@ -4,9 +4,8 @@
 import { createServer } from 'node:net';
 import { eq } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
-import type { Config } from '../../../platform/config';
 import type { Db } from '../../../platform/db';
-import type { Actor } from '../../../platform/http/workspace-auth';
+import type { Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock } from '../../../platform/runtime';
 import { scrubUrls } from './repo-clone';
 import type { Template } from './templates';
@@ -37,9 +36,9 @@ export async function allocatePorts(range: [number, number], reserved: Set<numbe
   return out.length === count ? out : null;
 }
 
-export function createReservations(deps: { db: Db; clock: Clock; config: Config }) {
-  const { db, config, clock } = deps;
-  const [lo, hi] = config.workspacePortRange;
+export function createReservations(deps: { db: Db; clock: Clock; portRange: [number, number] }) {
+  const { db, portRange, clock } = deps;
+  const [lo, hi] = portRange;
   let portHint = 0;
   // One reservation at a time in this process, so two creates cannot take the same name or port.
   let queue: Promise<unknown> = Promise.resolve();
@@ -66,7 +65,7 @@ export function createReservations(deps: { db: Db; clock: Clock; config: Config 
       }
       reserved.add(input.port);
     }
-    const auto = await allocatePorts(config.workspacePortRange, reserved, input.port === undefined ? 3 : 2, portHint);
+    const auto = await allocatePorts(portRange, reserved, input.port === undefined ? 3 : 2, portHint);
     if (!auto) {
       throw new AppError('PORT_UNAVAILABLE', 409, 'no free port is left in APP_WORKSPACE_PORT_RANGE', { details: { range: `${lo}-${hi}` } });
     }

@@ -3,7 +3,7 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
 import type { Db } from '../../../platform/db';
-import type { Actor } from '../../../platform/http/workspace-auth';
+import type { Actor } from '../../../platform/auth/workspace-token';
 import { errorFields, isoNow, type Clock, type Logger } from '../../../platform/runtime';
 import type { Access } from '../access';
 import { retainedVolumes, workspaces, type WorkspaceRow, type WorkspaceStatus, type WorkspaceType } from '../workspaces.tables';

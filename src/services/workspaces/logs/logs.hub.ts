@@ -2,7 +2,7 @@
 // opens with the first follower and closes as soon as the last one leaves; each line is parsed and
 // serialised once, then handed to every follower whose service filter matches.
 import { encodeEvent } from '../../../platform/http/sse';
-import type { Actor } from '../../../platform/http/workspace-auth';
+import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Clock, Logger } from '../../../platform/runtime';
 import { runState, type Engine, type LogStreamHandle } from '../engine/engine';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';

@@ -4,7 +4,7 @@
 import { AppError, toEnvelope } from '../../../platform/errors';
 import { createInbox } from '../../../platform/inbox';
 import type { SseEvent, SseItem } from '../../../platform/http/sse';
-import type { Actor } from '../../../platform/http/workspace-auth';
+import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, runState, type Engine } from '../engine/engine';
 import type { EndReason, LogHub } from './logs.hub';
 import { LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';

@@ -3,7 +3,7 @@
 import { and, asc, desc, eq, lt, sql } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
 import type { Db } from '../../../platform/db';
-import { canAccess, type Actor } from '../../../platform/http/workspace-auth';
+import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
 import type { Outbox } from './outbox';
 import { whsecProblem } from './signer';

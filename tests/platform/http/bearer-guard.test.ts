@@ -2,9 +2,9 @@
 // and every refusal, as problem+json with the exact codes of the media spec.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHmac } from 'node:crypto';
-import { createRemoteJWKSet, generateKeyPair, jwtVerify, SignJWT } from 'jose';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { createActor, forge, openSession, READ, SCAN, signingKeyOf, sleep, startGuardedApp, type Pair } from './identity-helpers';
+import { generateKeyPair, SignJWT } from 'jose';
+import { createActor, forge, identityWithSession, openSession, READ, SCAN, signingKeyOf, sleep, startGuardedApp, type Pair } from '../../helpers/identity';
+import type { TestPlatform } from '../../helpers/platform';
 
 let p: TestPlatform;
 let guard: ReturnType<typeof startGuardedApp>;
@@ -12,11 +12,8 @@ let actorId: string;
 let s: Pair;
 
 beforeAll(async () => {
-  p = await startTestPlatform({ services: ['identity'] });
+  ({ p, actorId, s } = await identityWithSession());
   guard = startGuardedApp(p.bus);
-  const a = await createActor(p, [SCAN]);
-  actorId = a.actor.id;
-  s = await openSession(p, a.apiKey);
 });
 afterAll(async () => {
   guard.stop();
@@ -32,25 +29,6 @@ async function expectRefused(res: Response, status: number, code: string) {
   expect(body).toMatchObject({ status, code });
   return body;
 }
-
-describe('jwks', () => {
-  test('an outside client verifies access tokens with jose against /.well-known/jwks.json', async () => {
-    const jwks = createRemoteJWKSet(new URL(p.url('identity') + '/.well-known/jwks.json'));
-    const { payload, protectedHeader } = await jwtVerify(s.accessToken, jwks, { algorithms: ['EdDSA'], issuer: 'keel-identity', audience: 'keel-media' });
-    expect(protectedHeader.alg).toBe('EdDSA');
-    expect(payload.sub).toBe(actorId);
-    expect(payload.sid).toBe(s.session.id);
-  });
-
-  test('the JWKS publishes Ed25519 public keys only, never the private part', async () => {
-    const res = await fetch(p.url('identity') + '/.well-known/jwks.json');
-    expect(res.status).toBe(200);
-    const { keys } = await res.json();
-    expect(keys.length).toBe(1);
-    expect(keys[0]).toMatchObject({ kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig' });
-    expect(keys[0].d).toBeUndefined();
-  });
-});
 
 describe('refusals', () => {
   test('no Authorization header, or not a Bearer one, answers 401 unauthenticated', async () => {

@@ -1,12 +1,12 @@
 // The bus contract, run against both implementations: what works in-process must work on NATS.
 import { afterEach, describe, expect, test } from 'bun:test';
-import type { Bus } from '../../src/platform/bus/bus';
-import { subjectMatches } from '../../src/platform/bus/bus';
-import { createMemoryBus } from '../../src/platform/bus/memory';
-import { createNatsBus } from '../../src/platform/bus/nats';
-import { AppError } from '../../src/platform/errors';
-import { createLogger } from '../../src/platform/runtime';
-import { requireTestEnv } from '../helpers/platform';
+import type { Bus } from '../../../src/platform/bus/bus';
+import { subjectMatches } from '../../../src/platform/bus/bus';
+import { createMemoryBus } from '../../../src/platform/bus/memory';
+import { createNatsBus } from '../../../src/platform/bus/nats';
+import { AppError } from '../../../src/platform/errors';
+import { createLogger } from '../../../src/platform/runtime';
+import { requireTestEnv } from '../../helpers/platform';
 
 const quiet = createLogger({}, 'error');
 const natsUrl = requireTestEnv('KEEL_TEST_NATS_URL');

@@ -1,5 +1,16 @@
-// Rate-limit algorithms, transport-free. Fixed window for the workspace API (CONTRACT.md),
-// token bucket for per-actor budgets of the media services.
+// Rate-limit algorithms: fixed window for the workspace API (CONTRACT.md), token bucket for the
+// budgets of the media services, and the media services' 429 refusal. Time comes from the Clock.
+import { AppError } from '../errors';
+import { systemClock, type Clock } from '../runtime';
+
+/** 429 rate-limited (problem+json) with Retry-After. */
+export const rateLimited = (retryAfter: number, limit: number) =>
+  new AppError('rate-limited', 429, 'Rate limit exceeded', {
+    details: { limit, retryAfter },
+    headers: { 'retry-after': String(retryAfter) },
+    retryable: true,
+    category: 'transient',
+  });
 
 export interface Decision {
   allowed: boolean;
@@ -11,7 +22,8 @@ export interface Decision {
   retryAfter: number;
 }
 
-export function createFixedWindow(windowMs: number, now: () => number = Date.now) {
+export function createFixedWindow(windowMs: number, clock: Clock = systemClock) {
+  const now = () => clock.now();
   const windows = new Map<string, { start: number; count: number }>();
   let lastSweep = now();
 
@@ -55,7 +67,8 @@ export interface BucketSpec {
  * Token bucket per key: `burst` tokens, refilled continuously at `ratePerSec`. Idle keys whose
  * bucket is full again are dropped, so memory follows the number of recently active keys.
  */
-export function createTokenBucket(spec: BucketSpec, now: () => number = Date.now) {
+export function createTokenBucket(spec: BucketSpec, clock: Clock = systemClock) {
+  const now = () => clock.now();
   const buckets = new Map<string, { tokens: number; at: number }>();
   const fullAfterMs = (spec.burst / spec.ratePerSec) * 1000;
   let lastSweep = now();

@@ -6,11 +6,14 @@ import { Elysia, t } from 'elysia';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import type { Bus } from '../../src/platform/bus/bus';
 import { bearerGuard, type BearerGuardOptions } from '../../src/platform/http/bearer-guard';
+import { loadCatalogConfig } from '../../src/services/catalog/catalog.config';
 import { errorHandling } from '../../src/platform/http/errors';
-import type { TestPlatform } from '../helpers/platform';
+import { startTestPlatform, type TestPlatform } from './platform';
 
 export const SCAN = 'resource:asset:scan';
 export const READ = 'resource:work:read';
+/** The catalog's own budget for POST /scan (media spec: 5/s, burst 20 per actor), as the catalog configures it. */
+const SCAN_BUDGET = loadCatalogConfig({}).scanBudget;
 
 export async function createActor(p: TestPlatform, policies: string[] = [SCAN], name = 'scanner') {
   const res = await p.api('identity', '/actors', { method: 'POST', as: 'admin', json: { name, policies } });
@@ -34,6 +37,13 @@ export async function openSession(p: TestPlatform, apiKey: string): Promise<Pair
   return res.json();
 }
 
+/** A platform running only identity, with one actor holding `policies` and a session of it. */
+export async function identityWithSession(policies: string[] = [SCAN]) {
+  const p = await startTestPlatform({ services: ['identity'] });
+  const a = await createActor(p, policies);
+  return { p, actorId: a.actor.id, s: await openSession(p, a.apiKey) };
+}
+
 export const refresh = (p: TestPlatform, refreshToken: string) =>
   p.api('identity', '/sessions/refresh', { method: 'POST', as: null, json: { refreshToken } });
 
@@ -43,7 +53,7 @@ export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 export function startGuardedApp(bus: Bus, opts: Partial<BearerGuardOptions> = {}) {
   const app = new Elysia()
     .use(errorHandling('problem', { production: false }))
-    .use(bearerGuard({ bus, ...opts }))
+    .use(bearerGuard({ service: 'media-test', bus, limits: { scan: SCAN_BUDGET }, ...opts }))
     .post('/scan', ({ principal, body }) => ({ actorId: principal.actorId, sessionId: principal.sessionId, path: body.path }), {
       policy: SCAN,
       rateLimit: 'scan',

@@ -1,7 +1,8 @@
-// HS256 JWTs for the workspace API (CONTRACT.md): sign and verify with the API secret.
+// HS256 JWTs of the workspace API (CONTRACT.md), the actor they stand for and the ownership rule.
 // Written out rather than through a library so that the checks the contract lists are explicit
 // and verification stays synchronous on the hot path.
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { systemClock, type Clock } from '../runtime';
 
 export interface WorkspaceClaims {
   sub: string;
@@ -12,6 +13,17 @@ export interface WorkspaceClaims {
 }
 
 export const CLOCK_LEEWAY_S = 60;
+
+/** Who calls the workspace API: the token's `sub`, and whether it carries `role: admin`. */
+export interface Actor {
+  id: string;
+  admin: boolean;
+}
+
+/** Ownership rule: admins act on everything; others only on what they own (another's is 404). */
+export const canAccess = (actor: Actor, owner: string) => actor.admin || actor.id === owner;
+
+export const actorOf = (claims: WorkspaceClaims): Actor => ({ id: claims.sub, admin: claims.role === 'admin' });
 
 const b64url = (buf: Buffer | string) => Buffer.from(buf).toString('base64url');
 
@@ -24,9 +36,9 @@ export function signHs256(claims: Record<string, unknown>, secret: string): stri
 
 export function mintToken(
   secret: string,
-  opts: { sub: string; ttlSeconds: number; role?: 'admin'; now?: number },
+  opts: { sub: string; ttlSeconds: number; role?: 'admin'; clock?: Clock },
 ): string {
-  const iat = Math.floor((opts.now ?? Date.now()) / 1000);
+  const iat = Math.floor((opts.clock ?? systemClock).now() / 1000);
   return signHs256({ sub: opts.sub, iat, exp: iat + opts.ttlSeconds, ...(opts.role ? { role: opts.role } : {}) }, secret);
 }
 
@@ -47,7 +59,7 @@ function parseJson(part: string): Record<string, unknown> {
 const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
 /** Verifies signature and claims; throws TokenError with a reason safe to show. */
-export function verifyHs256(token: string, secret: string, nowMs = Date.now()): WorkspaceClaims {
+export function verifyHs256(token: string, secret: string, nowMs = systemClock.now()): WorkspaceClaims {
   const parts = token.split('.');
   if (parts.length !== 3) throw new TokenError('malformed token');
   const [h, p, s] = parts as [string, string, string];
