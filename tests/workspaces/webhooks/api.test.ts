@@ -220,6 +220,18 @@ describe('ping, log and redelivery', () => {
     expect(((await missing.json()) as any).error.code).toBe('DELIVERY_NOT_FOUND');
   });
 
+  test('redeliver while an attempt is in flight answers 409 DELIVERY_IN_FLIGHT', async () => {
+    const w = await register('nina');
+    rx.answer = (r) => (r.path === '/hook/nina' ? { status: 204, delayMs: 1500 } : undefined);
+    const d = (await (await api(`/api/webhooks/${w.id}/ping`, { method: 'POST', as: 'nina' })).json()) as any;
+    await rx.waitFor('the slow attempt', (r) => r.path === '/hook/nina');
+    const res = await api(`/api/webhooks/${w.id}/deliveries/${d.id}/redeliver`, { method: 'POST', as: 'nina' });
+    rx.answer = undefined;
+    expect(res.status).toBe(409);
+    expect(((await res.json()) as any).error.code).toBe('DELIVERY_IN_FLIGHT');
+    await waitFor('delivered', async () => (await deliveries('nina', w.id))[0].status === 'delivered');
+  });
+
   test('a webhook turned off gets nothing, answers ping with 409, and is visible as off', async () => {
     const w = await register('mona');
     const off = (await (await api(`/api/webhooks/${w.id}`, { method: 'PATCH', as: 'mona', json: { active: false } })).json()) as any;
