@@ -98,7 +98,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     workspaces,
     async start() {
       // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
-      // Subscribed before reconciliation, so the events it publishes become deliveries.
+      // Deliveries a previous run left pending go out again (events became deliveries from creation on).
       webhooks.start();
       await workspaces.startUp().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
     },

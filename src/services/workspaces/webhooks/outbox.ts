@@ -316,13 +316,20 @@ export function createOutbox(deps: OutboxDeps) {
     enqueueTo,
     redeliver,
     failPending,
+    /**
+     * Turns evt.workspace.* into deliveries from now on. Called when the service is created, before it
+     * listens, so no event of an early request is missed; rows wait for start() to be sent.
+     */
+    listen() {
+      // Handled without awaiting, so rows are written in the order the bus hands events over.
+      unsubscribe ??= deps.bus.subscribe<'evt.workspace.created'>('evt.workspace.*', (p) => {
+        enqueueEvent(p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
+      });
+    },
+    /** Resumes what a previous run left, then sends. */
     start() {
       recoverInterrupted();
       running = true;
-      // Handled without awaiting, so rows are written in the order the bus hands events over.
-      unsubscribe = deps.bus.subscribe<'evt.workspace.created'>('evt.workspace.*', (p) => {
-        enqueueEvent(p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
-      });
       wake();
     },
     /** Stops claiming and waits (briefly) for attempts in flight to be recorded; the others keep their lease and are resent at start-up. */

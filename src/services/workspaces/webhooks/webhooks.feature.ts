@@ -1,5 +1,6 @@
 // The webhooks feature assembled from the service's shared dependencies, so the service's index.ts
 // wires it in three lines: routes on the app, start after listening, stop before the database closes.
+// Events become deliveries from creation on, so a request answered before start() loses none.
 import type { ServiceDeps } from '../../../platform/service';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { createDeliverer, type Resolver } from './deliver';
@@ -13,6 +14,7 @@ export function createWebhooks(deps: Pick<ServiceDeps, 'db' | 'bus' | 'clock' | 
   const log = deps.log.child({ component: 'webhooks' });
   const deliverer = createDeliverer({ denyPrivate: config.denyPrivate, timeoutMs: config.timeoutMs, resolve: opts.resolve });
   const outbox = createOutbox({ db: deps.db, bus: deps.bus, clock: deps.clock, log, config, deliverer });
+  outbox.listen();
   const service = createWebhooksService({ db: deps.db, clock: deps.clock, log, config, outbox });
   return {
     service,
