@@ -11,14 +11,20 @@ COPY . .
 RUN npx bun run build
 
 FROM debian:bookworm-slim
-# ffprobe for the catalog, git for workspace repos, busybox-static to build the `minimal` image offline.
+# ffprobe for the catalog, git for workspace repos (and the bun-typescript image), busybox-static to build
+# the offline images; ldd (libc-bin, always present) names the C library files bun needs.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ffmpeg git busybox-static ca-certificates tini \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --home /data --uid 10001 keel \
  && mkdir -p /data && chown keel /data
 COPY --from=build /src/dist/keel /usr/local/bin/keel
-ENV NODE_ENV=production APP_DATA_DIR=/data APP_HOST=0.0.0.0
+# What the offline `bun-typescript` image is made of where no registry answers: the bun binary npm
+# installed in the build stage and the template's files (its code-server stand-in, its Dockerfile).
+COPY --from=build /src/node_modules/bun/bin/bun.exe /usr/local/lib/keel/bun
+COPY templates /usr/local/share/keel/templates
+ENV NODE_ENV=production APP_DATA_DIR=/data APP_HOST=0.0.0.0 \
+    APP_BUN_PATH=/usr/local/lib/keel/bun APP_TEMPLATES_DIR=/usr/local/share/keel/templates
 VOLUME /data
 EXPOSE 3100 3101 3102 3103 3104
 HEALTHCHECK --interval=30s --timeout=3s CMD ["/usr/local/bin/keel", "healthcheck"]

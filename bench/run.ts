@@ -5,9 +5,9 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { prepareMachine } from '../scripts/machine';
+import { prepareTestMachine } from '../scripts/machine';
 
-const machine = await prepareMachine();
+const machine = await prepareTestMachine();
 const only = process.argv.slice(2);
 const files = readdirSync(import.meta.dir)
   .filter((f) => f.endsWith('.bench.ts'))

@@ -1,9 +1,20 @@
-// Makes this machine ready for the tests and benchmarks: installs what is missing (apt: docker.io,
-// ffmpeg, nats-server, busybox-static, git), starts a private dockerd when DOCKER_HOST does not
-// answer, starts nats-server on loopback, and fails with the reason when any of it cannot be done.
+// Makes this machine ready for Keel, for both `npm test` (scripts/test.ts) and `npm run dev`
+// (scripts/dev.ts): one module, so the two commands cannot drift apart.
+//   - installs what is missing with apt-get (as root): docker.io, ffmpeg, nats-server,
+//     busybox-static (the `minimal` image), git (workspace repos are cloned on the host);
+//   - finds a Docker engine that answers, in this order: DOCKER_HOST, Docker's default socket,
+//     a private engine kept in `dir`, another dockerd already running on this machine; or starts a
+//     private dockerd in `dir` (vfs storage, iptables on as Docker's default) and leaves it running
+//     on purpose so the next run reuses it (`bun scripts/engine.ts stop <dir>` stops it);
+//   - starts a nats-server on loopback that accepts only one user and password (tests).
+// The compiled binary (src/bin.ts) never imports this file: only these scripts install anything.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, openSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+
+export class MachineError extends Error {}
 
 const APT_PACKAGES: Record<string, string> = {
   dockerd: 'docker.io',
@@ -12,58 +23,185 @@ const APT_PACKAGES: Record<string, string> = {
   ffmpeg: 'ffmpeg',
   'nats-server': 'nats-server',
   git: 'git',
+  ldd: 'libc-bin', // finds the C library files the offline bun-typescript image needs
 };
 
-function fail(reason: string): never {
-  process.stderr.write(`keel: cannot prepare the test machine: ${reason}\n`);
-  process.exit(1);
-}
-
+const say = (line: string) => process.stderr.write(`keel: ${line}\n`);
 const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 const run = (cmd: string, args: string[], env?: Record<string, string>) =>
   spawnSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env }, encoding: 'utf8' });
 
-function installMissing() {
+/** The apt packages this machine lacks (commands missing, or busybox-static not installed). */
+export function missingPackages(): string[] {
   const missing = new Set<string>();
   for (const [cmd, pkg] of Object.entries(APT_PACKAGES)) if (!has(cmd)) missing.add(pkg);
-  // The minimal workspace image needs a statically linked busybox.
+  // The minimal workspace image needs a statically linked busybox (a dynamic one may be on PATH).
   if (!/install ok installed/.test(run('dpkg-query', ['-W', '-f=${Status}', 'busybox-static']).stdout ?? '')) missing.add('busybox-static');
-  if (missing.size === 0) return;
-  if (process.getuid?.() !== 0) fail(`missing ${[...missing].join(', ')} and not root to apt-get install them`);
-  process.stderr.write(`keel: installing ${[...missing].join(' ')} with apt-get\n`);
+  return [...missing];
+}
+
+export function installMissing(): void {
+  const missing = missingPackages();
+  if (missing.length === 0) return;
+  if (process.getuid?.() !== 0) throw new MachineError(`missing ${missing.join(', ')} and not root to apt-get install them`);
+  say(`installing ${missing.join(' ')} with apt-get`);
   const env = { DEBIAN_FRONTEND: 'noninteractive' };
   const upd = run('apt-get', ['update', '-qq'], env);
-  if (upd.status !== 0) fail(`apt-get update failed: ${upd.stderr.trim().split('\n').pop()}`);
+  if (upd.status !== 0) throw new MachineError(`apt-get update failed: ${upd.stderr.trim().split('\n').pop()}`);
   const inst = run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], env);
-  if (inst.status !== 0) fail(`apt-get install ${[...missing].join(' ')} failed: ${inst.stderr.trim().split('\n').pop()}`);
+  if (inst.status !== 0) throw new MachineError(`apt-get install ${missing.join(' ')} failed: ${inst.stderr.trim().split('\n').pop()}`);
 }
 
-function dockerAnswers(host: string | undefined): boolean {
-  const r = run('docker', ['version', '--format', '{{.Server.Version}}'], host ? { DOCKER_HOST: host } : {});
-  return r.status === 0 && r.stdout.trim().length > 0;
+export const DEFAULT_SOCKET = 'unix:///var/run/docker.sock';
+
+/** True when a Docker engine answers GET /_ping at `host` (unix:// or tcp://) within the timeout. */
+export async function engineAnswers(host: string, timeoutMs = 2000): Promise<boolean> {
+  try {
+    const signal = AbortSignal.timeout(timeoutMs);
+    const res = host.startsWith('unix://')
+      ? await fetch('http://docker/_ping', { unix: host.slice('unix://'.length), signal })
+      : await fetch(`${host.replace(/^tcp:/, 'http:').replace(/\/$/, '')}/_ping`, { signal });
+    return res.ok && (await res.text()) === 'OK';
+  } catch {
+    return false;
+  }
 }
 
-async function ensureDocker(): Promise<{ host: string; stop?: () => void }> {
-  const given = process.env.DOCKER_HOST;
-  if (dockerAnswers(given)) return { host: given ?? 'unix:///var/run/docker.sock' };
-  const dir = '/tmp/keel-test-docker';
-  const host = `unix://${dir}/docker.sock`;
-  if (dockerAnswers(host)) return { host }; // left running by an earlier run: reuse it
-  mkdirSync(dir, { recursive: true });
-  process.stderr.write('keel: starting a private dockerd\n');
-  const log = openSync(`${dir}/dockerd.log`, 'a');
-  const child = spawn(
-    'dockerd',
-    ['--iptables=false', '--storage-driver=vfs', `--host=${host}`, `--data-root=${dir}/root`, `--exec-root=${dir}/exec`, `--pidfile=${dir}/dockerd.pid`],
-    { stdio: ['ignore', log, log], detached: true },
-  );
+/** dockerd processes running on this machine, with the unix socket each listens on (when given). */
+export function runningDockerds(): { pid: number; host?: string }[] {
+  const out: { pid: number; host?: string }[] = [];
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (!argv[0] || !/(^|\/)dockerd$/.test(argv[0])) continue;
+    // One in another network namespace (a test's isolated engine) does not manage this one's iptables.
+    try {
+      if (readlinkSync(`/proc/${pid}/ns/net`) !== readlinkSync('/proc/self/ns/net')) continue;
+    } catch {
+      continue;
+    }
+    let host: string | undefined;
+    argv.forEach((a, i) => {
+      const v = a.startsWith('--host=') ? a.slice(7) : a.startsWith('-H=') ? a.slice(3) : a === '-H' || a === '--host' ? argv[i + 1] : undefined;
+      if (v?.startsWith('unix://') && !host) host = v;
+    });
+    out.push({ pid: Number(pid), host: host ?? DEFAULT_SOCKET });
+  }
+  return out;
+}
+
+export interface PrivateEngineLayout {
+  dir: string;
+  host: string;
+  socket: string;
+  execRoot: string;
+  dataRoot: string;
+  pidfile: string;
+  log: string;
+}
+
+/**
+ * Where a private engine kept in `dir` lives. A unix socket path is limited to 107 bytes, and
+ * containerd's sockets sit deeper in the exec root, so a long `dir` moves socket and exec root to
+ * /run/keel-engine-<hash of dir> (the images, containers and volumes stay in `dir`).
+ */
+export function privateEngineLayout(dir: string): PrivateEngineLayout {
+  const abs = resolve(dir);
+  const runDir = abs.length > 60 ? `/run/keel-engine-${createHash('sha256').update(abs).digest('hex').slice(0, 12)}` : abs;
+  const socket = join(runDir, 'docker.sock');
+  return { dir: abs, host: `unix://${socket}`, socket, execRoot: join(runDir, 'exec'), dataRoot: join(abs, 'root'), pidfile: join(abs, 'dockerd.pid'), log: join(abs, 'dockerd.log') };
+}
+
+export interface EngineChoice {
+  host: string;
+  /** One line for the start-up message: where this engine comes from. */
+  origin: string;
+  /** Set when this run started the engine. */
+  startedPid?: number;
+}
+
+export interface EngineOptions {
+  /** Directory of the private engine (kept between runs). */
+  dir: string;
+  /** DOCKER_HOST as the user set it (undefined: unset). */
+  dockerHost?: string;
+  /**
+   * Runs a started dockerd in a network namespace of its own (tests only): a second dockerd with
+   * iptables on in the host's namespace would reset the chains and share docker0 with the first.
+   */
+  isolatedNetwork?: boolean;
+  /** Look for other dockerds on this machine before starting one (default true). */
+  findRunning?: boolean;
+}
+
+/** Finds an engine that answers, or starts a private dockerd in `dir`; throws MachineError saying why not. */
+export async function ensureEngine(o: EngineOptions): Promise<EngineChoice> {
+  if (o.dockerHost) {
+    if (await engineAnswers(o.dockerHost)) return { host: o.dockerHost, origin: 'DOCKER_HOST' };
+    say(`DOCKER_HOST=${o.dockerHost} does not answer; looking for another engine`);
+  } else if (await engineAnswers(DEFAULT_SOCKET)) {
+    return { host: DEFAULT_SOCKET, origin: "Docker's default socket" };
+  }
+  const layout = privateEngineLayout(o.dir);
+  if (await engineAnswers(layout.host)) return { host: layout.host, origin: `private dockerd kept in ${layout.dir}, reused` };
+  if (o.findRunning !== false && !o.isolatedNetwork) {
+    // Two dockerds with iptables on cannot share a host's network: use the one that runs.
+    const others = runningDockerds();
+    for (const d of others) if (d.host && (await engineAnswers(d.host))) return { host: d.host, origin: `dockerd already running on this machine (pid ${d.pid}), reused` };
+    if (others.length) throw new MachineError(`a dockerd (pid ${others[0]!.pid}) runs but does not answer on ${others[0]!.host}; stop it, or set DOCKER_HOST to an engine that answers`);
+  }
+  return startPrivateEngine(layout, o.isolatedNetwork ?? false);
+}
+
+async function startPrivateEngine(l: PrivateEngineLayout, isolatedNetwork: boolean): Promise<EngineChoice> {
+  if (!has('dockerd')) throw new MachineError('dockerd is not installed (apt-get install docker.io)');
+  if (process.getuid?.() !== 0) throw new MachineError(`no Docker engine answers and starting one needs root; set DOCKER_HOST to an engine`);
+  for (const d of [l.dir, l.dataRoot, l.execRoot]) mkdirSync(d, { recursive: true, mode: 0o700 });
+  say(`starting a private dockerd in ${l.dir} (log: ${l.log})`);
+  // Docker's default networking (iptables on): user-defined networks are then isolated from each other.
+  const args = ['--storage-driver=vfs', `--host=${l.host}`, `--data-root=${l.dataRoot}`, `--exec-root=${l.execRoot}`, `--pidfile=${l.pidfile}`];
+  const [cmd, argv] = isolatedNetwork ? ['unshare', ['--net', '--', 'dockerd', ...args]] : ['dockerd', args];
+  const log = openSync(l.log, 'a');
+  const child = spawn(cmd, argv as string[], { stdio: ['ignore', log, log], detached: true });
   child.unref();
-  for (let i = 0; i < 60; i++) {
-    if (dockerAnswers(host)) return { host, stop: () => child.kill('SIGTERM') };
-    if (child.exitCode !== null) break;
+  let exited = false;
+  child.on('exit', () => (exited = true));
+  for (let i = 0; i < 120 && !exited; i++) {
+    if (await engineAnswers(l.host, 1000)) return { host: l.host, origin: `private dockerd started in ${l.dir} (pid ${child.pid}; left running for the next run)`, startedPid: child.pid };
     await Bun.sleep(500);
   }
-  fail(`dockerd did not answer on ${host}; see ${dir}/dockerd.log`);
+  if (!exited) child.kill('SIGTERM');
+  const tail = existsSync(l.log) ? readFileSync(l.log, 'utf8').trim().split('\n').slice(-3).join(' | ') : '';
+  throw new MachineError(`the private dockerd did not answer on ${l.host}; see ${l.log}${tail ? `: ${tail.slice(0, 400)}` : ''}`);
+}
+
+/** Stops the private engine kept in `dir` (SIGTERM, then waits for it to go). False when none ran. */
+export async function stopPrivateEngine(dir: string, timeoutMs = 30_000): Promise<boolean> {
+  const l = privateEngineLayout(dir);
+  let pid: number;
+  try {
+    pid = Number(readFileSync(l.pidfile, 'utf8').trim());
+  } catch {
+    return false;
+  }
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!pid || !alive()) return false;
+  process.kill(pid, 'SIGTERM');
+  const end = Date.now() + timeoutMs;
+  while (alive() && Date.now() < end) await Bun.sleep(200);
+  if (alive()) throw new MachineError(`dockerd ${pid} did not stop within ${timeoutMs / 1000} s`);
+  return true;
 }
 
 function freePort(): Promise<number> {
@@ -77,36 +215,42 @@ function freePort(): Promise<number> {
   });
 }
 
-async function startNats(): Promise<{ url: string; stop: () => void }> {
+/** A nats-server on loopback that refuses every client without its user and password. */
+export async function startNats(): Promise<{ url: string; stop: () => void }> {
   const port = await freePort();
-  const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
-  const url = `nats://127.0.0.1:${port}`;
+  const user = 'keel';
+  const pass = randomBytes(12).toString('hex');
+  const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '--user', user, '--pass', pass], { stdio: 'ignore' });
   for (let i = 0; i < 50; i++) {
     const ok = await new Promise<boolean>((resolve) => {
-      const sock = Bun.connect({ hostname: '127.0.0.1', port, socket: { open: (s) => (s.end(), resolve(true)), data() {}, error: () => resolve(false) } }).catch(() => resolve(false));
-      void sock;
+      Bun.connect({ hostname: '127.0.0.1', port, socket: { open: (s) => (s.end(), resolve(true)), data() {}, error: () => resolve(false) } }).catch(() => resolve(false));
     });
-    if (ok) return { url, stop: () => child.kill('SIGTERM') };
+    if (ok) return { url: `nats://${user}:${pass}@127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
     await Bun.sleep(100);
   }
   child.kill('SIGKILL');
-  fail('nats-server did not start');
+  throw new MachineError('nats-server did not start');
 }
+
+/** The private engine of `npm test`, shared by every test run on this machine (left running). */
+export const TEST_ENGINE_DIR = '/tmp/keel-test-docker';
 
 export interface PreparedMachine {
   env: Record<string, string>;
+  engine: EngineChoice;
   stop(): void;
 }
 
-export async function prepareMachine(): Promise<PreparedMachine> {
+/** `npm test`: packages, an engine (DOCKER_HOST, or the shared private test engine), a NATS server with a password. */
+export async function prepareTestMachine(): Promise<PreparedMachine> {
   installMissing();
-  const docker = await ensureDocker();
+  const engine = await ensureEngine({ dir: TEST_ENGINE_DIR, dockerHost: process.env.DOCKER_HOST || undefined });
   const nats = await startNats();
-  return {
-    env: { DOCKER_HOST: docker.host, KEEL_TEST_NATS_URL: nats.url },
-    stop() {
-      nats.stop();
-      docker.stop?.();
-    },
-  };
+  return { env: { DOCKER_HOST: engine.host, KEEL_TEST_NATS_URL: nats.url }, engine, stop: () => nats.stop() };
+}
+
+/** `npm run dev`: packages and an engine (DOCKER_HOST, the default socket, or a private one in <dataDir>/engine). */
+export async function prepareDevMachine(dataDir: string): Promise<EngineChoice> {
+  installMissing();
+  return ensureEngine({ dir: join(dataDir, 'engine'), dockerHost: process.env.DOCKER_HOST || undefined });
 }

@@ -4,9 +4,14 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { prepareMachine } from './machine';
+import { MachineError, prepareTestMachine } from './machine';
 
-const machine = await prepareMachine();
+const machine = await prepareTestMachine().catch((e) => {
+  if (!(e instanceof MachineError)) throw e;
+  process.stderr.write(`keel: cannot prepare the test machine: ${e.message}\n`);
+  process.exit(1);
+});
+process.stderr.write(`keel: engine ${machine.engine.host} (${machine.engine.origin})\n`);
 const reportDir = mkdtempSync(join(tmpdir(), 'keel-test-report-'));
 const report = join(reportDir, 'junit.xml');
 // A per-test limit that leaves room for engine work on a busy 2-core machine (bun's default is 5 s).

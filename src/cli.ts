@@ -6,7 +6,8 @@ import { mintToken } from './platform/auth/workspace-token';
 const USAGE = `usage:
   keel token --sub <actor> [--ttl 1h] [--role admin]   print a workspace-API token
   keel healthcheck                                     GET /health of every service this config runs (exit 0 when all answer ok)
-  keel image minimal                                   build the minimal workspace image offline (busybox-static) into DOCKER_HOST's engine`;
+  keel image minimal|bun-typescript                    build a template's image into DOCKER_HOST's engine (minimal: offline from busybox-static;
+                                                       bun-typescript: from its Dockerfile where a registry answers, else offline from this machine's bun)`;
 
 export function parseTtl(s: string): number {
   const m = /^(\d+)([smhd]?)$/.exec(s);
@@ -36,13 +37,19 @@ export async function runCli(argv: string[]) {
     return;
   }
   if (cmd === 'image') {
-    if (rest[0] !== 'minimal') throw new Error('usage: keel image minimal');
+    const name = rest[0];
+    const { templates } = await import('./services/workspaces/lifecycle/templates');
+    const template = name ? templates.get(name) : undefined;
+    if (!template?.build) throw new Error('usage: keel image minimal|bun-typescript');
     const { createEngine } = await import('./services/workspaces/engine/docker');
-    const { buildMinimalImage } = await import('./services/workspaces/engine/images');
+    const { buildTemplateImage, templateImage } = await import('./services/workspaces/engine/template-image');
     const { loadWorkspacesConfig } = await import('./services/workspaces/workspaces.config');
     const settings = loadWorkspacesConfig(process.env);
-    await buildMinimalImage(createEngine(process.env.DOCKER_HOST || undefined), settings.minimalImage, settings.busyboxPath);
-    process.stdout.write(`built ${settings.minimalImage}\n`);
+    const ref = templateImage(template, settings);
+    // Progress to stderr only when asked (KEEL_VERBOSE), so stdout stays the one `built <tag>` line.
+    const quiet = { info: (m: string) => process.env.KEEL_VERBOSE && process.stderr.write(`${m}\n`), warn: (m: string, f?: Record<string, unknown>) => process.stderr.write(`${m}: ${String(f?.reason ?? '')}\n`) };
+    await buildTemplateImage(createEngine(process.env.DOCKER_HOST || undefined), template, ref, settings, quiet);
+    process.stdout.write(`built ${ref}\n`);
     return;
   }
   process.stderr.write(USAGE + '\n');

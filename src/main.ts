@@ -69,9 +69,16 @@ export async function startPlatform(env: Record<string, string | undefined> = pr
       log.info('stopped');
     })());
 
+  if (config.services.includes('workspaces') && !env.APP_QUIET_TOKEN && env.NODE_ENV !== 'test') {
+    // One line naming the engine the workspaces run on (scripts/dev.ts says where it came from).
+    const host = env.DOCKER_HOST || 'unix:///var/run/docker.sock';
+    const origin = env.KEEL_ENGINE_ORIGIN ?? (env.DOCKER_HOST ? 'DOCKER_HOST' : "Docker's default socket");
+    process.stdout.write(`Engine: ${host} (${origin})\n`);
+  }
   if (config.apiSecretGenerated && config.services.includes('workspaces') && !env.APP_QUIET_TOKEN) {
+    // The token alone on its line, so `tail -1` or a script can take it as is.
     const token = mintToken(config.apiSecret, { sub: 'admin', role: 'admin', ttlSeconds: 24 * 3600 });
-    process.stdout.write(`Dev admin token (24 h): ${token}\n`);
+    process.stdout.write(`Dev admin token (24 h), on the next line:\n${token}\n`);
   }
   return { urls, bus, stop };
 }

@@ -56,7 +56,7 @@ test('dev mode without a secret generates one, keeps it private, and prints a wo
   // Only printed when the workspace API runs; start it once more to see the token.
   const again = await startKeel([BUN, 'src/main.ts'], { APP_DATA_DIR: dataDir, APP_API_SECRET: '' }, ['workspaces']);
   try {
-    const token = /Dev admin token \(24 h\): (\S+)/.exec(again.stdout())?.[1];
+    const token = /Dev admin token \(24 h\)[^\n]*\n(\S+)/.exec(again.stdout())?.[1];
     expect(token).toBeDefined();
     const secret = readFileSync(join(dataDir, 'api-secret'), 'utf8').trim();
     expect(verifyHs256(token!, secret)).toMatchObject({ sub: 'admin', role: 'admin' });

@@ -16,7 +16,10 @@ const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 export async function createNatsBus(url: string, log: Logger = createLogger({ component: 'bus' })): Promise<Bus> {
-  const nc: NatsConnection = await connect({ servers: url, name: 'keel', maxReconnectAttempts: -1 });
+  // nats.js does not read credentials from the URL: `nats://user:pass@host:port` is split here.
+  const u = new URL(url);
+  const auth = u.username ? { user: decodeURIComponent(u.username), pass: decodeURIComponent(u.password) } : {};
+  const nc: NatsConnection = await connect({ servers: `${u.hostname}:${u.port || 4222}`, name: 'keel', maxReconnectAttempts: -1, ...auth });
   const subs = new Set<Subscription>();
 
   const track = (sub: Subscription) => {

@@ -1,10 +1,16 @@
 // The workspaces service's own environment variables, parsed once (a bad value stops start-up naming it).
 import { ConfigError, readInt, readString, type Env } from '../../platform/config';
-import { MINIMAL_IMAGE } from './engine/images';
+import { BUN_IMAGE, MINIMAL_IMAGE } from './engine/images';
 
 function readImageRef(env: Env, name: string, fallback: string): string {
   const v = readString(env, name, fallback);
   if (!/^[a-z0-9][a-z0-9._/-]*:[A-Za-z0-9._-]+$/.test(v)) throw new ConfigError(name, 'must be an image reference with a tag, e.g. keel/minimal:1');
+  return v;
+}
+
+function readHttpUrl(env: Env, name: string, fallback: string): string {
+  const v = readString(env, name, fallback);
+  if (!/^https?:\/\/[^\s]+$/.test(v)) throw new ConfigError(name, 'must be an http(s) URL');
   return v;
 }
 
@@ -40,6 +46,10 @@ export interface WorkspacesConfig {
   stopGraceSeconds: number;
   /** Tag of the offline-built minimal image (tests use their own tag). */
   minimalImage: string;
+  /** Tag of the bun-typescript image Keel builds (tests use their own tag). */
+  bunImage: string;
+  /** Asked (any HTTP answer, short timeout) to decide between the Dockerfile and the offline build. */
+  registryProbeUrl: string;
   /** The statically linked busybox the minimal image is made of. */
   busyboxPath: string;
 }
@@ -59,6 +69,8 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     cloneTimeoutMs: readInt(env, 'APP_WORKSPACE_CLONE_TIMEOUT', 120, 1, 3600) * 1000,
     stopGraceSeconds: readInt(env, 'APP_WORKSPACE_STOP_GRACE', 10, 0, 300),
     minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),
+    bunImage: readImageRef(env, 'APP_WORKSPACE_BUN_IMAGE', BUN_IMAGE),
+    registryProbeUrl: readHttpUrl(env, 'APP_REGISTRY_PROBE_URL', 'https://registry-1.docker.io/v2/'),
     busyboxPath: readAbsolutePath(env, 'APP_BUSYBOX_PATH', '/bin/busybox'),
   };
 }

@@ -132,6 +132,14 @@ export function createEngine(dockerHost?: string): Engine {
       await drain(stream);
     },
 
+    /** `docker build` of a context tar with a Dockerfile at its root, tagged `ref`. */
+    async buildImage(context: Buffer, ref: string): Promise<void> {
+      const src = new PassThrough();
+      src.end(context);
+      const stream = await call(() => docker.buildImage(src as unknown as NodeJS.ReadableStream, { t: ref }) as Promise<Readable>);
+      await drain(stream);
+    },
+
     async createVolume(name: string, labels: Record<string, string>): Promise<void> {
       await call(() => docker.createVolume({ Name: name, Labels: labels }));
     },

@@ -99,6 +99,8 @@ export interface Engine {
   pullImage(ref: string): Promise<void>;
   /** `docker import` of a root filesystem tar, with Dockerfile-style `changes` (USER, WORKDIR, ...). */
   importImage(tar: Buffer, ref: string, changes: string[]): Promise<void>;
+  /** `docker build` of a context tar with a Dockerfile at its root, tagged `ref`. */
+  buildImage(context: Buffer, ref: string): Promise<void>;
 
   /** Creates a volume; one that exists already is kept (the engine answers it as created). */
   createVolume(name: string, labels: Record<string, string>): Promise<void>;

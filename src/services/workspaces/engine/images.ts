@@ -6,6 +6,7 @@ import { tarArchive, type TarEntry } from './tar';
 import type { Engine } from './engine';
 
 export const MINIMAL_IMAGE = 'keel/minimal:1';
+export const BUN_IMAGE = 'keel/bun-typescript:1';
 
 /** True when the ELF file has no program interpreter, i.e. runs without the host's libraries. */
 function isStaticElf(bin: Buffer): boolean {
@@ -26,6 +27,11 @@ async function appletPaths(busybox: string): Promise<string[]> {
 
 /** The root filesystem tar of the minimal image. */
 export async function minimalRootfs(busybox: string): Promise<Buffer> {
+  return tarArchive(await minimalRootfsEntries(busybox));
+}
+
+/** The minimal root filesystem as tar entries, which other offline images (bun-typescript) build on. */
+export async function minimalRootfsEntries(busybox: string): Promise<TarEntry[]> {
   let bin: Buffer;
   try {
     bin = readFileSync(busybox);
@@ -49,7 +55,7 @@ export async function minimalRootfs(busybox: string): Promise<Buffer> {
     file('etc/os-release', 'NAME="Keel minimal (busybox)"\nID=keel-minimal\n'),
   ];
   for (const path of await appletPaths(busybox)) if (path !== 'bin/busybox') entries.push({ type: 'symlink', path, target: '/bin/busybox' });
-  return tarArchive(entries);
+  return entries;
 }
 
 /** Imports the minimal image into the engine as `ref` (replacing the tag if it exists). */

@@ -3,7 +3,7 @@
 // finishes a creation that a crash of Keel cut short.
 import { errorFields, type Logger } from '../../../platform/runtime';
 import { EngineError, LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/engine';
-import { buildMinimalImage } from '../engine/images';
+import { buildTemplateImage, templateImage } from '../engine/template-image';
 import { CloneError, cloneRepo, scrubUrls, tarDirectory } from './repo-clone';
 import { MiB, MOUNT_PATH } from './stats';
 import { supervisorScript } from './supervisor';
@@ -35,21 +35,16 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
     [LABEL_INSTANCE]: deps.instance,
   });
 
-  /** The image a template runs: the offline-built one is tagged by APP_WORKSPACE_MINIMAL_IMAGE. */
-  const imageOf = (template: Template) => (template.build === 'minimal' ? settings.minimalImage : template.image);
+  const imageOf = (template: Template) => templateImage(template, settings);
 
-  /** The template's image: present, built offline (minimal), or pulled. One attempt at a time per image. */
+  /** The template's image: present, built by Keel (engine/template-image.ts), or pulled. One attempt at a time per image. */
   function ensureImage(template: Template): Promise<void> {
     const image = imageOf(template);
     let p = imageReady.get(image);
     if (!p) {
       p = (async () => {
         if (await engine.imageExists(image)) return;
-        if (template.build === 'minimal') {
-          log.info('building the minimal image', { image });
-          await buildMinimalImage(engine, image, settings.busyboxPath);
-          return;
-        }
+        if (await buildTemplateImage(engine, template, image, settings, log)) return;
         try {
           await engine.pullImage(image);
         } catch (e) {

@@ -12,8 +12,12 @@ export const TemplateSchema = t.Object({
   name: t.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$' }),
   description: t.String(),
   image: t.String({ minLength: 1 }),
-  /** Present when Keel can build the image itself (offline); otherwise it must be present or pullable. */
-  build: t.Optional(t.Literal('minimal')),
+  /**
+   * Present when Keel builds the image itself (engine/template-image.ts): `minimal` offline from
+   * busybox-static; `bun-typescript` from its Dockerfile where a registry answers, else offline from
+   * this machine's bun. Absent: the image must be present or pullable.
+   */
+  build: t.Optional(t.Union([t.Literal('minimal'), t.Literal('bun-typescript')])),
   user: t.String({ pattern: '^\\d+:\\d+$' }),
   workdir: t.String({ pattern: '^/' }),
   env: t.Record(t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), t.String()),
