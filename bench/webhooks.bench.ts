@@ -6,7 +6,8 @@
 //    same receiver with the same concurrency;
 //  - lag: from the event's timestamp (the state change) to its arrival at the receiver, p50/p99, for
 //    events published one at a time, and for real stop/start transitions of a `minimal` workspace.
-import { connect } from 'nats';
+import { createNatsBus } from '../src/platform/bus/nats';
+import { createLogger } from '../src/platform/runtime';
 import { round, summarize } from './lib';
 import { startKeelProcess } from './keel-process';
 import { deliveryHeaders } from '../src/services/workspaces/webhooks/signer';
@@ -66,30 +67,25 @@ async function baseline(url: string, n: number) {
 export async function run(): Promise<Record<string, unknown>> {
   const natsUrl = process.env.KEEL_TEST_NATS_URL;
   if (!natsUrl) throw new Error('KEEL_TEST_NATS_URL is not set: run with `bun run bench webhooks`');
-  const nc = await connect({ servers: natsUrl });
+  // Keel's own NATS bus, so events travel exactly as the lifecycle's do.
+  const bus = await createNatsBus(natsUrl, createLogger({ component: 'bench-bus' }, 'warn'));
   const rx = receiver();
   const keel = await startKeelProcess({ APP_BUS: natsUrl, APP_WEBHOOK_CONCURRENCY: String(CONCURRENCY) });
   const owner = `bench-${Date.now().toString(36)}`;
-  const enc = new TextEncoder();
-  const publish = (ws: string, event = 'started') =>
-    nc.publish(
-      `evt.workspace.${event}`,
-      enc.encode(JSON.stringify({ event: `workspace.${event}`, timestamp: new Date().toISOString(), owner, workspace: { id: ws, name: ws, status: 'running' } })),
-    );
+  const publish = (ws: string) =>
+    void bus.publish('evt.workspace.started', { event: 'workspace.started', timestamp: new Date().toISOString(), owner, workspace: { id: ws, name: ws, status: 'running' } });
   try {
     const reg = await keel.api('/api/webhooks', { method: 'POST', as: owner, json: { url: rx.url, events: ['*'], secret: 'bench-secret-0123456789' } });
     if (reg.status !== 201) throw new Error(`register failed: ${reg.status}`);
     // Warm-up: connections, prepared statements, JIT.
     for (let i = 0; i < 100; i++) publish(`ws_warm${i % 10}`);
-    await nc.flush();
     await until('warm-up', () => rx.arrivals.length >= 100);
 
     const burst = async (workspaces: number) => {
       rx.arrivals.length = 0;
       const t0 = performance.now();
       for (let i = 0; i < EVENTS; i++) publish(`ws_b${workspaces}_${i % workspaces}`);
-      await nc.flush();
-      const published = performance.now() - t0;
+        const published = performance.now() - t0;
       await until(`${EVENTS} deliveries`, () => rx.arrivals.length >= EVENTS);
       const seconds = (performance.now() - t0) / 1000;
       const lag = summarize(rx.arrivals.map((a) => a.at - a.timestamp));
@@ -103,8 +99,7 @@ export async function run(): Promise<Record<string, unknown>> {
     rx.arrivals.length = 0;
     for (let i = 0; i < LAG_EVENTS; i++) {
       publish(`ws_lag${i % 20}`);
-      await nc.flush();
-      await Bun.sleep(10);
+        await Bun.sleep(10);
     }
     await until('lag events', () => rx.arrivals.length >= LAG_EVENTS);
     const lag = summarize(rx.arrivals.map((a) => a.at - a.timestamp));
@@ -155,7 +150,7 @@ export async function run(): Promise<Record<string, unknown>> {
   } finally {
     await keel.stop();
     rx.stop();
-    await nc.close();
+    await bus.close();
   }
 }
 
