@@ -70,7 +70,7 @@ export async function run(): Promise<Record<string, unknown>> {
   // Keel's own NATS bus, so events travel exactly as the lifecycle's do.
   const bus = await createNatsBus(natsUrl, createLogger({ component: 'bench-bus' }, 'warn'));
   const rx = receiver();
-  const keel = await startKeelProcess({ APP_BUS: natsUrl, APP_WEBHOOK_CONCURRENCY: String(CONCURRENCY) });
+  const keel = await startKeelProcess({ APP_BUS: natsUrl, APP_WEBHOOK_CONCURRENCY: String(CONCURRENCY), APP_WORKSPACE_PORT_RANGE: '24800-24849' });
   const owner = `bench-${Date.now().toString(36)}`;
   const publish = (ws: string) =>
     void bus.publish('evt.workspace.started', { event: 'workspace.started', timestamp: new Date().toISOString(), owner, workspace: { id: ws, name: ws, status: 'running' } });

@@ -141,6 +141,14 @@ describe('registrations', () => {
     expect(refused.status).toBe(400);
   });
 
+  test('an actor may have 50 webhooks; the next answers 409 WEBHOOK_LIMIT_REACHED', async () => {
+    for (let i = 0; i < 50; i++) await register('many', { url: `${rx.url}/many/${i}` });
+    const res = await api('/api/webhooks', { method: 'POST', as: 'many', json: { url: rx.url, events: ['*'], secret: SECRET } });
+    expect(res.status).toBe(409);
+    expect(((await res.json()) as any).error.code).toBe('WEBHOOK_LIMIT_REACHED');
+    expect((await api('/api/webhooks', { method: 'POST', as: 'not-many', json: { url: rx.url, events: ['*'], secret: SECRET } })).status).toBe(201);
+  });
+
   test('DELETE removes the webhook with its log', async () => {
     const w = await register('hank');
     const res = await api(`/api/webhooks/${w.id}`, { method: 'DELETE', as: 'hank' });

@@ -16,7 +16,8 @@ let rx: Receiver;
 
 beforeAll(async () => {
   rx = startReceiver();
-  p = await startTestPlatform({ services: ['workspaces'] });
+  // Host ports of its own: other test files run on the same engine at the same time.
+  p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_PORT_RANGE: '24700-24749' } });
   for (const [path, secret] of [['plain', SECRET], ['whsec', WHSEC]] as const) {
     const res = await p.api('workspaces', '/api/webhooks', { method: 'POST', as: 'wendy', json: { url: `${rx.url}/${path}`, events: ['*'], secret } });
     expect(res.status).toBe(201);

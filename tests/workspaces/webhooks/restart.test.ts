@@ -12,7 +12,7 @@ import { keelInstance, removeInstanceObjects, waitFor } from '../../helpers/dock
 import { closedPort, startReceiver, type Receiver } from './receiver';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'keel-webhooks-restart-'));
-const env = { APP_DATA_DIR: dataDir, APP_WEBHOOK_RETRY_SCHEDULE: ['0', ...Array(48).fill('300ms')].join(',') };
+const env = { APP_DATA_DIR: dataDir, APP_WORKSPACE_PORT_RANGE: '24750-24799', APP_WEBHOOK_RETRY_SCHEDULE: ['0', ...Array(48).fill('300ms')].join(',') };
 let keel: KeelProcess | undefined;
 let rx: Receiver | undefined;
 
