@@ -63,7 +63,8 @@ export async function startPlatform(env: Record<string, string | undefined> = pr
       // Stop accepting, end long streams, let in-flight requests finish, then close what they use.
       shutdown.abort();
       await Promise.all(running.map((r) => r.server.stop(false)));
-      for (const r of running) await r.service.stop?.();
+      // Reverse start order: a service stops before the ones it was started after (and may be using).
+      for (const r of [...running].reverse()) await r.service.stop?.();
       await bus.close();
       db.$client.close();
       log.info('stopped');

@@ -2,7 +2,7 @@
 // and validated, and the readers every service parses its own variables with (its *.config.ts).
 // A bad value stops start-up with one line naming the variable.
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 
 export const SERVICE_NAMES = ['workspaces', 'catalog', 'sources', 'workers', 'identity'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -46,6 +46,15 @@ export function readInt(env: Env, name: string, fallback: number, min: number, m
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(name, `must be a whole number from ${min} to ${max}`);
   return n;
+}
+
+/** A `:`-separated list of absolute directories (APP_MEDIA_ROOTS), resolved; empty when unset. */
+export function readDirList(env: Env, name: string): string[] {
+  const dirs = readString(env, name, '').split(':').filter(Boolean);
+  for (const d of dirs) {
+    if (!isAbsolute(d)) throw new ConfigError(name, 'every entry must be an absolute directory');
+  }
+  return dirs.map((d) => resolve(d));
 }
 
 export function readBool(env: Env, name: string, fallback: boolean): boolean {

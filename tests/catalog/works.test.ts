@@ -155,6 +155,7 @@ describe('assets of a work', () => {
       indexed: true,
       layout: 'file',
       sizeBytes: mkv.asset.sizeBytes,
+      available: true,
     });
     expect(body.assets[0].facets).toEqual(['video', 'audio']);
     expect(body.assets[2]).toMatchObject({ indexed: false, durationMs: 0, facets: [], container: 'unknown' });

@@ -1,11 +1,12 @@
 // One bus interface for request/reply and publish/subscribe; memory.ts and nats.ts implement it
 // with the same subjects and JSON payloads, so a service can move process by changing APP_BUS.
 import { AppError } from '../errors';
-import type { BusEvents, BusQueries } from './subjects';
+import type { BusEvents, BusQueries, DURABLE_EVENTS } from './subjects';
 
 export type { BusEvents, BusQueries } from './subjects';
 export type QuerySubject = keyof BusQueries;
 export type EventSubject = keyof BusEvents;
+export type DurableSubject = (typeof DURABLE_EVENTS)[number];
 
 export type EventHandler<S extends EventSubject> = (payload: BusEvents[S], subject: S) => void | Promise<void>;
 export type QueryHandler<S extends QuerySubject> = (
@@ -17,6 +18,13 @@ export interface Bus {
   publish<S extends EventSubject>(subject: S, payload: BusEvents[S]): Promise<void>;
   /** `pattern` is a subject or ends in `.*` / `.>` (NATS wildcards). Returns the unsubscribe function. */
   subscribe<S extends EventSubject>(pattern: S | `${string}.*` | `${string}.>`, handler: EventHandler<S>): () => void;
+  /**
+   * At-least-once delivery of a durable event (DURABLE_EVENTS) to the consumer named `durable`: on
+   * NATS a JetStream durable consumer, so events published while the consumer was down arrive when
+   * it comes back, and one replica of the consumer gets each event. The event is acknowledged when
+   * the handler resolves; a handler that throws gets it again later. In process: a plain subscription.
+   */
+  consume<S extends DurableSubject>(durable: string, subject: S, handler: EventHandler<S>): () => void;
   /** Ask the one service that answers `subject`. An AppError thrown by the answerer is rethrown here. */
   request<S extends QuerySubject>(
     subject: S,
@@ -48,6 +56,8 @@ export function unwrap(env: Envelope): unknown {
 
 export const busTimeout = (subject: string) =>
   new AppError('BUS_TIMEOUT', 504, `no answer on ${subject} in time`, { retryable: true, category: 'transient' });
+export const busUnavailable = (subject: string) =>
+  new AppError('BUS_UNAVAILABLE', 503, `the bus is not connected; ${subject} cannot be asked now`, { retryable: true, category: 'transient' });
 export const busNoAnswerer = (subject: string) =>
   new AppError('BUS_NO_ANSWERER', 503, `no service answers ${subject}`, { retryable: true, category: 'transient' });
 

@@ -12,13 +12,16 @@ import {
 } from './bus';
 
 type AnyHandler = (payload: any, subject: any) => unknown;
+/** Deliveries of one durable event to a consumer that keeps throwing, before it is logged and dropped. */
+const REDELIVERIES = 5;
 
 export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })): Bus {
   const subscribers = new Set<{ pattern: string; handler: AnyHandler }>();
   const answerers = new Map<string, AnyHandler[]>();
+  const consumers = new Map<string, { members: AnyHandler[]; turn: number; off: () => void }>();
   let turn = 0;
 
-  return {
+  const bus: Bus = {
     async publish(subject, payload) {
       const json = JSON.stringify(payload);
       for (const sub of subscribers) {
@@ -37,6 +40,36 @@ export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })
       const entry = { pattern, handler: handler as AnyHandler };
       subscribers.add(entry);
       return () => void subscribers.delete(entry);
+    },
+    consume(durable, subject, handler) {
+      // Nothing outlives the process, but the rest of the contract holds as on JetStream: one
+      // member of a named consumer gets each event, and a handler that throws gets it again.
+      const key = `${durable}\u0000${subject}`;
+      const group = consumers.get(key) ?? { members: [] as AnyHandler[], turn: 0, off: () => {} };
+      if (group.members.length === 0) {
+        consumers.set(key, group);
+        group.off = bus.subscribe(subject, async (payload, subj) => {
+          for (let attempt = 1; group.members.length; attempt++) {
+            const member = group.members[group.turn++ % group.members.length]!;
+            try {
+              await member(payload, subj);
+              return;
+            } catch (e) {
+              if (attempt >= REDELIVERIES) throw e;
+              log.error('consumer failed, the event will come again', { durable, subject, ...errorFields(e) });
+              await Bun.sleep(50 * attempt);
+            }
+          }
+        });
+      }
+      group.members.push(handler as AnyHandler);
+      return () => {
+        group.members.splice(group.members.indexOf(handler as AnyHandler), 1);
+        if (group.members.length === 0) {
+          group.off();
+          consumers.delete(key);
+        }
+      };
     },
     async request(subject, payload, opts) {
       const list = answerers.get(subject);
@@ -74,6 +107,8 @@ export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })
     async close() {
       subscribers.clear();
       answerers.clear();
+      consumers.clear();
     },
   };
+  return bus;
 }

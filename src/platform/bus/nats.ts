@@ -1,26 +1,121 @@
-// The scale-out bus: the same interface over a NATS server. Queries use a queue group per
-// subject so exactly one replica answers; events fan out to every subscriber.
-import { connect, type NatsConnection, type Subscription } from 'nats';
+// The scale-out bus: the same interface over a NATS server. Queries use a queue group per subject
+// so exactly one replica answers; events fan out to every subscriber; durable events (DURABLE_EVENTS)
+// go through JetStream so a consumer that was down, or a server restart, loses none of them.
+import {
+  AckPolicy,
+  connect,
+  DeliverPolicy,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+  type NatsConnection,
+  type Subscription,
+} from 'nats';
 import { createLogger, errorFields, type Logger } from '../runtime';
 import {
   busNoAnswerer,
   busTimeout,
+  busUnavailable,
   DEFAULT_REQUEST_TIMEOUT_MS,
   errorEnvelope,
   unwrap,
   type Bus,
   type Envelope,
 } from './bus';
+import { DURABLE_EVENTS } from './subjects';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-export async function createNatsBus(url: string, log: Logger = createLogger({ component: 'bus' })): Promise<Bus> {
-  // nats.js does not read credentials from the URL: `nats://user:pass@host:port` is split here.
-  const u = new URL(url);
-  const auth = u.username ? { user: decodeURIComponent(u.username), pass: decodeURIComponent(u.password) } : {};
-  const nc: NatsConnection = await connect({ servers: `${u.hostname}:${u.port || 4222}`, name: 'keel', maxReconnectAttempts: -1, ...auth });
+export const EVENT_STREAM = 'KEEL_EVENTS';
+const DAY_NS = 24 * 3600 * 1e9;
+const durableSubjects = new Set<string>(DURABLE_EVENTS);
+
+export interface NatsBusOptions {
+  /** Connection name shown by the server (`nats-server` monitoring); never carries the credentials. */
+  name?: string;
+  /** How long durable events are kept in the stream (default 7 days). */
+  retentionDays?: number;
+}
+
+/** `nats://user:pass@host:port[,host2:port]` -> servers without credentials, plus the credentials. */
+export function parseBusUrl(url: string): { servers: string[]; user?: string; pass?: string } {
+  const m = /^nats:\/\/(?:([^:@/]*)(?::([^@/]*))?@)?(.+)$/.exec(url);
+  if (!m) throw new Error('APP_BUS is not a nats:// URL');
+  const servers = m[3]!.split(',').map((h) => `nats://${h.replace(/\/+$/, '')}`);
+  const user = m[1] ? decodeURIComponent(m[1]) : undefined;
+  const pass = m[2] !== undefined ? decodeURIComponent(m[2]) : undefined;
+  return { servers, user, pass };
+}
+
+/** The server list with any credentials cut out: the only form of APP_BUS that reaches a log. */
+export const redactBusUrl = (url: string) => url.replace(/\/\/[^@/]*@/, '//[redacted]@');
+
+export async function createNatsBus(url: string, log: Logger = createLogger({ component: 'bus' }), opts: NatsBusOptions = {}): Promise<Bus> {
+  const { servers, user, pass } = parseBusUrl(url);
+  let nc: NatsConnection;
+  try {
+    nc = await connect({ servers, user, pass, name: opts.name ?? 'keel', maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 10_000 });
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    // The client's messages can quote the server list; ours name the variable and nothing in it.
+    if (code === 'AUTHORIZATION_VIOLATION') throw new Error('the NATS server refused the user and password of APP_BUS');
+    throw new Error(`cannot reach the NATS server of APP_BUS (${code ?? 'connection failed'})`);
+  }
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect' || s.type === 'reconnect') log.info(`bus ${s.type}`, { server: redactBusUrl(String(s.data)) });
+    }
+  })();
   const subs = new Set<Subscription>();
+  let closed = false;
+
+  // JetStream: the stream of durable events, made (or widened) on connect. A server without
+  // JetStream still works, but durable events then travel as plain events (at most once).
+  let jsm: JetStreamManager | undefined;
+  let js: JetStreamClient | undefined;
+  try {
+    jsm = await nc.jetstreamManager({ timeout: 3000 });
+    const config = { name: EVENT_STREAM, subjects: [...DURABLE_EVENTS], storage: StorageType.File, max_age: (opts.retentionDays ?? 7) * DAY_NS };
+    try {
+      const info = await jsm.streams.info(EVENT_STREAM);
+      const missing = DURABLE_EVENTS.filter((s) => !info.config.subjects?.includes(s));
+      if (missing.length) await jsm.streams.update(EVENT_STREAM, { ...info.config, subjects: [...(info.config.subjects ?? []), ...missing] });
+    } catch (e) {
+      if ((e as { api_error?: { err_code?: number } }).api_error?.err_code !== 10059) throw e; // 10059: stream not found
+      await jsm.streams.add(config);
+    }
+    js = nc.jetstream();
+  } catch (e) {
+    jsm = undefined;
+    log.warn('JetStream is not available on the NATS server (start it with -js): durable events are delivered at most once', errorFields(e));
+  }
+
+  // Durable publishes wait in order until the stream acknowledges them, so a server restart
+  // in between delays them instead of losing them. The message id makes a retried send a no-op.
+  const outbox: { subject: string; data: Uint8Array; msgID: string }[] = [];
+  let draining: Promise<void> | undefined;
+  // Up to WINDOW sends in flight (one connection keeps them in order); the acknowledged prefix
+  // leaves the outbox, the rest is sent again (the stream drops the duplicates by message id).
+  const WINDOW = 64;
+  const drain = () =>
+    (draining ??= (async () => {
+      let wait = 100;
+      while (outbox.length && !closed) {
+        const batch = outbox.slice(0, WINDOW);
+        const sent = await Promise.allSettled(batch.map((m) => js!.publish(m.subject, m.data, { msgID: m.msgID, timeout: 5000 })));
+        const stored = sent.findIndex((r) => r.status === 'rejected');
+        outbox.splice(0, stored === -1 ? batch.length : stored);
+        if (stored === -1) {
+          wait = 100;
+          continue;
+        }
+        const why = (sent[stored] as PromiseRejectedResult).reason;
+        log.warn('durable event not stored yet, retrying', { subject: batch[stored]!.subject, pending: outbox.length, ...errorFields(why) });
+        await Bun.sleep(wait);
+        wait = Math.min(wait * 2, 2000);
+      }
+    })().finally(() => (draining = undefined)));
 
   const track = (sub: Subscription) => {
     subs.add(sub);
@@ -30,9 +125,15 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
     };
   };
 
-  return {
+  const bus: Bus = {
     async publish(subject, payload) {
-      nc.publish(subject, enc.encode(JSON.stringify(payload)));
+      const data = enc.encode(JSON.stringify(payload));
+      if (js && durableSubjects.has(subject)) {
+        outbox.push({ subject, data, msgID: crypto.randomUUID() });
+        void drain();
+        return;
+      }
+      nc.publish(subject, data);
     },
     subscribe(pattern, handler) {
       const sub = nc.subscribe(pattern, {
@@ -47,18 +148,72 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
       });
       return track(sub);
     },
-    async request(subject, payload, opts) {
-      try {
-        const msg = await nc.request(subject, enc.encode(JSON.stringify(payload)), {
-          timeout: opts?.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    consume(durable, subject, handler) {
+      if (!jsm || !js) {
+        // No JetStream: replicas of the consumer share the events like a durable consumer would.
+        const sub = nc.subscribe(subject, {
+          queue: `keel.durable.${durable}`,
+          callback: async (_err, msg) => {
+            try {
+              await handler(JSON.parse(dec.decode(msg.data)), msg.subject as never);
+            } catch (e) {
+              log.error('consumer failed', { durable, subject, ...errorFields(e) });
+            }
+          },
         });
-        return unwrap(JSON.parse(dec.decode(msg.data)) as Envelope) as never;
+        return track(sub);
+      }
+      let stopped = false;
+      let current: { stop(): void } | undefined;
+      const name = `${durable}-${subject.replaceAll('.', '_')}`;
+      void (async () => {
+        // Re-attach after any failure (server restart, consumer lost) until stopped.
+        while (!stopped && !closed) {
+          try {
+            await jsm!.consumers.add(EVENT_STREAM, {
+              durable_name: name,
+              ack_policy: AckPolicy.Explicit,
+              deliver_policy: DeliverPolicy.All,
+              filter_subject: subject,
+              ack_wait: 30 * 1e9,
+              max_deliver: 50,
+            });
+            const consumer = await js!.consumers.get(EVENT_STREAM, name);
+            const messages = await consumer.consume({ max_messages: 256 });
+            current = { stop: () => void messages.stop() };
+            if (stopped) messages.stop();
+            for await (const m of messages) {
+              try {
+                await handler(JSON.parse(dec.decode(m.data)), m.subject as never);
+                m.ack();
+              } catch (e) {
+                log.error('consumer failed, the event will come again', { durable, subject, ...errorFields(e) });
+                m.nak(Math.min(1000 * m.info.redeliveryCount, 30_000));
+              }
+            }
+          } catch (e) {
+            if (!stopped && !closed) log.warn('durable consumer interrupted, re-attaching', { durable, subject, ...errorFields(e) });
+          }
+          if (!stopped && !closed) await Bun.sleep(500);
+        }
+      })();
+      return () => {
+        stopped = true;
+        current?.stop();
+      };
+    },
+    async request(subject, payload, opts) {
+      let msg;
+      try {
+        msg = await nc.request(subject, enc.encode(JSON.stringify(payload)), { timeout: opts?.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
       } catch (e) {
         const code = (e as { code?: string }).code;
         if (code === '503') throw busNoAnswerer(subject);
         if (code === 'TIMEOUT') throw busTimeout(subject);
+        if (code === 'CONNECTION_CLOSED' || code === 'DISCONNECT' || code === 'CONNECTION_DRAINING') throw busUnavailable(subject);
         throw e;
       }
+      return unwrap(JSON.parse(dec.decode(msg.data)) as Envelope) as never;
     },
     answer(subject, handler) {
       const sub = nc.subscribe(subject, {
@@ -77,9 +232,15 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
       return track(sub);
     },
     async close() {
+      // Durable events still waiting get a short grace to reach the stream.
+      const until = Date.now() + 5000;
+      while (outbox.length && Date.now() < until && !nc.isClosed()) await Bun.sleep(20);
+      if (outbox.length) log.warn('durable events not stored at shutdown', { pending: outbox.length });
+      closed = true;
       for (const s of subs) s.unsubscribe();
       subs.clear();
-      await nc.drain();
+      if (!nc.isClosed()) await nc.drain().catch(() => {});
     },
   };
+  return bus;
 }

@@ -1,8 +1,11 @@
 // The subject map of CONTRACT.md: every query's request/reply and every event's payload.
 // Types only, so any service can speak a subject without importing the service that owns it; a
-// shape that is also an HTTP body is declared once as t.* in media-shapes.ts and its type used here.
+// shape that is also an HTTP body is declared once as t.* in *-shapes.ts and its type used here.
 import type { Jwks } from './identity-shapes';
+import type { LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, SourceBinding } from './library-shapes';
 import type { Identification, ProbeFacts } from './media-shapes';
+
+export type { LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, SourceBinding } from './library-shapes';
 
 /** Why a session stopped being live (reply of qry.identity.session). */
 export type IdentitySessionEndReason =
@@ -28,10 +31,50 @@ export interface BusQueries {
       | { medium: true; sizeBytes: number; fastHash: string; facts: ProbeFacts }
       | { medium: false; sizeBytes: number; fastHash: string; reason: string };
   };
+  /**
+   * The best place an asset can be read from (answered by the sources service; rules in docs/library.md).
+   * An asset with no binding is a normal reply: `available: false, binding: null`.
+   */
   'qry.sources.resolve': {
-    request: { assetId: string; actor?: string };
-    reply: { assetId: string; bindings: { id: string; sourceId: string; locator: string; available: boolean }[] };
+    request: { assetId: string };
+    reply: { assetId: string; available: boolean; binding: SourceBinding | null };
   };
+  /** Queue a job on the workers service; a pending job with the same key is returned instead (deduplicated). */
+  'cmd.workers.submit': {
+    request: JobSubmission;
+    reply: { job: JobView; deduplicated: boolean };
+  };
+  /** Cancel a job: a queued job ends at once, a running one at its worker's next heartbeat. Error: WORKERS_JOB_NOT_FOUND. */
+  'cmd.workers.cancel': { request: { id: string }; reply: { job: JobView } };
+  /** One job as the workers service holds it. Error: WORKERS_JOB_NOT_FOUND. */
+  'qry.workers.job': { request: { id: string }; reply: { job: JobView } };
+  /** Start a library scan (answered by the catalog): the bus twin of POST /library/scans. */
+  'cmd.library.scan': { request: LibraryScanRequest; reply: { id: string; status: LibraryScanStatus } };
+  /** Scan job -> catalog: the attempt begins (status running). */
+  'cmd.library.begin': { request: { scanId: string }; reply: { ok: true } };
+  /**
+   * Scan job -> catalog: one batch of walked files. The catalog marks unchanged files (same size and
+   * mtime) as seen and available, and answers the paths that need a probe (new or changed).
+   */
+  'cmd.library.compare': {
+    request: { scanId: string; root: number; files: LibraryFileStat[] };
+    reply: { probe: LibraryFileStat[]; unchanged: number; returned: number };
+  };
+  /** Scan job -> catalog: probe and index one new or changed file through the catalog's scan path. */
+  'cmd.library.index': {
+    request: { scanId: string; root: number; file: LibraryFileStat };
+    reply: { outcome: 'added' | 'changed' | 'failed'; assetId: string | null; reason?: string };
+  };
+  /**
+   * Scan job -> catalog: the walk of `folder` on `root` is complete. Known files under it that this scan
+   * did not see (outside `skipped` folders that could not be read) are marked unavailable.
+   */
+  'cmd.library.sweep': {
+    request: { scanId: string; root: number; folder: string; skipped: string[] };
+    reply: { offline: number };
+  };
+  /** Scan job -> catalog: the scan is over; the counts are frozen. */
+  'cmd.library.finish': { request: { scanId: string }; reply: { counts: LibraryScanCounts } };
   /**
    * Is this session live? Asked by every Bearer guard after the local signature check.
    * `live: false, reauth: true`: the session ended for `reason`; a new POST /sessions with a valid
@@ -47,6 +90,55 @@ export interface BusQueries {
     request: Record<string, never>;
     reply: Jwks;
   };
+}
+
+/** The job types of the workers service and their payloads; jobs/ has exactly one handler per type (checked at boot). */
+export interface WorkerJobs {
+  /** Walk `folder` on each root in `roots` and bring the catalog in line (docs/library.md). */
+  'library.scan': { scanId: string; targets: { root: number; folder: string }[] };
+}
+export type JobType = keyof WorkerJobs;
+export const JOB_TYPES = ['library.scan'] as const satisfies readonly JobType[];
+
+export type JobStatus = 'queued' | 'running' | 'done' | 'failed' | 'cancelled';
+
+export type JobSubmission = {
+  [T in JobType]: {
+    type: T;
+    payload: WorkerJobs[T];
+    /** One pending (queued) job per key: submitting the same key again returns that job. */
+    key?: string;
+    /** Attempts before the job fails for good (default 3). */
+    maxAttempts?: number;
+  };
+}[JobType];
+
+export interface JobProgress {
+  /** Free-form figures of the job (a scan: seen, probed, ...). */
+  [figure: string]: number;
+}
+
+export interface JobView {
+  id: string;
+  type: JobType;
+  key: string | null;
+  status: JobStatus;
+  attempts: number;
+  maxAttempts: number;
+  progress: JobProgress;
+  error: string | null;
+  cancelRequested: boolean;
+  payload: WorkerJobs[JobType];
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+/** A file as the crawl saw it: path relative to its root, size and mtime (ms). */
+export interface LibraryFileStat {
+  path: string;
+  sizeBytes: number;
+  mtimeMs: number;
 }
 
 export interface WorkspaceEventPayload {
@@ -78,6 +170,10 @@ export interface BusEvents {
     /** Unix epoch milliseconds. */
     at: number;
   };
+  /** Published by the catalog when a library scan finds a known file gone (false) or back (true). */
+  'evt.catalog.assetAvailability': { assetId: string; root: number; path: string; available: boolean; at: number };
+  /** Every state change and progress step of a job (durable on NATS: a restart loses none). */
+  'evt.workers.jobProgress': { job: JobView; at: number };
   'evt.workspace.created': WorkspaceEventPayload;
   'evt.workspace.started': WorkspaceEventPayload;
   'evt.workspace.stopped': WorkspaceEventPayload;
@@ -85,3 +181,9 @@ export interface BusEvents {
   'evt.workspace.deleted': WorkspaceEventPayload;
   'evt.workspace.failed': WorkspaceEventPayload;
 }
+
+/**
+ * Events that must survive a restart: on NATS they go through JetStream (stored, acknowledged,
+ * redelivered to durable consumers); in process they are plain events.
+ */
+export const DURABLE_EVENTS = ['evt.catalog.assetIndexed', 'evt.catalog.assetAvailability', 'evt.workers.jobProgress'] as const satisfies readonly (keyof BusEvents)[];

@@ -1,7 +1,6 @@
 // The catalog's own environment: media roots and probe bounds. Parsed once; a bad value stops
 // start-up with `VAR: reason`.
-import { isAbsolute, resolve } from 'node:path';
-import { ConfigError, readInt, readString, type Env } from '../../platform/config';
+import { readBool, readDirList, readInt, readString, type Env } from '../../platform/config';
 import type { RateLimitSpec } from '../../platform/http/bearer-guard';
 
 export interface CatalogConfig {
@@ -14,19 +13,16 @@ export interface CatalogConfig {
   probeTimeoutMs: number;
   /** POST /scan: the media spec's 5/s with a burst of 20 per actor; the service-wide 50/s, burst 100, is ours. */
   scanBudget: RateLimitSpec;
-}
-
-function readMediaRoots(env: Env): string[] {
-  const roots = readString(env, 'APP_MEDIA_ROOTS', '').split(':').filter(Boolean);
-  for (const r of roots) {
-    if (!isAbsolute(r)) throw new ConfigError('APP_MEDIA_ROOTS', 'every root must be an absolute directory');
-  }
-  return roots.map((r) => resolve(r));
+  /** Seconds between scheduled scans of every media root; 0: no schedule. */
+  libraryScanIntervalS: number;
+  /** Watch the media roots and queue a scan of each folder that changes; the quiet period before it. */
+  libraryWatch: boolean;
+  libraryWatchDebounceMs: number;
 }
 
 export function loadCatalogConfig(env: Env = process.env): CatalogConfig {
   return {
-    mediaRoots: readMediaRoots(env),
+    mediaRoots: readDirList(env, 'APP_MEDIA_ROOTS'),
     ffprobePath: readString(env, 'APP_FFPROBE_PATH', '') || undefined,
     probeConcurrency: readInt(env, 'APP_PROBE_CONCURRENCY', 2, 1, 64),
     // ffmpeg's defaults are 5 MB / 5 s; Jellyfin raises them to 1 GB. A few MB decide every common container.
@@ -34,5 +30,8 @@ export function loadCatalogConfig(env: Env = process.env): CatalogConfig {
     probeAnalyzeUs: readInt(env, 'APP_PROBE_ANALYZE_US', 10_000_000, 0, 600_000_000),
     probeTimeoutMs: readInt(env, 'APP_PROBE_TIMEOUT_MS', 30_000, 100, 600_000),
     scanBudget: { perActor: { ratePerSec: 5, burst: 20 }, service: { ratePerSec: 50, burst: 100 } },
+    libraryScanIntervalS: readInt(env, 'APP_LIBRARY_SCAN_INTERVAL_S', 0, 0, 30 * 86_400),
+    libraryWatch: readBool(env, 'APP_LIBRARY_WATCH', false),
+    libraryWatchDebounceMs: readInt(env, 'APP_LIBRARY_WATCH_DEBOUNCE_MS', 2000, 10, 600_000),
   };
 }

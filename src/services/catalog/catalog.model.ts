@@ -58,6 +58,7 @@ export const AssetSummarySchema = t.Object({
   indexed: t.Boolean(),
   layout: t.String(),
   sizeBytes: t.Number(),
+  available: t.Boolean({ description: 'false once a library scan found the file gone (the asset is kept); true again when it is back' }),
 });
 
 export const RelationSchema = t.Object({

@@ -9,6 +9,8 @@ import {
   AssetSummarySchema, KindSchema, RelationSchema, ScanBody, ScanResponse, WorkIdParams, WorkSchema, WorksQuery,
 } from './catalog.model';
 import type { CatalogService } from './catalog.service';
+import { libraryRoutes } from './library/library.routes';
+import type { LibraryService } from './library/library.service';
 
 const errors = { 400: ProblemSchema, 422: ProblemSchema };
 const notFound = { 404: ProblemSchema };
@@ -70,7 +72,7 @@ function readRoutes(catalog: CatalogService) {
     });
 }
 
-export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService, guard: BearerGuard) {
+export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService, guard: BearerGuard, library: LibraryService) {
   return createServiceApp(deps, {
     name: 'catalog',
     style: 'problem',
@@ -80,8 +82,10 @@ export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService, gua
       { name: 'scan', description: 'Register files under the media roots' },
       { name: 'works', description: 'Works, their assets and relations (public reads)' },
       { name: 'kinds', description: 'Kind registry' },
+      { name: 'library', description: 'Library scans of whole folders, run by the workers service' },
     ],
   })
     .use(readRoutes(catalog))
-    .use(scanRoutes(catalog, guard));
+    .use(scanRoutes(catalog, guard))
+    .use(libraryRoutes(library, guard));
 }

@@ -11,6 +11,7 @@ import type { Asset, AssetSummary, MediaIndex, Relation, ScanInput, Work } from 
 import { catalogAssets, catalogEditions, catalogMediaIndexes, catalogRelations, catalogWorks } from './catalog.tables';
 import { identify, type Identified } from './identify';
 import type { KindRegistry } from './kinds';
+import { libraryFiles } from './library/library.tables';
 import { locate } from './paths';
 
 // A 4xx AppError is not retryable and permanent unless it says otherwise.
@@ -272,14 +273,15 @@ export function createCatalog(deps: CatalogDeps) {
   function workAssets(id: string): AssetSummary[] {
     if (!findWork(id)) throw workNotFound();
     const rows = db
-      .select({ asset: catalogAssets, index: catalogMediaIndexes })
+      .select({ asset: catalogAssets, index: catalogMediaIndexes, available: libraryFiles.available })
       .from(catalogAssets)
       .innerJoin(catalogEditions, eq(catalogEditions.id, catalogAssets.editionId))
       .leftJoin(catalogMediaIndexes, eq(catalogMediaIndexes.assetId, catalogAssets.id))
+      .leftJoin(libraryFiles, eq(libraryFiles.assetId, catalogAssets.id))
       .where(eq(catalogEditions.workId, id))
       .orderBy(desc(sql`${catalogMediaIndexes.id} IS NOT NULL`), desc(catalogAssets.createdAt), desc(catalogAssets.id))
       .all();
-    return rows.map(({ asset, index }) => ({
+    return rows.map(({ asset, index, available }) => ({
       assetId: asset.id,
       editionId: asset.editionId,
       container: asset.container,
@@ -289,6 +291,8 @@ export function createCatalog(deps: CatalogDeps) {
       indexed: !!index,
       layout: asset.layout,
       sizeBytes: asset.sizeBytes,
+      // A file no library scan has looked at is as available as POST /scan found it.
+      available: available ?? true,
     }));
   }
 

@@ -6,6 +6,9 @@ import { loadCatalogConfig, type CatalogConfig } from './catalog.config';
 import { createCatalogApp } from './catalog.routes';
 import { createCatalog } from './catalog.service';
 import { createKindRegistry } from './kinds';
+import { createLibrary } from './library/library.service';
+import { scheduleLibraryScans } from './library/library.schedule';
+import { watchLibrary } from './library/library.watch';
 import { createFfprobe, findFfprobe } from './media-engine/ffprobe';
 import { createProbeAnswerer } from './media-engine/probe.answerer';
 import { audiobookPlugin } from './plugins/audiobook';
@@ -41,7 +44,23 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
     log: deps.log.child({ component: 'bearer-guard' }),
     limits: { scan: cfg.scanBudget },
   });
-  return { app: createCatalogApp(deps, catalog, guard), stop: () => stopAnswering() };
+  const library = createLibrary({ db: deps.db, bus: deps.bus, clock: deps.clock, log: deps.log, mediaRoots: cfg.mediaRoots, scanFile: catalog.scan });
+  const stopLibrary = library.listen(deps.bus);
+  let stopSchedule = () => {};
+  let stopWatch = () => {};
+  return {
+    app: createCatalogApp(deps, catalog, guard, library),
+    start: () => {
+      stopSchedule = scheduleLibraryScans(library, cfg.libraryScanIntervalS, deps.log);
+      if (cfg.libraryWatch) stopWatch = watchLibrary(library, cfg.mediaRoots, cfg.libraryWatchDebounceMs, deps.log);
+    },
+    stop: () => {
+      stopWatch();
+      stopSchedule();
+      stopLibrary();
+      stopAnswering();
+    },
+  };
 }
 
 export const catalogService = defineService({ loadConfig: loadCatalogConfig, create: createCatalogService });

@@ -1,4 +1,4 @@
-// The sources service over HTTP: today only its probes (media spec); its work happens on the bus.
+// The sources service over HTTP: only its probes (media spec); resolution is on the bus (qry.sources.resolve).
 import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
 

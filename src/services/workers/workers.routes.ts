@@ -1,4 +1,4 @@
-// The workers service over HTTP: today only its probes (media spec); its work happens on the bus.
+// The workers service over HTTP: only its probes (media spec); jobs arrive and report on the bus.
 import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
 

@@ -1,15 +1,20 @@
 // The bus contract, run against both implementations: what works in-process must work on NATS.
-import { afterEach, describe, expect, test } from 'bun:test';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import type { Bus } from '../../../src/platform/bus/bus';
 import { subjectMatches } from '../../../src/platform/bus/bus';
 import { createMemoryBus } from '../../../src/platform/bus/memory';
 import { createNatsBus } from '../../../src/platform/bus/nats';
 import { AppError } from '../../../src/platform/errors';
 import { createLogger } from '../../../src/platform/runtime';
-import { requireTestEnv } from '../../helpers/platform';
+import { startTestNats, type TestNats } from '../../helpers/nats';
 
 const quiet = createLogger({}, 'error');
-const natsUrl = requireTestEnv('KEEL_TEST_NATS_URL');
+// A server of our own: a user and password (as APP_BUS carries them) and JetStream.
+let nats: TestNats;
+beforeAll(async () => {
+  nats = await startTestNats();
+});
+afterAll(() => nats?.close());
 const opened: Bus[] = [];
 // Every test gets fresh connections, so no answerer of one test is left for the next.
 afterEach(async () => {
@@ -32,8 +37,8 @@ const implementations: [string, () => Promise<[Bus, Bus]>][] = [
   }],
   // Two connections: the answerer and the asker are different clients, as across processes.
   ['nats', async () => {
-    const a = await createNatsBus(natsUrl, quiet);
-    const b = await createNatsBus(natsUrl, quiet);
+    const a = await createNatsBus(nats.url, quiet);
+    const b = await createNatsBus(nats.url, quiet);
     opened.push(a, b);
     return [a, b];
   }],
@@ -83,7 +88,7 @@ for (const [name, open] of implementations) {
       const [server, client] = await open();
       const off = server.answer('qry.sources.resolve', async () => {
         await Bun.sleep(500);
-        return { assetId: 'x', bindings: [] };
+        return { assetId: 'x', available: false, binding: null };
       });
       await Bun.sleep(50);
       const err = await client.request('qry.sources.resolve', { assetId: 'x' }, { timeoutMs: 100 }).catch((e) => e);
@@ -107,6 +112,50 @@ for (const [name, open] of implementations) {
       await waitFor(() => got.length >= 2);
       expect(got.sort()).toEqual(['gt:evt.workspace.created', 'star:evt.workspace.created:w1']);
       for (const off of offs) off();
+    });
+
+    test('a durable event reaches one member of a named consumer, each event once', async () => {
+      const [server, client] = await open();
+      const durable = `test-${crypto.randomUUID().slice(0, 8)}`;
+      const run = crypto.randomUUID();
+      const got: string[] = [];
+      const mine = (e: { assetId: string }) => e.assetId.startsWith(run);
+      const offs = [
+        server.consume(durable, 'evt.catalog.assetAvailability', (e) => void (mine(e) && got.push(`a:${e.assetId}`))),
+        client.consume(durable, 'evt.catalog.assetAvailability', (e) => void (mine(e) && got.push(`b:${e.assetId}`))),
+      ];
+      await Bun.sleep(300);
+      for (let i = 0; i < 6; i++) await client.publish('evt.catalog.assetAvailability', { assetId: `${run}-${i}`, root: 0, path: 'p', available: true, at: i });
+      await waitFor(() => got.length >= 6, 5000);
+      await Bun.sleep(100);
+      expect(got.map((g) => g.slice(2)).sort()).toEqual([0, 1, 2, 3, 4, 5].map((i) => `${run}-${i}`));
+      for (const off of offs) off();
+    });
+
+    test('a consumer that throws gets the event again', async () => {
+      const [server, client] = await open();
+      const run = crypto.randomUUID();
+      let calls = 0;
+      const off = server.consume(`retry-${run.slice(0, 8)}`, 'evt.catalog.assetAvailability', (e) => {
+        if (e.assetId !== run) return;
+        if (++calls === 1) throw new Error('not yet');
+      });
+      await Bun.sleep(300);
+      await client.publish('evt.catalog.assetAvailability', { assetId: run, root: 0, path: 'p', available: false, at: 1 });
+      await waitFor(() => calls >= 2, 5000);
+      expect(calls).toBe(2);
+      off();
+    });
+
+    test('a durable event reaches plain subscribers too', async () => {
+      const [server, client] = await open();
+      const run = crypto.randomUUID();
+      let seen = 0;
+      const off = server.subscribe('evt.catalog.assetAvailability', (e) => void (e.assetId === run && seen++));
+      await Bun.sleep(50);
+      await client.publish('evt.catalog.assetAvailability', { assetId: run, root: 0, path: 'p', available: true, at: 1 });
+      await waitFor(() => seen === 1, 5000);
+      off();
     });
 
     test('an unsubscribed handler receives nothing more', async () => {

@@ -36,6 +36,7 @@ interface Channel {
 
 /** How long followers wait for a restarting workspace's container to run again. */
 const RESTART_WAIT_MS = 60_000;
+const SETTLE_MS = 5_000;
 const SYSTEM: Actor = { id: 'keel-logs', admin: true };
 
 export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock; workspaces: OwnedWorkspaces }) {
@@ -104,9 +105,15 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock; 
       try {
         return await attach(ch, since);
       } catch (e) {
-        // A container being removed can still report running for a moment: ask again below.
+        // A container being removed can still report running for a moment: let its state settle
+        // (gone, or no longer running) before naming the end, for up to SETTLE_MS.
         deps.log.debug('log stream re-attach failed', { workspaceId: ch.workspaceId, err: (e as Error).message });
-        running = (await statusOf(ch.workspaceId)) === null ? null : await deps.engine.inspect(ch.containerId).then(runState).catch(() => null);
+        const settleUntil = deps.clock.now() + SETTLE_MS;
+        do {
+          running = (await statusOf(ch.workspaceId)) === null ? null : await deps.engine.inspect(ch.containerId).then(runState).catch(() => null);
+          if (running !== true) break;
+          await Bun.sleep(250);
+        } while (!ch.closed && deps.clock.now() < settleUntil);
       }
     }
     const reason: EndReason = running === null ? 'deleted' : running === false ? 'stopped' : 'error';

@@ -103,8 +103,11 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; workspace
         leave();
       }
     } catch (e) {
-      // Headers are sent: the failure becomes the stream's last event.
-      yield { event: 'error', data: toEnvelope(engineFailure(e)) };
+      // Headers are sent: the failure becomes the stream's last event. A container removed or
+      // stopped while the stream opened (a delete racing the follow) is an ordinary end, not a failure.
+      const now = e instanceof EngineError && e.kind === 'not-found' ? null : containerId ? await engine.inspect(containerId).then(runState).catch(() => true) : null;
+      if (now === true) yield { event: 'error', data: toEnvelope(engineFailure(e)) };
+      else yield endEvent(now === null ? 'deleted' : 'stopped');
     }
   }
 

@@ -1,0 +1,207 @@
+// The job queue in the database: submit (deduplicated by key), cancel from any process, claim under
+// a lease, renew it, and record how an attempt ended. Every state change is published as
+// evt.workers.jobProgress after its commit.
+import { and, eq, sql } from 'drizzle-orm';
+import type { Bus } from '../../platform/bus/bus';
+import { JOB_TYPES, type JobProgress, type JobStatus, type JobSubmission, type JobView } from '../../platform/bus/subjects';
+import type { Db } from '../../platform/db';
+import { AppError } from '../../platform/errors';
+import { errorFields, newId, type Clock, type Logger } from '../../platform/runtime';
+import { workersJobs } from './workers.tables';
+
+export type JobRow = typeof workersJobs.$inferSelect;
+
+export const jobNotFound = () => new AppError('WORKERS_JOB_NOT_FOUND', 404, 'No such job');
+export const badJob = (why: string) => new AppError('WORKERS_JOB_INVALID', 422, `The job is refused: ${why}`);
+
+export const DEFAULT_MAX_ATTEMPTS = 3;
+
+/** The one view of a job, on the bus and in events. */
+export function toJobView(r: JobRow): JobView {
+  return {
+    id: r.id,
+    type: r.type as JobView['type'],
+    key: r.key,
+    status: r.status as JobStatus,
+    attempts: r.attempts,
+    maxAttempts: r.maxAttempts,
+    progress: r.progress,
+    error: r.error,
+    cancelRequested: r.cancelRequested,
+    createdAt: r.createdAt,
+    startedAt: r.startedAt,
+    finishedAt: r.finishedAt,
+    payload: r.payload as JobView['payload'],
+  };
+}
+
+export interface JobQueueDeps {
+  db: Db;
+  bus: Bus;
+  clock: Clock;
+  log: Logger;
+}
+
+export function createJobQueue(deps: JobQueueDeps) {
+  const { db, clock } = deps;
+  const client = db.$client;
+
+  async function announce(row: JobRow | undefined) {
+    if (!row) return;
+    try {
+      await deps.bus.publish('evt.workers.jobProgress', { job: toJobView(row), at: clock.now() });
+    } catch (e) {
+      deps.log.warn('evt.workers.jobProgress not published', { jobId: row.id, ...errorFields(e) });
+    }
+  }
+
+  const byId = (id: string) => db.select().from(workersJobs).where(eq(workersJobs.id, id)).get();
+
+  async function submit(input: JobSubmission): Promise<{ job: JobView; deduplicated: boolean }> {
+    if (!input || !(JOB_TYPES as readonly string[]).includes(input.type)) throw badJob('unknown job type');
+    if (typeof input.payload !== 'object' || input.payload === null) throw badJob('the payload must be an object');
+    if (input.key !== undefined && (typeof input.key !== 'string' || input.key.length < 1 || input.key.length > 512)) throw badJob('the key must be 1 to 512 characters');
+    const maxAttempts = input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+    if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 100) throw badJob('maxAttempts must be 1 to 100');
+    const now = clock.now();
+    const row: JobRow = {
+      id: newId('job', clock), type: input.type, key: input.key ?? null, payload: input.payload, status: 'queued', attempts: 0, maxAttempts,
+      runAt: now, leaseOwner: null, leaseUntil: null, cancelRequested: false, progress: {}, error: null,
+      createdAt: now, updatedAt: now, startedAt: null, finishedAt: null,
+    };
+    // The partial unique index makes "one queued job per key" hold across processes.
+    const inserted = db.insert(workersJobs).values(row).onConflictDoNothing().returning().get();
+    if (inserted) {
+      await announce(inserted);
+      return { job: toJobView(inserted), deduplicated: false };
+    }
+    const pending = db.select().from(workersJobs).where(and(eq(workersJobs.key, row.key!), eq(workersJobs.status, 'queued'))).get();
+    if (!pending) return submit(input); // it was claimed in between: queue ours
+    return { job: toJobView(pending), deduplicated: true };
+  }
+
+  function get(id: string): JobView {
+    const r = typeof id === 'string' ? byId(id) : undefined;
+    if (!r) throw jobNotFound();
+    return toJobView(r);
+  }
+
+  async function cancel(id: string): Promise<JobView> {
+    const r = typeof id === 'string' ? byId(id) : undefined;
+    if (!r) throw jobNotFound();
+    const now = clock.now();
+    // A queued job ends here; a running one is flagged and its worker stops it at the next heartbeat.
+    const ended = db
+      .update(workersJobs)
+      .set({ status: 'cancelled', finishedAt: now, updatedAt: now, error: 'cancelled' })
+      .where(and(eq(workersJobs.id, id), eq(workersJobs.status, 'queued')))
+      .returning()
+      .get();
+    if (ended) {
+      await announce(ended);
+      return toJobView(ended);
+    }
+    const flagged = db
+      .update(workersJobs)
+      .set({ cancelRequested: true, updatedAt: now })
+      .where(and(eq(workersJobs.id, id), eq(workersJobs.status, 'running')))
+      .returning()
+      .get();
+    await announce(flagged);
+    return toJobView(flagged ?? byId(id)!);
+  }
+
+  // The claim is one statement, so two workers never take the same job: a queued job that is due,
+  // or a running one whose lease ran out (its worker died or hung).
+  const claimStmt = client.prepare(
+    `UPDATE workers_jobs SET status = 'running', lease_owner = ?1, lease_until = ?2 + ?3, attempts = attempts + 1,
+       started_at = COALESCE(started_at, ?2), updated_at = ?2
+     WHERE id = (SELECT id FROM workers_jobs
+                 WHERE (status = 'queued' AND run_at <= ?2) OR (status = 'running' AND lease_until < ?2)
+                 ORDER BY run_at, created_at LIMIT 1)
+     RETURNING id`,
+  );
+
+  async function claim(workerId: string, leaseMs: number): Promise<JobRow | undefined> {
+    const now = clock.now();
+    const got = claimStmt.get(workerId, now, leaseMs) as { id: string } | null;
+    if (!got) return undefined;
+    const row = byId(got.id)!;
+    if (row.attempts > row.maxAttempts) {
+      // Taken over once too often: the workers that held it kept dying.
+      await finish(row.id, workerId, { status: 'failed', error: `no worker finished the job in ${row.maxAttempts} attempts` });
+      return claim(workerId, leaseMs);
+    }
+    await announce(row);
+    return row;
+  }
+
+  /** Extends the lease; answers whether it is still ours and whether a cancel was asked. */
+  function renew(id: string, workerId: string, leaseMs: number): { held: boolean; cancelRequested: boolean } {
+    const now = clock.now();
+    const r = db
+      .update(workersJobs)
+      .set({ leaseUntil: now + leaseMs })
+      .where(and(eq(workersJobs.id, id), eq(workersJobs.leaseOwner, workerId), eq(workersJobs.status, 'running')))
+      .returning({ cancelRequested: workersJobs.cancelRequested })
+      .get();
+    return { held: !!r, cancelRequested: r?.cancelRequested ?? false };
+  }
+
+  async function progress(id: string, workerId: string, figures: JobProgress) {
+    const r = db
+      .update(workersJobs)
+      .set({ progress: figures, updatedAt: clock.now() })
+      .where(and(eq(workersJobs.id, id), eq(workersJobs.leaseOwner, workerId), eq(workersJobs.status, 'running')))
+      .returning()
+      .get();
+    await announce(r);
+  }
+
+  type Outcome =
+    | { status: 'done' | 'cancelled' }
+    | { status: 'failed'; error: string }
+    | { status: 'retry'; error: string; runAt: number }
+    /** Shutdown: the attempt does not count, another worker may start at once. */
+    | { status: 'released' };
+
+  /** Records how this worker's attempt ended; nothing happens if the lease went to another worker. */
+  async function finish(id: string, workerId: string, outcome: Outcome): Promise<void> {
+    const now = clock.now();
+    const mine = and(eq(workersJobs.id, id), eq(workersJobs.leaseOwner, workerId), eq(workersJobs.status, 'running'));
+    const free = { leaseOwner: null, leaseUntil: null, updatedAt: now };
+    let row: JobRow | undefined;
+    if (outcome.status === 'released') {
+      row = db.update(workersJobs).set({ ...free, status: 'queued', runAt: now, attempts: sql`${workersJobs.attempts} - 1` }).where(mine).returning().get();
+    } else if (outcome.status === 'retry') {
+      try {
+        row = db.update(workersJobs).set({ ...free, status: 'queued', runAt: outcome.runAt, error: outcome.error }).where(mine).returning().get();
+      } catch {
+        // A newer job with the same key is already queued: it does what this retry would have done.
+        row = db.update(workersJobs).set({ ...free, status: 'failed', finishedAt: now, error: `${outcome.error} (superseded by a pending job with the same key)` }).where(mine).returning().get();
+      }
+    } else {
+      const error = outcome.status === 'failed' ? outcome.error : outcome.status === 'cancelled' ? 'cancelled' : null;
+      row = db.update(workersJobs).set({ ...free, status: outcome.status, finishedAt: now, error }).where(mine).returning().get();
+    }
+    await announce(row);
+  }
+
+  return { submit, get, cancel, claim, renew, progress, finish };
+}
+
+export type JobQueue = ReturnType<typeof createJobQueue>;
+
+/** Registers the workers' bus commands: submit, cancel and look up a job. */
+export function answerJobCommands(bus: Bus, queue: JobQueue, onSubmit: () => void): () => void {
+  const offs = [
+    bus.answer('cmd.workers.submit', async (req) => {
+      const out = await queue.submit(req);
+      if (!out.deduplicated) onSubmit();
+      return out;
+    }),
+    bus.answer('cmd.workers.cancel', async (req) => ({ job: await queue.cancel(req?.id) })),
+    bus.answer('qry.workers.job', (req) => ({ job: queue.get(req?.id) })),
+  ];
+  return () => offs.forEach((off) => off());
+}
