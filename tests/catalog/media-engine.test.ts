@@ -256,6 +256,21 @@ describe('bounds on ffprobe', () => {
     expect(most).toBe(2);
   });
 
+  test('past APP_PROBE_CONCURRENCY + APP_PROBE_QUEUE a probe is refused at once with a retryable 503', async () => {
+    // FIFOs without a writer: each probe holds its process until the timeout.
+    const fifos = [1, 2].map((i) => join(dir, `busy-${i}.fifo`));
+    for (const f of fifos) Bun.spawnSync(['mkfifo', f]);
+    const ffprobe = createFfprobe({ binary: 'ffprobe', concurrency: 1, maxWaiting: 1, probeSizeBytes: 5_000_000, analyzeDurationUs: 5_000_000, timeoutMs: 1_500 });
+    await ffprobe.formatAndStreams(fx.mp4); // the demuxer list is read once, before any place is taken
+    const held = fifos.map((f) => ffprobe.formatAndStreams(f));
+    await Bun.sleep(50);
+    const err = await ffprobe.formatAndStreams(fx.mkv).then(() => null, (e) => e);
+    expect(err).toMatchObject({ code: 'MEDIA_ENGINE_BUSY', status: 503, retryable: true, headers: { 'retry-after': '5' } });
+    expect(await Promise.all(held)).toEqual([{ ok: false, reason: 'probe timed out' }, { ok: false, reason: 'probe timed out' }]);
+    // Places are back once the held probes ended.
+    expect((await ffprobe.formatAndStreams(fx.mkv)).ok).toBe(true);
+  });
+
   test('probe settings are parsed once and a bad value names its variable', () => {
     expect(loadCatalogConfig({})).toMatchObject({ probeConcurrency: 2, probeSizeBytes: 10_000_000, probeAnalyzeUs: 10_000_000, probeTimeoutMs: 30_000 });
     for (const [name, value] of [['APP_PROBE_CONCURRENCY', '0'], ['APP_PROBE_SIZE', 'lots'], ['APP_PROBE_ANALYZE_US', '-1'], ['APP_PROBE_TIMEOUT_MS', '5']]) {

@@ -229,11 +229,11 @@ describe('without a reachable engine', () => {
   });
 
   test('a refused creation stores nothing: the list stays empty and the name stays free', async () => {
-    const res = await away.api('workspaces', '/api/workspaces', { method: 'POST', json: { name: 'refused-once', template: 'minimal', port: 23999 } });
+    const res = await away.api('workspaces', '/api/workspaces', { method: 'POST', json: { name: 'refused-once', template: 'minimal', port: 20999 } });
     expect(res.status).toBe(503);
     expect(((await (await away.api('workspaces', '/api/workspaces', { as: 'admin' })).json()) as any).workspaces).toEqual([]);
     // The same name and port again: still 503 (not 409 WORKSPACE_EXISTS or PORT_UNAVAILABLE), since nothing was reserved.
-    const again = await away.api('workspaces', '/api/workspaces', { method: 'POST', json: { name: 'refused-once', template: 'minimal', port: 23999 } });
+    const again = await away.api('workspaces', '/api/workspaces', { method: 'POST', json: { name: 'refused-once', template: 'minimal', port: 20999 } });
     expect(again.status).toBe(503);
     expect(await errorCode(again)).toBe('ENGINE_UNAVAILABLE');
   });

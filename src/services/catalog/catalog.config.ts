@@ -8,6 +8,8 @@ export interface CatalogConfig {
   mediaRoots: string[];
   ffprobePath: string | undefined;
   probeConcurrency: number;
+  /** APP_PROBE_QUEUE: probes that may wait for an ffprobe process; past it, 503 MEDIA_ENGINE_BUSY. */
+  probeQueue: number;
   probeSizeBytes: number;
   probeAnalyzeUs: number;
   probeTimeoutMs: number;
@@ -25,6 +27,7 @@ export function loadCatalogConfig(env: Env = process.env): CatalogConfig {
     mediaRoots: readDirList(env, 'APP_MEDIA_ROOTS'),
     ffprobePath: readString(env, 'APP_FFPROBE_PATH', '') || undefined,
     probeConcurrency: readInt(env, 'APP_PROBE_CONCURRENCY', 2, 1, 64),
+    probeQueue: readInt(env, 'APP_PROBE_QUEUE', 64, 0, 100_000),
     // ffmpeg's defaults are 5 MB / 5 s; Jellyfin raises them to 1 GB. A few MB decide every common container.
     probeSizeBytes: readInt(env, 'APP_PROBE_SIZE', 10_000_000, 32, 2_000_000_000),
     probeAnalyzeUs: readInt(env, 'APP_PROBE_ANALYZE_US', 10_000_000, 0, 600_000_000),

@@ -21,6 +21,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
   const ffprobe = createFfprobe({
     binary: findFfprobe(cfg.ffprobePath, deps.config.env.PATH),
     concurrency: cfg.probeConcurrency,
+    maxWaiting: cfg.probeQueue,
     probeSizeBytes: cfg.probeSizeBytes,
     analyzeDurationUs: cfg.probeAnalyzeUs,
     timeoutMs: cfg.probeTimeoutMs,

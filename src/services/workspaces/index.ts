@@ -9,6 +9,7 @@ import { newId, errorFields } from '../../platform/runtime';
 import type { Env } from '../../platform/config';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
+import { createQuotas } from './quotas';
 import { createEngine } from './engine/docker';
 import { createExecService } from './exec/exec.service';
 import { execRoutes } from './exec/exec.routes';
@@ -49,6 +50,7 @@ const loadSettings = (env: Env): Settings => ({
 export function createWorkspacesService(deps: ServiceDeps, { settings, lxSettings, webhooksSettings }: Settings): Service & { workspaces: Lifecycle } {
   const engine = createEngine(settings.dockerHost);
   const access = createAccess(deps.db);
+  const quotas = createQuotas({ db: deps.db, limits: settings.quotas });
   const workspaces = createLifecycle({
     db: deps.db,
     bus: deps.bus,
@@ -57,6 +59,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     settings,
     engine,
     access,
+    quotas,
     instance: instanceId(deps.config.dataDir),
   });
   const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, workspaces: access });
@@ -89,8 +92,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   })
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces }))
-    .use(logsRoutes({ auth, logs, exec, sse }))
-    .use(execRoutes({ auth, exec, sse }))
+    .use(logsRoutes({ auth, logs, exec, sse, quotas }))
+    .use(execRoutes({ auth, exec, sse, quotas }))
     .use(webhooks.routes(auth));
 
   return {

@@ -1,6 +1,7 @@
 // The workspaces service's own environment variables, parsed once (a bad value stops start-up naming it).
-import { ConfigError, readInt, readString, type Env } from '../../platform/config';
+import { ConfigError, readBool, readInt, readString, type Env } from '../../platform/config';
 import { BUN_IMAGE, MINIMAL_IMAGE } from './engine/images';
+import type { QuotaLimits } from './quotas';
 
 function readImageRef(env: Env, name: string, fallback: string): string {
   const v = readString(env, name, fallback);
@@ -31,6 +32,17 @@ function readPortRange(env: Env): [number, number] {
   return [lo, hi];
 }
 
+export interface CloneSettings {
+  /** APP_CLONE_DENY_PRIVATE: refuse loopback and private targets too (link-local and metadata always are). */
+  denyPrivate: boolean;
+  /** APP_CLONE_MAX_MB in bytes: a clone whose files on disk grow past it is aborted. */
+  maxBytes: number;
+  /** APP_CLONE_CONCURRENCY: clones running at once, for every actor together. */
+  concurrency: number;
+  /** APP_CLONE_QUEUE: clones waiting for a place; past it a create with a repo answers 503 with Retry-After. */
+  maxWaiting: number;
+}
+
 export interface WorkspacesConfig {
   /** DOCKER_HOST (unix:// or tcp://); unset: the engine's default socket. */
   dockerHost: string | undefined;
@@ -43,6 +55,10 @@ export interface WorkspacesConfig {
   /** Host address the workspace ports are published on. */
   bindAddress: string;
   cloneTimeoutMs: number;
+  /** Repo clones: target rules, size and concurrency caps (docs/security.md, "Clones"). */
+  clone: CloneSettings;
+  /** Per-actor quotas; admin tokens are exempt (docs/security.md, "Quotas"). */
+  quotas: QuotaLimits;
   stopGraceSeconds: number;
   /** Tag of the offline-built minimal image (tests use their own tag). */
   minimalImage: string;
@@ -67,6 +83,18 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     authenticatedLimit: readInt(env, 'APP_RATE_LIMIT_AUTHENTICATED', 1000, 1, 1_000_000),
     bindAddress,
     cloneTimeoutMs: readInt(env, 'APP_WORKSPACE_CLONE_TIMEOUT', 120, 1, 3600) * 1000,
+    clone: {
+      denyPrivate: readBool(env, 'APP_CLONE_DENY_PRIVATE', false),
+      maxBytes: readInt(env, 'APP_CLONE_MAX_MB', 1024, 1, 1_048_576) * 1024 * 1024,
+      concurrency: readInt(env, 'APP_CLONE_CONCURRENCY', 4, 1, 64),
+      maxWaiting: readInt(env, 'APP_CLONE_QUEUE', 16, 0, 10_000),
+    },
+    quotas: {
+      workspaces: readInt(env, 'APP_QUOTA_WORKSPACES', 20, 0, 1_000_000),
+      running: readInt(env, 'APP_QUOTA_RUNNING', 10, 0, 1_000_000),
+      execs: readInt(env, 'APP_QUOTA_EXECS', 8, 0, 1_000_000),
+      streams: readInt(env, 'APP_QUOTA_STREAMS', 32, 0, 1_000_000),
+    },
     stopGraceSeconds: readInt(env, 'APP_WORKSPACE_STOP_GRACE', 10, 0, 300),
     minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),
     bunImage: readImageRef(env, 'APP_WORKSPACE_BUN_IMAGE', BUN_IMAGE),

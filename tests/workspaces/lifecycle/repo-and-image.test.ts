@@ -138,8 +138,14 @@ describe('repos', () => {
     expect(w.containerId).toBeNull();
   });
 
+  test('a URL carrying a query is refused at create without echoing it', async () => {
+    const r = await create({ name: 'query-creds', repo: { url: `http://127.0.0.1:${gitPort + 1}/nothing.git?access_token=s3cr3t-q` } });
+    expect(r.status).toBe(400);
+    expect(JSON.stringify(r.body)).not.toContain('s3cr3t');
+  });
+
   test('a failed clone never shows the credentials of its URL', async () => {
-    const r = await create({ name: 'bad-creds', repo: { url: `http://robot:s3cr3t-t0ken@127.0.0.1:${gitPort + 1}/nothing.git?access_token=s3cr3t-q` } });
+    const r = await create({ name: 'bad-creds', repo: { url: `http://robot:s3cr3t-t0ken@127.0.0.1:${gitPort + 1}/nothing.git` } });
     expect(r.status).toBe(201);
     expect(JSON.stringify(r.body)).not.toContain('s3cr3t');
     const w = await settled(r.body.id);

@@ -1,13 +1,17 @@
-// The only place ffprobe runs. Bounded: a cap on concurrent processes, probesize/analyzeduration
-// limits, and a timeout after which the process is killed. Nothing else in Keel spawns ffprobe.
+// The only place ffprobe runs. Bounded: a cap on concurrent processes and on probes waiting for one
+// (past it: 503 MEDIA_ENGINE_BUSY at once), probesize/analyzeduration limits, and a timeout after
+// which the process is killed. Nothing else in Keel spawns ffprobe.
 // Confined: ffprobe reads the one file it is given (see `demuxerWhitelist`), nothing it points to.
 import { accessSync, constants } from 'node:fs';
 import { AppError } from '../../../platform/errors';
+import { createBoundedQueue } from '../../../platform/bounded-queue';
 
 export interface FfprobeOptions {
   /** Binary to run: APP_FFPROBE_PATH, else `ffprobe` on PATH, else the optional npm package's. */
   binary: string;
   concurrency: number;
+  /** Probes that may wait for a process (APP_PROBE_QUEUE, default 64); one more is refused with 503. */
+  maxWaiting?: number;
   probeSizeBytes: number;
   analyzeDurationUs: number;
   timeoutMs: number;
@@ -52,6 +56,12 @@ export function findFfprobe(explicit: string | undefined, PATH: string | undefin
   return found;
 }
 
+const busy = () =>
+  new AppError('MEDIA_ENGINE_BUSY', 503, 'too many probes are running or waiting (APP_PROBE_CONCURRENCY, APP_PROBE_QUEUE); retry later', {
+    retryable: true,
+    category: 'transient',
+    headers: { 'retry-after': '5' },
+  });
 const unavailable = (message: string) => new AppError('MEDIA_ENGINE_UNAVAILABLE', 503, message, { retryable: false, category: 'recoverable' });
 
 /**
@@ -77,31 +87,10 @@ export async function demuxerWhitelist(binary: string): Promise<string> {
   return names.join(',');
 }
 
-/** A counting semaphore: at most `max` holders, the rest wait in order. */
-function semaphore(max: number) {
-  let active = 0;
-  const waiting: (() => void)[] = [];
-  return {
-    async run<T>(fn: () => Promise<T>): Promise<T> {
-      if (active >= max) await new Promise<void>((r) => waiting.push(r));
-      active++;
-      try {
-        return await fn();
-      } finally {
-        active--;
-        waiting.shift()?.();
-      }
-    },
-    get active() {
-      return active;
-    },
-  };
-}
-
 export type FfprobeResult = { ok: true; stdout: string } | { ok: false; reason: 'timeout' | 'failed'; stderr: string };
 
 export function createFfprobe(opts: FfprobeOptions) {
-  const gate = semaphore(opts.concurrency);
+  const gate = createBoundedQueue({ concurrency: opts.concurrency, maxWaiting: opts.maxWaiting ?? 64 });
   // Read once; a failed read is tried again by the next probe.
   let formats: Promise<string> | undefined;
   const allowedFormats = () => (formats ??= demuxerWhitelist(opts.binary).catch((e) => {
@@ -112,7 +101,10 @@ export function createFfprobe(opts: FfprobeOptions) {
   /** Runs ffprobe with `args` then the file; never throws for a file ffprobe cannot read. */
   async function run(args: string[], file: string, timeoutMs = opts.timeoutMs): Promise<FfprobeResult> {
     const allowed = await allowedFormats();
-    return gate.run(async () => {
+    // A full queue is refused at once: a flood of probes must not grow memory or wait without end.
+    const ticket = gate.admit();
+    if (!ticket) throw busy();
+    return ticket.run(async () => {
       // `file:` keeps a name that looks like a protocol or an option from being read as one; the
       // protocol whitelist keeps every demuxer off the network and off pipes, data: and the like.
       const confined = ['-protocol_whitelist', 'file', '-format_whitelist', allowed];
@@ -163,7 +155,7 @@ export function createFfprobe(opts: FfprobeOptions) {
     },
 
     get active() {
-      return gate.active;
+      return gate.running;
     },
   };
 }

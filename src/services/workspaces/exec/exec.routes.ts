@@ -5,29 +5,46 @@ import type { Sse } from '../../../platform/http/sse';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecEventStream, ExecResult, type ExecResult as ExecResultT } from './exec.model';
 import type { ExecService } from './exec.service';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
+import type { Quotas } from '../quotas';
 import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
 
 const SHUTDOWN_EVENT = { event: 'error', data: toEnvelope(new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; the command was stopped')) };
 
-export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; sse: Sse }) {
+export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; sse: Sse; quotas: Quotas }) {
   return new Elysia({ name: 'workspaces.exec' })
     .use(deps.auth)
     .post(
       '/api/workspaces/:id/exec',
       async ({ params, body, actor, request }) => {
+        // An exec slot of the actor's quota for as long as the command runs; a streaming exec also
+        // holds a stream slot. Both go back when the command ends, the client leaves or Keel shuts down.
+        const execSlot = deps.quotas.take(actor, 'execs');
         if (body.stream) {
           const stream = deps.sse.open(request);
-          const events = await deps.exec.stream(actor, params.id, body, stream.signal);
-          // Ending the stream kills the command, as a disconnect does; the client learns why. No backlog:
-          // a slow client slows the command down. The cast only satisfies the JSON 200 schema's type.
-          return stream.respond(events, { shutdownEvent: SHUTDOWN_EVENT }) as unknown as ExecResultT;
+          let streamSlot: { release(): void } | undefined;
+          try {
+            streamSlot = deps.quotas.hold(actor, 'streams', stream.signal);
+            stream.signal.addEventListener('abort', execSlot.release, { once: true });
+            const events = await deps.exec.stream(actor, params.id, body, stream.signal);
+            // Ending the stream kills the command, as a disconnect does; the client learns why. No backlog:
+            // a slow client slows the command down. The cast only satisfies the JSON 200 schema's type.
+            return stream.respond(events, { shutdownEvent: SHUTDOWN_EVENT }) as unknown as ExecResultT;
+          } catch (e) {
+            streamSlot?.release();
+            execSlot.release();
+            throw e;
+          }
         }
-        return deps.exec.run(actor, params.id, body, request.signal);
+        try {
+          return await deps.exec.run(actor, params.id, body, request.signal);
+        } finally {
+          execSlot.release();
+        }
       },
       {
         params: IdParams,
         body: ExecBody,
-        response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
         detail: {
           tags: ['exec'],
           responses: { 200: ExecEventStream },
@@ -39,7 +56,9 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
             `stdout and stderr keep ${EXEC_OUTPUT_MAX_BYTES} bytes each (\`stdoutTruncated\`/\`stderrTruncated\` tell when more was written); ` +
             'invalid UTF-8 becomes U+FFFD. A client that disconnects kills the command.\n\n' +
             'With `stream: true` the answer is `text/event-stream` (its events: the 200 response).\n\n' +
-            'Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING, 502 ENGINE_ERROR, 503 ENGINE_UNAVAILABLE.',
+            'A command in flight takes one of the actor\'s `APP_QUOTA_EXECS` exec slots; a streaming one also one of its `APP_QUOTA_STREAMS` stream slots. ' +
+            'Past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` and nothing runs (admin tokens are exempt).\n\n' +
+            'Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING, 429 QUOTA_EXCEEDED, 502 ENGINE_ERROR, 503 ENGINE_UNAVAILABLE.',
         },
       },
     );

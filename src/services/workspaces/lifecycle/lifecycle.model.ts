@@ -22,7 +22,13 @@ export const STATUS_SCHEMA_MATCHES_TABLE: Same<Static<typeof WorkspaceStatusSche
 
 export const RepoSchema = t.Object(
   {
-    url: t.String({ minLength: 1, maxLength: 2048, description: 'http(s)://, git://, ssh:// or user@host:path; cloned on the Keel host' }),
+    url: t.String({
+      minLength: 1,
+      maxLength: 2048,
+      description:
+        'http://, https:// or git://, cloned on the Keel host; no query or fragment. Credentials as https://user:token@host/... are sent as an ' +
+        'Authorization header and never stored or shown. Link-local and cloud-metadata hosts are refused (loopback and private ones too with APP_CLONE_DENY_PRIVATE=true)',
+    }),
     branch: t.Optional(t.String({ minLength: 1, maxLength: 255, pattern: '^[A-Za-z0-9_][A-Za-z0-9._/-]*$', description: 'default: the remote HEAD' })),
   },
   { description: 'unknown fields are ignored' },
@@ -33,7 +39,13 @@ export const CreateWorkspaceBody = t.Object(
     name: t.String({ pattern: NAME_PATTERN, minLength: 1, maxLength: 63, description: 'unique among all workspaces' }),
     template: t.Optional(t.String({ minLength: 1, maxLength: 63, default: DEFAULT_TEMPLATE })),
     type: t.Optional(WorkspaceTypeSchema),
-    port: t.Optional(JsonInteger({ minimum: 1024, maximum: 65535, description: 'host port of the code server; assigned from APP_WORKSPACE_PORT_RANGE when absent' })),
+    port: t.Optional(
+      JsonInteger({
+        minimum: 1024,
+        maximum: 65535,
+        description: 'host port of the code server; assigned from APP_WORKSPACE_PORT_RANGE when absent. Outside that range: 400 INVALID_REQUEST, except for admin tokens',
+      }),
+    ),
     repo: t.Optional(RepoSchema),
   },
   { description: 'unknown fields are ignored' },
@@ -98,3 +110,16 @@ export const ErrorEnvelope = t.Object(
   },
   { description: 'error envelope' },
 );
+
+const QuotaCounts = t.Object({
+  workspaces: JsonInteger({ description: 'workspaces held, whatever their status' }),
+  running: JsonInteger({ description: 'workspaces creating, starting, restarting or running' }),
+  execs: JsonInteger({ description: 'exec calls in flight' }),
+  streams: JsonInteger({ description: 'open log follows, streaming execs and agent streams' }),
+});
+
+export const QuotaView = t.Object({
+  exempt: t.Boolean({ description: 'true for admin tokens: no quota applies' }),
+  limits: QuotaCounts,
+  used: QuotaCounts,
+});

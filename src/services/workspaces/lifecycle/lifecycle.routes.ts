@@ -11,10 +11,16 @@ import {
   ErrorEnvelope,
   IdParams,
   ListQuery,
+  QuotaView,
   StopQuery,
   WorkspaceList,
   WorkspaceWithStats,
 } from './lifecycle.model';
+
+const QUOTAS =
+  'A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past ' +
+  'either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. ' +
+  'GET /api/quotas says what the caller uses.';
 
 const TRANSITIONS =
   'Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it ' +
@@ -55,8 +61,11 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
             'and container are created, `repo` is cloned into /workspace on the Keel host, and the workspace starts. Any failure ends in ' +
             'status `failed` with `reason`. 409 `WORKSPACE_EXISTS` when the name is taken (names are unique across all owners), 409 ' +
             '`PORT_UNAVAILABLE` when `port` is reserved by another workspace or held by any process on the host, 400 `INVALID_REQUEST` ' +
-            'for a malformed body, an unknown template or a repo URL that is not http(s)://, git://, ssh:// or user@host:path. ' +
-            '503 `ENGINE_UNAVAILABLE` (with Retry-After) when no container engine answers: nothing is created, retry later. ' +
+            'for a malformed body, an unknown template, a `port` outside APP_WORKSPACE_PORT_RANGE (admins excepted), a repo URL that is not ' +
+            'http://, https:// or git://, or a repo host that is an IP literal in a link-local or metadata range (any spelling). ' +
+            '503 `ENGINE_UNAVAILABLE` (with Retry-After) when no container engine answers, 503 `CLONE_QUEUE_FULL` (with Retry-After) when too many ' +
+            'repo clones run or wait (APP_CLONE_CONCURRENCY, APP_CLONE_QUEUE): nothing is created, retry later. ' +
+            `${QUOTAS} ` +
             'A creation cut short by a crash of Keel is finished when Keel starts again (see docs/workspaces.md, "Crash recovery").',
         },
       },
@@ -70,7 +79,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       ...transition,
       detail: {
         summary: 'Start a stopped (or failed) workspace',
-        description: `From stopped or failed (a container removed outside Keel is recreated over the kept volume). ${TRANSITIONS}`,
+        description: `From stopped or failed (a container removed outside Keel is recreated over the kept volume). ${TRANSITIONS} ${QUOTAS}`,
       },
     })
     .post('/api/workspaces/:id/stop', ({ actor, params, query }) => ws.stop(actor, params.id, query.force ?? false), {
@@ -83,7 +92,16 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     })
     .post('/api/workspaces/:id/restart', ({ actor, params }) => ws.restart(actor, params.id), {
       ...transition,
-      detail: { summary: 'Restart a workspace', description: `From running or stopped. ${TRANSITIONS}` },
+      detail: { summary: 'Restart a workspace', description: `From running or stopped. ${TRANSITIONS} A restart from stopped takes a running place. ${QUOTAS}` },
+    })
+    .get('/api/quotas', ({ actor }) => ws.quotas(actor), {
+      response: { 200: QuotaView, 401: ErrorEnvelope, 429: ErrorEnvelope },
+      detail: {
+        summary: "The caller's quotas and what it uses of each",
+        description:
+          'Limits per actor (APP_QUOTA_WORKSPACES, APP_QUOTA_RUNNING, APP_QUOTA_EXECS, APP_QUOTA_STREAMS) and current use. Admin tokens are ' +
+          '`exempt`: no quota applies to them. Past a quota an operation answers 429 `QUOTA_EXCEEDED` with `details: {quota, limit}`.',
+      },
     })
     .delete('/api/workspaces/:id', ({ actor, params, query }) => ws.remove(actor, params.id, query.volumes ?? false), {
       params: IdParams,

@@ -2,6 +2,7 @@
 // (reservations, provisioning, the state machine, reconciliation, stats, views) over one engine, one
 // database and one bus. No Elysia and no dockerode here.
 import { AppError } from '../../../platform/errors';
+import { createBoundedQueue } from '../../../platform/bounded-queue';
 import type { Bus } from '../../../platform/bus/bus';
 import type { Db } from '../../../platform/db';
 import type { Actor } from '../../../platform/auth/workspace-token';
@@ -12,7 +13,7 @@ import { createReservations } from './ports';
 import { createProvisioner } from './provision';
 import { createReconciler } from './reconcile';
 import { createRecords } from './records';
-import { repoUrlProblem } from './repo-clone';
+import { repoUrlProblem, type RepoRequest } from './repo-clone';
 import { createStateMachine } from './state-machine';
 import { createStats } from './stats';
 import { createTaskQueue } from './task-queue';
@@ -20,6 +21,7 @@ import { DEFAULT_TEMPLATE, templates } from './templates';
 import { createdView, workspaceView, type CreatedView } from './views';
 import type { CreateWorkspaceInput } from './lifecycle.model';
 import type { WorkspacesConfig } from '../workspaces.config';
+import type { Quotas } from '../quotas';
 import type { WorkspaceRow, WorkspaceStatus, WorkspaceType } from '../workspaces.tables';
 
 export interface LifecycleDeps {
@@ -30,20 +32,34 @@ export interface LifecycleDeps {
   settings: WorkspacesConfig;
   engine: Engine;
   access: Access;
+  quotas: Quotas;
   /** Marks this Keel's containers and volumes, so several Keels (or test runs) can share one engine. */
   instance: string;
 }
 
 /** How long close() waits for queued engine work before giving up on it (the next start-up finishes it). */
 const CLOSE_WAIT_MS = 15_000;
+/** Seconds a create refused for a full clone queue is told to wait. */
+const CLONE_RETRY_AFTER_S = 10;
+
+const cloneQueueFull = () =>
+  new AppError('CLONE_QUEUE_FULL', 503, 'too many repo clones are running or waiting; nothing was created, retry later', {
+    retryable: true,
+    category: 'transient',
+    headers: { 'retry-after': String(CLONE_RETRY_AFTER_S) },
+  });
 
 export function createLifecycle(deps: LifecycleDeps) {
-  const { engine, access, log, instance } = deps;
+  const { engine, access, log, instance, quotas } = deps;
+  const [portLo, portHi] = deps.settings.workspacePortRange;
+  const clonePolicy = { denyPrivate: deps.settings.clone.denyPrivate };
+  // One queue for every actor's clones: a bounded number run, a bounded number wait, the rest are refused.
+  const clones = createBoundedQueue(deps.settings.clone);
   const host = deps.settings.publicHost;
   const records = createRecords(deps);
   const queue = createTaskQueue(log);
   const stats = createStats(deps);
-  const reservations = createReservations({ db: deps.db, clock: deps.clock, portRange: deps.settings.workspacePortRange });
+  const reservations = createReservations({ db: deps.db, clock: deps.clock, portRange: deps.settings.workspacePortRange, quotas });
   const provisioner = createProvisioner({ engine, records, settings: deps.settings, log, instance });
 
   async function destroy(row: WorkspaceRow, removeVolume: boolean): Promise<void> {
@@ -57,7 +73,7 @@ export function createLifecycle(deps: LifecycleDeps) {
     stats.forget(row, { disk: true });
   }
 
-  const machine = createStateMachine({ engine, records, queue, provisioner, stats, settings: deps.settings, log, destroy });
+  const machine = createStateMachine({ engine, records, queue, provisioner, stats, settings: deps.settings, log, quotas, destroy });
   const reconciler = createReconciler({ engine, records, queue, machine, log, instance });
 
   return {
@@ -71,30 +87,51 @@ export function createLifecycle(deps: LifecycleDeps) {
     },
 
     /**
-     * Checks the input and that an engine answers (503 ENGINE_UNAVAILABLE, nothing stored, when none
-     * does), reserves the name and ports, and queues provisioning; answers `creating` at once.
+     * Checks the input, the actor's quotas (429), a place in the clone queue for a repo (503
+     * CLONE_QUEUE_FULL) and that an engine answers (503 ENGINE_UNAVAILABLE), then reserves the name
+     * and ports (the quota checked again in the same step as the insert) and queues provisioning;
+     * answers `creating` at once. Whatever is refused, nothing is stored.
      */
     async create(actor: Actor, input: CreateWorkspaceInput): Promise<CreatedView> {
       const template = templates.get(input.template ?? DEFAULT_TEMPLATE);
       if (!template) {
         throw new AppError('INVALID_REQUEST', 400, 'unknown template', { details: { property: '/template', known: [...templates.keys()] } });
       }
+      if (input.port !== undefined && !actor.admin && (input.port < portLo || input.port > portHi)) {
+        throw new AppError('INVALID_REQUEST', 400, `port must be within APP_WORKSPACE_PORT_RANGE (${portLo}-${portHi})`, {
+          details: { property: '/port', range: `${portLo}-${portHi}` },
+        });
+      }
       if (input.repo) {
-        const problem = repoUrlProblem(input.repo.url);
+        const problem = repoUrlProblem(input.repo.url, clonePolicy);
         if (problem) throw new AppError('INVALID_REQUEST', 400, problem, { details: { property: '/repo/url' } });
       }
-      await engine.ping().catch((e) => {
-        throw engineFailure(e);
-      });
-      const row = await reservations.reserve(actor, input, template);
-      records.publish('created', row);
-      machine.create(row, input.repo);
-      return createdView(row, host);
+      quotas.checkCreate(actor);
+      const ticket = input.repo ? clones.admit() : undefined;
+      if (ticket === null) throw cloneQueueFull();
+      try {
+        await engine.ping().catch((e) => {
+          throw engineFailure(e);
+        });
+        const row = await reservations.reserve(actor, input, template);
+        records.publish('created', row);
+        const repo: RepoRequest | undefined = input.repo && ticket ? { url: input.repo.url, branch: input.repo.branch, ticket } : undefined;
+        machine.create(row, repo);
+        return createdView(row, host);
+      } catch (e) {
+        ticket?.release();
+        throw e;
+      }
     },
 
-    start: (actor: Actor, id: string) => machine.start(access.getOwned(actor, id)),
+    start: (actor: Actor, id: string) => machine.start(actor, access.getOwned(actor, id)),
     stop: (actor: Actor, id: string, force: boolean) => machine.stop(access.getOwned(actor, id), force),
-    restart: (actor: Actor, id: string) => machine.restart(access.getOwned(actor, id)),
+    restart: (actor: Actor, id: string) => machine.restart(actor, access.getOwned(actor, id)),
+
+    /** The actor's quotas and what it uses of each (admins are not limited). */
+    quotas(actor: Actor) {
+      return { exempt: actor.admin, limits: { ...quotas.limits }, used: quotas.usage(actor) };
+    },
 
     /** Removes the container, the row and (with `volumes`, or for a temporary workspace) the volume. */
     async remove(actor: Actor, id: string, volumes: boolean): Promise<{ id: string; deleted: true }> {

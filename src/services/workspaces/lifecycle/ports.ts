@@ -10,6 +10,7 @@ import { isoNow, newId, type Clock } from '../../../platform/runtime';
 import { scrubUrls } from './repo-clone';
 import type { Template } from './templates';
 import type { CreateWorkspaceInput } from './lifecycle.model';
+import type { Quotas } from '../quotas';
 import { workspaces, type WorkspaceRow } from '../workspaces.tables';
 
 export function hostPortFree(port: number): Promise<boolean> {
@@ -36,7 +37,7 @@ export async function allocatePorts(range: [number, number], reserved: Set<numbe
   return out.length === count ? out : null;
 }
 
-export function createReservations(deps: { db: Db; clock: Clock; portRange: [number, number] }) {
+export function createReservations(deps: { db: Db; clock: Clock; portRange: [number, number]; quotas: Quotas }) {
   const { db, portRange, clock } = deps;
   const [lo, hi] = portRange;
   let portHint = 0;
@@ -93,8 +94,11 @@ export function createReservations(deps: { db: Db; clock: Clock; portRange: [num
       updatedAt: now,
     };
     try {
-      db.insert(workspaces).values(row).run();
+      // The actor's quotas are checked again in the same synchronous step as the insert: creates that
+      // passed the early check together cannot overshoot.
+      deps.quotas.admitCreate(actor, () => db.insert(workspaces).values(row).run());
     } catch (e) {
+      if (e instanceof AppError) throw e;
       // The checks above run alone in this process; a unique violation means another Keel shares the database.
       const msg = String((e as Error).message);
       if (msg.includes('workspaces_workspaces.name')) throw new AppError('WORKSPACE_EXISTS', 409, 'a workspace with this name exists');

@@ -4,11 +4,10 @@
 import { errorFields, type Logger } from '../../../platform/runtime';
 import { EngineError, LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/engine';
 import { buildTemplateImage, templateImage } from '../engine/template-image';
-import { CloneError, cloneRepo, scrubUrls, tarDirectory } from './repo-clone';
+import { CloneError, cloneRepo, scrubUrls, tarDirectory, type RepoRequest } from './repo-clone';
 import { MiB, MOUNT_PATH } from './stats';
 import { supervisorScript } from './supervisor';
 import type { Template } from './templates';
-import type { CreateWorkspaceInput } from './lifecycle.model';
 import type { Records } from './records';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow } from '../workspaces.tables';
@@ -88,8 +87,9 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
     return containerId;
   }
 
-  async function copyRepo(containerId: string, template: Template, repo: NonNullable<CreateWorkspaceInput['repo']>, signal: AbortSignal) {
-    const clone = await cloneRepo({ url: repo.url, branch: repo.branch, timeoutMs: settings.cloneTimeoutMs, signal });
+  async function copyRepo(containerId: string, template: Template, repo: RepoRequest, signal: AbortSignal) {
+    const { clone: c } = settings;
+    const clone = await cloneRepo({ ...repo, timeoutMs: settings.cloneTimeoutMs, maxBytes: c.maxBytes, policy: { denyPrivate: c.denyPrivate }, signal });
     try {
       const [uid, gid] = template.user.split(':').map(Number);
       const tar = tarDirectory(clone.dir, uid!, gid!);
@@ -107,7 +107,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
      * removes a container that never got its repo (the volume stays until delete) and rethrows; a
      * delete arriving meanwhile cancels it (answered as `cancelled`).
      */
-    async provision(id: string, template: Template, repo: CreateWorkspaceInput['repo']): Promise<{ containerId: string } | 'cancelled'> {
+    async provision(id: string, template: Template, repo: RepoRequest | undefined): Promise<{ containerId: string } | 'cancelled'> {
       const row = records.row(id);
       if (!row) return 'cancelled';
       const abort = new AbortController();

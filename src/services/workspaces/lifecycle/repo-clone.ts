@@ -1,21 +1,84 @@
-// Cloning a workspace's repo: on the Keel host (images need no git), shallow, without prompts and
-// with a deadline, then streamed as a tar (owned by the workspace user) into the workspace volume.
-// Only network transports are accepted: a workspace must not read Keel's own files via file:// or a path.
+// Cloning a workspace's repo: on the Keel host (images need no git), shallow, without prompts and with
+// a deadline, a size cap and a place in the clone queue, then streamed as a tar (owned by the
+// workspace user) into the workspace volume. What a clone may reach and use (docs/security.md, "Clones"):
+// - http://, https:// and git:// only: no file:// or path (Keel's own files), no ssh (Keel has no SSH
+//   identity to offer and never lends the host's);
+// - targets follow platform/net/address-policy.ts; the name is resolved and checked first, and git is
+//   pinned to the checked addresses (no second lookup an attacker's DNS could answer differently);
+// - git runs with an empty HOME and no system or global config: no credential helper, insteadOf or
+//   proxy of the Keel user applies; redirects are not followed (they could lead anywhere);
+// - credentials in the URL travel as an Authorization header in git's environment config, never in
+//   argv (a process list), the stored URL, `.git/config`, a log or a failure reason.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { lstat, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadable } from 'node:stream/web';
+import { literalRefusal, parseIpLiteral, REFUSAL_TEXT, resolveAllowed, TargetRefused, type Resolver, type TargetPolicy } from '../../../platform/net/address-policy';
+import type { QueueTicket } from '../../../platform/bounded-queue';
 
-const SCHEMES = /^(https?|git|ssh):\/\/[^\s/]/i;
-const SCP_LIKE = /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!\/\/)[^\s]+$/;
+const ALLOWED_SCHEMES = new Set(['http:', 'https:', 'git:']);
+const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'git:': 9418 };
+const SCP_LIKE = /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!\/\/)/;
+/** How often the clone's size on disk is measured; it may overshoot the cap by what arrives meanwhile. */
+const SIZE_POLL_MS = 250;
 
-/** Why a repo URL is refused, or null when it is acceptable. */
-export function repoUrlProblem(url: string): string | null {
-  if (/[\s\0]/.test(url) || url.startsWith('-')) return 'the repo URL contains forbidden characters';
-  if (SCHEMES.test(url) || SCP_LIKE.test(url)) return null;
-  return 'the repo URL must use http://, https://, git://, ssh:// or user@host:path';
+/** A repo URL taken apart: what git is given, what is shown and stored, and the credentials kept apart. */
+export interface RepoTarget {
+  scheme: 'http:' | 'https:' | 'git:';
+  /** Host as written in the URL (IPv6 without brackets), and the port git connects to. */
+  host: string;
+  port: number;
+  /** The URL without credentials: what git fetches, what `.git/config` and the database keep. */
+  url: string;
+  /** `Basic ...` for credentials given in the URL; never logged, shown or stored. */
+  authorization?: string;
+}
+
+/** The URL taken apart, or why it is refused (a message naming no part of it). */
+export function parseRepoUrl(raw: string): RepoTarget | string {
+  if (/[\s\0]/.test(raw) || raw.startsWith('-')) return 'the repo URL contains forbidden characters';
+  if (/^ssh:\/\//i.test(raw) || SCP_LIKE.test(raw)) {
+    return 'ssh repo URLs are not accepted: Keel has no SSH identity to clone with and never uses its host\'s; use https:// (with user:token@ for a private repo)';
+  }
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return 'the repo URL must use http://, https:// or git://';
+  }
+  if (!ALLOWED_SCHEMES.has(u.protocol) || !u.hostname) return 'the repo URL must use http://, https:// or git://';
+  if (u.search || u.hash) return 'the repo URL must not carry a query or a fragment (give credentials as user:token@)';
+  const scheme = u.protocol as RepoTarget['scheme'];
+  const host = u.hostname.replace(/^\[(.*)\]$/, '$1');
+  const port = u.port ? Number(u.port) : DEFAULT_PORTS[scheme]!;
+  let authorization: string | undefined;
+  if (u.username || u.password) {
+    if (scheme === 'git:') return 'git:// URLs carry no credentials';
+    let user: string;
+    let pass: string;
+    try {
+      user = decodeURIComponent(u.username);
+      pass = decodeURIComponent(u.password);
+    } catch {
+      return 'the repo URL\'s credentials are not valid percent-encoding';
+    }
+    if (/[\x00-\x1f\x7f]/.test(user + pass) || user.includes(':')) return 'the repo URL\'s credentials contain forbidden characters';
+    authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+  }
+  const hostPart = host.includes(':') ? `[${host}]` : host;
+  const url = `${scheme}//${hostPart}${u.port ? `:${u.port}` : ''}${u.pathname}`;
+  return { scheme, host, port, url, authorization };
+}
+
+/** Why a repo URL is refused at create (format, or an IP literal the target rules refuse), or null. */
+export function repoUrlProblem(raw: string, policy: TargetPolicy): string | null {
+  const t = parseRepoUrl(raw);
+  if (typeof t === 'string') return t;
+  const refused = literalRefusal(t.host, policy);
+  return refused ? `the repo host is ${REFUSAL_TEXT[refused]}; clones may not reach it` : null;
 }
 
 /** Removes credentials from URLs in any text: `https://user:token@host` -> `https://***@host`, token query values too. */
@@ -25,76 +88,193 @@ export function scrubUrls(text: string): string {
     .replace(/([?&](?:access_token|token|private_token|password|key)=)[^&\s'"]+/gi, '$1***');
 }
 
+/** A repo to clone once the workspace exists, holding its place in the clone queue. */
+export interface RepoRequest {
+  url: string;
+  branch?: string;
+  ticket: QueueTicket;
+}
+
 export class CloneError extends Error {}
 
 export interface CloneOptions {
   url: string;
   branch?: string;
   timeoutMs: number;
+  /** Bytes the clone may take on disk; past them it is aborted. */
+  maxBytes: number;
+  policy: TargetPolicy;
+  /** The place in the clone queue; the clone waits for a running place through it. */
+  ticket: QueueTicket;
   /** Aborting ends the clone at once (the workspace is being deleted). */
   signal?: AbortSignal;
+  /** Name resolution (the system resolver by default). */
+  resolve?: Resolver;
 }
 
-/** Clones into a fresh temp dir; the caller removes it with `cleanup`. Throws CloneError with git's scrubbed message. */
-export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; cleanup(): void }> {
-  const base = mkdtempSync(join(tmpdir(), 'keel-clone-'));
-  const dir = join(base, 'repo');
-  const cleanup = () => rmSync(base, { recursive: true, force: true });
-  const args = ['-c', 'protocol.file.allow=never', '-c', 'core.hooksPath=/dev/null', 'clone', '--depth', '1', '--single-branch', '--no-tags'];
-  if (opts.branch) args.push('--branch', opts.branch);
-  args.push('--', opts.url, dir);
-  // Its own process group, so the deadline kills git's helpers too (git-remote-http, ssh), not only git.
-  const proc = spawn('git', args, {
-    detached: true,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: base,
-      GIT_TERMINAL_PROMPT: '0',
-      GIT_ASKPASS: '/bin/false',
-      SSH_ASKPASS: '/bin/false',
-      GIT_ALLOW_PROTOCOL: 'http:https:git:ssh',
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_SSH_COMMAND: 'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new',
-    },
+/** Bytes a directory tree takes on disk (allocated blocks; a file that vanishes meanwhile counts nothing). */
+export async function diskUsage(dir: string): Promise<number> {
+  let total = 0;
+  const walk = async (d: string): Promise<void> => {
+    let entries;
+    try {
+      entries = await readdir(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const p = join(d, e.name);
+      const st = await lstat(p).catch(() => null);
+      if (!st) continue;
+      total += st.blocks * 512;
+      if (e.isDirectory()) await walk(p);
+    }
+  };
+  await walk(dir);
+  return total;
+}
+
+/** git's configuration for one clone, given through its environment (GIT_CONFIG_COUNT), never argv. */
+function gitEnv(home: string, config: [string, string][]): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: home,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_SYSTEM: '/dev/null',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_ASKPASS: '/bin/false',
+    SSH_ASKPASS: '/bin/false',
+    GIT_ALLOW_PROTOCOL: 'http:https:git',
+    GIT_CONFIG_COUNT: String(config.length),
+  };
+  config.forEach(([k, v], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = k;
+    env[`GIT_CONFIG_VALUE_${i}`] = v;
   });
+  return env;
+}
+
+/** Runs git (its own process group, so a kill reaches its helpers too); resolves with the exit and stderr. */
+function runGit(args: string[], env: Record<string, string>, opts: { timeoutMs: number; signal?: AbortSignal; watch?: (kill: (why: string) => void) => () => void }) {
+  const proc = spawn('git', args, { detached: true, stdio: ['ignore', 'ignore', 'pipe'], env });
   let stderr = '';
   proc.stderr!.setEncoding('utf8').on('data', (d: string) => {
     if (stderr.length < 64 * 1024) stderr += d;
   });
-  const killGroup = () => {
+  let killedFor: string | undefined;
+  const kill = (why: string) => {
+    killedFor ??= why;
     try {
       process.kill(-proc.pid!, 'SIGKILL');
     } catch {
       proc.kill('SIGKILL');
     }
   };
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    killGroup();
-  }, opts.timeoutMs);
-  opts.signal?.addEventListener('abort', killGroup, { once: true });
-  const code = await new Promise<number>((resolve) => {
-    proc.on('error', () => resolve(-1));
-    proc.on('exit', (c, signal) => resolve(c ?? (signal ? 128 : -1)));
+  const timer = setTimeout(() => kill('timeout'), opts.timeoutMs);
+  const onAbort = () => kill('cancelled');
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  const unwatch = opts.watch?.(kill);
+  return new Promise<{ code: number; stderr: string; killedFor?: string }>((resolve) => {
+    const done = (code: number) => {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      unwatch?.();
+      resolve({ code, stderr, killedFor });
+    };
+    proc.on('error', () => done(-1));
+    proc.on('exit', (c, sig) => done(c ?? (sig ? 128 : -1)));
   });
-  clearTimeout(timer);
-  opts.signal?.removeEventListener('abort', killGroup);
-  if (opts.signal?.aborted) {
-    cleanup();
-    throw new CloneError('git clone was cancelled');
-  }
-  if (timedOut) {
-    cleanup();
-    throw new CloneError(`git clone did not finish within ${Math.round(opts.timeoutMs / 1000)} s`);
-  }
-  if (code !== 0) {
-    cleanup();
-    const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('Cloning into'));
-    throw new CloneError(scrubUrls(`git clone failed: ${lines.slice(-3).join('; ') || `exit code ${code}`}`).slice(0, 500));
-  }
-  return { dir, cleanup };
+}
+
+/**
+ * Waits for a place in the clone queue, checks where the host resolves, then clones into a fresh
+ * temp dir; the caller removes it with `cleanup`. Throws CloneError with a message that names no
+ * credential.
+ */
+export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; cleanup(): void }> {
+  const target = parseRepoUrl(opts.url);
+  if (typeof target === 'string') throw new CloneError(target);
+  return opts.ticket.run(async () => {
+    let addresses: string[];
+    try {
+      addresses = await resolveAllowed(target.host, opts.policy, opts.resolve);
+    } catch (e) {
+      if (e instanceof TargetRefused) throw new CloneError(`git clone refused: ${e.message}; clones may not reach it`);
+      throw e;
+    }
+    opts.signal?.throwIfAborted();
+
+    const base = mkdtempSync(join(tmpdir(), 'keel-clone-'));
+    const home = join(base, 'home');
+    mkdirSync(home);
+    const dir = join(base, 'repo');
+    const cleanup = () => rmSync(base, { recursive: true, force: true });
+
+    // Pin the connection to the addresses just checked: curl's resolve list for http(s) (the name
+    // stays in the URL, for TLS and Host), the address itself for git:// (its protocol needs no name).
+    const config: [string, string][] = [
+      ['core.hooksPath', '/dev/null'],
+      ['credential.helper', ''],
+      ['http.followRedirects', 'false'],
+      ['protocol.file.allow', 'never'],
+    ];
+    let fetchUrl = target.url;
+    const pinned = addresses.map((a) => (a.includes(':') ? `[${a}]` : a));
+    if (target.scheme === 'git:') {
+      fetchUrl = target.url.replace(/^git:\/\/(\[[^\]]*\]|[^/:]*)/, `git://${pinned[0]}`);
+    } else if (!parseIpLiteral(target.host)) {
+      config.push(['http.curloptResolve', `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}:${pinned.join(',')}`]);
+    }
+    if (target.authorization) config.push(['http.extraHeader', `Authorization: ${target.authorization}`]);
+    const env = gitEnv(home, config);
+
+    const args = ['clone', '--depth', '1', '--single-branch', '--no-tags'];
+    if (opts.branch) args.push('--branch', opts.branch);
+    args.push('--', fetchUrl, dir);
+
+    let over = false;
+    const watch = (kill: (why: string) => void) => {
+      let stopped = false;
+      const poll = async () => {
+        if (stopped) return;
+        if ((await diskUsage(base)) > opts.maxBytes) {
+          over = true;
+          return kill('size');
+        }
+        if (!stopped) timer = setTimeout(poll, SIZE_POLL_MS);
+      };
+      let timer = setTimeout(poll, SIZE_POLL_MS);
+      return () => {
+        stopped = true;
+        clearTimeout(timer);
+      };
+    };
+    const r = await runGit(args, env, { timeoutMs: opts.timeoutMs, signal: opts.signal, watch });
+    const fail = (message: string): never => {
+      cleanup();
+      throw new CloneError(message);
+    };
+    if (opts.signal?.aborted || r.killedFor === 'cancelled') fail('git clone was cancelled');
+    if (r.killedFor === 'timeout') fail(`git clone did not finish within ${Math.round(opts.timeoutMs / 1000)} s`);
+    const cap = `${Math.round(opts.maxBytes / (1024 * 1024))} MiB`;
+    if (over || r.killedFor === 'size') fail(`git clone stopped: the repository takes more than ${cap} on disk (APP_CLONE_MAX_MB)`);
+    if (r.code !== 0) {
+      const lines = r.stderr.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('Cloning into'));
+      fail(scrubUrls(`git clone failed: ${lines.slice(-3).join('; ') || `exit code ${r.code}`}`).slice(0, 500));
+    }
+    // The last pieces may have landed after the last measurement.
+    if ((await diskUsage(base)) > opts.maxBytes) fail(`git clone stopped: the repository takes more than ${cap} on disk (APP_CLONE_MAX_MB)`);
+    // The remote as the user wrote it (a git:// clone fetched from the pinned address), never credentials.
+    const set = await runGit(['config', '--file', join(dir, '.git', 'config'), 'remote.origin.url', target.url], env, { timeoutMs: 10_000 });
+    if (set.code !== 0) fail('git clone failed: could not record the remote URL');
+    rmSync(home, { recursive: true, force: true });
+    return { dir, cleanup };
+  }, opts.signal).catch((e) => {
+    if (e instanceof CloneError) throw e;
+    if (opts.signal?.aborted) throw new CloneError('git clone was cancelled');
+    throw e;
+  });
 }
 
 /** A tar stream of `dir`'s contents, every entry owned by uid:gid, for the engine's putArchive. */

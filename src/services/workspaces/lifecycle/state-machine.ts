@@ -4,6 +4,7 @@
 // reports, or in `failed` with the reason. Start, stop, restart, create and their resumption after a
 // crash of Keel all take that one path (`run`).
 import { AppError } from '../../../platform/errors';
+import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Logger } from '../../../platform/runtime';
 import { workspaceNotFound } from '../access';
 import { EngineError, type Engine } from '../engine/engine';
@@ -12,7 +13,8 @@ import type { Records } from './records';
 import type { Stats } from './stats';
 import type { TaskQueue } from './task-queue';
 import { templates, type Template } from './templates';
-import type { CreateWorkspaceInput } from './lifecycle.model';
+import type { RepoRequest } from './repo-clone';
+import type { Quotas } from '../quotas';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow, WorkspaceStatus } from '../workspaces.tables';
 
@@ -34,6 +36,7 @@ export function createStateMachine(deps: {
   stats: Stats;
   settings: WorkspacesConfig;
   log: Logger;
+  quotas: Quotas;
   /** Removes the workspace from the engine and the database (delete; a temporary workspace that stopped). */
   destroy(row: WorkspaceRow, removeVolume: boolean): Promise<void>;
 }) {
@@ -100,7 +103,7 @@ export function createStateMachine(deps: {
   // The engine calls, one per in-progress status; each is also how a crash-interrupted one is finished.
   const work = {
     /** Provisions (finding what exists) and starts. Cancelled by a delete: nothing to start. */
-    async create(row: WorkspaceRow, repo: CreateWorkspaceInput['repo']) {
+    async create(row: WorkspaceRow, repo: RepoRequest | undefined) {
       const done = await provisioner.provision(row.id, templateOf(row), repo);
       if (done !== 'cancelled') await engine.start(done.containerId);
     },
@@ -117,14 +120,19 @@ export function createStateMachine(deps: {
     },
   };
 
-  /** Records the move to an in-progress status if the current status allows it, atomically; else 409. */
-  function transition(row: WorkspaceRow, operation: string, allowed: readonly WorkspaceStatus[], to: WorkspaceStatus) {
+  /**
+   * Records the move to an in-progress status if the current status allows it, atomically; else 409.
+   * With `actor`, a move that makes the workspace run takes a running place of the actor's quota in
+   * the same synchronous step (429 QUOTA_EXCEEDED, nothing moved, when none is left).
+   */
+  function transition(row: WorkspaceRow, operation: string, allowed: readonly WorkspaceStatus[], to: WorkspaceStatus, actor?: Actor) {
     const refuse = (status: WorkspaceStatus) =>
       new AppError('INVALID_TRANSITION', 409, `cannot ${operation} a workspace that is ${status}`, {
         details: { status, operation, allowedFrom: [...allowed] },
       });
     if (!allowed.includes(row.status)) throw refuse(row.status);
-    if (!records.moveStatus(row.id, allowed, to)) {
+    const move = () => records.moveStatus(row.id, allowed, to);
+    if (!(actor ? deps.quotas.admitRunning(actor, records.row(row.id) ?? row, move) : move())) {
       const now = records.row(row.id);
       if (!now) throw workspaceNotFound();
       throw refuse(now.status);
@@ -135,17 +143,19 @@ export function createStateMachine(deps: {
     settle,
 
     /** Queues provisioning and the first start of a freshly reserved workspace. */
-    create(row: WorkspaceRow, repo: CreateWorkspaceInput['repo']) {
-      void run(row.id, (r) => work.create(r, repo), 'running');
+    create(row: WorkspaceRow, repo: RepoRequest | undefined) {
+      // The clone queue place goes back however the creation ended, even one that never reached the
+      // clone (a delete queued first, an image that failed); a clone that ran gave it back already.
+      void run(row.id, (r) => work.create(r, repo), 'running').finally(() => repo?.ticket.release());
     },
 
-    start(row: WorkspaceRow): { id: string; status: WorkspaceStatus } {
+    start(actor: Actor, row: WorkspaceRow): { id: string; status: WorkspaceStatus } {
       if (row.status === 'failed' && !row.provisioned) {
         throw new AppError('INVALID_TRANSITION', 409, 'this workspace failed during creation and cannot start; delete it and create it again', {
           details: { status: row.status, operation: 'start', reason: row.reason ?? '' },
         });
       }
-      transition(row, 'start', ALLOWED_FROM.start, 'starting');
+      transition(row, 'start', ALLOWED_FROM.start, 'starting', actor);
       void run(row.id, work.start, 'running');
       return { id: row.id, status: 'starting' };
     },
@@ -158,8 +168,8 @@ export function createStateMachine(deps: {
       return { id: row.id, status: 'stopping' };
     },
 
-    restart(row: WorkspaceRow): { id: string; status: WorkspaceStatus } {
-      transition(row, 'restart', ALLOWED_FROM.restart, 'restarting');
+    restart(actor: Actor, row: WorkspaceRow): { id: string; status: WorkspaceStatus } {
+      transition(row, 'restart', ALLOWED_FROM.restart, 'restarting', actor);
       void run(row.id, work.restart, 'running');
       return { id: row.id, status: 'restarting' };
     },

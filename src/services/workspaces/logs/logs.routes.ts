@@ -6,9 +6,10 @@ import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth'
 import { FOLLOWER_BACKLOG, LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
 import type { LogsService } from './logs.service';
 import type { ExecService } from '../exec/exec.service';
+import type { Quotas } from '../quotas';
 import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
 
-export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; sse: Sse }) {
+export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; sse: Sse; quotas: Quotas }) {
   return new Elysia({ name: 'workspaces.logs' })
     .use(deps.auth)
     .get(
@@ -16,16 +17,23 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
       async ({ params, query, actor, request }) => {
         if (query.follow) {
           const stream = deps.sse.open(request);
-          const events = await deps.logs.follow(actor, params.id, query, stream.signal);
-          // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
-          return stream.respond(events, { shutdownEvent: { event: 'end', data: { reason: 'shutdown' } }, backlog: FOLLOWER_BACKLOG }) as unknown as { logs: LogEntry[] };
+          // A stream slot of the actor's quota, given back when the stream ends however it ends.
+          const slot = deps.quotas.hold(actor, 'streams', stream.signal);
+          try {
+            const events = await deps.logs.follow(actor, params.id, query, stream.signal);
+            // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
+            return stream.respond(events, { shutdownEvent: { event: 'end', data: { reason: 'shutdown' } }, backlog: FOLLOWER_BACKLOG }) as unknown as { logs: LogEntry[] };
+          } catch (e) {
+            slot.release();
+            throw e;
+          }
         }
         return { logs: await deps.logs.snapshot(actor, params.id, query) };
       },
       {
         params: IdParams,
         query: LogsQuery,
-        response: { 200: LogsResponse, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        response: { 200: LogsResponse, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
         detail: {
           tags: ['logs'],
           responses: { 200: LogsEventStream },
@@ -33,7 +41,8 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
           description:
             `Each line carries the service that wrote it: \`main\` for the container's main process, else a service the template declares. ` +
             `\`tail\` counts lines after the \`service\` filter (default 50, at most ${LOG_TAIL_MAX}). Logs of a stopped workspace stay readable.\n\n` +
-            'With `follow=true` the answer is `text/event-stream` (its events: the 200 response); all followers of one workspace share one engine stream.',
+            'With `follow=true` the answer is `text/event-stream` (its events: the 200 response); all followers of one workspace share one engine stream. ' +
+            'An open follow takes one of the actor\'s `APP_QUOTA_STREAMS` stream slots until it ends; past the quota: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}`.',
         },
       },
     )

@@ -1,0 +1,122 @@
+// Which network addresses Keel may connect to on a user's behalf (repo clones, webhook deliveries):
+// link-local and cloud-metadata addresses never; loopback and private ones unless the operator denies
+// them. Every spelling of an address is classified as the resolver would read it (decimal, hex, octal,
+// short forms, IPv4 inside IPv6), by ipaddr.js rather than hand-written patterns.
+import { lookup } from 'node:dns/promises';
+import ipaddr from 'ipaddr.js';
+
+export interface TargetPolicy {
+  /** Refuse loopback, private, unique-local and carrier-grade NAT addresses too. */
+  denyPrivate: boolean;
+}
+
+/** Why an address is refused; `null` when it may be reached. */
+export type AddressRefusal = 'metadata' | 'link-local' | 'private' | 'not-unicast';
+
+/**
+ * Cloud metadata endpoints outside link-local ranges (169.254.169.254 is link-local and refused as
+ * such): AWS's IPv6 IMDS, Alibaba Cloud, Oracle Cloud's legacy address.
+ */
+const METADATA = new Set(['fd00:ec2::254', '100.100.100.200', '192.0.0.192']);
+
+/** Ranges that reach this host or a private network: allowed unless the policy denies private targets. */
+const PRIVATE_RANGES = new Set(['loopback', 'private', 'uniqueLocal', 'carrierGradeNat', 'unspecified']);
+/** Ranges no connection should go to: broadcast, multicast, reserved, documentation... */
+const NOT_UNICAST = new Set(['broadcast', 'multicast', 'reserved', 'benchmarking', 'amt', 'as112', 'as112v6', 'orchid2', 'discard', 'teredo']);
+
+/** The IPv4 address an IPv6 one carries (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16), if any. */
+function embeddedIpv4(a: ipaddr.IPv6): ipaddr.IPv4 | null {
+  if (a.isIPv4MappedAddress()) return a.toIPv4Address();
+  const p = a.parts;
+  const v4 = (hi: number, lo: number) => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+  const range = a.range();
+  if (range === 'rfc6052' || range === 'rfc6145') return v4(p[6]!, p[7]!);
+  if (range === '6to4') return v4(p[1]!, p[2]!);
+  // The deprecated IPv4-compatible form ::a.b.c.d (not :: or ::1).
+  if (p.slice(0, 6).every((x) => x === 0) && (p[6]! !== 0 || p[7]! > 1)) return v4(p[6]!, p[7]!);
+  return null;
+}
+
+/**
+ * The address a host string names when it is an IP literal in any spelling the system resolver
+ * accepts (`2852039166`, `0xa9fea9fe`, `0251.0376.0251.0376`, `[::ffff:a9fe:a9fe]`), else null.
+ */
+export function parseIpLiteral(host: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
+  const h = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  // A zone id (fe80::1%eth0) names an interface: the address part decides.
+  const bare = h.includes('%') ? h.slice(0, h.indexOf('%')) : h;
+  if (!ipaddr.isValid(bare)) return null;
+  try {
+    return ipaddr.parse(bare);
+  } catch {
+    return null;
+  }
+}
+
+/** Why `address` (already parsed) is refused under `policy`, or null when it may be reached. */
+export function refusalOf(address: ipaddr.IPv4 | ipaddr.IPv6, policy: TargetPolicy): AddressRefusal | null {
+  if (address.kind() === 'ipv6') {
+    const inner = embeddedIpv4(address as ipaddr.IPv6);
+    if (inner) return refusalOf(inner, policy);
+  }
+  if (METADATA.has(address.toNormalizedString()) || METADATA.has(address.toString())) return 'metadata';
+  const range = address.range();
+  if (range === 'linkLocal') return address.toString() === '169.254.169.254' ? 'metadata' : 'link-local';
+  if (NOT_UNICAST.has(range)) return 'not-unicast';
+  if (PRIVATE_RANGES.has(range)) return policy.denyPrivate ? 'private' : null;
+  return null;
+}
+
+/** The refusal for a host string that is an IP literal; null for a name (checked once resolved) or an allowed literal. */
+export function literalRefusal(host: string, policy: TargetPolicy): AddressRefusal | null {
+  const ip = parseIpLiteral(host);
+  return ip ? refusalOf(ip, policy) : null;
+}
+
+export const REFUSAL_TEXT: Record<AddressRefusal, string> = {
+  metadata: 'a cloud metadata address',
+  'link-local': 'a link-local address',
+  private: 'a loopback or private address, refused by the operator',
+  'not-unicast': 'not a unicast address',
+};
+
+export class TargetRefused extends Error {
+  constructor(
+    readonly refusal: AddressRefusal | 'unresolved',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type Resolver = (host: string) => Promise<{ address: string; family: number }[]>;
+const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: true });
+
+/**
+ * Every address `host` resolves to, each checked: one refused address refuses the whole name (the
+ * connection could pick any of them). Connect to the returned addresses, not to the name again, or
+ * a name that changes its answer between the check and the connection (DNS rebinding) slips through.
+ */
+export async function resolveAllowed(host: string, policy: TargetPolicy, resolve: Resolver = systemResolver): Promise<string[]> {
+  const literal = parseIpLiteral(host);
+  if (literal) {
+    const r = refusalOf(literal, policy);
+    if (r) throw new TargetRefused(r, `the address is ${REFUSAL_TEXT[r]}`);
+    return [literal.toString()];
+  }
+  let found: { address: string }[];
+  try {
+    found = await resolve(host);
+  } catch {
+    throw new TargetRefused('unresolved', 'the host name does not resolve');
+  }
+  if (found.length === 0) throw new TargetRefused('unresolved', 'the host name does not resolve');
+  const out: string[] = [];
+  for (const { address } of found) {
+    const ip = parseIpLiteral(address);
+    const r = ip ? refusalOf(ip, policy) : 'not-unicast';
+    if (r) throw new TargetRefused(r, `the host name resolves to ${REFUSAL_TEXT[r]}`);
+    out.push(ip!.toString());
+  }
+  return [...new Set(out)];
+}
