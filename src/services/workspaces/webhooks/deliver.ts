@@ -4,23 +4,18 @@
 // changes between the check and the connection (rebinding) cannot reach a refused address.
 // A per-attempt time limit covers connecting, the answer and the capped read of its body;
 // redirects are never followed (node:http does not follow them).
-import { lookup as dnsLookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import ipaddr from 'ipaddr.js';
-import { addressRefusal, hostOf } from './target-policy';
+import { resolveAllowed, TargetRefused, type Resolver } from '../../../platform/net/address-policy';
+import { hostOf } from './target-policy';
 
-export interface ResolvedAddress {
+export type { Resolver } from '../../../platform/net/address-policy';
+
+interface ResolvedAddress {
   address: string;
   family: 4 | 6;
 }
-
-/** Name -> addresses. The default asks the system resolver (hosts file, DNS); tests pass their own. */
-export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
-
-export const systemResolver: Resolver = async (hostname) =>
-  (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 
 export type SendErrorKind = 'refused' | 'dns' | 'timeout' | 'network';
 
@@ -52,7 +47,6 @@ export interface DelivererOptions {
 export const RESPONSE_SNIPPET_BYTES = 1024;
 
 export function createDeliverer(opts: DelivererOptions) {
-  const resolve = opts.resolve ?? systemResolver;
   const maxBytes = opts.maxResponseBytes ?? 64 * 1024;
   // Keep-alive pools per protocol: a busy receiver is not re-dialled for every delivery. The lookup hook
   // runs on every new socket, so a pooled socket was dialled to a checked address too.
@@ -61,24 +55,16 @@ export function createDeliverer(opts: DelivererOptions) {
     'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
   };
 
-  /** The addresses `host` may be dialled at, or the reason it may not. */
+  /** The addresses `host` may be dialled at (every one checked by the platform's policy), or why not. */
   async function checkedAddresses(host: string): Promise<ResolvedAddress[] | { kind: SendErrorKind; message: string }> {
-    let found: ResolvedAddress[];
-    if (ipaddr.isValid(host)) found = [{ address: host, family: host.includes(':') ? 6 : 4 }];
-    else {
-      try {
-        found = await resolve(host);
-      } catch (e) {
-        return { kind: 'dns', message: `the target's name did not resolve (${(e as { code?: string }).code ?? 'error'})` };
-      }
-      if (found.length === 0) return { kind: 'dns', message: "the target's name did not resolve" };
+    try {
+      const found = await resolveAllowed(host, { denyPrivate: opts.denyPrivate }, opts.resolve);
+      return found.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    } catch (e) {
+      if (!(e instanceof TargetRefused)) throw e;
+      if (e.refusal === 'unresolved') return { kind: 'dns', message: "the target's name did not resolve" };
+      return { kind: 'refused', message: `target address refused: ${e.message}` };
     }
-    // One refused address refuses the target: a name is not allowed to point anywhere Keel may not go.
-    for (const a of found) {
-      const refusal = addressRefusal(a.address, opts.denyPrivate);
-      if (refusal) return { kind: 'refused', message: `target address refused: ${refusal}` };
-    }
-    return found;
   }
 
   async function send(req: SendRequest): Promise<SendResult> {
