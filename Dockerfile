@@ -1,6 +1,7 @@
 # Keel as one compiled binary. Build: docker build -t keel .
-# Run:   docker run -p 3100-3104:3100-3104 -e APP_HOST=0.0.0.0 -e APP_API_SECRET=... \
+# Run:   docker run --network host --cap-add NET_ADMIN -e APP_HOST=0.0.0.0 -e APP_API_SECRET=... \
 #          -v keel-data:/data -v /var/run/docker.sock:/var/run/docker.sock keel
+# (host network and NET_ADMIN: Keel firewalls workspace bridges in the host's iptables, docs/security.md)
 # The engine socket is mounted into Keel's own container only (workspaces never get it).
 FROM node:22-bookworm-slim AS build
 WORKDIR /src
@@ -12,9 +13,10 @@ RUN npx bun run build
 
 FROM debian:bookworm-slim
 # ffprobe for the catalog, git for workspace repos (and the bun-typescript image), busybox-static to build
-# the offline images; ldd (libc-bin, always present) names the C library files bun needs.
+# the offline images, iptables for Keel's workspace firewall rules; ldd (libc-bin, always present)
+# names the C library files bun needs.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ffmpeg git busybox-static ca-certificates tini \
+ && apt-get install -y --no-install-recommends ffmpeg git busybox-static ca-certificates tini iptables \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --home /data --uid 10001 keel \
  && mkdir -p /data && chown keel /data

@@ -1,11 +1,11 @@
 // The private Docker engine of `npm run dev`, by hand: `bun scripts/engine.ts status|start|stop [dir]`
 // (dir defaults to $APP_DATA_DIR/engine, i.e. ./data/engine). `npm run engine:stop` stops the one
 // dev left running; its images, containers and volumes stay in dir/root for the next start.
-import { join, resolve } from 'node:path';
-import { MachineError, engineAnswers, ensureEngine, privateEngineLayout, stopPrivateEngine } from './machine';
+import { resolve } from 'node:path';
+import { MachineError, devEngineDir, engineAnswers, ensureEngine, privateEngineLayout, stopPrivateEngine } from './machine';
 
 const [cmd, dirArg] = process.argv.slice(2);
-const dir = resolve(dirArg ?? join(process.env.APP_DATA_DIR || './data', 'engine'));
+const dir = dirArg ? resolve(dirArg) : devEngineDir(process.env.APP_DATA_DIR || './data');
 const layout = privateEngineLayout(dir);
 try {
   if (cmd === 'status') {

@@ -67,9 +67,9 @@ export async function engineAnswers(host: string, timeoutMs = 2000): Promise<boo
   }
 }
 
-/** dockerd processes running on this machine, with the unix socket each listens on (when given). */
-export function runningDockerds(): { pid: number; host?: string }[] {
-  const out: { pid: number; host?: string }[] = [];
+/** dockerd processes running on this machine, with the unix socket each listens on (Docker's default when none is given). */
+export function runningDockerds(): { pid: number; host: string }[] {
+  const out: { pid: number; host: string }[] = [];
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     let argv: string[];
     try {
@@ -151,7 +151,7 @@ export async function ensureEngine(o: EngineOptions): Promise<EngineChoice> {
   if (o.findRunning !== false && !o.isolatedNetwork) {
     // Two dockerds with iptables on cannot share a host's network: use the one that runs.
     const others = runningDockerds();
-    for (const d of others) if (d.host && (await engineAnswers(d.host))) return { host: d.host, origin: `dockerd already running on this machine (pid ${d.pid}), reused` };
+    for (const d of others) if (await engineAnswers(d.host)) return { host: d.host, origin: `dockerd already running on this machine (pid ${d.pid}), reused` };
     if (others.length) throw new MachineError(`a dockerd (pid ${others[0]!.pid}) runs but does not answer on ${others[0]!.host}; stop it, or set DOCKER_HOST to an engine that answers`);
   }
   return startPrivateEngine(layout, o.isolatedNetwork ?? false);
@@ -204,7 +204,8 @@ export async function stopPrivateEngine(dir: string, timeoutMs = 30_000): Promis
   return true;
 }
 
-function freePort(): Promise<number> {
+/** A port on loopback that nothing listens on now (the OS picks it). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.listen(0, '127.0.0.1', () => {
@@ -249,8 +250,11 @@ export async function prepareTestMachine(): Promise<PreparedMachine> {
   return { env: { DOCKER_HOST: engine.host, KEEL_TEST_NATS_URL: nats.url }, engine, stop: () => nats.stop() };
 }
 
+/** Where `npm run dev` keeps its private engine, and where `npm run engine:*` looks for it. */
+export const devEngineDir = (dataDir: string) => resolve(dataDir, 'engine');
+
 /** `npm run dev`: packages and an engine (DOCKER_HOST, the default socket, or a private one in <dataDir>/engine). */
 export async function prepareDevMachine(dataDir: string): Promise<EngineChoice> {
   installMissing();
-  return ensureEngine({ dir: join(dataDir, 'engine'), dockerHost: process.env.DOCKER_HOST || undefined });
+  return ensureEngine({ dir: devEngineDir(dataDir), dockerHost: process.env.DOCKER_HOST || undefined });
 }

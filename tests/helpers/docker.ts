@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { requireTestEnv } from './platform';
+import { removeRules } from '../../src/services/workspaces/engine/firewall';
 
 export interface CliResult {
   code: number;
@@ -29,13 +30,16 @@ export function keelInstance(dataDir: string): string {
   return readFileSync(join(dataDir, 'workspaces-instance'), 'utf8').trim();
 }
 
-/** Removes every container and volume a Keel instance made. */
-export function removeInstanceObjects(instance: string) {
+/** Removes every container, volume and network a Keel instance made, and its firewall rules. */
+export async function removeInstanceObjects(instance: string) {
   const filter = `label=dev.keel.instance=${instance}`;
   const ids = docker('ps', '-aq', '--filter', filter).stdout.split('\n').filter(Boolean);
   if (ids.length) docker('rm', '-f', '-v', ...ids);
   const vols = docker('volume', 'ls', '-q', '--filter', filter).stdout.split('\n').filter(Boolean);
   if (vols.length) docker('volume', 'rm', '-f', ...vols);
+  const nets = docker('network', 'ls', '-q', '--filter', filter).stdout.split('\n').filter(Boolean);
+  if (nets.length) docker('network', 'rm', ...nets);
+  await removeRules(instance);
 }
 
 type Truthy<T> = Exclude<T, null | undefined | false | 0 | ''>;

@@ -1,10 +1,10 @@
 // A private nats-server for tests that need what the shared one may not have: a user and password,
 // JetStream with a store on disk, and a restart on the same port and store.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
+import { freePort } from '../../scripts/machine';
 
 export interface TestNats {
   /** nats://user:pass@127.0.0.1:port, as APP_BUS takes it. */
@@ -19,17 +19,6 @@ export interface TestNats {
   restart(): Promise<void>;
   /** Stops it and removes its store. */
   close(): Promise<void>;
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
 }
 
 async function answers(port: number): Promise<boolean> {

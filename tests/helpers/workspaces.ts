@@ -4,12 +4,12 @@ import { expect } from 'bun:test';
 import { keelInstance, removeInstanceObjects, waitFor } from './docker';
 import type { TestPlatform } from './platform';
 
-/** Stops the platform, then removes every container and volume its Keel made on the engine. */
+/** Stops the platform, then removes every container, volume and network its Keel made on the engine, and its firewall rules. */
 export async function closeAndClean(p: TestPlatform | undefined): Promise<void> {
   if (!p) return;
   const instance = keelInstance(p.dataDir); // read first: close removes the data dir
   await p.close();
-  removeInstanceObjects(instance);
+  await removeInstanceObjects(instance);
 }
 
 /** GET /api/workspaces/{id} as `as`: the HTTP status and the body. */

@@ -43,7 +43,7 @@ afterAll(async () => {
   if (exitCode === null) {
     process.kill(-dev.pid!, 'SIGKILL');
   }
-  if (existsSync(join(dataDir, 'workspaces-instance'))) removeInstanceObjects(keelInstance(dataDir));
+  if (existsSync(join(dataDir, 'workspaces-instance'))) await removeInstanceObjects(keelInstance(dataDir));
   docker('rmi', '-f', IMAGE);
   rmSync(dataDir, { recursive: true, force: true });
 });

@@ -29,8 +29,8 @@ beforeAll(async () => {
   containerId = ws.containerId;
 }, 90_000);
 
-afterAll(() => {
-  removeInstanceObjects(keelInstance(dataDir));
+afterAll(async () => {
+  await removeInstanceObjects(keelInstance(dataDir));
   rmSync(dataDir, { recursive: true, force: true });
 });
 

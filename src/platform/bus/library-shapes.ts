@@ -35,5 +35,6 @@ export const SourceBindingSchema = t.Object({
 
 export type LibraryScanRequest = Static<typeof LibraryScanRequestSchema>;
 export type LibraryScanStatus = Static<typeof LibraryScanStatusSchema>;
+export type LibraryScanAccepted = Static<typeof LibraryScanAcceptedSchema>;
 export type LibraryScanCounts = Static<typeof LibraryScanCountsSchema>;
 export type SourceBinding = Static<typeof SourceBindingSchema>;

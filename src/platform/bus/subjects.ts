@@ -2,10 +2,10 @@
 // Types only, so any service can speak a subject without importing the service that owns it; a
 // shape that is also an HTTP body is declared once as t.* in *-shapes.ts and its type used here.
 import type { Jwks } from './identity-shapes';
-import type { LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, SourceBinding } from './library-shapes';
+import type { LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, SourceBinding } from './library-shapes';
 import type { Identification, ProbeFacts } from './media-shapes';
 
-export type { LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, SourceBinding } from './library-shapes';
+export type { LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, SourceBinding } from './library-shapes';
 
 /** Why a session stopped being live (reply of qry.identity.session). */
 export type IdentitySessionEndReason =
@@ -49,7 +49,7 @@ export interface BusQueries {
   /** One job as the workers service holds it. Error: WORKERS_JOB_NOT_FOUND. */
   'qry.workers.job': { request: { id: string }; reply: { job: JobView } };
   /** Start a library scan (answered by the catalog): the bus twin of POST /library/scans. */
-  'cmd.library.scan': { request: LibraryScanRequest; reply: { id: string; status: LibraryScanStatus } };
+  'cmd.library.scan': { request: LibraryScanRequest; reply: LibraryScanAccepted };
   /** Scan job -> catalog: the attempt begins (status running). */
   'cmd.library.begin': { request: { scanId: string }; reply: { ok: true } };
   /**
@@ -92,10 +92,16 @@ export interface BusQueries {
   };
 }
 
+/** What one library scan walks: a folder ('' for all of it) on a media root, by index. */
+export interface ScanTarget {
+  root: number;
+  folder: string;
+}
+
 /** The job types of the workers service and their payloads; jobs/ has exactly one handler per type (checked at boot). */
 export interface WorkerJobs {
-  /** Walk `folder` on each root in `roots` and bring the catalog in line (docs/library.md). */
-  'library.scan': { scanId: string; targets: { root: number; folder: string }[] };
+  /** Walk each target's folder and bring the catalog in line (docs/library.md). */
+  'library.scan': { scanId: string; targets: ScanTarget[] };
 }
 export type JobType = keyof WorkerJobs;
 export const JOB_TYPES = ['library.scan'] as const satisfies readonly JobType[];

@@ -2,7 +2,7 @@
 // readable at its file; a library scan finds a file gone or back) and qry.sources.resolve answers
 // the best binding of an asset. Rules (docs/library.md): available before unavailable, then the
 // higher preference, then the most recently checked.
-import { and, desc, eq, lte } from 'drizzle-orm';
+import { desc, eq, lte } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import type { BusEvents, BusQueries, SourceBinding } from '../../platform/bus/subjects';
 import type { Db } from '../../platform/db';
@@ -43,7 +43,7 @@ export function createSources(deps: { db: Db; clock: Clock }) {
     const best = db
       .select()
       .from(sourcesBindings)
-      .where(and(eq(sourcesBindings.assetId, assetId)))
+      .where(eq(sourcesBindings.assetId, assetId))
       .orderBy(desc(sourcesBindings.available), desc(sourcesBindings.preference), desc(sourcesBindings.checkedAt))
       .limit(1)
       .get();

@@ -80,15 +80,19 @@ export function createJobQueue(deps: JobQueueDeps) {
     return { job: toJobView(pending), deduplicated: true };
   }
 
-  function get(id: string): JobView {
+  /** The job's row; 404 for anything else (the id comes off the bus unchecked). */
+  function existing(id: unknown): JobRow {
     const r = typeof id === 'string' ? byId(id) : undefined;
     if (!r) throw jobNotFound();
-    return toJobView(r);
+    return r;
+  }
+
+  function get(id: string): JobView {
+    return toJobView(existing(id));
   }
 
   async function cancel(id: string): Promise<JobView> {
-    const r = typeof id === 'string' ? byId(id) : undefined;
-    if (!r) throw jobNotFound();
+    existing(id);
     const now = clock.now();
     // A queued job ends here; a running one is flagged and its worker stops it at the next heartbeat.
     const ended = db

@@ -20,6 +20,7 @@ import { loadLogsExecConfig, type LogsExecConfig } from './logs/logs.config';
 import { loadWorkspacesConfig, type WorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
+import { loadCodeKey } from './lifecycle/code-secret';
 import { createWebhooks } from './webhooks/webhooks.feature';
 import { loadWebhooksConfig, type WebhooksConfig } from './webhooks/webhooks.config';
 
@@ -61,6 +62,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     access,
     quotas,
     instance: instanceId(deps.config.dataDir),
+    codeKey: loadCodeKey(deps.config.dataDir),
   });
   const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, workspaces: access });
   const logs = createLogsService({ engine, hub, workspaces: access });

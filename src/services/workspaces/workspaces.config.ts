@@ -2,6 +2,8 @@
 import { ConfigError, readBool, readInt, readString, type Env } from '../../platform/config';
 import { BUN_IMAGE, MINIMAL_IMAGE } from './engine/images';
 import type { QuotaLimits } from './quotas';
+import type { FirewallMode } from './engine/firewall';
+import { formatCidr, parseCidr, SUBNET_PREFIX } from './engine/subnets';
 
 function readImageRef(env: Env, name: string, fallback: string): string {
   const v = readString(env, name, fallback);
@@ -43,6 +45,25 @@ export interface CloneSettings {
   maxWaiting: number;
 }
 
+function readFirewallMode(env: Env): FirewallMode {
+  const v = readString(env, 'APP_WORKSPACE_FIREWALL', 'required');
+  if (v !== 'required' && v !== 'off') throw new ConfigError('APP_WORKSPACE_FIREWALL', 'must be required or off');
+  return v;
+}
+
+function readSubnetPool(env: Env): string {
+  const pool = parseCidr(readString(env, 'APP_WORKSPACE_SUBNET_POOL', '10.213.0.0/16'));
+  if (!pool || pool.prefix > SUBNET_PREFIX - 2) throw new ConfigError('APP_WORKSPACE_SUBNET_POOL', `must be an IPv4 CIDR of /${SUBNET_PREFIX - 2} or wider, e.g. 10.213.0.0/16`);
+  return formatCidr(pool);
+}
+
+/** Engine sizes as the engine writes them: a number and an optional k, m or g (e.g. 10m, 20g). */
+function readEngineSize(env: Env, name: string, fallback: string): string {
+  const v = readString(env, name, fallback).toLowerCase();
+  if (v && !/^[1-9]\d{0,6}[kmg]?$/.test(v)) throw new ConfigError(name, 'must be a size such as 10m or 20g');
+  return v;
+}
+
 export interface WorkspacesConfig {
   /** DOCKER_HOST (unix:// or tcp://); unset: the engine's default socket. */
   dockerHost: string | undefined;
@@ -68,6 +89,15 @@ export interface WorkspacesConfig {
   registryProbeUrl: string;
   /** The statically linked busybox the minimal image is made of. */
   busyboxPath: string;
+  /** `required`: Keel's iptables rules guard every workspace network, else no workspace is created; `off`: none (docs/security.md). */
+  firewall: FirewallMode;
+  /** IPv4 pool the per-workspace /28 networks are carved from. */
+  subnetPool: string;
+  /** json-file rotation of each container's log. */
+  logMaxSize: string;
+  logMaxFiles: number;
+  /** Size cap of the volume and the container's writable layer (engine storage quotas); empty: none. */
+  diskLimit: string;
 }
 
 export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
@@ -100,5 +130,10 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     bunImage: readImageRef(env, 'APP_WORKSPACE_BUN_IMAGE', BUN_IMAGE),
     registryProbeUrl: readHttpUrl(env, 'APP_REGISTRY_PROBE_URL', 'https://registry-1.docker.io/v2/'),
     busyboxPath: readAbsolutePath(env, 'APP_BUSYBOX_PATH', '/bin/busybox'),
+    firewall: readFirewallMode(env),
+    subnetPool: readSubnetPool(env),
+    logMaxSize: readEngineSize(env, 'APP_WORKSPACE_LOG_MAX_SIZE', '10m') || '10m',
+    logMaxFiles: readInt(env, 'APP_WORKSPACE_LOG_MAX_FILES', 3, 1, 100),
+    diskLimit: readEngineSize(env, 'APP_WORKSPACE_DISK_LIMIT', ''),
   };
 }

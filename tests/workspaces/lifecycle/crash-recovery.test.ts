@@ -101,8 +101,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await keel?.stop();
   silent.stop(true);
-  if (instance) removeInstanceObjects(instance);
-  removeInstanceObjects(OTHER_INSTANCE);
+  if (instance) await removeInstanceObjects(instance);
+  await removeInstanceObjects(OTHER_INSTANCE);
   rmSync(dataDir, { recursive: true, force: true });
 });
 

@@ -28,7 +28,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await away?.close();
   await back?.close();
-  if (instance) removeInstanceObjects(instance);
+  if (instance) await removeInstanceObjects(instance);
   rmSync(dataDir, { recursive: true, force: true });
 });
 

@@ -43,7 +43,7 @@ describe('a minimal workspace', () => {
     expect(status).toBe(200);
     expect(body.containerId).toMatch(/^[0-9a-f]{64}$/);
     expect(body.urls).toEqual({
-      codeServer: `http://localhost:${ws.port}`,
+      codeServer: expect.stringMatching(new RegExp(`^http://keel:[A-Za-z0-9_-]{43}@localhost:${ws.port}$`)),
       rdp: expect.stringMatching(/^rdp:\/\/localhost:\d+$/),
       ssh: expect.stringMatching(/^ssh -p \d+ keel@localhost$/),
     });
@@ -56,7 +56,7 @@ describe('a minimal workspace', () => {
   test('the code-server port reaches the service the template declares', async () => {
     expect(dexec(ws.containerId, 'echo hello-from-workspace > /workspace/index.html').code).toBe(0);
     const page = await waitFor('the code server to answer', async () => {
-      const r = await fetch(`http://127.0.0.1:${ws.port}/index.html`).catch(() => null);
+      const r = await fetch(`${ws.urls.codeServer.replace('@localhost', '@127.0.0.1')}/index.html`).catch(() => null);
       return r?.ok ? r.text() : null;
     });
     expect(page.trim()).toBe('hello-from-workspace');
@@ -277,7 +277,7 @@ describe('ownership and listing', () => {
   test('list entries carry containerId and urls but no stats', async () => {
     const w = (await json(await api('/api/workspaces', { as: 'bob' }))).body.workspaces[0];
     expect(w.containerId).toBe(bobs.containerId);
-    expect(w.urls.codeServer).toBe(`http://localhost:${bobs.port}`);
+    expect(w.urls.codeServer).toBe(bobs.urls.codeServer);
     expect(w.stats).toBeUndefined();
   });
 

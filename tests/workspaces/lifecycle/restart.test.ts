@@ -47,7 +47,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await before?.close();
   await after?.close();
-  if (instance) removeInstanceObjects(instance);
+  if (instance) await removeInstanceObjects(instance);
   rmSync(dataDir, { recursive: true, force: true });
 });
 

@@ -87,7 +87,7 @@ describe('a bun-typescript workspace where no registry answers', () => {
 
   test('something answers on the code-server port over HTTP and shows the workspace', async () => {
     await exec('echo "hello from the workspace" > /workspace/hello.txt');
-    const base = (ws.urls.codeServer as string).replace('://localhost', '://127.0.0.1').replace(/\/$/, '');
+    const base = (ws.urls.codeServer as string).replace('@localhost', '@127.0.0.1').replace(/\/$/, '');
     // The service starts beside the main command; it may take a moment after `running`.
     const index = await waitFor('the code server to answer', () => fetch(base + '/').then((r) => (r.status === 200 ? r : null), () => null), 30_000, 200);
     expect(index.headers.get('x-keel-code-server')).toBe('offline');
@@ -97,6 +97,8 @@ describe('a bun-typescript workspace where no registry answers', () => {
     // Confined to /workspace.
     expect((await fetch(base + '/..%2f..%2fetc%2fpasswd')).status).toBe(404);
     expect((await fetch(base + '/hello.txt', { method: 'PUT', body: 'x' })).status).toBe(405);
+    // Only to the workspace's secret (the credentials in urls.codeServer).
+    expect((await fetch(`http://127.0.0.1:${ws.port}/hello.txt`)).status).toBe(401);
   });
 
   test('the code server shows in the workspace logs as its own service', async () => {

@@ -5,7 +5,7 @@ import { realpathSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { eq } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
-import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus } from '../../../platform/bus/subjects';
+import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, ScanTarget } from '../../../platform/bus/subjects';
 import type { Db } from '../../../platform/db';
 import { AppError } from '../../../platform/errors';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
@@ -27,8 +27,6 @@ export interface LibraryDeps {
   scanFile(input: { path: string; root: number }): Promise<{ asset: { id: string; path: string } }>;
 }
 
-
-type Target = { root: number; folder: string };
 type FileRow = { asset_id: string | null; size_bytes: number; mtime_ms: number; available: number; seen_scan: string | null };
 
 const ZERO: LibraryScanCounts = { seen: 0, added: 0, changed: 0, unchanged: 0, offline: 0, failed: 0 };
@@ -84,7 +82,7 @@ export function createLibrary(deps: LibraryDeps) {
   }
 
   /** The folder `raw` on each root that holds it (real paths, relative to the root), or every root. */
-  function targetsOf(req: LibraryScanRequest): Target[] {
+  function targetsOf(req: LibraryScanRequest): ScanTarget[] {
     const roots = deps.mediaRoots;
     if (roots.length === 0) throw noMediaRoots();
     if (req.root !== undefined && (!Number.isInteger(req.root) || req.root < 0 || req.root >= roots.length)) {
@@ -94,7 +92,7 @@ export function createLibrary(deps: LibraryDeps) {
     if (req.path === undefined) return indexes.map((root) => ({ root, folder: '' }));
     if (typeof req.path !== 'string') throw pathRefused('it must be a string');
     const rel = checkRelativePath(req.path);
-    const found: Target[] = [];
+    const found: ScanTarget[] = [];
     for (const root of indexes) {
       let realRoot: string;
       let real: string;
@@ -113,7 +111,7 @@ export function createLibrary(deps: LibraryDeps) {
   }
 
   /** Queues a scan; the same targets already waiting give that scan back (one pending scan per folder). */
-  async function startScan(req: LibraryScanRequest): Promise<{ id: string; status: LibraryScanStatus }> {
+  async function startScan(req: LibraryScanRequest): Promise<LibraryScanAccepted> {
     const targets = targetsOf(req ?? {});
     const id = newId('scn', clock);
     // The row exists before the job can run; a deduplicated or refused submission takes it away again.

@@ -1,7 +1,7 @@
 // The catalog's library tables: what the last scans saw of each file under the media roots, and
 // the scans themselves. A file row outlives the file (available = false): assets are never deleted.
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
-import type { LibraryScanCounts } from '../../../platform/bus/subjects';
+import type { LibraryScanCounts, ScanTarget } from '../../../platform/bus/subjects';
 import { catalogAssets } from '../catalog.tables';
 
 export const libraryFiles = sqliteTable(
@@ -36,7 +36,7 @@ export const libraryScans = sqliteTable(
     jobId: text('job_id'),
     /** queued, running, done or failed. */
     status: text('status').notNull(),
-    targets: text('targets', { mode: 'json' }).$type<{ root: number; folder: string }[]>().notNull(),
+    targets: text('targets', { mode: 'json' }).$type<ScanTarget[]>().notNull(),
     /** The counts, frozen when the scan ends (computed from library_files while it runs). */
     counts: text('counts', { mode: 'json' }).$type<LibraryScanCounts>(),
     error: text('error'),

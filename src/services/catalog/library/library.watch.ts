@@ -28,13 +28,16 @@ export function outermost(folders: string[]): string[] {
 }
 
 export function watchLibrary(library: LibraryService, mediaRoots: string[], debounceMs: number, log: Logger): () => void {
-  const pending = new Map<number, string[]>();
+  // A file being copied is one event per write: events only note the changed path (one per folder),
+  // and the disk is asked which folder to scan once per folder, when the quiet period ends.
+  const pending = new Map<number, Map<string, string>>();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const watchers: FSWatcher[] = [];
 
   const flush = () => {
     timer = undefined;
-    for (const [root, folders] of pending) {
+    for (const [root, changed] of pending) {
+      const folders = [...changed.values()].map((rel) => folderToScan(mediaRoots[root]!, rel));
       for (const folder of outermost(folders)) {
         library.startScan(folder ? { root, path: folder } : { root }).then(
           (s) => log.info('watcher queued a library scan', { scanId: s.id, root }),
@@ -51,9 +54,9 @@ export function watchLibrary(library: LibraryService, mediaRoots: string[], debo
         if (!name) return;
         const rel = String(name).split('\\').join('/');
         if (rel.split('/').some((s) => s.startsWith('.'))) return;
-        const list = pending.get(root) ?? [];
-        list.push(folderToScan(rootAbs, rel));
-        pending.set(root, list);
+        let changed = pending.get(root);
+        if (!changed) pending.set(root, (changed = new Map()));
+        changed.set(rel.slice(0, Math.max(0, rel.lastIndexOf('/'))), rel);
         clearTimeout(timer);
         timer = setTimeout(flush, debounceMs);
       });

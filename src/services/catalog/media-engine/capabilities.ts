@@ -1,4 +1,4 @@
-// What a client may do with a medium without transcoding. The documented list (README):
+// What a client may do with a medium without transcoding. The documented list (docs/catalog.md#capabilities):
 //   seekable           duration known and, for video, a keyframe index exists
 //   keyframe-index     keyframe positions are known (from the container index or a packet scan)
 //   direct-play        container and every audio/video codec play natively in common browsers/clients

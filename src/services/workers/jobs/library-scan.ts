@@ -5,9 +5,9 @@
 // this job only reads the disk and talks to the catalog over the bus.
 import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
+import { createBoundedQueue, type BoundedQueue } from '../../../platform/bounded-queue';
 import { AppError } from '../../../platform/errors';
 import { crawl } from '../crawl';
-import { createLimiter, type Limiter } from '../limiter';
 import type { JobHandler } from './index';
 
 export interface LibraryScanDeps {
@@ -48,12 +48,13 @@ export function checkTarget(mediaRoots: string[], root: number, folder: string):
 }
 
 export function createLibraryScanJob(deps: LibraryScanDeps): JobHandler<'library.scan'> {
-  // Shared by every scan this worker runs: the bound is per root, not per job.
-  const limiters = new Map<number, Limiter>();
+  // Shared by every scan this worker runs: the bound is per root, not per job. No probe is turned
+  // away (maxWaiting unbounded): a batch simply waits for its turn.
+  const probeQueues = new Map<number, BoundedQueue>();
   const limiterFor = (root: number) => {
-    let l = limiters.get(root);
-    if (!l) limiters.set(root, (l = createLimiter(deps.probesPerRoot)));
-    return l;
+    let q = probeQueues.get(root);
+    if (!q) probeQueues.set(root, (q = createBoundedQueue({ concurrency: deps.probesPerRoot, maxWaiting: Infinity })));
+    return <T>(task: () => Promise<T>) => q.admit()!.run(task);
   };
 
   return {

@@ -11,9 +11,9 @@ import { tarArchive, type TarEntry } from './tar';
 import { minimalRootfsEntries } from './images';
 import type { Engine } from './engine';
 
-/** The templates' files on disk (a compiled Keel binary has none beside it: APP_TEMPLATES_DIR says where). */
-export const templatesDir = (env: Record<string, string | undefined> = process.env) => env.APP_TEMPLATES_DIR || resolve(import.meta.dir, '../../../../templates');
 const REPO_ROOT = resolve(import.meta.dir, '../../../..');
+/** The templates' files on disk (a compiled Keel binary has none beside it: APP_TEMPLATES_DIR says where). */
+export const templatesDir = (env: Record<string, string | undefined> = process.env) => env.APP_TEMPLATES_DIR || join(REPO_ROOT, 'templates');
 
 /** Where the offline image takes bun from, first found wins (APP_BUN_PATH overrides them all). */
 export function bunCandidates(env: Record<string, string | undefined> = process.env): string[] {

@@ -12,56 +12,17 @@ import {
   type ContainerSpec,
   type ContainerState,
   type Engine,
-  type EngineErrorKind,
   type ExecHandle,
   type LogStreamHandle,
   type ManagedObject,
   type RawStats,
   type StdStream,
 } from './engine';
+import { call, callOr, engineError } from './docker-calls';
+import { networkCalls } from './docker-networks';
 import { frameSplitter, jsonLineSplitter, lineSplitter, logMessageJoiner } from './frames';
 
 const PING_TIMEOUT_MS = 5_000;
-
-// Socket-level failures: nothing answers at DOCKER_HOST (no daemon, no socket, no permission, cut off).
-const UNREACHABLE = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTCONN', 'FailedToOpenSocket', 'ConnectionRefused']);
-
-function kindOf(statusCode: number | undefined, code: string | undefined, msg: string): EngineErrorKind {
-  if (statusCode === 404) return 'not-found';
-  if (statusCode === 409 || statusCode === 304) return 'conflict';
-  if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) return 'refused';
-  if (statusCode !== undefined) return 'failed';
-  if ((code && UNREACHABLE.has(code)) || /\b(connect|socket)\b.*\b(ENOENT|ECONNREFUSED|EACCES)\b/i.test(msg)) return 'unavailable';
-  return 'failed';
-}
-
-function engineError(e: unknown): EngineError {
-  if (e instanceof EngineError) return e;
-  const err = e as { statusCode?: number; code?: string; json?: { message?: string }; message?: string };
-  const msg = (err?.json?.message ?? err?.message ?? String(e)).replace(/^\(HTTP code \d+\)\s*/, '').trim();
-  return new EngineError(msg, kindOf(err?.statusCode, err?.code, msg));
-}
-
-async function call<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    throw engineError(e);
-  }
-}
-
-/**
- * Like call, but the engine answering `status` yields `fallback`: 404 is an absent object, 304 a
- * container already in the asked state, 409 a kill of a container that does not run.
- */
-async function callOr<T, F>(status: number, fallback: F, fn: () => Promise<T>): Promise<T | F> {
-  try {
-    return await fn();
-  } catch (e) {
-    if ((e as { statusCode?: number }).statusCode === status) return fallback;
-    throw engineError(e);
-  }
-}
 
 /** DOCKER_HOST as dockerode wants it: unix:// socket or tcp:// address; unset means the engine default. */
 function connection(dockerHost: string | undefined): Docker.DockerOptions | undefined {
@@ -105,6 +66,8 @@ export function createEngine(dockerHost?: string): Engine {
   let openStreams = 0;
 
   const engine: Engine = {
+    ...networkCalls(docker),
+
     async ping() {
       // Bounded: an engine that accepts the connection and never answers is as good as none.
       const signal = AbortSignal.timeout(PING_TIMEOUT_MS);
@@ -140,8 +103,10 @@ export function createEngine(dockerHost?: string): Engine {
       await drain(stream);
     },
 
-    async createVolume(name: string, labels: Record<string, string>): Promise<void> {
-      await call(() => docker.createVolume({ Name: name, Labels: labels }));
+    async createVolume(name: string, labels: Record<string, string>, sizeLimit?: string): Promise<void> {
+      // `size` is honoured by the local driver only where the engine's volume directory supports
+      // quotas (xfs mounted with pquota); elsewhere the engine refuses the volume.
+      await call(() => docker.createVolume({ Name: name, Labels: labels, ...(sizeLimit ? { DriverOpts: { size: sizeLimit } } : {}) }));
     },
 
     async removeVolume(name: string): Promise<void> {
@@ -179,6 +144,11 @@ export function createEngine(dockerHost?: string): Engine {
             Mounts: [{ Type: 'volume', Source: spec.volume, Target: spec.mountPath }],
             PortBindings: bindings,
             RestartPolicy: { Name: 'no' },
+            // Its own bridge only (never the engine's default bridge, shared by every container).
+            NetworkMode: spec.network,
+            // Rotated by the engine, so a chatty workspace cannot fill the host's disk with its log.
+            LogConfig: { Type: 'json-file', Config: { 'max-size': spec.log.maxSize, 'max-file': String(spec.log.maxFiles) } },
+            ...(spec.diskLimit ? { StorageOpt: { size: spec.diskLimit } } : {}),
           },
         }),
       );
@@ -217,6 +187,7 @@ export function createEngine(dockerHost?: string): Engine {
         exitCode: info.State.ExitCode,
         oomKilled: info.State.OOMKilled,
         error: info.State.Error ?? '',
+        networks: Object.keys(info.NetworkSettings?.Networks ?? {}),
       };
     },
 

@@ -43,6 +43,31 @@ export interface ContainerSpec {
   memoryBytes: number;
   nanoCpus: number;
   pids: number;
+  /** The workspace's own network (createNetwork): the container's only network. */
+  network: string;
+  /** json-file log rotation: the engine keeps at most maxFiles files of maxSize each (e.g. "10m"). */
+  log: { maxSize: string; maxFiles: number };
+  /** `--storage-opt size=` for the container's writable layer (only some storage drivers accept it); absent: none. */
+  diskLimit?: string;
+}
+
+/** A user-defined bridge network with one IPv4 subnet. */
+export interface NetworkSpec {
+  name: string;
+  labels: Record<string, string>;
+  /** e.g. 10.213.0.16/28 */
+  subnet: string;
+  gateway: string;
+}
+
+export interface NetworkInfo {
+  id: string;
+  name: string;
+  /** The Linux bridge interface behind it on the engine's host (br-<id12> unless named otherwise). */
+  bridge: string;
+  subnet: string;
+  gateway: string;
+  workspaceId: string;
 }
 
 export interface ContainerState {
@@ -50,6 +75,8 @@ export interface ContainerState {
   exitCode: number;
   oomKilled: boolean;
   error: string;
+  /** Names of the networks the container is attached to. */
+  networks: string[];
 }
 
 /** A container or volume carrying this Keel instance's labels; `id` is the volume name for volumes. */
@@ -102,10 +129,27 @@ export interface Engine {
   /** `docker build` of a context tar with a Dockerfile at its root, tagged `ref`. */
   buildImage(context: Buffer, ref: string): Promise<void>;
 
-  /** Creates a volume; one that exists already is kept (the engine answers it as created). */
-  createVolume(name: string, labels: Record<string, string>): Promise<void>;
+  /**
+   * Creates a volume; one that exists already is kept (the engine answers it as created). `sizeLimit`
+   * (e.g. "10G") asks the local driver for a quota, which it enforces only on xfs with pquota.
+   */
+  createVolume(name: string, labels: Record<string, string>, sizeLimit?: string): Promise<void>;
   /** Removes a volume; an absent one is fine. */
   removeVolume(name: string): Promise<void>;
+
+  /**
+   * Creates a bridge network. Its name taken answers EngineError `conflict`; a subnet that overlaps
+   * another network's answers EngineError `refused` with "overlap" in the message.
+   */
+  createNetwork(spec: NetworkSpec): Promise<NetworkInfo>;
+  /** The network by name or id, or null when the engine has none. */
+  inspectNetwork(name: string): Promise<NetworkInfo | null>;
+  /** Removes a network (its containers must be gone); an absent one is fine. */
+  removeNetwork(name: string): Promise<void>;
+  /** Networks carrying the managed label and `instance`'s label; `id` is the network name. */
+  listManagedNetworks(instance: string): Promise<ManagedObject[]>;
+  /** Every IPv4 subnet the engine's networks use, whoever made them (to pick a free one). */
+  networkSubnets(): Promise<string[]>;
 
   /** Creates (does not start) a least-privilege container; its id. */
   createContainer(spec: ContainerSpec): Promise<string>;

@@ -6,7 +6,8 @@ import { tarArchive, type TarEntry } from './tar';
 import type { Engine } from './engine';
 
 export const MINIMAL_IMAGE = 'keel/minimal:1';
-export const BUN_IMAGE = 'keel/bun-typescript:1';
+// :2 since its code server asks for the workspace's secret (:1 images serve anyone: never reuse them).
+export const BUN_IMAGE = 'keel/bun-typescript:2';
 
 /** True when the ELF file has no program interpreter, i.e. runs without the host's libraries. */
 function isStaticElf(bin: Buffer): boolean {

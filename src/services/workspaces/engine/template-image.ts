@@ -1,6 +1,7 @@
 // Which image a template runs and how Keel makes it when the engine lacks it: `minimal` is always
 // built offline; `bun-typescript` from its Dockerfile where a registry answers, else offline from
 // this machine's parts (bun-image.ts); any other template's image is pulled.
+import type { Logger } from '../../../platform/runtime';
 import type { Template } from '../lifecycle/templates';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { Engine } from './engine';
@@ -8,10 +9,7 @@ import { buildMinimalImage } from './images';
 import { buildBunDockerfileImage, buildBunOfflineImage, offlineParts, registryAnswers } from './bun-image';
 
 type Settings = Pick<WorkspacesConfig, 'minimalImage' | 'bunImage' | 'busyboxPath' | 'registryProbeUrl'>;
-interface Log {
-  info(msg: string, fields?: Record<string, unknown>): void;
-  warn(msg: string, fields?: Record<string, unknown>): void;
-}
+type Log = Pick<Logger, 'info' | 'warn'>;
 
 /** The image a template runs: Keel-built ones are tagged by APP_WORKSPACE_MINIMAL_IMAGE / APP_WORKSPACE_BUN_IMAGE. */
 export function templateImage(template: Pick<Template, 'build' | 'image'>, settings: Settings): string {

@@ -53,7 +53,7 @@ export const CreateWorkspaceBody = t.Object(
 export type CreateWorkspaceInput = Static<typeof CreateWorkspaceBody>;
 
 export const Urls = t.Object({
-  codeServer: t.String(),
+  codeServer: t.String({ description: "the code server, with the workspace's secret as HTTP Basic credentials: http://keel:<secret>@host:port (shown to the owner and admins only)" }),
   rdp: t.String(),
   ssh: t.String(),
 });

@@ -66,6 +66,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
             '503 `ENGINE_UNAVAILABLE` (with Retry-After) when no container engine answers, 503 `CLONE_QUEUE_FULL` (with Retry-After) when too many ' +
             'repo clones run or wait (APP_CLONE_CONCURRENCY, APP_CLONE_QUEUE): nothing is created, retry later. ' +
             `${QUOTAS} ` +
+            '503 `ISOLATION_UNAVAILABLE` when Keel cannot firewall workspace networks here and APP_WORKSPACE_FIREWALL=required (docs/security.md): nothing is created. ' +
             'A creation cut short by a crash of Keel is finished when Keel starts again (see docs/workspaces.md, "Crash recovery").',
         },
       },

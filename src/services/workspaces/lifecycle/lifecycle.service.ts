@@ -6,9 +6,10 @@ import { createBoundedQueue } from '../../../platform/bounded-queue';
 import type { Bus } from '../../../platform/bus/bus';
 import type { Db } from '../../../platform/db';
 import type { Actor } from '../../../platform/auth/workspace-token';
-import type { Clock, Logger } from '../../../platform/runtime';
+import { errorFields, type Clock, type Logger } from '../../../platform/runtime';
 import { engineFailure, type Access } from '../access';
 import type { Engine } from '../engine/engine';
+import { createFirewall } from '../engine/firewall';
 import { createReservations } from './ports';
 import { createProvisioner } from './provision';
 import { createReconciler } from './reconcile';
@@ -19,6 +20,7 @@ import { createStats } from './stats';
 import { createTaskQueue } from './task-queue';
 import { DEFAULT_TEMPLATE, templates } from './templates';
 import { createdView, workspaceView, type CreatedView } from './views';
+import { codeSecret } from './code-secret';
 import type { CreateWorkspaceInput } from './lifecycle.model';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { Quotas } from '../quotas';
@@ -35,6 +37,8 @@ export interface LifecycleDeps {
   quotas: Quotas;
   /** Marks this Keel's containers and volumes, so several Keels (or test runs) can share one engine. */
   instance: string;
+  /** Key of the per-workspace code-server secrets (code-secret.ts). */
+  codeKey: Buffer;
 }
 
 /** How long close() waits for queued engine work before giving up on it (the next start-up finishes it). */
@@ -60,7 +64,9 @@ export function createLifecycle(deps: LifecycleDeps) {
   const queue = createTaskQueue(log);
   const stats = createStats(deps);
   const reservations = createReservations({ db: deps.db, clock: deps.clock, portRange: deps.settings.workspacePortRange, quotas });
-  const provisioner = createProvisioner({ engine, records, settings: deps.settings, log, instance });
+  const firewall = createFirewall({ instance, log, mode: deps.settings.firewall, dockerHost: deps.settings.dockerHost, pool: deps.settings.subnetPool });
+  const provisioner = createProvisioner({ engine, records, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey });
+  const view = (row: WorkspaceRow) => workspaceView(row, host, codeSecret(deps.codeKey, row.id));
 
   async function destroy(row: WorkspaceRow, removeVolume: boolean): Promise<void> {
     if (row.containerId) await engine.remove(row.containerId);
@@ -71,19 +77,22 @@ export function createLifecycle(deps: LifecycleDeps) {
     if (removeVolume) await engine.removeVolume(row.volume);
     records.delete(row, !removeVolume);
     stats.forget(row, { disk: true });
+    // After the row: the workspace is gone once its container is. A network left by a failure here has
+    // no workspace, so the next reconciliation removes it with its rules.
+    await provisioner.removeNetwork(row.id).catch((e) => log.warn('workspace network not removed', { workspace: row.id, ...errorFields(e) }));
   }
 
   const machine = createStateMachine({ engine, records, queue, provisioner, stats, settings: deps.settings, log, quotas, destroy });
-  const reconciler = createReconciler({ engine, records, queue, machine, log, instance });
+  const reconciler = createReconciler({ engine, records, queue, machine, log, instance, firewall });
 
   return {
     list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }) {
-      return records.list(actor, filter).map((r) => workspaceView(r, host));
+      return records.list(actor, filter).map(view);
     },
 
     async get(actor: Actor, id: string) {
       const row = access.getOwned(actor, id);
-      return { ...workspaceView(row, host), stats: await stats.of(row) };
+      return { ...view(row), stats: await stats.of(row) };
     },
 
     /**
@@ -113,11 +122,15 @@ export function createLifecycle(deps: LifecycleDeps) {
         await engine.ping().catch((e) => {
           throw engineFailure(e);
         });
+        const isolation = await firewall.status();
+        if (!isolation.active && deps.settings.firewall === 'required') {
+          throw new AppError('ISOLATION_UNAVAILABLE', 503, `workspace network isolation is unavailable, so no workspace is created: ${isolation.reason}`, { details: { setting: 'APP_WORKSPACE_FIREWALL' } });
+        }
         const row = await reservations.reserve(actor, input, template);
         records.publish('created', row);
         const repo: RepoRequest | undefined = input.repo && ticket ? { url: input.repo.url, branch: input.repo.branch, ticket } : undefined;
         machine.create(row, repo);
-        return createdView(row, host);
+        return createdView(row, host, codeSecret(deps.codeKey, row.id));
       } catch (e) {
         ticket?.release();
         throw e;
@@ -153,6 +166,10 @@ export function createLifecycle(deps: LifecycleDeps) {
 
     /** Start-up: follow engine events, then reconcile every workspace (finishing what a crash cut short). */
     async startUp(): Promise<void> {
+      const isolation = await firewall.status();
+      if (!isolation.active) {
+        log.warn(`workspace network isolation: ${isolation.reason}; ${deps.settings.firewall === 'required' ? 'creating workspaces is refused (503 ISOLATION_UNAVAILABLE)' : 'workspaces reach the Keel host and metadata addresses'} (docs/security.md)`);
+      }
       reconciler.watch();
       await reconciler.reconcileAll({ startUp: true });
     },

@@ -7,6 +7,9 @@ import { buildTemplateImage, templateImage } from '../engine/template-image';
 import { CloneError, cloneRepo, scrubUrls, tarDirectory, type RepoRequest } from './repo-clone';
 import { MiB, MOUNT_PATH } from './stats';
 import { supervisorScript } from './supervisor';
+import { CODE_SECRET_ENV, codeSecret } from './code-secret';
+import { createWorkspaceNetworks, networkName } from './workspace-network';
+import type { Firewall } from '../engine/firewall';
 import type { Template } from './templates';
 import type { Records } from './records';
 import type { WorkspacesConfig } from '../workspaces.config';
@@ -20,8 +23,9 @@ export function failureReason(e: unknown, log: Logger): string {
   return scrubUrls(e instanceof Error ? e.message : String(e)).slice(0, 500);
 }
 
-export function createProvisioner(deps: { engine: Engine; records: Records; settings: WorkspacesConfig; log: Logger; instance: string }) {
+export function createProvisioner(deps: { engine: Engine; records: Records; settings: WorkspacesConfig; log: Logger; instance: string; firewall: Firewall; codeKey: Buffer }) {
   const { engine, records, settings, log } = deps;
+  const networks = createWorkspaceNetworks({ engine, firewall: deps.firewall, settings });
   const imageReady = new Map<string, Promise<void>>();
   /** Creations in progress, so a delete can cut a slow repo clone short instead of waiting for it. */
   const inFlight = new Map<string, AbortController>();
@@ -58,9 +62,19 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
     return p;
   }
 
-  /** The workspace's container: the recorded one while the engine has it, else a new one from the template. */
+  /**
+   * The workspace's container: the recorded one while the engine has it, else a new one from the
+   * template. Its network and firewall rules are ensured first, every time, so no container starts
+   * unguarded (rules are lost when the host reboots; a container made before networks existed, on
+   * the engine's default bridge, is made again on its own network).
+   */
   async function ensureContainer(row: WorkspaceRow, template: Template): Promise<string> {
-    if (row.containerId && (await engine.inspect(row.containerId))) return row.containerId;
+    await networks.ensure(row, labels(row));
+    if (row.containerId) {
+      const state = await engine.inspect(row.containerId);
+      if (state && state.networks.length === 1 && state.networks[0] === networkName(row.id)) return row.containerId;
+      if (state) await engine.remove(row.containerId);
+    }
     await ensureImage(template);
     const containerId = await engine.createContainer({
       name: `keel-${row.name}-${row.id.slice(-6)}`,
@@ -68,7 +82,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
       cmd: ['/bin/sh', '-c', supervisorScript(template.command, template.services)],
       user: template.user,
       workdir: template.workdir,
-      env: { ...template.env, KEEL_WORKSPACE_ID: row.id, KEEL_WORKSPACE_NAME: row.name },
+      env: { ...template.env, KEEL_WORKSPACE_ID: row.id, KEEL_WORKSPACE_NAME: row.name, [CODE_SECRET_ENV]: codeSecret(deps.codeKey, row.id) },
       hostname: row.name.replace(/[._]/g, '-').slice(0, 63),
       labels: labels(row),
       volume: row.volume,
@@ -82,6 +96,9 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
       memoryBytes: template.resources.memoryMb * MiB,
       nanoCpus: Math.round(template.resources.cpus * 1e9),
       pids: template.resources.pids,
+      network: networkName(row.id),
+      log: { maxSize: settings.logMaxSize, maxFiles: settings.logMaxFiles },
+      diskLimit: settings.diskLimit || undefined,
     });
     records.update(row.id, { containerId });
     return containerId;
@@ -102,6 +119,9 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
   return {
     ensureContainer,
 
+    /** Removes the workspace's network and firewall rules (after its container). */
+    removeNetwork: (workspaceId: string) => networks.remove(workspaceId),
+
     /**
      * Volume, container, repo: everything up to a container ready to start (`provisioned`). A failure
      * removes a container that never got its repo (the volume stays until delete) and rethrows; a
@@ -113,7 +133,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
       const abort = new AbortController();
       inFlight.set(id, abort);
       try {
-        await engine.createVolume(row.volume, labels(row));
+        await engine.createVolume(row.volume, labels(row), settings.diskLimit || undefined);
         const containerId = await ensureContainer(row, template);
         abort.signal.throwIfAborted();
         if (repo) await copyRepo(containerId, template, repo, abort.signal);

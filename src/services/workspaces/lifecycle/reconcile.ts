@@ -3,6 +3,7 @@
 // of Keel cut short and removes this instance's engine objects that no workspace owns.
 import { errorFields, type Logger } from '../../../platform/runtime';
 import type { Engine, ManagedObject } from '../engine/engine';
+import type { Firewall } from '../engine/firewall';
 import type { Records } from './records';
 import type { StateMachine } from './state-machine';
 import type { TaskQueue } from './task-queue';
@@ -12,8 +13,8 @@ import type { WorkspaceRow } from '../workspaces.tables';
 const IN_PROGRESS = new Set(['creating', 'starting', 'stopping', 'restarting']);
 const inProgress = (row: WorkspaceRow | undefined) => !!row && IN_PROGRESS.has(row.status);
 
-export function createReconciler(deps: { engine: Engine; records: Records; queue: TaskQueue; machine: StateMachine; log: Logger; instance: string }) {
-  const { engine, records, queue, machine, log, instance } = deps;
+export function createReconciler(deps: { engine: Engine; records: Records; queue: TaskQueue; machine: StateMachine; log: Logger; instance: string; firewall: Firewall }) {
+  const { engine, records, queue, machine, log, instance, firewall } = deps;
   let watcher: { stop(): void } | undefined;
 
   /** Settles one workspace from the engine after an event, unless an operation is queued that will do it. */
@@ -29,11 +30,11 @@ export function createReconciler(deps: { engine: Engine; records: Records; queue
     );
   }
 
-  /** This instance's containers and volumes, or null when the engine does not answer (nothing is removed then). */
-  async function managed(): Promise<{ containers: ManagedObject[]; volumes: ManagedObject[] } | null> {
+  /** This instance's containers, volumes and networks, or null when the engine does not answer (nothing is removed then). */
+  async function managed(): Promise<{ containers: ManagedObject[]; volumes: ManagedObject[]; networks: ManagedObject[] } | null> {
     try {
-      const [containers, volumes] = await Promise.all([engine.listManaged(instance), engine.listManagedVolumes(instance)]);
-      return { containers, volumes };
+      const [containers, volumes, networks] = await Promise.all([engine.listManaged(instance), engine.listManagedVolumes(instance), engine.listManagedNetworks(instance)]);
+      return { containers, volumes, networks };
     } catch (e) {
       log.warn('the engine did not list its objects; clean-up skipped', errorFields(e));
       return null;
@@ -63,8 +64,12 @@ export function createReconciler(deps: { engine: Engine; records: Records; queue
         return queue.enqueue(id, () => machine.settle(id), false);
       }),
     );
-    if (!found) return;
     const owned = new Set(records.ids());
+    if (opts.startUp) {
+      // Rules of this instance's workspaces that no longer exist (deleted while Keel was down, or a crash mid-delete).
+      for (const id of await firewall.tagged()) if (!owned.has(id)) await firewall.release(id);
+    }
+    if (!found) return;
     for (const c of found.containers) {
       const row = records.row(c.workspaceId);
       // A second container of a workspace (made by a start that a crash cut short before recording it) goes too.
@@ -73,6 +78,17 @@ export function createReconciler(deps: { engine: Engine; records: Records; queue
         log.warn('removing a container no workspace owns', { container: c.id.slice(0, 12), workspace: c.workspaceId });
         await engine.remove(c.id).catch((e) => log.warn('container removal failed', errorFields(e)));
       }
+    }
+    for (const n of found.networks) {
+      if (owned.has(n.workspaceId)) {
+        // Rules vanish with a host reboot or a flush: put them back for the workspaces that have a network.
+        const net = opts.startUp ? await engine.inspectNetwork(n.id).catch(() => null) : null;
+        if (net) await firewall.protect({ workspaceId: n.workspaceId, bridge: net.bridge, subnet: net.subnet }).catch((e) => log.warn('workspace firewall rules not applied', { workspace: n.workspaceId, ...errorFields(e) }));
+        continue;
+      }
+      log.warn('removing a network no workspace owns', { network: n.id, workspace: n.workspaceId });
+      await engine.removeNetwork(n.id).catch((e) => log.warn('network removal failed', errorFields(e)));
+      await firewall.release(n.workspaceId);
     }
     const kept = records.retainedVolumes();
     for (const v of found.volumes) {

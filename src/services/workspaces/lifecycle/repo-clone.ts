@@ -257,14 +257,14 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
     };
     if (opts.signal?.aborted || r.killedFor === 'cancelled') fail('git clone was cancelled');
     if (r.killedFor === 'timeout') fail(`git clone did not finish within ${Math.round(opts.timeoutMs / 1000)} s`);
-    const cap = `${Math.round(opts.maxBytes / (1024 * 1024))} MiB`;
-    if (over || r.killedFor === 'size') fail(`git clone stopped: the repository takes more than ${cap} on disk (APP_CLONE_MAX_MB)`);
+    const tooBig = `git clone stopped: the repository takes more than ${Math.round(opts.maxBytes / (1024 * 1024))} MiB on disk (APP_CLONE_MAX_MB)`;
+    if (over || r.killedFor === 'size') fail(tooBig);
     if (r.code !== 0) {
       const lines = r.stderr.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('Cloning into'));
       fail(scrubUrls(`git clone failed: ${lines.slice(-3).join('; ') || `exit code ${r.code}`}`).slice(0, 500));
     }
     // The last pieces may have landed after the last measurement.
-    if ((await diskUsage(base)) > opts.maxBytes) fail(`git clone stopped: the repository takes more than ${cap} on disk (APP_CLONE_MAX_MB)`);
+    if ((await diskUsage(base)) > opts.maxBytes) fail(tooBig);
     // The remote as the user wrote it (a git:// clone fetched from the pinned address), never credentials.
     const set = await runGit(['config', '--file', join(dir, '.git', 'config'), 'remote.origin.url', target.url], env, { timeoutMs: 10_000 });
     if (set.code !== 0) fail('git clone failed: could not record the remote URL');

@@ -3,10 +3,12 @@
 import { CreatedWorkspace, type WorkspaceView } from './lifecycle.model';
 import type { WorkspaceRow } from '../workspaces.tables';
 import type { Static } from 'elysia';
+import { codeServerUrl } from './code-secret';
 
 export type CreatedView = Static<typeof CreatedWorkspace>;
 
-export function workspaceView(row: WorkspaceRow, publicHost: string): WorkspaceView {
+/** `codeSecret` is the workspace's code-server secret: only its owner (or an admin) is ever answered a view. */
+export function workspaceView(row: WorkspaceRow, publicHost: string, codeSecret: string): WorkspaceView {
   return {
     id: row.id,
     name: row.name,
@@ -17,7 +19,7 @@ export function workspaceView(row: WorkspaceRow, publicHost: string): WorkspaceV
     createdAt: row.createdAt,
     containerId: row.containerId,
     urls: {
-      codeServer: `http://${publicHost}:${row.port}`,
+      codeServer: codeServerUrl(publicHost, row.port, codeSecret),
       rdp: `rdp://${publicHost}:${row.rdpPort}`,
       ssh: `ssh -p ${row.sshPort} keel@${publicHost}`,
     },
@@ -28,7 +30,7 @@ export function workspaceView(row: WorkspaceRow, publicHost: string): WorkspaceV
 const CREATED_FIELDS = Object.keys(CreatedWorkspace.properties) as (keyof CreatedView)[];
 
 /** The 201 answer of a creation: the view, cut to the fields CreatedWorkspace declares. */
-export function createdView(row: WorkspaceRow, publicHost: string): CreatedView {
-  const full = workspaceView(row, publicHost);
+export function createdView(row: WorkspaceRow, publicHost: string, codeSecret: string): CreatedView {
+  const full = workspaceView(row, publicHost, codeSecret);
   return Object.fromEntries(CREATED_FIELDS.map((k) => [k, full[k]])) as CreatedView;
 }

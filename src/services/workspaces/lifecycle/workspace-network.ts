@@ -1,0 +1,51 @@
+// Each workspace's own network: a user-defined bridge named keel-<workspace id>, labelled like its
+// container and volume, with a /28 from APP_WORKSPACE_SUBNET_POOL, and Keel's firewall rules on its
+// bridge (engine/firewall.ts). Made before the container, removed after it (docs/security.md).
+import { EngineError, type Engine, type NetworkInfo } from '../engine/engine';
+import type { Firewall } from '../engine/firewall';
+import { parseCidr, subnetCandidates } from '../engine/subnets';
+import type { WorkspacesConfig } from '../workspaces.config';
+import type { WorkspaceRow } from '../workspaces.tables';
+
+export const networkName = (workspaceId: string) => `keel-${workspaceId}`;
+
+export function createWorkspaceNetworks(deps: { engine: Engine; firewall: Firewall; settings: WorkspacesConfig }) {
+  const { engine, firewall } = deps;
+  const pool = parseCidr(deps.settings.subnetPool)!;
+
+  /** Makes the network on a free subnet; another Keel taking the same subnet meanwhile moves it to the next one. */
+  async function make(row: WorkspaceRow, labels: Record<string, string>): Promise<NetworkInfo> {
+    const name = networkName(row.id);
+    const candidates = subnetCandidates(pool, await engine.networkSubnets(), row.id);
+    for (const c of candidates) {
+      try {
+        return await engine.createNetwork({ name, labels, ...c });
+      } catch (e) {
+        if (e instanceof EngineError && e.kind === 'conflict') {
+          const made = await engine.inspectNetwork(name);
+          if (made) return made;
+        }
+        if (e instanceof EngineError && /overlap/i.test(e.message)) continue;
+        throw e;
+      }
+    }
+    throw new EngineError(`no free /28 left in APP_WORKSPACE_SUBNET_POOL (${deps.settings.subnetPool}) for the workspace's network`, 'refused');
+  }
+
+  return {
+    /** The workspace's network, made if absent, with its firewall rules in place (both idempotent). */
+    async ensure(row: WorkspaceRow, labels: Record<string, string>): Promise<NetworkInfo> {
+      const net = (await engine.inspectNetwork(networkName(row.id))) ?? (await make(row, labels));
+      await firewall.protect({ workspaceId: row.id, bridge: net.bridge, subnet: net.subnet });
+      return net;
+    },
+
+    /** Removes the network (its container must be gone) and its rules. */
+    async remove(workspaceId: string): Promise<void> {
+      await engine.removeNetwork(networkName(workspaceId));
+      await firewall.release(workspaceId);
+    },
+  };
+}
+
+export type WorkspaceNetworks = ReturnType<typeof createWorkspaceNetworks>;
