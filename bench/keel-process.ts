@@ -10,6 +10,11 @@ const SECRET = 'b'.repeat(64);
 
 export interface KeelProcess {
   url: string;
+  /** Every service's URL (the workspaces one is `url`). */
+  urls: Record<string, string>;
+  dataDir: string;
+  /** APP_API_SECRET of the process: signs its workspace-API tokens. */
+  secret: string;
   pid: number;
   token(sub?: string, admin?: boolean): string;
   api(path: string, init?: RequestInit & { json?: unknown; as?: string }): Promise<Response>;
@@ -20,12 +25,12 @@ export interface KeelProcess {
   stop(): Promise<void>;
 }
 
-export async function startKeelProcess(env: Record<string, string> = {}): Promise<KeelProcess> {
+export async function startKeelProcess(env: Record<string, string> = {}, services: string[] = ['workspaces']): Promise<KeelProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), 'keel-bench-'));
   const keel = await startKeel(
     [BUN, 'src/main.ts'],
     { APP_DATA_DIR: dataDir, APP_API_SECRET: SECRET, APP_RATE_LIMIT_AUTHENTICATED: '1000000', APP_QUIET_TOKEN: '1', ...env },
-    ['workspaces'],
+    services,
   );
   const url = keel.urls.workspaces!;
   const proc = keel.proc;
@@ -42,6 +47,9 @@ export async function startKeelProcess(env: Record<string, string> = {}): Promis
   const created: string[] = [];
   return {
     url,
+    urls: keel.urls,
+    dataDir,
+    secret: SECRET,
     pid: proc.pid,
     token,
     api,

@@ -2,7 +2,7 @@
 // APP_API_SECRET, 100 req/min per client address without a valid token, 1000 per `sub` with one.
 // Runs on every request before parsing, so a 401 or 429 comes before any other answer.
 import { Elysia } from 'elysia';
-import { actorOf, TokenError, verifyHs256, type Actor } from '../auth/workspace-token';
+import { actorOf, createHs256Verifier, TokenError, type Actor } from '../auth/workspace-token';
 import { AppError } from '../errors';
 import { systemClock, type Clock } from '../runtime';
 import { createFixedWindow } from './rate-limit';
@@ -16,6 +16,8 @@ export interface WorkspaceAuthOptions {
   clock?: Clock;
   /** Plugin seed: one instance per service app, deduplicated within it (the service name). */
   seed?: string;
+  /** Verified tokens kept until their expiry (platform/auth/workspace-token.ts); 0 verifies every time. */
+  tokenCacheSize?: number;
 }
 
 export function workspaceAuth(opts: WorkspaceAuthOptions) {
@@ -25,6 +27,7 @@ export function workspaceAuth(opts: WorkspaceAuthOptions) {
   const authenticated = opts.authenticatedLimit ?? 1000;
   const prefix = opts.protectedPrefix ?? '/api';
   const actors = new WeakMap<Request, Actor>();
+  const tokens = createHs256Verifier(opts.secret, { clock, cacheSize: opts.tokenCacheSize });
 
   return new Elysia({ name: 'platform.workspace-auth', seed: opts.seed ?? 'workspaces' })
     .onRequest(({ request, set, server }) => {
@@ -36,7 +39,7 @@ export function workspaceAuth(opts: WorkspaceAuthOptions) {
         if (!m) failure = 'malformed Authorization header';
         else {
           try {
-            actor = actorOf(verifyHs256(m[1]!, opts.secret, clock.now()));
+            actor = actorOf(tokens.verify(m[1]!));
           } catch (e) {
             failure = e instanceof TokenError ? e.message : 'invalid token';
           }

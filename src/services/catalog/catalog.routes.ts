@@ -3,6 +3,8 @@
 import { Elysia, t } from 'elysia';
 import { guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
 import { ProblemSchema } from '../../platform/http/errors';
+import { conditionalGet, createResponseCache, type ResponseCache } from '../../platform/http/response-cache';
+import { dbVersion } from '../../platform/db-version';
 import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
 import {
@@ -37,18 +39,42 @@ function scanRoutes(catalog: CatalogService, guard: BearerGuard) {
   });
 }
 
-/** The public reads: kinds and works. The group's `detail` marks each of them tokenless in OpenAPI. */
-function readRoutes(catalog: CatalogService) {
+const pageConditional = conditionalGet('the page');
+
+/**
+ * The public reads: kinds and works. The group's `detail` marks each of them tokenless in OpenAPI.
+ * `pages` keeps each serialised page of /works until the next write (platform/http/response-cache.ts);
+ * the response schemas stay the contract in OpenAPI and the tests rather than being checked again
+ * on every answer.
+ */
+function readRoutes(catalog: CatalogService, pages: ResponseCache) {
   return new Elysia({ detail: { security: [] } })
     .get('/kinds', () => ({ kinds: catalog.kinds() }), {
       response: { 200: t.Object({ kinds: t.Array(KindSchema) }) },
       detail: { tags: ['kinds'], summary: 'The kind registry: core kinds and the kinds of content-type plugins' },
     })
-    .get('/works', ({ query }) => catalog.listWorks(query.page ?? 1, query.pageSize ?? 50), {
-      query: WorksQuery,
-      response: { 200: t.Object({ total: t.Number(), works: t.Array(WorkSchema) }), ...errors },
-      detail: { tags: ['works'], summary: 'List works, oldest first' },
-    })
+    .get(
+      '/works',
+      ({ query, request, set }) => {
+        const page = query.page ?? 1;
+        const pageSize = query.pageSize ?? 50;
+        return pages.answer(request, set, 'public', `${page}|${pageSize}`, () => catalog.listWorks(page, pageSize));
+      },
+      {
+        query: WorksQuery,
+        headers: pageConditional.headers,
+        response: { 200: t.Object({ total: t.Number(), works: t.Array(WorkSchema) }), ...errors },
+        detail: {
+          tags: ['works'],
+          summary: 'List works, oldest first',
+          description:
+            'Any page costs the same as the first (a seek, not an offset walk). Answers carry a strong `ETag` and ' +
+            '`Cache-Control: no-cache`; send it back in `If-None-Match` for 304 Not Modified without a body while the page is ' +
+            'unchanged. A scan that adds or changes a work changes the answer on the next request.',
+          responses: pageConditional.responses,
+        },
+      },
+    )
     .get('/works/:id', ({ params }) => ({ work: catalog.getWork(params.id) }), {
       params: WorkIdParams,
       response: { 200: t.Object({ work: WorkSchema }), ...errors, ...notFound },
@@ -85,7 +111,7 @@ export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService, gua
       { name: 'library', description: 'Library scans of whole folders, run by the workers service' },
     ],
   })
-    .use(readRoutes(catalog))
+    .use(readRoutes(catalog, createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'no-cache' })))
     .use(scanRoutes(catalog, guard))
     .use(libraryRoutes(library, guard));
 }

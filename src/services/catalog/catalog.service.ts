@@ -1,6 +1,6 @@
 // Catalog rules, free of HTTP: scan (probe over the bus, identify, file under an edition, index),
 // and the reads of works, their assets and relations. Errors are AppErrors with stable codes.
-import { and, asc, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import type { ProbeStream } from '../../platform/bus/media-shapes';
 import type { BusEvents, BusQueries } from '../../platform/bus/subjects';
@@ -10,6 +10,7 @@ import { errorFields, newId, type Clock, type Logger } from '../../platform/runt
 import type { Asset, AssetSummary, MediaIndex, Relation, ScanInput, Work } from './catalog.model';
 import { catalogAssets, catalogEditions, catalogMediaIndexes, catalogRelations, catalogWorks } from './catalog.tables';
 import { identify, type Identified } from './identify';
+import { createWorksPager } from './works-pager';
 import type { KindRegistry } from './kinds';
 import { libraryFiles } from './library/library.tables';
 import { locate } from './paths';
@@ -238,29 +239,11 @@ export function createCatalog(deps: CatalogDeps) {
     return { asset: toAsset(result.asset), index: result.index ? toIndex(result.index) : null, indexed: !!result.index };
   }
 
-  // GET /works is the hot read: its two statements are prepared once.
-  const countWorks = db.select({ n: count() }).from(catalogWorks).prepare();
-  const pageOfWorks = db
-    .select()
-    .from(catalogWorks)
-    .where(
-      inArray(
-        catalogWorks.id,
-        // The offset walks the (created_at, id) index alone; only the page's rows are read from the table.
-        db
-          .select({ id: catalogWorks.id })
-          .from(catalogWorks)
-          .orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id))
-          .limit(sql.placeholder('limit'))
-          .offset(sql.placeholder('offset')),
-      ),
-    )
-    .orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id))
-    .prepare();
+  // GET /works is the hot read: pages seek from sparse marks (works-pager.ts), not an OFFSET walk.
+  const works = createWorksPager(deps.db);
 
   function listWorks(page: number, pageSize: number): { total: number; works: Work[] } {
-    const total = countWorks.get()?.n ?? 0;
-    const rows = pageOfWorks.all({ limit: pageSize, offset: (page - 1) * pageSize });
+    const { total, rows } = works.page(page, pageSize);
     return { total, works: rows.map(toWork) };
   }
 

@@ -2,6 +2,8 @@
 // with the envelope error model, workspace auth and rate limits, OpenAPI and health probes.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { dbVersion } from '../../platform/db-version';
+import { createResponseCache } from '../../platform/http/response-cache';
 import { createServiceApp } from '../../platform/http/service-app';
 import { createSse } from '../../platform/http/sse';
 import { workspaceAuth } from '../../platform/http/workspace-auth';
@@ -76,6 +78,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     anonymousLimit: settings.anonymousLimit,
     authenticatedLimit: settings.authenticatedLimit,
   });
+  // The list's serialised answers per actor and filter, until the next write (docs/performance.md).
+  const lists = createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'private, no-cache', vary: 'Authorization' });
 
   const app = createServiceApp(deps, {
     name: 'workspaces',
@@ -93,7 +97,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     ],
   })
     .use(auth)
-    .use(workspacesRoutes({ auth, workspaces }))
+    .use(workspacesRoutes({ auth, workspaces, lists }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
     .use(execRoutes({ auth, exec, sse, quotas }))
     .use(webhooks.routes(auth));

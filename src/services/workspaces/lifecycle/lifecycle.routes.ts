@@ -1,7 +1,9 @@
 // HTTP wiring of the workspace lifecycle: routes, schemas and status codes only; the rules live in lifecycle.service.ts.
 import { Elysia } from 'elysia';
+import { conditionalGet, type ResponseCache } from '../../../platform/http/response-cache';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import type { Lifecycle } from './lifecycle.service';
+import { listScope } from './views';
 import {
   ActionResult,
   CreatedWorkspace,
@@ -34,15 +36,35 @@ const transition = {
   response: { 200: ActionResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
 };
 
-export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: Lifecycle }) {
+const listConditional = conditionalGet('the list');
+
+/**
+ * `lists` keeps the serialised list per actor and filter (platform/http/response-cache.ts): the
+ * answer is rebuilt after any write, and the schema below stays the contract (OpenAPI, tests) rather
+ * than being checked again on every answer.
+ */
+export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: Lifecycle; lists: ResponseCache }) {
   const ws = deps.workspaces;
   return new Elysia({ name: 'workspaces.lifecycle', detail: { tags: ['workspaces'] } })
     .use(deps.auth)
-    .get('/api/workspaces', ({ actor, query }) => ({ workspaces: ws.list(actor, query) }), {
-      query: ListQuery,
-      response: { 200: WorkspaceList, 400: ErrorEnvelope, 401: ErrorEnvelope, 429: ErrorEnvelope },
-      detail: { summary: 'List your workspaces (admins: all), oldest first, optionally filtered by status and type' },
-    })
+    .get(
+      '/api/workspaces',
+      ({ actor, query, request, set }) =>
+        deps.lists.answer(request, set, listScope(actor), `${query.status ?? ''}|${query.type ?? ''}`, () => ({ workspaces: ws.list(actor, query) })),
+      {
+        query: ListQuery,
+        headers: listConditional.headers,
+        response: { 200: WorkspaceList, 400: ErrorEnvelope, 401: ErrorEnvelope, 429: ErrorEnvelope },
+        detail: {
+          responses: listConditional.responses,
+          summary: 'List your workspaces (admins: all), oldest first, optionally filtered by status and type',
+          description:
+            'Answers carry a strong `ETag` and `Cache-Control: private, no-cache`. Send it back in `If-None-Match` to get 304 Not ' +
+            'Modified without a body while the list is unchanged; any change to a workspace (create, start, stop, delete, a status ' +
+            'the engine reports) changes the answer on the next request.',
+        },
+      },
+    )
     .post(
       '/api/workspaces',
       async ({ actor, body, set }) => {

@@ -4,6 +4,7 @@ import { CreatedWorkspace, type WorkspaceView } from './lifecycle.model';
 import type { WorkspaceRow } from '../workspaces.tables';
 import type { Static } from 'elysia';
 import { codeServerUrl } from './code-secret';
+import type { Actor } from '../../../platform/auth/workspace-token';
 
 export type CreatedView = Static<typeof CreatedWorkspace>;
 
@@ -34,3 +35,9 @@ export function createdView(row: WorkspaceRow, publicHost: string, codeSecret: s
   const full = workspaceView(row, publicHost, codeSecret);
   return Object.fromEntries(CREATED_FIELDS.map((k) => [k, full[k]])) as CreatedView;
 }
+
+/**
+ * Whose list an actor reads, as the key of its cached answer: every admin reads the same list (all
+ * workspaces), anyone else only their own. Distinct prefixes, so no `sub` can collide with "admin".
+ */
+export const listScope = (actor: Actor) => (actor.admin ? 'admin' : `sub:${actor.id}`);

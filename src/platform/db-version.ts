@@ -1,0 +1,22 @@
+// The database's change counter: one value that moves whenever any committed write could change
+// what a read answers. Caches of reads (platform/http/response-cache.ts, the catalog's page index)
+// keep their work while it stays the same. It lives here, at the database, so that invalidation is
+// in one place and no write path can forget it: a new route, a lifecycle step or a library scan
+// that writes a row moves it without knowing a cache exists.
+import type { Database } from 'bun:sqlite';
+
+/**
+ * `total_changes()` counts the rows this connection inserted, updated or deleted since it opened
+ * (Keel's own writes, all services); `data_version` moves when another connection commits to the
+ * file (another Keel process on the same data dir, or a tool). Together they change on every write
+ * anyone makes. Too eager at worst (a rolled-back write still counts), never too late. ~3 us, nearly
+ * all of it data_version (it takes a read lock to look); total_changes() alone is ~0.1 us, but would
+ * miss a commit by another process on the same data dir.
+ */
+export function dbVersion(client: Database): () => string {
+  const stmt = client.prepare<[number, number], []>('SELECT total_changes(), data_version FROM pragma_data_version()');
+  return () => {
+    const [changes, dataVersion] = stmt.values()[0]!;
+    return `${dataVersion}.${changes}`;
+  };
+}
