@@ -203,6 +203,19 @@ describe('requests', () => {
     }
   });
 
+  test('a folder on a media root of / is accepted like one on any other root', async () => {
+    // No workers service here: the request gets past the path check and stops at the bus, so nothing
+    // walks the host's file system.
+    const whole = await startTestPlatform({ services: ['identity', 'catalog'], env: { APP_MEDIA_ROOTS: '/' } });
+    try {
+      const res = await postLibraryScan(whole, await catalogToken(whole, 'whole'), { root: 0, path: `${a.root.slice(1)}/Movies` });
+      expect(res.status).toBe(503);
+      expect(await res.json()).toMatchObject({ code: 'BUS_NO_ANSWERER' });
+    } finally {
+      await whole.close();
+    }
+  });
+
   test('an unknown scan id is 404 CATALOG_SCAN_NOT_FOUND', async () => {
     const res = await fetch(p.url('catalog') + '/library/scans/scn_nope', { headers: { authorization: `Bearer ${token}` } });
     expect(res.status).toBe(404);

@@ -4,6 +4,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../../scripts/machine';
 import { waitFor } from './docker';
 
 const GIT_ENV = { GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
@@ -27,16 +28,9 @@ export function bareRepo(name: string, files: Record<string, string | Uint8Array
   return root;
 }
 
-export function freePort(): number {
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
-}
-
 /** `git daemon` serving `root` read-only on loopback. */
 export async function gitDaemon(root: string): Promise<{ port: number; stop(): void }> {
-  const port = freePort();
+  const port = await freePort();
   const daemon = Bun.spawn(['git', 'daemon', '--export-all', '--reuseaddr', `--base-path=${root}`, '--listen=127.0.0.1', `--port=${port}`, root], { stdout: 'ignore', stderr: 'ignore' });
   const listening = () => Bun.spawnSync(['bash', '-c', `exec 3<>/dev/tcp/127.0.0.1/${port}`], { stdout: 'ignore', stderr: 'ignore' }).exitCode === 0;
   await waitFor('git daemon to listen', listening, 10_000, 200);

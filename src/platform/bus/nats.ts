@@ -11,7 +11,7 @@ import {
   type NatsConnection,
   type Subscription,
 } from 'nats';
-import { createLogger, errorFields, type Logger } from '../runtime';
+import { createLogger, errorFields, systemClock, type Clock, type Logger } from '../runtime';
 import {
   busNoAnswerer,
   busTimeout,
@@ -36,6 +36,8 @@ export interface NatsBusOptions {
   name?: string;
   /** How long durable events are kept in the stream (default 7 days). */
   retentionDays?: number;
+  /** Times the shutdown grace for durable events still waiting (default: the system clock). */
+  clock?: Clock;
 }
 
 /** `nats://user:pass@host:port[,host2:port]` -> servers without credentials, plus the credentials. */
@@ -233,8 +235,9 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
     },
     async close() {
       // Durable events still waiting get a short grace to reach the stream.
-      const until = Date.now() + 5000;
-      while (outbox.length && Date.now() < until && !nc.isClosed()) await Bun.sleep(20);
+      const clock = opts.clock ?? systemClock;
+      const until = clock.now() + 5000;
+      while (outbox.length && clock.now() < until && !nc.isClosed()) await Bun.sleep(20);
       if (outbox.length) log.warn('durable events not stored at shutdown', { pending: outbox.length });
       closed = true;
       for (const s of subs) s.unsubscribe();

@@ -14,10 +14,22 @@ export interface TargetPolicy {
 export type AddressRefusal = 'metadata' | 'link-local' | 'private' | 'not-unicast';
 
 /**
- * Cloud metadata endpoints outside link-local ranges (169.254.169.254 is link-local and refused as
- * such): AWS's IPv6 IMDS, Alibaba Cloud, Oracle Cloud's legacy address.
+ * The one list of destinations nothing Keel runs or connects to for a user may reach: the link-local
+ * ranges (169.254.169.254, the usual cloud metadata address, is inside the IPv4 one and refused as
+ * metadata) and the cloud metadata endpoints outside them: Alibaba Cloud, Oracle Cloud's legacy
+ * address, AWS's IPv6 IMDS. refusalOf refuses them; the workspace firewall rejects them (neverReached).
  */
-const METADATA = new Set(['fd00:ec2::254', '100.100.100.200', '192.0.0.192']);
+const NEVER_REACHED: readonly { cidr: string; refusal: 'metadata' | 'link-local' }[] = [
+  { cidr: '169.254.0.0/16', refusal: 'link-local' },
+  { cidr: '100.100.100.200/32', refusal: 'metadata' },
+  { cidr: '192.0.0.192/32', refusal: 'metadata' },
+  { cidr: 'fe80::/10', refusal: 'link-local' },
+  { cidr: 'fd00:ec2::254/128', refusal: 'metadata' },
+];
+const NEVER_REACHED_PARSED = NEVER_REACHED.map((r) => ({ range: ipaddr.parseCIDR(r.cidr), refusal: r.refusal }));
+
+/** The never-reached destinations of one address family, as CIDR (for firewall rules). */
+export const neverReached = (family: 4 | 6): string[] => NEVER_REACHED.filter((r) => r.cidr.includes(':') === (family === 6)).map((r) => r.cidr);
 
 /** Ranges that reach this host or a private network: allowed unless the policy denies private targets. */
 const PRIVATE_RANGES = new Set(['loopback', 'private', 'uniqueLocal', 'carrierGradeNat', 'unspecified']);
@@ -59,9 +71,9 @@ export function refusalOf(address: ipaddr.IPv4 | ipaddr.IPv6, policy: TargetPoli
     const inner = embeddedIpv4(address as ipaddr.IPv6);
     if (inner) return refusalOf(inner, policy);
   }
-  if (METADATA.has(address.toNormalizedString()) || METADATA.has(address.toString())) return 'metadata';
+  const never = NEVER_REACHED_PARSED.find((r) => r.range[0].kind() === address.kind() && address.match(r.range));
+  if (never) return address.toString() === '169.254.169.254' ? 'metadata' : never.refusal;
   const range = address.range();
-  if (range === 'linkLocal') return address.toString() === '169.254.169.254' ? 'metadata' : 'link-local';
   if (NOT_UNICAST.has(range)) return 'not-unicast';
   if (PRIVATE_RANGES.has(range)) return policy.denyPrivate ? 'private' : null;
   return null;

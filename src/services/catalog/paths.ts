@@ -3,6 +3,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import { join, relative, sep, isAbsolute } from 'node:path';
 import { AppError } from '../../platform/errors';
+import { isInside } from '../../platform/paths';
 
 // Retryable and category follow from the status (4xx: no, permanent; 5xx: yes, transient) unless
 // given: a missing file or root is recoverable by the operator, not by retrying the same request.
@@ -32,8 +33,6 @@ export function checkRelativePath(raw: string): string {
   return segments.join('/');
 }
 
-const inside = (parent: string, child: string) => child === parent || child.startsWith(parent.endsWith(sep) ? parent : parent + sep);
-
 export interface ResolvedPath {
   root: number;
   /** Path relative to the root's real path, after symlinks: the asset key. */
@@ -56,7 +55,7 @@ export function resolveOnRoot(roots: string[], root: number, rel: string): Resol
   } catch {
     return null;
   }
-  if (!inside(realRoot, real) || real === realRoot) throw pathRefused('it leaves its media root');
+  if (!isInside(realRoot, real) || real === realRoot) throw pathRefused('it leaves its media root');
   let isFile = false;
   try {
     isFile = statSync(real).isFile();

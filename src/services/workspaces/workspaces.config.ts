@@ -1,6 +1,7 @@
 // The workspaces service's own environment variables, parsed once (a bad value stops start-up naming it).
 import { ConfigError, readBool, readInt, readString, type Env } from '../../platform/config';
 import { BUN_IMAGE, MINIMAL_IMAGE } from './engine/images';
+import { DEFAULT_TEMPLATES_DIR } from './engine/bun-image';
 import type { QuotaLimits } from './quotas';
 import type { FirewallMode } from './engine/firewall';
 import { formatCidr, parseCidr, SUBNET_PREFIX } from './engine/subnets';
@@ -89,6 +90,10 @@ export interface WorkspacesConfig {
   registryProbeUrl: string;
   /** The statically linked busybox the minimal image is made of. */
   busyboxPath: string;
+  /** APP_BUN_PATH: the bun binary the offline bun-typescript image is made with; unset: npm's, found in node_modules. */
+  bunPath: string | undefined;
+  /** APP_TEMPLATES_DIR: the templates' files (a compiled Keel binary has none beside it); default: the checkout's. */
+  templatesDir: string;
   /** `required`: Keel's iptables rules guard every workspace network, else no workspace is created; `off`: none (docs/security.md). */
   firewall: FirewallMode;
   /** IPv4 pool the per-workspace /28 networks are carved from. */
@@ -130,6 +135,8 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     bunImage: readImageRef(env, 'APP_WORKSPACE_BUN_IMAGE', BUN_IMAGE),
     registryProbeUrl: readHttpUrl(env, 'APP_REGISTRY_PROBE_URL', 'https://registry-1.docker.io/v2/'),
     busyboxPath: readAbsolutePath(env, 'APP_BUSYBOX_PATH', '/bin/busybox'),
+    bunPath: readString(env, 'APP_BUN_PATH', '') || undefined,
+    templatesDir: readString(env, 'APP_TEMPLATES_DIR', DEFAULT_TEMPLATES_DIR),
     firewall: readFirewallMode(env),
     subnetPool: readSubnetPool(env),
     logMaxSize: readEngineSize(env, 'APP_WORKSPACE_LOG_MAX_SIZE', '10m') || '10m',

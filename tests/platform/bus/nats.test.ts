@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Bus } from '../../../src/platform/bus/bus';
 import { createNatsBus, parseBusUrl, redactBusUrl } from '../../../src/platform/bus/nats';
-import { createLogger } from '../../../src/platform/runtime';
+import { createLogger, type Logger } from '../../../src/platform/runtime';
 import { startTestNats, type TestNats } from '../../helpers/nats';
 import { startKeel, BUN } from '../../helpers/process';
 
@@ -108,6 +108,29 @@ describe('a server restart', () => {
       expect(got).toEqual([1, 2]);
     } finally {
       await again.close();
+    }
+  });
+});
+
+describe('shutdown', () => {
+  test('durable events the server never took hold shutdown for the grace read from the passed clock, then are reported', async () => {
+    const own = await startTestNats();
+    const warnings: { msg: string; fields?: Record<string, unknown> }[] = [];
+    const log: Logger = { child: () => log, debug() {}, info() {}, error() {}, warn: (msg, fields) => void warnings.push({ msg, fields }) };
+    // A second passes each time the clock is read: the 5 s grace is over after a few reads, whatever the wall clock says.
+    let t = 0;
+    let reads = 0;
+    const clock = { now: () => (reads++, (t += 1000)) };
+    const bus = await createNatsBus(own.url, log, { clock });
+    try {
+      await own.stop();
+      await bus.publish('evt.catalog.assetAvailability', { assetId: 'held', root: 0, path: 'p', available: true, at: 1 });
+      reads = 0;
+      await bus.close();
+      expect(reads).toBeGreaterThanOrEqual(5);
+      expect(warnings).toContainEqual({ msg: 'durable events not stored at shutdown', fields: { pending: 1 } });
+    } finally {
+      await own.close();
     }
   });
 });

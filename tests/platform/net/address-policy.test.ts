@@ -19,6 +19,8 @@ describe('IP literals', () => {
     ['2002:a9fe:a9fe::1', 'metadata'],
     ['fd00:ec2::254', 'metadata'],
     ['100.100.100.200', 'metadata'],
+    ['192.0.0.192', 'metadata'],
+    ['[fd00:ec2:0:0::254]', 'metadata'],
     ['169.254.1.2', 'link-local'],
     ['fe80::1%eth0', 'link-local'],
     ['224.0.0.1', 'not-unicast'],

@@ -137,7 +137,7 @@ describe('where a registry answers', () => {
 
 describe('the parts of the offline image', () => {
   test('bun is the one npm installed, and ldd names the C library it needs', () => {
-    const bun = findBun({});
+    const bun = findBun();
     expect(bun.startsWith(join(ROOT, 'node_modules'))).toBe(true);
     const libs = sharedLibraries(bun);
     expect(libs.some((l) => /\/libc\.so\.6$/.test(l))).toBe(true);

@@ -162,11 +162,12 @@ describe('metadata and link-local addresses', () => {
     const bridge = bridgeOf(bob);
     expect(rules).toContain(`-A KEEL-FORWARD -d 169.254.0.0/16 -i ${bridge} -m comment --comment`);
     expect(rules).toContain(`-A KEEL-FORWARD -d 100.100.100.200/32 -i ${bridge} -m comment --comment`);
+    expect(rules).toContain(`-A KEEL-FORWARD -d 192.0.0.192/32 -i ${bridge} -m comment --comment`);
     expect(rules).toContain(`-A KEEL-INPUT -i ${bridge} -m comment --comment`);
   });
 
-  test('a connection to 169.254.169.254 and 100.100.100.200 is refused at once, not left to time out', async () => {
-    for (const ip of ['169.254.169.254', '100.100.100.200']) {
+  test('a connection to 169.254.169.254, 100.100.100.200 and 192.0.0.192 is refused at once, not left to time out', async () => {
+    for (const ip of ['169.254.169.254', '100.100.100.200', '192.0.0.192']) {
       refused(await httpFrom(bob, 'bob', `${ip}:80`, '/latest/meta-data/'));
     }
   });

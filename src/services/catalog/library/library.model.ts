@@ -1,12 +1,7 @@
 // t.* schemas of the library scan API (CONTRACT.md, "Library scans and sources"); the shapes the
 // bus shares (request, status, counts) come from platform/bus/library-shapes.ts.
 import { t, type Static } from 'elysia';
-import {
-  LibraryScanAcceptedSchema, LibraryScanCountsSchema, LibraryScanRequestSchema, LibraryScanStatusSchema,
-} from '../../../platform/bus/library-shapes';
-
-export const LibraryScanBody = LibraryScanRequestSchema;
-export const LibraryScanAccepted = LibraryScanAcceptedSchema;
+import { LibraryScanCountsSchema, LibraryScanStatusSchema } from '../../../platform/bus/library-shapes';
 
 export const LibraryScanSchema = t.Object({
   id: t.String(),

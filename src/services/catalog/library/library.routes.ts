@@ -2,7 +2,8 @@
 import { Elysia } from 'elysia';
 import { guardResponses, type BearerGuard } from '../../../platform/http/bearer-guard';
 import { ProblemSchema } from '../../../platform/http/errors';
-import { LibraryScanAccepted, LibraryScanBody, LibraryScanSchema, ScanIdParams } from './library.model';
+import { LibraryScanAcceptedSchema, LibraryScanRequestSchema } from '../../../platform/bus/library-shapes';
+import { LibraryScanSchema, ScanIdParams } from './library.model';
 import type { LibraryService } from './library.service';
 
 export function libraryRoutes(library: LibraryService, guard: BearerGuard) {
@@ -17,8 +18,8 @@ export function libraryRoutes(library: LibraryService, guard: BearerGuard) {
       {
         policy: 'resource:asset:scan',
         rateLimit: 'scan',
-        body: LibraryScanBody,
-        response: { 202: LibraryScanAccepted, 400: ProblemSchema, 404: ProblemSchema, 422: ProblemSchema, ...guardResponses, 504: ProblemSchema },
+        body: LibraryScanRequestSchema,
+        response: { 202: LibraryScanAcceptedSchema, 400: ProblemSchema, 404: ProblemSchema, 422: ProblemSchema, ...guardResponses, 504: ProblemSchema },
         detail: {
           summary: 'Queue a library scan of a folder (or of every media root)',
           description:

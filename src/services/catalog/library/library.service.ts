@@ -8,6 +8,7 @@ import type { Bus } from '../../../platform/bus/bus';
 import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, ScanTarget } from '../../../platform/bus/subjects';
 import type { Db } from '../../../platform/db';
 import { AppError } from '../../../platform/errors';
+import { isInside } from '../../../platform/paths';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
 import { checkRelativePath, noMediaRoots, pathRefused } from '../paths';
 import type { LibraryScanView } from './library.model';
@@ -102,7 +103,8 @@ export function createLibrary(deps: LibraryDeps) {
       } catch {
         continue;
       }
-      if (!real.startsWith(realRoot + sep)) throw pathRefused('it leaves its media root');
+      // A folder lies below its root: a path that resolves to the root itself (a symlink to it) is refused too.
+      if (real === realRoot || !isInside(realRoot, real)) throw pathRefused('it leaves its media root');
       if (!statSync(real).isDirectory()) throw pathRefused('it does not name a folder');
       found.push({ root, folder: relative(realRoot, real).split(sep).join('/') });
     }

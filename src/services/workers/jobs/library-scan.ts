@@ -4,9 +4,10 @@
 // mark what the walk did not find as unavailable. Files stay in the catalog's hands throughout:
 // this job only reads the disk and talks to the catalog over the bus.
 import { readdirSync, realpathSync, statSync } from 'node:fs';
-import { join, sep } from 'node:path';
+import { join } from 'node:path';
 import { createBoundedQueue, type BoundedQueue } from '../../../platform/bounded-queue';
 import { AppError } from '../../../platform/errors';
+import { isInside } from '../../../platform/paths';
 import { crawl } from '../crawl';
 import type { JobHandler } from './index';
 
@@ -34,7 +35,7 @@ export function checkTarget(mediaRoots: string[], root: number, folder: string):
   } catch {
     throw rootProblem(`${name} is missing; nothing was marked unavailable`);
   }
-  if (real !== realRoot && !real.startsWith(realRoot + sep)) throw rootProblem(`${name} leaves its media root`);
+  if (!isInside(realRoot, real)) throw rootProblem(`${name} leaves its media root`);
   let entries: string[];
   try {
     if (!statSync(real).isDirectory()) throw new Error('not a directory');

@@ -12,15 +12,15 @@ import { minimalRootfsEntries } from './images';
 import type { Engine } from './engine';
 
 const REPO_ROOT = resolve(import.meta.dir, '../../../..');
-/** The templates' files on disk (a compiled Keel binary has none beside it: APP_TEMPLATES_DIR says where). */
-export const templatesDir = (env: Record<string, string | undefined> = process.env) => env.APP_TEMPLATES_DIR || join(REPO_ROOT, 'templates');
+/** The checkout's templates folder: APP_TEMPLATES_DIR's default (a compiled Keel binary has none beside it). */
+export const DEFAULT_TEMPLATES_DIR = join(REPO_ROOT, 'templates');
 
-/** Where the offline image takes bun from, first found wins (APP_BUN_PATH overrides them all). */
-export function bunCandidates(env: Record<string, string | undefined> = process.env): string[] {
+/** Where the offline image takes bun from, first found wins (`bunPath`, from APP_BUN_PATH, overrides them all). */
+export function bunCandidates(bunPath?: string): string[] {
   const cpu = arch() === 'arm64' ? 'aarch64' : 'x64';
   const roots = [...new Set([REPO_ROOT, process.cwd()])];
   return [
-    ...(env.APP_BUN_PATH ? [env.APP_BUN_PATH] : []),
+    ...(bunPath ? [bunPath] : []),
     // npm's bun package moves its platform package's binary into bun/bin on install; either may hold it.
     ...roots.flatMap((r) => [`${r}/node_modules/@oven/bun-linux-${cpu}/bin/bun`, `${r}/node_modules/@oven/bun-linux-${cpu}-baseline/bin/bun`, `${r}/node_modules/bun/bin/bun.exe`]),
     // Running under bun itself (not a compiled Keel binary, whose execPath is Keel).
@@ -28,8 +28,8 @@ export function bunCandidates(env: Record<string, string | undefined> = process.
   ];
 }
 
-export function findBun(env: Record<string, string | undefined> = process.env): string {
-  for (const c of bunCandidates(env)) {
+export function findBun(bunPath?: string): string {
+  for (const c of bunCandidates(bunPath)) {
     try {
       if (statSync(c).isFile() && readFileSync(c).subarray(0, 4).toString('latin1') === '\x7fELF') return c;
     } catch {
@@ -79,12 +79,15 @@ export interface OfflineParts {
   /** git and the helpers it runs for http(s) remotes, when the host has them. */
   git: string[];
   caBundle?: string;
+  /** The templates folder, which holds the code-server stand-in. */
+  templatesDir: string;
 }
 
-export function offlineParts(busybox: string, env: Record<string, string | undefined> = process.env): OfflineParts {
+/** This machine's parts, from the workspaces configuration (APP_BUSYBOX_PATH, APP_BUN_PATH, APP_TEMPLATES_DIR). */
+export function offlineParts(settings: { busyboxPath: string; bunPath: string | undefined; templatesDir: string }): OfflineParts {
   const git = ['/usr/bin/git', '/usr/lib/git-core/git-remote-http'].filter((p) => existsSync(p));
   const ca = '/etc/ssl/certs/ca-certificates.crt';
-  return { busybox, bun: findBun(env), git, caBundle: existsSync(ca) ? ca : undefined };
+  return { busybox: settings.busyboxPath, bun: findBun(settings.bunPath), git, caBundle: existsSync(ca) ? ca : undefined, templatesDir: settings.templatesDir };
 }
 
 /** The offline image's root filesystem: minimal + bun + its C library + git + the code-server stand-in. */
@@ -108,7 +111,7 @@ export async function bunOfflineRootfs(parts: OfflineParts): Promise<Buffer> {
   }
   for (const l of libs) added.push(hostFile(l));
   if (parts.caBundle) added.push(hostFile('/etc/ssl/certs/ca-certificates.crt', parts.caBundle, 0o644));
-  const server = readFileSync(join(templatesDir(), 'bun-typescript', 'code-server.ts'));
+  const server = readFileSync(join(parts.templatesDir, 'bun-typescript', 'code-server.ts'));
   added.push({ type: 'file', path: 'opt/keel/code-server.ts', mode: 0o644, data: server });
   const entries = [...base, ...added];
   return tarArchive([...base, ...parents(entries), ...added]);
@@ -131,8 +134,8 @@ export async function buildBunOfflineImage(engine: Engine, ref: string, parts: O
 }
 
 /** Builds templates/bun-typescript/Dockerfile (needs a registry and the internet). */
-export async function buildBunDockerfileImage(engine: Engine, ref: string): Promise<void> {
-  const dir = join(templatesDir(), 'bun-typescript');
+export async function buildBunDockerfileImage(engine: Engine, ref: string, templatesDir: string): Promise<void> {
+  const dir = join(templatesDir, 'bun-typescript');
   const entries: TarEntry[] = readdirSync(dir).map((name) => ({ type: 'file', path: name, mode: 0o644, data: readFileSync(join(dir, name)) }));
   await engine.buildImage(tarArchive(entries), ref);
 }

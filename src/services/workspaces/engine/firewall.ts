@@ -13,6 +13,7 @@
 // into them are shared and never flushed or removed. REJECT (not DROP), so a refused connection fails
 // at once with "connection refused" instead of hanging.
 import { existsSync } from 'node:fs';
+import { neverReached } from '../../../platform/net/address-policy';
 import type { Logger } from '../../../platform/runtime';
 
 export type FirewallMode = 'required' | 'off';
@@ -20,9 +21,9 @@ export type FirewallMode = 'required' | 'off';
 export const INPUT_CHAIN = 'KEEL-INPUT';
 export const FORWARD_CHAIN = 'KEEL-FORWARD';
 
-/** Cloud metadata and link-local destinations no workspace may reach. */
-export const BLOCKED_V4 = ['169.254.0.0/16', '100.100.100.200/32'];
-export const BLOCKED_V6 = ['fd00:ec2::254/128', 'fe80::/10'];
+/** Cloud metadata and link-local destinations no workspace may reach: the same list clones and webhooks are refused by. */
+const BLOCKED_V4 = neverReached(4);
+const BLOCKED_V6 = neverReached(6);
 
 export interface WorkspaceNet {
   workspaceId: string;

@@ -8,7 +8,7 @@ import type { Engine } from './engine';
 import { buildMinimalImage } from './images';
 import { buildBunDockerfileImage, buildBunOfflineImage, offlineParts, registryAnswers } from './bun-image';
 
-type Settings = Pick<WorkspacesConfig, 'minimalImage' | 'bunImage' | 'busyboxPath' | 'registryProbeUrl'>;
+type Settings = Pick<WorkspacesConfig, 'minimalImage' | 'bunImage' | 'busyboxPath' | 'bunPath' | 'templatesDir' | 'registryProbeUrl'>;
 type Log = Pick<Logger, 'info' | 'warn'>;
 
 /** The image a template runs: Keel-built ones are tagged by APP_WORKSPACE_MINIMAL_IMAGE / APP_WORKSPACE_BUN_IMAGE. */
@@ -29,7 +29,7 @@ export async function buildTemplateImage(engine: Engine, template: Pick<Template
   if (await registryAnswers(settings.registryProbeUrl)) {
     log.info('a registry answers: building the bun-typescript image from its Dockerfile', { image: ref });
     try {
-      await buildBunDockerfileImage(engine, ref);
+      await buildBunDockerfileImage(engine, ref, settings.templatesDir);
       return true;
     } catch (e) {
       // The registry answered but the build needs more (apt, code-server's download): offline still works.
@@ -38,6 +38,6 @@ export async function buildTemplateImage(engine: Engine, template: Pick<Template
   } else {
     log.info('no registry answers: building the bun-typescript image offline from this machine', { image: ref });
   }
-  await buildBunOfflineImage(engine, ref, offlineParts(settings.busyboxPath));
+  await buildBunOfflineImage(engine, ref, offlineParts(settings));
   return true;
 }

@@ -25,26 +25,30 @@ const WRAPPER =
   `printf '\\036keel-pid %s\\n' "$$" >&2; exec sh -c "$2"`;
 
 /** Bytes kept per stream; beyond it the rest is read and dropped (the process is never blocked). */
-class Capped {
-  private parts: Uint8Array[] = [];
-  private size = 0;
-  truncated = false;
-  constructor(private readonly max: number) {}
-  push(b: Uint8Array) {
-    const room = this.max - this.size;
-    if (b.byteLength > room) {
-      this.truncated = true;
-      if (room > 0) this.parts.push(b.subarray(0, room));
-      this.size = this.max;
-      return;
-    }
-    this.parts.push(b);
-    this.size += b.byteLength;
-  }
-  /** UTF-8 text; invalid sequences (binary output, a cut multi-byte character) become U+FFFD. */
-  text() {
-    return new TextDecoder('utf-8').decode(Buffer.concat(this.parts));
-  }
+function cappedBuffer(max: number) {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  let truncated = false;
+  return {
+    push(b: Uint8Array) {
+      const room = max - size;
+      if (b.byteLength > room) {
+        truncated = true;
+        if (room > 0) parts.push(b.subarray(0, room));
+        size = max;
+        return;
+      }
+      parts.push(b);
+      size += b.byteLength;
+    },
+    get truncated() {
+      return truncated;
+    },
+    /** UTF-8 text; invalid sequences (binary output, a cut multi-byte character) become U+FFFD. */
+    text() {
+      return new TextDecoder('utf-8').decode(Buffer.concat(parts));
+    },
+  };
 }
 
 interface Running {
@@ -204,7 +208,7 @@ export function createExecService(deps: { engine: Engine; workspaces: Pick<Acces
     /** Runs to completion (or the timeout) and answers the Exec result. A client that leaves kills the command. */
     async run(actor: Actor, id: string, input: ExecInput, signal?: AbortSignal): Promise<ExecResult> {
       const containerId = await runningContainer(actor, id);
-      const out = { stdout: new Capped(EXEC_OUTPUT_MAX_BYTES), stderr: new Capped(EXEC_OUTPUT_MAX_BYTES) };
+      const out = { stdout: cappedBuffer(EXEC_OUTPUT_MAX_BYTES), stderr: cappedBuffer(EXEC_OUTPUT_MAX_BYTES) };
       const r = await launch(containerId, input, (s, b) => out[s].push(b));
       const onAbort = () => void r.kill();
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -83,7 +83,7 @@ export function createLifecycle(deps: LifecycleDeps) {
   }
 
   const machine = createStateMachine({ engine, records, queue, provisioner, stats, settings: deps.settings, log, quotas, destroy });
-  const reconciler = createReconciler({ engine, records, queue, machine, log, instance, firewall });
+  const reconciler = createReconciler({ engine, records, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork });
 
   return {
     list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }) {

@@ -105,8 +105,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
   }
 
   async function copyRepo(containerId: string, template: Template, repo: RepoRequest, signal: AbortSignal) {
-    const { clone: c } = settings;
-    const clone = await cloneRepo({ ...repo, timeoutMs: settings.cloneTimeoutMs, maxBytes: c.maxBytes, policy: { denyPrivate: c.denyPrivate }, signal });
+    const clone = await cloneRepo({ ...repo, timeoutMs: settings.cloneTimeoutMs, maxBytes: settings.clone.maxBytes, policy: { denyPrivate: settings.clone.denyPrivate }, signal });
     try {
       const [uid, gid] = template.user.split(':').map(Number);
       const tar = tarDirectory(clone.dir, uid!, gid!);

@@ -4,6 +4,7 @@
 import { errorFields, type Logger } from '../../../platform/runtime';
 import type { Engine, ManagedObject } from '../engine/engine';
 import type { Firewall } from '../engine/firewall';
+import type { Provisioner } from './provision';
 import type { Records } from './records';
 import type { StateMachine } from './state-machine';
 import type { TaskQueue } from './task-queue';
@@ -13,7 +14,17 @@ import type { WorkspaceRow } from '../workspaces.tables';
 const IN_PROGRESS = new Set(['creating', 'starting', 'stopping', 'restarting']);
 const inProgress = (row: WorkspaceRow | undefined) => !!row && IN_PROGRESS.has(row.status);
 
-export function createReconciler(deps: { engine: Engine; records: Records; queue: TaskQueue; machine: StateMachine; log: Logger; instance: string; firewall: Firewall }) {
+export function createReconciler(deps: {
+  engine: Engine;
+  records: Records;
+  queue: TaskQueue;
+  machine: StateMachine;
+  log: Logger;
+  instance: string;
+  firewall: Firewall;
+  /** The one way a workspace network goes: the network, then its rules (workspace-network.ts). */
+  removeNetwork: Provisioner['removeNetwork'];
+}) {
   const { engine, records, queue, machine, log, instance, firewall } = deps;
   let watcher: { stop(): void } | undefined;
 
@@ -87,8 +98,8 @@ export function createReconciler(deps: { engine: Engine; records: Records; queue
         continue;
       }
       log.warn('removing a network no workspace owns', { network: n.id, workspace: n.workspaceId });
-      await engine.removeNetwork(n.id).catch((e) => log.warn('network removal failed', errorFields(e)));
-      await firewall.release(n.workspaceId);
+      // A network that cannot be removed keeps its rules; the next pass tries again.
+      await deps.removeNetwork(n.workspaceId).catch((e) => log.warn('network removal failed', errorFields(e)));
     }
     const kept = records.retainedVolumes();
     for (const v of found.volumes) {
