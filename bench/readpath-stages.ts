@@ -42,6 +42,7 @@ export function stageProfile(dbFile: string, owner: string, secret: string) {
     verifier.verify(token);
     const limiter = createFixedWindow(60_000);
     const version = dbVersion(client);
+    const oneSelect = client.prepare('SELECT total_changes(), data_version FROM pragma_data_version()');
 
     // GET /api/workspaces: the owner's rows (the statement records.ts prepares), their views, check, JSON.
     const own = db.select().from(workspaces).where(eq(workspaces.owner, owner)).orderBy(asc(workspaces.createdAt), asc(workspaces.id)).prepare();
@@ -77,6 +78,8 @@ export function stageProfile(dbFile: string, owner: string, secret: string) {
         cachedTokenUs: micros(() => verifier.verify(token), 100_000),
         rateLimitUs: micros(() => limiter.hit('sub:x', 1e12), 100_000),
         dataVersionUs: micros(version, 50_000),
+        // The version as the first read-path change read it: one SELECT over the pragma_data_version() table function.
+        dataVersionOneSelectUs: micros(() => oneSelect.values(), 50_000),
       },
       workspaces: {
         rows: rows.length,

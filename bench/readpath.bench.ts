@@ -6,13 +6,14 @@
 //     through the API on the real engine;
 //  2. public GET /works?pageSize=200 over 100,000 works (rows bulk-inserted through a second SQLite
 //     connection, as a tool would), the first page and pages 1 to 500 at random;
-// each at 32 and 128 connections; then the 304 answer of the list, and a stage profile of one read
-// (bench/readpath-stages.ts). `bun run bench readpath`; BENCH_READPATH_SECONDS (default 5) per run,
+// each at 32 and 128 connections; then the 304 answer of the list, a stage profile of one read
+// (bench/readpath-stages.ts) and of its HTTP layer, call by call with the tail (bench/readpath-http-stages.ts). `bun run bench readpath`; BENCH_READPATH_SECONDS (default 5) per run,
 // BENCH_READPATH_ROUNDS (default 2) alternations, the best round of each side kept.
 import { Database } from 'bun:sqlite';
 import { join } from 'node:path';
 import { startKeelProcess, type KeelProcess } from './keel-process';
 import { printTable, round } from './lib';
+import { httpStages } from './readpath-http-stages';
 import { stageProfile } from './readpath-stages';
 import { ensureWrk, wrk, type WrkResult } from './wrk';
 
@@ -85,7 +86,7 @@ const row = (name: string, p: Pair) => ({
 
 export async function run(): Promise<Record<string, unknown>> {
   ensureWrk();
-  const keel = await startKeelProcess({ APP_WORKSPACE_PORT_RANGE: '24000-24999', APP_QUOTA_WORKSPACES: '1000' }, ['workspaces', 'catalog']);
+  const keel = await startKeelProcess({ APP_WORKSPACE_PORT_RANGE: '24000-24999', APP_QUOTA_WORKSPACES: '1000', APP_QUOTA_RUNNING: '1000' }, ['workspaces', 'catalog']);
   const stops: (() => void)[] = [];
   try {
     await createWorkspaces(keel);
@@ -126,7 +127,7 @@ export async function run(): Promise<Record<string, unknown>> {
     printTable('one read, stage by stage (µs, in-process)', [
       { stage: 'verify HS256 token / cached token', before: stages.common.verifyHs256Us, after: stages.common.cachedTokenUs },
       { stage: 'rate limit', before: stages.common.rateLimitUs, after: stages.common.rateLimitUs },
-      { stage: 'data version (cache check)', before: 0, after: stages.common.dataVersionUs },
+      { stage: 'data version (cache check; before: the single SELECT of the first cache)', before: stages.common.dataVersionOneSelectUs, after: stages.common.dataVersionUs },
       { stage: `list: query ${stages.workspaces.rows} rows`, before: stages.workspaces.queryUs, after: 0 },
       { stage: 'list: build views', before: stages.workspaces.viewsUs, after: 0 },
       { stage: 'list: validate response', before: stages.workspaces.validateUs, after: 0 },
@@ -139,6 +140,15 @@ export async function run(): Promise<Record<string, unknown>> {
       { stage: 'works: JSON.stringify', before: stages.works.stringifyUs, after: 0 },
     ]);
 
+    const http = await httpStages(listBody);
+    printTable('the HTTP layer of one cached read (µs per call, in-process, no socket)', [
+      ['new Response(body) with its headers (the bare server)', http.responseOnlyUs],
+      ['Elysia route returning a constant Response', http.elysiaConstantRouteUs],
+      ['cached list through routing + validation (answer())', http.cachedViaHandlerUs],
+      ['cached list from the auth hook (early())', http.cachedEarlyUs],
+      ['304 from the auth hook', http.notModifiedEarlyUs],
+    ].map(([way, x]) => ({ way: way as string, ...(x as object) })));
+
     const summary = (k: string) => ({
       keelRps: round(figures[k]!.keel.rps, 0), bareRps: round(figures[k]!.bare.rps, 0), ratio: round(figures[k]!.keel.rps / figures[k]!.bare.rps, 3),
       keelP50Ms: figures[k]!.keel.p50Ms, keelP99Ms: figures[k]!.keel.p99Ms, bareP50Ms: figures[k]!.bare.p50Ms, bareP99Ms: figures[k]!.bare.p99Ms,
@@ -148,6 +158,7 @@ export async function run(): Promise<Record<string, unknown>> {
       listBytes: listBody.length, pageBytes: pageBody.length,
       ...Object.fromEntries(Object.keys(figures).map((k) => [k, summary(k)])),
       stages,
+      http,
     };
   } finally {
     for (const stop of stops) stop();

@@ -9,14 +9,14 @@ import type { Database } from 'bun:sqlite';
  * `total_changes()` counts the rows this connection inserted, updated or deleted since it opened
  * (Keel's own writes, all services); `data_version` moves when another connection commits to the
  * file (another Keel process on the same data dir, or a tool). Together they change on every write
- * anyone makes. Too eager at worst (a rolled-back write still counts), never too late. ~3 us, nearly
- * all of it data_version (it takes a read lock to look); total_changes() alone is ~0.1 us, but would
- * miss a commit by another process on the same data dir.
+ * anyone makes. Too eager at worst (a rolled-back write still counts), never too late. Two statements
+ * rather than one SELECT over the pragma_data_version() table function: ~1.9 us against ~2.9 us, on
+ * every cached read. Nearly all of it is `PRAGMA data_version`, which takes a read lock to look;
+ * total_changes() alone is ~0.1 us but would miss a commit by another process on the same data dir
+ * (and SQLITE_FCNTL_DATA_VERSION, cheaper still, is only brought up to date when a transaction starts).
  */
 export function dbVersion(client: Database): () => string {
-  const stmt = client.prepare<[number, number], []>('SELECT total_changes(), data_version FROM pragma_data_version()');
-  return () => {
-    const [changes, dataVersion] = stmt.values()[0]!;
-    return `${dataVersion}.${changes}`;
-  };
+  const dataVersion = client.prepare<{ data_version: number }, []>('PRAGMA data_version');
+  const changes = client.prepare<[number], []>('SELECT total_changes()');
+  return () => `${dataVersion.get()!.data_version}.${changes.values()[0]![0]}`;
 }

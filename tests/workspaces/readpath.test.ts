@@ -51,6 +51,26 @@ describe('ownership of cached answers', () => {
     expect((await list('alice', { query: '?status=bogus' })).status).toBe(400);
   });
 
+  test('a repeated list is answered before routing only for the exact query it validated; anything else takes the normal way', async () => {
+    const right = await idsOf(await list('alice', { query: '?status=running' }));
+    expect(await idsOf(await list('alice', { query: '?status=running' }))).toEqual(right); // the early answer
+    for (const query of ['?status=running&status=bogus', '?status=bogus', '?type=none']) {
+      for (let i = 0; i < 2; i++) {
+        const res = await list('alice', { query });
+        expect(res.status).toBe(400);
+        const body = (await res.json()) as any;
+        expect(body.error.code).toBe('INVALID_REQUEST');
+        expect(JSON.stringify(body)).not.toContain('bogus');
+      }
+    }
+    // The same target asked by another actor after alice's early answers: their own list.
+    expect(await idsOf(await list('bob', { query: '?status=running' }))).toEqual([bobWs.id]);
+    expect(await idsOf(await list('bob', { query: '?status=running' }))).toEqual([bobWs.id]);
+    const long = await list('alice', { query: '?status=running', headers: { 'if-none-match': `"${'x'.repeat(5000)}"` } });
+    expect(long.status).toBe(400);
+    expect(((await long.json()) as any).error.code).toBe('INVALID_REQUEST');
+  });
+
   test('answers satisfy the WorkspaceList schema exactly (it is the contract, no longer checked per answer)', async () => {
     const check = TypeCompiler.Compile(WorkspaceList);
     for (const as of ['alice', 'admin']) {

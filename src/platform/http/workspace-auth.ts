@@ -1,11 +1,14 @@
 // Bearer auth and rate limits of the workspace API (CONTRACT.md): HS256 tokens keyed by
 // APP_API_SECRET, 100 req/min per client address without a valid token, 1000 per `sub` with one.
-// Runs on every request before parsing, so a 401 or 429 comes before any other answer.
+// Runs on every request before parsing, so a 401 or 429 comes before any other answer. A request
+// that passed both may then be answered at once by `early` (a response cache, docs/performance.md)
+// before Elysia routes and validates it; that answer carries the same rate-limit headers.
 import { Elysia } from 'elysia';
 import { actorOf, createHs256Verifier, TokenError, type Actor } from '../auth/workspace-token';
 import { AppError } from '../errors';
 import { systemClock, type Clock } from '../runtime';
-import { createFixedWindow } from './rate-limit';
+import { createFixedWindow, type Decision } from './rate-limit';
+import type { HeaderPairs } from './response-cache';
 
 export interface WorkspaceAuthOptions {
   secret: string;
@@ -18,7 +21,20 @@ export interface WorkspaceAuthOptions {
   seed?: string;
   /** Verified tokens kept until their expiry (platform/auth/workspace-token.ts); 0 verifies every time. */
   tokenCacheSize?: number;
+  /**
+   * Answers a request of an authenticated actor that passed the rate limit before routing, or
+   * returns undefined to let it go on (e.g. `(req, actor, h) => lists.early(req, listScope(actor), h)`).
+   * `headers` are the rate-limit headers the answer must carry.
+   */
+  early?: (request: Request, actor: Actor, headers: HeaderPairs) => Response | undefined;
 }
+
+/** X-RateLimit-* of a decision, as pairs (a Response takes them without an intermediate object). */
+export const rateLimitHeaders = (d: Decision): HeaderPairs => [
+  ['x-ratelimit-limit', String(d.limit)],
+  ['x-ratelimit-remaining', String(d.remaining)],
+  ['x-ratelimit-reset', String(d.resetAt)],
+];
 
 export function workspaceAuth(opts: WorkspaceAuthOptions) {
   const clock = opts.clock ?? systemClock;
@@ -28,6 +44,7 @@ export function workspaceAuth(opts: WorkspaceAuthOptions) {
   const prefix = opts.protectedPrefix ?? '/api';
   const actors = new WeakMap<Request, Actor>();
   const tokens = createHs256Verifier(opts.secret, { clock, cacheSize: opts.tokenCacheSize });
+  const early = opts.early;
 
   return new Elysia({ name: 'platform.workspace-auth', seed: opts.seed ?? 'workspaces' })
     .onRequest(({ request, set, server }) => {
@@ -47,6 +64,11 @@ export function workspaceAuth(opts: WorkspaceAuthOptions) {
       }
       const key = actor ? `sub:${actor.id}` : `ip:${server?.requestIP(request)?.address ?? 'unknown'}`;
       const d = limiter.hit(key, actor ? authenticated : anonymous);
+      if (actor && d.allowed && early) {
+        // Returned as is: nothing is left in `set`, so Elysia does not copy the answer to add headers.
+        const answer = early(request, actor, rateLimitHeaders(d));
+        if (answer) return answer;
+      }
       set.headers['x-ratelimit-limit'] = String(d.limit);
       set.headers['x-ratelimit-remaining'] = String(d.remaining);
       set.headers['x-ratelimit-reset'] = String(d.resetAt);

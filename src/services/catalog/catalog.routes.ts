@@ -3,7 +3,7 @@
 import { Elysia, t } from 'elysia';
 import { guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
 import { ProblemSchema } from '../../platform/http/errors';
-import { conditionalGet, createResponseCache, type ResponseCache } from '../../platform/http/response-cache';
+import { conditionalGet, createResponseCache, type HeaderPairs, type ResponseCache } from '../../platform/http/response-cache';
 import { dbVersion } from '../../platform/db-version';
 import { createServiceApp } from '../../platform/http/service-app';
 import type { ServiceDeps } from '../../platform/service';
@@ -40,6 +40,7 @@ function scanRoutes(catalog: CatalogService, guard: BearerGuard) {
 }
 
 const pageConditional = conditionalGet('the page');
+const NO_HEADERS: HeaderPairs = [];
 
 /**
  * The public reads: kinds and works. The group's `detail` marks each of them tokenless in OpenAPI.
@@ -49,6 +50,8 @@ const pageConditional = conditionalGet('the page');
  */
 function readRoutes(catalog: CatalogService, pages: ResponseCache) {
   return new Elysia({ detail: { security: [] } })
+    // A page already answered (so validated) for this exact path and query is served before routing.
+    .onRequest(({ request }) => pages.early(request, 'public', NO_HEADERS))
     .get('/kinds', () => ({ kinds: catalog.kinds() }), {
       response: { 200: t.Object({ kinds: t.Array(KindSchema) }) },
       detail: { tags: ['kinds'], summary: 'The kind registry: core kinds and the kinds of content-type plugins' },

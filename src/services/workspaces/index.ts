@@ -22,6 +22,7 @@ import { loadLogsExecConfig, type LogsExecConfig } from './logs/logs.config';
 import { loadWorkspacesConfig, type WorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
+import { listScope } from './lifecycle/views';
 import { loadCodeKey } from './lifecycle/code-secret';
 import { createWebhooks } from './webhooks/webhooks.feature';
 import { loadWebhooksConfig, type WebhooksConfig } from './webhooks/webhooks.config';
@@ -71,15 +72,17 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   const exec = createExecService({ engine, workspaces: access });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
   const webhooks = createWebhooks(deps, webhooksSettings);
+  // The list's serialised answers per actor and filter, until the next write (docs/performance.md);
+  // a repeated list request is answered from the auth hook, before routing (`early`).
+  const lists = createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'private, no-cache', vary: 'Authorization' });
   const auth = workspaceAuth({
     seed: 'workspaces',
+    early: (request, actor, headers) => lists.early(request, listScope(actor), headers),
     clock: deps.clock,
     secret: deps.config.apiSecret,
     anonymousLimit: settings.anonymousLimit,
     authenticatedLimit: settings.authenticatedLimit,
   });
-  // The list's serialised answers per actor and filter, until the next write (docs/performance.md).
-  const lists = createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'private, no-cache', vary: 'Authorization' });
 
   const app = createServiceApp(deps, {
     name: 'workspaces',

@@ -7,7 +7,7 @@ import { Database } from 'bun:sqlite';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Elysia } from 'elysia';
+import { Elysia, t } from 'elysia';
 import { mintToken } from '../../../src/platform/auth/workspace-token';
 import { dbVersion } from '../../../src/platform/db-version';
 import { errorHandling } from '../../../src/platform/http/errors';
@@ -132,6 +132,174 @@ describe('response cache', () => {
     const huge = await small.answer(req, { headers: {} }, 's', 'huge', build('z'.repeat(5000))).text();
     expect(huge.length).toBe(5002); // answered, not kept
     expect(small.stats().chars).toBeLessThanOrEqual(1000);
+  });
+});
+
+// The early path: the auth hook answers a target that `answer()` validated before, before routing.
+// A clock the tests move, so a token can expire while its verdict and the answer are both cached.
+let nowMs = Date.parse('2026-11-23T07:00:00Z');
+const clock = { now: () => nowMs };
+let earlyBuilds = 0;
+const items = createResponseCache({ version: dbVersion(db), cacheControl: 'private, no-cache', vary: 'Authorization' });
+const EARLY_LIMIT = 50;
+const earlyApp = new Elysia()
+  .use(errorHandling('envelope', { production: false }))
+  .use(
+    workspaceAuth({
+      secret: TEST_SECRET,
+      clock,
+      authenticatedLimit: EARLY_LIMIT,
+      early: (request, actor, headers) => items.early(request, `sub:${actor.id}`, headers),
+    }),
+  )
+  .get(
+    '/api/items',
+    ({ actor, query, request, set }) =>
+      items.answer(request, set, `sub:${actor.id}`, String(query.n ?? 0), () => {
+        earlyBuilds++;
+        return { owner: actor.id, n: query.n ?? 0, notes: listOf.all(actor.id).map((r) => r.text) };
+      }),
+    {
+      query: t.Object({ n: t.Optional(t.Integer({ minimum: 0, maximum: 9 })) }, { additionalProperties: false }),
+      headers: t.Object({ 'if-none-match': t.Optional(t.String({ maxLength: 4096 })) }),
+    },
+  )
+  .post('/api/items', ({ actor }) => ({ posted: actor.id }));
+
+const tokens = new Map<string, string>();
+const tokenOf = (as: string) => {
+  if (!tokens.has(as)) tokens.set(as, mintToken(TEST_SECRET, { sub: as, ttlSeconds: 600, clock }));
+  return tokens.get(as)!;
+};
+const item = (as: string, target: string, headers: Record<string, string> = {}, method = 'GET') =>
+  earlyApp.handle(new Request(`http://keel.test${target}`, { method, headers: { authorization: `Bearer ${tokenOf(as)}`, ...headers } }));
+
+describe('early answers (before routing and validation)', () => {
+  test('a target answered once is answered early the next time: same bytes, same headers, one build', async () => {
+    const first = await item('ann', '/api/items?n=1');
+    expect(first.status).toBe(200);
+    const { earlyHits } = items.stats();
+    const builds = earlyBuilds;
+    const second = await item('ann', '/api/items?n=1');
+    expect(items.stats().earlyHits).toBe(earlyHits + 1);
+    expect(earlyBuilds).toBe(builds);
+    expect(await second.text()).toBe(await first.text());
+    const names = (r: Response) => [...r.headers.keys()].sort();
+    expect(names(second)).toEqual(names(first));
+    for (const h of ['content-type', 'etag', 'cache-control', 'vary', 'x-ratelimit-limit', 'x-ratelimit-reset']) {
+      expect(second.headers.get(h)).toBe(first.headers.get(h));
+    }
+    expect(Number(second.headers.get('x-ratelimit-remaining'))).toBe(Number(first.headers.get('x-ratelimit-remaining')) - 1);
+  });
+
+  test("another actor asking for the same target never gets the first actor's answer", async () => {
+    db.prepare('INSERT INTO notes VALUES (?, ?)').run('ann', 'ann-1');
+    expect(((await (await item('ann', '/api/items?n=2')).json()) as any).notes).toEqual(['ann-1']);
+    expect(((await (await item('ann', '/api/items?n=2')).json()) as any).notes).toEqual(['ann-1']);
+    const before = items.stats().earlyHits;
+    const ben = (await (await item('ben', '/api/items?n=2')).json()) as any;
+    expect(ben).toEqual({ owner: 'ben', n: 2, notes: [] });
+    expect(items.stats().earlyHits).toBe(before); // ben's first read of it was built for ben
+    expect(((await (await item('ben', '/api/items?n=2')).json()) as any).owner).toBe('ben');
+    expect(items.stats().earlyHits).toBe(before + 1);
+  });
+
+  test('a write is seen by the next early read', async () => {
+    await item('ann', '/api/items?n=3');
+    await item('ann', '/api/items?n=3');
+    db.prepare('INSERT INTO notes VALUES (?, ?)').run('ann', 'ann-2');
+    expect(((await (await item('ann', '/api/items?n=3')).json()) as any).notes).toEqual(['ann-1', 'ann-2']);
+    other.prepare('INSERT INTO notes VALUES (?, ?)').run('ann', 'ann-3');
+    expect(((await (await item('ann', '/api/items?n=3')).json()) as any).notes).toEqual(['ann-1', 'ann-2', 'ann-3']);
+  });
+
+  test('another spelling of a known query is answered rightly the normal way; an invalid query still gets its 400', async () => {
+    const right = await (await item('ann', '/api/items?n=4')).text();
+    await item('ann', '/api/items?n=4');
+    // Spellings Elysia validates to n=4 (a leading zero, an extra parameter it strips): each is built
+    // the normal way the first time (no early answer), then served early, and always the n=4 answer.
+    for (const other of ['/api/items?n=04', '/api/items?n=4&extra=1', '/api/items?n=4.0']) {
+      const before = items.stats().earlyHits;
+      expect(await (await item('ann', other)).text()).toBe(right);
+      expect(items.stats().earlyHits).toBe(before);
+      expect(await (await item('ann', other)).text()).toBe(right);
+      expect(items.stats().earlyHits).toBe(before + 1);
+    }
+    expect(((await (await item('ann', '/api/items?n=4&n=5')).json()) as any).n).toBe(5); // Elysia keeps the last: the n=5 answer, built for it
+    const before = items.stats().earlyHits;
+    for (const bad of ['/api/items?n=44', '/api/items?n=x', '/api/items?n=4%00', '/api/items?n=-1']) {
+      for (let i = 0; i < 2; i++) {
+        const res = await item('ann', bad);
+        expect(res.status).toBe(400);
+        expect(((await res.json()) as any).error.code).toBeString();
+      }
+    }
+    expect(items.stats().earlyHits).toBe(before);
+  });
+
+  test('If-None-Match is answered early with 304; one longer than the schema allows still meets its validation', async () => {
+    const etag = (await item('ann', '/api/items?n=5')).headers.get('etag')!;
+    const before = items.stats().earlyHits;
+    const res = await item('ann', '/api/items?n=5', { 'if-none-match': etag });
+    expect(res.status).toBe(304);
+    expect(await res.text()).toBe('');
+    expect(res.headers.get('etag')).toBe(etag);
+    expect(res.headers.get('content-type')).toBeNull();
+    expect(res.headers.get('x-ratelimit-remaining')).toMatch(/^\d+$/);
+    expect(items.stats().earlyHits).toBe(before + 1);
+    const long = await item('ann', '/api/items?n=5', { 'if-none-match': `${etag}, "${'x'.repeat(4100)}"` });
+    expect(long.status).toBe(400);
+    expect(items.stats().earlyHits).toBe(before + 1);
+  });
+
+  test('only GET: another method on a cached target takes its own route', async () => {
+    await item('ann', '/api/items?n=6');
+    const res = await item('ann', '/api/items?n=6', {}, 'POST');
+    expect(await res.json()).toEqual({ posted: 'ann' });
+  });
+
+  test('rate limit on every early answer: headers count down, then 429 with Retry-After, 200 or 304', async () => {
+    const first = await item('cid', '/api/items?n=7');
+    const etag = first.headers.get('etag')!;
+    let remaining = Number(first.headers.get('x-ratelimit-remaining'));
+    const before = items.stats().earlyHits;
+    while (remaining > 0) {
+      const res = await item('cid', '/api/items?n=7', remaining % 2 ? { 'if-none-match': etag } : {});
+      expect(res.status).toBe(remaining % 2 ? 304 : 200);
+      expect(Number(res.headers.get('x-ratelimit-remaining'))).toBe(--remaining);
+    }
+    expect(items.stats().earlyHits).toBe(before + EARLY_LIMIT - 1);
+    for (const headers of [{}, { 'if-none-match': etag }] as Record<string, string>[]) {
+      const res = await item('cid', '/api/items?n=7', headers);
+      expect(res.status).toBe(429);
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(res.headers.get('x-ratelimit-remaining')).toBe('0');
+      expect(((await res.json()) as any).error.code).toBe('RATE_LIMITED');
+    }
+  });
+
+  test('a token that expires is refused although its verdict and the answer are both cached', async () => {
+    await item('dee', '/api/items?n=8');
+    expect((await item('dee', '/api/items?n=8')).status).toBe(200);
+    nowMs += 700_000; // past exp (600 s) and the 60 s leeway
+    const res = await item('dee', '/api/items?n=8');
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as any).error.code).toBe('UNAUTHORIZED');
+    const noToken = await earlyApp.handle(new Request('http://keel.test/api/items?n=8'));
+    expect(noToken.status).toBe(401);
+  });
+
+  test('the targets it remembers are bounded, in number and in length', async () => {
+    const small = createResponseCache({ version: () => 'v', cacheControl: 'no-cache', maxEntries: 2 });
+    for (let i = 0; i < 50; i++) small.answer(new Request(`http://keel.test/x?i=${i}`), { headers: {} }, 's', 'same', () => 1);
+    expect(small.stats().targets).toBeLessThanOrEqual(8);
+    expect(small.early(new Request('http://keel.test/x?i=49'), 's', [])).toBeInstanceOf(Response);
+    expect(small.early(new Request('http://keel.test/x?i=0'), 's', [])).toBeUndefined();
+    expect(small.early(new Request('http://keel.test/x?i=49'), 'other', [])).toBeUndefined();
+    // A long target (a query padded with what the schema strips) is answered, never remembered.
+    const long = `http://keel.test/x?pad=${'p'.repeat(600)}`;
+    expect(await small.answer(new Request(long), { headers: {} }, 's', 'same', () => 1).text()).toBe('1');
+    expect(small.early(new Request(long), 's', [])).toBeUndefined();
   });
 });
 
