@@ -24,6 +24,8 @@ import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
 import { listScope } from './lifecycle/views';
 import { loadCodeKey } from './lifecycle/code-secret';
+import { createWebhooks } from './webhooks/webhooks.feature';
+import { loadWebhooksConfig, type WebhooksConfig } from './webhooks/webhooks.config';
 
 /** This Keel's identity on the engine, kept in the data dir so a restart recognizes its containers. */
 function instanceId(dataDir: string): string {
@@ -40,11 +42,16 @@ function instanceId(dataDir: string): string {
 interface Settings {
   settings: WorkspacesConfig;
   lxSettings: LogsExecConfig;
+  webhooksSettings: WebhooksConfig;
 }
 
-const loadSettings = (env: Env): Settings => ({ settings: loadWorkspacesConfig(env), lxSettings: loadLogsExecConfig(env) });
+const loadSettings = (env: Env): Settings => ({
+  settings: loadWorkspacesConfig(env),
+  lxSettings: loadLogsExecConfig(env),
+  webhooksSettings: loadWebhooksConfig(env),
+});
 
-export function createWorkspacesService(deps: ServiceDeps, { settings, lxSettings }: Settings): Service & { workspaces: Lifecycle } {
+export function createWorkspacesService(deps: ServiceDeps, { settings, lxSettings, webhooksSettings }: Settings): Service & { workspaces: Lifecycle } {
   const engine = createEngine(settings.dockerHost);
   const access = createAccess(deps.db);
   const quotas = createQuotas({ db: deps.db, limits: settings.quotas });
@@ -64,6 +71,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   const logs = createLogsService({ engine, hub, workspaces: access });
   const exec = createExecService({ engine, workspaces: access });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
+  const webhooks = createWebhooks(deps, webhooksSettings);
   // The list's serialised answers per actor and filter, until the next write (docs/performance.md);
   // a repeated list request is answered from the auth hook, before routing (`early`).
   const lists = createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'private, no-cache', vary: 'Authorization' });
@@ -88,23 +96,28 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
       { name: 'workspaces', description: 'Workspace lifecycle' },
       { name: 'logs', description: 'Workspace logs' },
       { name: 'exec', description: 'Commands in a workspace' },
+      { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
     ],
   })
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces, lists }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
-    .use(execRoutes({ auth, exec, sse, quotas }));
+    .use(execRoutes({ auth, exec, sse, quotas }))
+    .use(webhooks.routes(auth));
 
   return {
     app,
     workspaces,
     async start() {
       // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
+      // Deliveries a previous run left pending go out again (events became deliveries from creation on).
+      webhooks.start();
       await workspaces.startUp().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
     },
     async stop() {
       hub.closeAll();
       await workspaces.close();
+      await webhooks.stop();
     },
   };
 }
