@@ -24,6 +24,8 @@ import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
 import { listScope } from './lifecycle/views';
 import { loadCodeKey } from './lifecycle/code-secret';
+import { createWebhooks } from './webhooks/webhooks.feature';
+import { loadWebhooksConfig, type WebhooksConfig } from './webhooks/webhooks.config';
 import { loadAgentConfig, type AgentConfig } from './agent/agent.config';
 import { agentRoutes } from './agent/agent.routes';
 import { createAgentService } from './agent/agent.service';
@@ -45,12 +47,18 @@ function instanceId(dataDir: string): string {
 interface Settings {
   settings: WorkspacesConfig;
   lxSettings: LogsExecConfig;
+  webhooksSettings: WebhooksConfig;
   agentSettings: AgentConfig;
 }
 
-const loadSettings = (env: Env): Settings => ({ settings: loadWorkspacesConfig(env), lxSettings: loadLogsExecConfig(env), agentSettings: loadAgentConfig(env) });
+const loadSettings = (env: Env): Settings => ({
+  settings: loadWorkspacesConfig(env),
+  lxSettings: loadLogsExecConfig(env),
+  webhooksSettings: loadWebhooksConfig(env),
+  agentSettings: loadAgentConfig(env),
+});
 
-export function createWorkspacesService(deps: ServiceDeps, { settings, lxSettings, agentSettings }: Settings): Service & { workspaces: Lifecycle } {
+export function createWorkspacesService(deps: ServiceDeps, { settings, lxSettings, webhooksSettings, agentSettings }: Settings): Service & { workspaces: Lifecycle } {
   const engine = createEngine(settings.dockerHost);
   const access = createAccess(deps.db);
   const quotas = createQuotas({ db: deps.db, limits: settings.quotas });
@@ -70,6 +78,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   const logs = createLogsService({ engine, hub, workspaces: access });
   const exec = createExecService({ engine, workspaces: access });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
+  const webhooks = createWebhooks(deps, webhooksSettings);
   const agent = createAgentService({
     store: createAgentStore(deps.db),
     providers: createProviders(agentSettings.providers),
@@ -105,13 +114,15 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
       { name: 'logs', description: 'Workspace logs' },
       { name: 'exec', description: 'Commands in a workspace' },
       { name: 'agent', description: 'Agent sessions that act in their workspace' },
+      { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
     ],
   })
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces, lists }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
     .use(execRoutes({ auth, exec, sse, quotas }))
-    .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }));
+    .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
+    .use(webhooks.routes(auth));
 
   return {
     app,
@@ -119,12 +130,15 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     async start() {
       // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
       agent.recover();
+      // Deliveries a previous run left pending go out again (events became deliveries from creation on).
+      webhooks.start();
       await workspaces.startUp().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
     },
     async stop() {
       hub.closeAll();
       await agent.close();
       await workspaces.close();
+      await webhooks.stop();
     },
   };
 }

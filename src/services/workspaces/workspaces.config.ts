@@ -72,8 +72,6 @@ export interface WorkspacesConfig {
   publicHost: string;
   /** Host ports handed out to workspaces. */
   workspacePortRange: [number, number];
-  /** Refuse webhook targets on private addresses. */
-  webhookDenyPrivate: boolean;
   anonymousLimit: number;
   authenticatedLimit: number;
   /** Host address the workspace ports are published on. */
@@ -116,7 +114,6 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     dockerHost: env.DOCKER_HOST || undefined,
     publicHost: readString(env, 'APP_PUBLIC_HOST', 'localhost'),
     workspacePortRange: readPortRange(env),
-    webhookDenyPrivate: readBool(env, 'APP_WEBHOOK_DENY_PRIVATE', false),
     anonymousLimit: readInt(env, 'APP_RATE_LIMIT_ANONYMOUS', 100, 1, 1_000_000),
     authenticatedLimit: readInt(env, 'APP_RATE_LIMIT_AUTHENTICATED', 1000, 1, 1_000_000),
     bindAddress,

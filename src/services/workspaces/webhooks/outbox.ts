@@ -1,0 +1,349 @@
+// The one orchestrator of deliveries. Events become delivery rows (the outbox) the moment they are
+// received; a dispatcher claims due rows with a lease, signs and sends them (deliver.ts), records
+// an attempt row, and moves each delivery to delivered, a later retry, or failed in one
+// transaction. Rows outlive the process: after a restart, attempts cut short are recorded as
+// interrupted and sent again, so nothing pending is lost.
+//
+// Order: deliveries that share an order key (one workspace, per registration) go out one at a time
+// in the order they were received: only the oldest pending one of a key (its head) is sent, and the
+// next becomes head when it is delivered or failed for good. Pings and redeliveries have no key.
+import { and, eq, inArray, isNotNull, isNull, lt, lte, or } from 'drizzle-orm';
+import type { Bus } from '../../../platform/bus/bus';
+import type { WorkspaceEventPayload } from '../../../platform/bus/subjects';
+import type { Db } from '../../../platform/db';
+import { isoNow, newId, errorFields, type Clock, type Logger } from '../../../platform/runtime';
+import type { Deliverer, SendResult } from './deliver';
+import { prepareOutboxQueries } from './outbox.queries';
+import { nextDelayMs, retryAfterMs } from './retry-schedule';
+import { deliveryHeaders } from './signer';
+import type { WebhooksConfig } from './webhooks.config';
+import { attempts, deliveries, registrations, type DeliveryRow, type DisabledReason, type RegistrationRow } from './webhooks.tables';
+
+export interface OutboxDeps {
+  db: Db;
+  /** evt.workspace.* arrive here; nothing in the lifecycle calls the outbox. */
+  bus: Bus;
+  clock: Clock;
+  log: Logger;
+  config: WebhooksConfig;
+  deliverer: Deliverer;
+  /** Source of jitter, in [0, 1). */
+  random?: () => number;
+}
+
+/** Longest wait between two looks at the table when nothing is due (another process may have added rows). */
+const IDLE_POLL_MS = 1000;
+/** Beyond the request's own time limit, how long a claimed delivery stays leased before another dispatcher may take it. */
+const LEASE_MARGIN_MS = 10_000;
+/** How often ended deliveries older than the retention are removed. */
+const PRUNE_EVERY_MS = 3_600_000;
+/** At shutdown, how long attempts in flight may take to finish; the rest are resent after the restart. */
+const STOP_GRACE_MS = 5_000;
+
+type Claimed = DeliveryRow & { url: string; secret: string };
+
+/** The delivery body of a workspace event (the spec's payload: event, timestamp, workspace.id, workspace.status). */
+export function workspaceEventBody(p: WorkspaceEventPayload): string {
+  const { id, name, status, reason } = p.workspace;
+  return JSON.stringify({ event: p.event, timestamp: p.timestamp, workspace: { id, name, status, ...(reason ? { reason } : {}) } });
+}
+
+const subscribes = (reg: RegistrationRow, event: string) => reg.events.includes('*') || reg.events.includes(event);
+
+export function createOutbox(deps: OutboxDeps) {
+  const { db, clock, log, config, deliverer } = deps;
+  const random = deps.random ?? Math.random;
+  const leaseMs = config.timeoutMs + LEASE_MARGIN_MS;
+
+  const q = prepareOutboxQueries(db);
+
+  // ---- writing the outbox ------------------------------------------------------------------
+
+  function insertDelivery(reg: Pick<RegistrationRow, 'id'>, event: string, body: string, orderKey: string | null): DeliveryRow {
+    // A delivery is head of its key when nothing of that key is pending before it.
+    const head = orderKey === null || q.pendingOfKey.get({ reg: reg.id, key: orderKey }) === undefined;
+    return q.insertRow.get({
+      id: newId('msg', clock),
+      reg: reg.id,
+      event,
+      key: orderKey,
+      head: head ? 1 : 0,
+      payload: body,
+      at: clock.now() + (nextDelayMs(config.retrySchedule, 0, random) ?? 0),
+      createdAt: isoNow(clock),
+    })!;
+  }
+
+  /**
+   * One delivery per active registration that subscribes to `event` and may see the workspace of
+   * `owner`, all in one transaction. Returns how many rows were written.
+   */
+  function enqueueEvent(event: string, owner: string, body: string, orderKey: string | null, except?: string): number {
+    const targets = q.activeRegistrations.all().filter((r) => r.id !== except && (r.owner === owner || r.allWorkspaces) && subscribes(r, event));
+    if (targets.length === 0) return 0;
+    db.transaction(() => {
+      for (const reg of targets) insertDelivery(reg, event, body, orderKey);
+    });
+    wake();
+    return targets.length;
+  }
+
+  /** A delivery to one registration whatever it subscribes to (ping). */
+  function enqueueTo(reg: RegistrationRow, event: string, body: string): DeliveryRow {
+    const row = insertDelivery(reg, event, body, null);
+    wake();
+    return row;
+  }
+
+  /**
+   * Sends a delivery again with the same id. An ended one is sent at once, outside the order (an
+   * explicit request of its owner); a pending one keeps its place and is due now, in a new round.
+   */
+  function redeliver(seq: number): 'queued' | 'in-flight' {
+    const now = clock.now();
+    const free = or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, now));
+    const res = db.transaction((tx) => {
+      const d = tx.select().from(deliveries).where(eq(deliveries.seq, seq)).get();
+      if (!d) return 0;
+      const set = d.status === 'pending' ? { roundAttempts: 0, nextAttemptAt: now } : { status: 'pending' as const, orderKey: null, head: true, roundAttempts: 0, nextAttemptAt: now };
+      return (tx.update(deliveries).set(set).where(and(eq(deliveries.seq, seq), free)).run() as unknown as { changes: number }).changes;
+    });
+    if (res === 0) return 'in-flight';
+    wake();
+    return 'queued';
+  }
+
+  /** Ends every pending delivery of a registration that no longer receives (disabled or turned off). */
+  function failPending(registrationId: string, why: string) {
+    db.update(deliveries)
+      .set({ status: 'failed', head: false, lastError: why, leaseUntil: null })
+      .where(and(eq(deliveries.registrationId, registrationId), eq(deliveries.status, 'pending')))
+      .run();
+  }
+
+  // ---- the state machine ---------------------------------------------------------------------
+
+  /** Claims up to `limit` due deliveries: each gets a lease and its attempt is counted before it is sent. */
+  function claim(limit: number): Claimed[] {
+    const now = clock.now();
+    const at = new Date(now).toISOString();
+    return db.transaction(
+      () => {
+        const out: Claimed[] = [];
+        for (const { seq } of q.dueQuery.all({ now, until: now, limit })) {
+          const row = q.lease.get({ seq, now, until: now + leaseMs, at });
+          const reg = row && q.target.get({ id: row.registrationId });
+          if (row && reg) out.push({ ...row, ...reg });
+        }
+        return out;
+      },
+      { behavior: 'immediate' },
+    );
+  }
+
+  async function attempt(d: Claimed): Promise<void> {
+    const startedAt = isoNow(clock);
+    const headers = deliveryHeaders({
+      secret: d.secret,
+      deliveryId: d.id,
+      event: d.event,
+      body: d.payload,
+      timestampSeconds: Math.floor(clock.now() / 1000),
+    });
+    const result = await deliverer.send({ url: d.url, headers, body: d.payload });
+    if (closed) return; // the database is gone; the lease makes the next start send it again
+    try {
+      record(d, startedAt, result);
+    } catch (e) {
+      log.error('recording a webhook attempt failed', { delivery: d.id, ...errorFields(e) });
+    }
+  }
+
+  /** The outcome of one attempt, written in one transaction; a registration disabled by it is reported after the commit. */
+  function record(d: Claimed, startedAt: string, r: SendResult) {
+    const now = clock.now();
+    const at = new Date(now).toISOString();
+    let disabled: { reg: RegistrationRow; reason: DisabledReason } | undefined;
+    db.transaction((tx) => {
+      const current = q.deliveryBySeq.get({ seq: d.seq });
+      if (!current) return; // its registration was deleted meanwhile
+      const reg = q.registrationById.get({ id: d.registrationId })!;
+      q.insertAttempt.run({
+        seq: d.seq,
+        attempt: d.attempts,
+        startedAt,
+        durationMs: r.durationMs,
+        responseStatus: r.status,
+        error: r.error?.message ?? null,
+        responseBody: r.bodySnippet || null,
+      });
+      const ok = r.status !== null && r.status >= 200 && r.status < 300;
+      const fields = {
+        seq: d.seq,
+        responseStatus: r.status,
+        lastError: ok ? null : (r.error?.message ?? `HTTP ${r.status}`),
+        durationMs: r.durationMs,
+      };
+      const ended = () => {
+        if (current.orderKey !== null) q.promoteNext.run({ reg: current.registrationId, key: current.orderKey });
+      };
+      if (ok) {
+        q.markDelivered.run({ ...fields, at });
+        ended();
+        q.clearFailing.run({ id: reg.id });
+        return;
+      }
+      const failingSince = reg.failingSince ?? now;
+      let reason: DisabledReason | undefined;
+      if (r.status === 410) reason = 'gone';
+      else if (now - failingSince >= config.disableAfterMs) reason = 'failing';
+      let delay = reason ? null : nextDelayMs(config.retrySchedule, current.roundAttempts, random);
+      if (delay !== null && (r.status === 429 || r.status === 503)) delay = Math.max(delay, retryAfterMs(r.retryAfter, now) ?? 0);
+      if (delay === null) {
+        q.markFailed.run(fields);
+        ended();
+      } else q.markRetry.run({ ...fields, at: now + delay });
+      if (reason && reg.active) {
+        tx.update(registrations).set({ active: false, disabledReason: reason, disabledAt: at, failingSince, updatedAt: at }).where(eq(registrations.id, reg.id)).run();
+        disabled = { reg, reason };
+      } else if (reg.failingSince === null) {
+        tx.update(registrations).set({ failingSince }).where(eq(registrations.id, reg.id)).run();
+      }
+    });
+    if (disabled) onDisabled(disabled.reg, disabled.reason);
+  }
+
+  /** A registration the receiver (or time) turned off: its pending deliveries end, and its owner's other registrations hear of it. */
+  function onDisabled(reg: RegistrationRow, reason: DisabledReason) {
+    failPending(reg.id, 'the registration was disabled');
+    log.warn('webhook registration disabled', { webhook: reg.id, reason });
+    const body = JSON.stringify({ event: 'webhook.disabled', timestamp: isoNow(clock), webhook: { id: reg.id, reason } });
+    enqueueEvent('webhook.disabled', reg.owner, body, null, reg.id);
+  }
+
+  let prunedAt = 0;
+  /** The log keeps ended deliveries (and their attempts) for APP_WEBHOOK_RETENTION. */
+  function prune() {
+    prunedAt = clock.now();
+    const before = new Date(prunedAt - config.retentionMs).toISOString();
+    const res = db
+      .delete(deliveries)
+      .where(and(inArray(deliveries.status, ['delivered', 'failed']), lt(deliveries.createdAt, before)))
+      .run() as unknown as { changes: number };
+    if (res.changes > 0) log.info('pruned old webhook deliveries', { count: res.changes });
+  }
+
+  /** After a crash: attempts that were in flight are recorded as interrupted and become due at once. */
+  function recoverInterrupted() {
+    const now = clock.now();
+    db.transaction((tx) => {
+      const stuck = tx.select().from(deliveries).where(and(eq(deliveries.status, 'pending'), isNotNull(deliveries.leaseUntil))).all();
+      for (const d of stuck) {
+        tx.insert(attempts)
+          .values({ deliverySeq: d.seq, attempt: d.attempts, startedAt: d.lastAttemptAt ?? isoNow(clock), durationMs: 0, responseStatus: null, error: 'interrupted: Keel stopped before the answer was recorded' })
+          .run();
+        // The interrupted try does not use up a step of the schedule: the receiver may never have seen it.
+        tx.update(deliveries)
+          .set({ leaseUntil: null, nextAttemptAt: now, roundAttempts: Math.max(0, d.roundAttempts - 1) })
+          .where(eq(deliveries.seq, d.seq))
+          .run();
+      }
+      if (stuck.length) log.info('resuming interrupted webhook deliveries', { count: stuck.length });
+    });
+  }
+
+  // ---- the dispatcher loop -----------------------------------------------------------------
+
+  let running = false;
+  let closed = false;
+  let unsubscribe: (() => void) | undefined;
+  let pumping = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const inFlight = new Set<Promise<void>>();
+
+  let wakeQueued = false;
+  /** Runs the loop once after the current I/O turn: attempts ending together are replaced by one claim. */
+  function wake() {
+    if (!running || wakeQueued) return;
+    wakeQueued = true;
+    setImmediate(() => {
+      wakeQueued = false;
+      pump();
+    });
+  }
+
+  function pump() {
+    if (!running || pumping) return;
+    pumping = true;
+    try {
+      while (running && inFlight.size < config.concurrency) {
+        const limit = config.concurrency - inFlight.size;
+        const batch = claim(limit);
+        for (const d of batch) {
+          const p: Promise<void> = attempt(d).finally(() => {
+            inFlight.delete(p);
+            wake();
+          });
+          inFlight.add(p);
+        }
+        // Fewer than asked for: nothing else is due now (claiming again would only rescan).
+        if (batch.length < limit) break;
+      }
+      schedule();
+    } catch (e) {
+      log.error('webhook dispatcher failed; trying again shortly', errorFields(e));
+      schedule();
+    } finally {
+      pumping = false;
+    }
+  }
+
+  /** Sleeps until the next head that waits only for its time (a retry), or the idle poll; with every slot busy, an ending attempt wakes the loop. */
+  function schedule() {
+    clearTimeout(timer);
+    if (!running) return;
+    if (clock.now() - prunedAt >= PRUNE_EVERY_MS) prune();
+    let wait = IDLE_POLL_MS;
+    if (inFlight.size < config.concurrency) {
+      const [next] = q.dueQuery.all({ now: clock.now(), until: Number.MAX_SAFE_INTEGER, limit: 1 });
+      if (next) wait = Math.min(IDLE_POLL_MS, Math.max(next.at - clock.now(), 1));
+    }
+    timer = setTimeout(pump, wait);
+  }
+
+  return {
+    enqueueEvent,
+    enqueueTo,
+    redeliver,
+    failPending,
+    /**
+     * Turns evt.workspace.* into deliveries from now on. Called when the service is created, before it
+     * listens, so no event of an early request is missed; rows wait for start() to be sent.
+     */
+    listen() {
+      // Handled without awaiting, so rows are written in the order the bus hands events over.
+      unsubscribe ??= deps.bus.subscribe<'evt.workspace.created'>('evt.workspace.*', (p) => {
+        enqueueEvent(p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
+      });
+    },
+    /** Resumes what a previous run left, then sends. */
+    start() {
+      recoverInterrupted();
+      running = true;
+      wake();
+    },
+    /** Stops claiming and waits (briefly) for attempts in flight to be recorded; the others keep their lease and are resent at start-up. */
+    async stop() {
+      unsubscribe?.();
+      running = false;
+      clearTimeout(timer);
+      await Promise.race([Promise.allSettled([...inFlight]), Bun.sleep(Math.min(config.timeoutMs, STOP_GRACE_MS))]);
+      closed = true;
+      deliverer.close();
+    },
+    /** For tests and the benchmark: attempts in flight. */
+    inFlight: () => inFlight.size,
+  };
+}
+
+export type Outbox = ReturnType<typeof createOutbox>;

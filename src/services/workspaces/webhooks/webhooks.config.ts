@@ -1,0 +1,61 @@
+// The webhook dispatcher's environment variables, parsed once (a bad value stops start-up naming it).
+import { ConfigError, readBool, readInt, readString, type Env } from '../../../platform/config';
+
+/** CONTRACT.md: the Standard Webhooks schedule. Attempt n waits schedule[n-1] after the previous one. */
+export const DEFAULT_RETRY_SCHEDULE = '0,5s,5m,30m,2h,5h,10h,14h,20h,24h';
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `0`, `250ms`, `5s`, `5m`, `2h`, `1d` -> milliseconds; null when it is not such a duration. */
+export function parseDuration(text: string): number | null {
+  const m = /^(\d{1,9})(ms|s|m|h|d)?$/.exec(text.trim());
+  if (!m) return null;
+  const n = Number(m[1]);
+  if (!m[2]) return n === 0 ? 0 : null; // a bare number other than 0 has no unit a reader can guess
+  return n * UNIT_MS[m[2]]!;
+}
+
+function readDuration(env: Env, name: string, fallback: string, minMs: number): number {
+  const raw = readString(env, name, fallback);
+  const ms = parseDuration(raw);
+  if (ms === null || ms < minMs) throw new ConfigError(name, `must be a duration such as 30s, 5m, 2h or 5d (at least ${minMs} ms)`);
+  return ms;
+}
+
+export function parseRetrySchedule(raw: string): number[] | null {
+  const parts = raw.split(',');
+  if (parts.length === 0 || parts.length > 50) return null;
+  const delays = parts.map(parseDuration);
+  return delays.every((d): d is number => d !== null) ? delays : null;
+}
+
+export interface WebhooksConfig {
+  /** Delay before each attempt: [0] before the first, [1] before the second, ...; its length is the attempt limit. */
+  retrySchedule: number[];
+  /** APP_WEBHOOK_DENY_PRIVATE: refuse loopback and private targets too (link-local and metadata always are). */
+  denyPrivate: boolean;
+  /** Time a receiver has to answer (headers and the capped body) before the attempt counts as failed. */
+  timeoutMs: number;
+  /** A registration whose deliveries have failed without a success for this long is disabled. */
+  disableAfterMs: number;
+  /** Deliveries in flight at once (over all registrations). */
+  concurrency: number;
+  /** Delivered and failed deliveries stay in the log this long. */
+  retentionMs: number;
+}
+
+export function loadWebhooksConfig(env: Env = process.env): WebhooksConfig {
+  const raw = readString(env, 'APP_WEBHOOK_RETRY_SCHEDULE', DEFAULT_RETRY_SCHEDULE);
+  const retrySchedule = parseRetrySchedule(raw);
+  if (!retrySchedule) {
+    throw new ConfigError('APP_WEBHOOK_RETRY_SCHEDULE', 'must be a comma list of delays such as 0,5s,5m,30m,2h (units ms, s, m, h, d)');
+  }
+  return {
+    retrySchedule,
+    denyPrivate: readBool(env, 'APP_WEBHOOK_DENY_PRIVATE', false),
+    timeoutMs: readDuration(env, 'APP_WEBHOOK_TIMEOUT', '15s', 100),
+    disableAfterMs: readDuration(env, 'APP_WEBHOOK_DISABLE_AFTER', '5d', 1),
+    concurrency: readInt(env, 'APP_WEBHOOK_CONCURRENCY', 16, 1, 256),
+    retentionMs: readDuration(env, 'APP_WEBHOOK_RETENTION', '30d', 1),
+  };
+}
