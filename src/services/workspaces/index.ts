@@ -1,4 +1,4 @@
-// Composition root of the workspaces service: engine, lifecycle, logs and exec behind one Elysia app
+// Composition root of the workspaces service: engine, lifecycle, logs, exec and agent sessions behind one Elysia app
 // with the envelope error model, workspace auth and rate limits, OpenAPI and health probes.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,6 +26,11 @@ import { listScope } from './lifecycle/views';
 import { loadCodeKey } from './lifecycle/code-secret';
 import { createWebhooks } from './webhooks/webhooks.feature';
 import { loadWebhooksConfig, type WebhooksConfig } from './webhooks/webhooks.config';
+import { loadAgentConfig, type AgentConfig } from './agent/agent.config';
+import { agentRoutes } from './agent/agent.routes';
+import { createAgentService } from './agent/agent.service';
+import { createAgentStore } from './agent/agent.store';
+import { createProviders } from './agent/providers/providers';
 
 /** This Keel's identity on the engine, kept in the data dir so a restart recognizes its containers. */
 function instanceId(dataDir: string): string {
@@ -43,15 +48,17 @@ interface Settings {
   settings: WorkspacesConfig;
   lxSettings: LogsExecConfig;
   webhooksSettings: WebhooksConfig;
+  agentSettings: AgentConfig;
 }
 
 const loadSettings = (env: Env): Settings => ({
   settings: loadWorkspacesConfig(env),
   lxSettings: loadLogsExecConfig(env),
   webhooksSettings: loadWebhooksConfig(env),
+  agentSettings: loadAgentConfig(env),
 });
 
-export function createWorkspacesService(deps: ServiceDeps, { settings, lxSettings, webhooksSettings }: Settings): Service & { workspaces: Lifecycle } {
+export function createWorkspacesService(deps: ServiceDeps, { settings, lxSettings, webhooksSettings, agentSettings }: Settings): Service & { workspaces: Lifecycle } {
   const engine = createEngine(settings.dockerHost);
   const access = createAccess(deps.db);
   const quotas = createQuotas({ db: deps.db, limits: settings.quotas });
@@ -72,6 +79,16 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   const exec = createExecService({ engine, workspaces: access });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
   const webhooks = createWebhooks(deps, webhooksSettings);
+  const agent = createAgentService({
+    store: createAgentStore(deps.db),
+    providers: createProviders(agentSettings.providers),
+    shell: exec,
+    workspaces: access,
+    config: agentSettings,
+    clock: deps.clock,
+    log: deps.log.child({ feature: 'agent' }),
+    shutdown: deps.shutdown,
+  });
   // The list's serialised answers per actor and filter, until the next write (docs/performance.md);
   // a repeated list request is answered from the auth hook, before routing (`early`).
   const lists = createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'private, no-cache', vary: 'Authorization' });
@@ -89,13 +106,14 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     style: 'envelope',
     title: 'Keel workspace API',
     description:
-      'Containerized development workspaces on a Docker engine: lifecycle, logs and command execution. ' +
+      'Containerized development workspaces on a Docker engine: lifecycle, logs, command execution and agent sessions. ' +
       'Every /api route needs `Authorization: Bearer <JWT>` (HS256, APP_API_SECRET). Errors are `{ error: { code, message, details } }`. ' +
       'Responses carry X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset; past the limit: 429 RATE_LIMITED with Retry-After.',
     tags: [
       { name: 'workspaces', description: 'Workspace lifecycle' },
       { name: 'logs', description: 'Workspace logs' },
       { name: 'exec', description: 'Commands in a workspace' },
+      { name: 'agent', description: 'Agent sessions that act in their workspace' },
       { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
     ],
   })
@@ -103,6 +121,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     .use(workspacesRoutes({ auth, workspaces, lists }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
     .use(execRoutes({ auth, exec, sse, quotas }))
+    .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
     .use(webhooks.routes(auth));
 
   return {
@@ -110,12 +129,14 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     workspaces,
     async start() {
       // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
+      agent.recover();
       // Deliveries a previous run left pending go out again (events became deliveries from creation on).
       webhooks.start();
       await workspaces.startUp().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
     },
     async stop() {
       hub.closeAll();
+      await agent.close();
       await workspaces.close();
       await webhooks.stop();
     },

@@ -1,0 +1,164 @@
+// HTTP wiring of agent sessions: JSON answers, and the SSE answers (message stream, event log) made
+// by the platform's SSE adapter from the service's AsyncIterable of events (each with its `id:`).
+import { Elysia } from 'elysia';
+import { AppError } from '../../../platform/errors';
+import { lastEventId, type Sse } from '../../../platform/http/sse';
+import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
+import { ErrorEnvelope } from '../lifecycle/lifecycle.model';
+import {
+  AgentEventStream,
+  AssistantReply,
+  CancelAnswer,
+  CreateSessionBody,
+  DeleteAnswer,
+  EventsQuery,
+  FINISH_REASONS,
+  ListQuery,
+  SendMessageBody,
+  Session,
+  SessionList,
+  SessionParams,
+  type AssistantReply as AssistantReplyT,
+} from './agent.model';
+import type { AgentService } from './agent.service';
+import type { AgentConfig } from './agent.config';
+import type { Quotas } from '../quotas';
+
+/** `Last-Event-ID` (wins) or `?after=N`; 0 replays the whole log. */
+function resumePoint(header: string | undefined, after: number | undefined): number {
+  if (header === undefined) return after ?? 0;
+  if (!/^\d{1,15}$/.test(header)) throw new AppError('INVALID_REQUEST', 400, 'Last-Event-ID must be an event id (a whole number)', { details: { header: 'last-event-id' } });
+  return Number(header);
+}
+
+/**
+ * The SSE answers: no backlog option, so events are read as the client reads (they come from the log
+ * and the turn's memory; a slow client holds back only itself), and no shutdown event: the turn then
+ * ends as `interrupted` in the log, which a client resumes from once Keel is back.
+ */
+export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentService; config: AgentConfig; sse: Sse; quotas: Quotas }) {
+  const { agent } = deps;
+  const limits =
+    `Limits: ${deps.config.maxSteps} model calls per message (APP_AGENT_MAX_STEPS; then finishReason \`step-limit\`), ` +
+    `${deps.config.maxSessionTokens} tokens per session (APP_AGENT_MAX_SESSION_TOKENS; \`token-limit\`), ` +
+    `${deps.config.turnTimeoutMs} ms per turn (APP_AGENT_TURN_TIMEOUT_MS; \`time-limit\`). A limit ends the turn with its done event, never an error.`;
+  return new Elysia({ name: 'workspaces.agent' })
+    .use(deps.auth)
+    .post('/api/agent/sessions', async ({ body, actor, set }) => {
+      const s = await agent.create(actor, body);
+      set.status = 201;
+      set.headers.location = `/api/agent/sessions/${s.id}`;
+      return s;
+    }, {
+      body: CreateSessionBody,
+      response: { 201: Session, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      detail: {
+        tags: ['agent'],
+        summary: 'Create an agent session bound to a workspace',
+        description:
+          'Answers 201 with `Location: /api/agent/sessions/{id}`. The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn.\n\n' +
+          'Errors: 400 INVALID_REQUEST (bad field, or a model whose provider is not configured: the message and `details.configured` name the configured ones), 404 WORKSPACE_NOT_FOUND.',
+      },
+    })
+    .get('/api/agent/sessions', ({ actor, query }) => ({ sessions: agent.list(actor, query) }), {
+      query: ListQuery,
+      response: { 200: SessionList, 400: ErrorEnvelope, 401: ErrorEnvelope },
+      detail: { tags: ['agent'], summary: "The caller's sessions (admins: all), oldest first, without messages; `workspaceId` narrows to one workspace" },
+    })
+    .get('/api/agent/sessions/:id', ({ params, actor }) => agent.get(actor, params.id), {
+      params: SessionParams,
+      response: { 200: Session, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      detail: {
+        tags: ['agent'],
+        summary: 'A session with its full history',
+        description: "Assistant messages carry finishReason (null while their turn runs), usage and toolCalls. Another actor's session is 404 SESSION_NOT_FOUND.",
+      },
+    })
+    .delete('/api/agent/sessions/:id', ({ params, actor }) => agent.remove(actor, params.id), {
+      params: SessionParams,
+      response: { 200: DeleteAnswer, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      detail: { tags: ['agent'], summary: 'Delete a session, its messages and its event log (a turn in flight is cancelled first)' },
+    })
+    .post(
+      '/api/agent/sessions/:id/messages',
+      async ({ params, body, actor, request }) => {
+        if (body.stream) {
+          const stream = deps.sse.open(request);
+          // A slot of the actor's stream quota while the stream is open, taken before the turn starts:
+          // a refused stream (429) starts nothing.
+          const slot = deps.quotas.hold(actor, 'streams', stream.signal);
+          try {
+            const turn = agent.send(actor, params.id, body.message);
+            // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
+            return stream.respond(turn.follow(stream.signal)) as unknown as AssistantReplyT;
+          } catch (e) {
+            slot.release();
+            throw e;
+          }
+        }
+        const turn = agent.send(actor, params.id, body.message);
+        const { reply, error } = await turn.result;
+        if (error) throw error;
+        return reply;
+      },
+      {
+        params: SessionParams,
+        body: SendMessageBody,
+        response: { 200: AssistantReply, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 500: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        detail: {
+          tags: ['agent'],
+          summary: 'Send a message; the assistant may act in the workspace through tools',
+          description:
+            'Tools offered to the model: `run_command` (required `command`; optional `workdir`, `timeout` in ms; runs like POST /api/workspaces/{id}/exec), `read_file`, `write_file`, ' +
+            '`list_directory`, all inside the bound workspace. A workspace that is not running makes a tool answer an `error` the model reads; the turn goes on.\n\n' +
+            'Without `stream` the answer is the Assistant reply once the turn ends. With `stream: true` it is text/event-stream (see the 200 response). ' +
+            'Either way the turn runs to its end when the client leaves, and its events stay in the log (GET .../events).\n\n' +
+            `\`finishReason\`: ${FINISH_REASONS.join(', ')}. ${limits}\n\n` +
+            'Errors: 400 INVALID_REQUEST (bad body; the model\'s provider not configured), 404 SESSION_NOT_FOUND, 409 SESSION_BUSY (a turn is in flight), ' +
+            '429 QUOTA_EXCEEDED (`stream: true` past APP_QUOTA_STREAMS open streams of the caller; no turn started), ' +
+            '502 UPSTREAM_ERROR (the provider failed: its status and reason, never credentials; with `stream: true` this is the `error` event), ' +
+            '503 SHUTTING_DOWN (Keel is stopping; turns in flight end as `interrupted`).',
+          responses: { 200: AgentEventStream('The Assistant reply; with `stream: true` a text/event-stream') },
+        },
+      },
+    )
+    .get(
+      '/api/agent/sessions/:id/events',
+      ({ params, query, actor, request }) => {
+        const after = resumePoint(lastEventId(request), query.after);
+        const stream = deps.sse.open(request);
+        const slot = deps.quotas.hold(actor, 'streams', stream.signal);
+        try {
+          return stream.respond(agent.events(actor, params.id, after, stream.signal));
+        } catch (e) {
+          slot.release();
+          throw e;
+        }
+      },
+      {
+        params: SessionParams,
+        query: EventsQuery,
+        response: { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
+        detail: {
+          tags: ['agent'],
+          summary: "Replay the session's events and follow the turn in flight",
+          description:
+            'Replays every stored event whose id is greater than `Last-Event-ID` (or `?after=N`; default 0: all), then follows the turn in flight and ends after its ' +
+            '`done` or `error` event; ends at once when no turn is in flight. Reconnect with the last id you saw to miss nothing and get nothing twice. ' +
+            'The stream holds one of the caller\'s APP_QUOTA_STREAMS slots while open (429 QUOTA_EXCEEDED past it).',
+          responses: { 200: AgentEventStream('The events, as text/event-stream') },
+        },
+      },
+    )
+    .post('/api/agent/sessions/:id/cancel', ({ params, actor }) => agent.cancel(actor, params.id), {
+      params: SessionParams,
+      response: { 200: CancelAnswer, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      detail: {
+        tags: ['agent'],
+        summary: 'Stop the turn in flight',
+        description:
+          'Aborts the provider call and kills a running command (its whole process group), then answers once the turn has ended with a `done` whose ' +
+          '`finishReason` is `cancelled` (partial content and usage kept). `cancelled: false` when no turn was in flight.',
+      },
+    });
+}

@@ -1,0 +1,357 @@
+// Agent sessions: who may see them, one turn at a time per session, the turn's events appended to the
+// session's log as they happen and fanned out to whoever follows, cancel, limits, and the closing of
+// turns that a stop or crash of Keel cut short. No HTTP here: followers get an AsyncIterable of events.
+import { AppError, toEnvelope } from '../../../platform/errors';
+import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
+import { isoNow, newId, type Clock, type Logger, errorFields } from '../../../platform/runtime';
+import type { AgentConfig } from './agent.config';
+import type { AgentContext, AgentEvent, AssistantReply, CreateSessionInput, Message, Session, SessionListEntry, ToolCall, Usage } from './agent.model';
+import type { AgentStore } from './agent.store';
+import type { AgentMessageRow, AgentSessionRow } from './agent.tables';
+import { runTurn, systemPrompt, toModelMessages, zeroUsage, type Part, type StopReason, type TurnOutcome } from './agent.turn';
+import type { Providers } from './providers/providers';
+import { workspaceTools, type WorkspaceShell } from './tools';
+
+/** What sessions need of the workspaces: the workspace if the actor may see it, else WORKSPACE_NOT_FOUND. */
+export interface OwnedWorkspaces {
+  getOwned(actor: Actor, id: string): { id: string } | Promise<{ id: string }>;
+}
+
+export interface AgentServiceDeps {
+  store: AgentStore;
+  providers: Providers;
+  shell: WorkspaceShell;
+  workspaces: OwnedWorkspaces;
+  config: AgentConfig;
+  clock: Clock;
+  log: Logger;
+  /** Aborted when Keel begins to stop: turns end at once as `interrupted` (requests waiting on them answer). */
+  shutdown: AbortSignal;
+}
+
+interface LiveTurn {
+  sessionId: string;
+  messageId: string;
+  /** The session's last event id before this turn: the turn's events come after it. */
+  afterEventId: number;
+  nextSeq: number;
+  /** Every event of this turn, in order: followers read from here once they caught up with the log. */
+  events: AgentEvent[];
+  ended: boolean;
+  content: string;
+  toolCalls: ToolCall[];
+  usage: Usage;
+  controller: AbortController;
+  /** Resolved at the next event; followers wait on it together. */
+  wake?: PromiseWithResolvers<void>;
+  result: Promise<{ reply: AssistantReply; error?: AppError }>;
+}
+
+/** What ending a turn needs: a live one, or one found unfinished at start-up. */
+type TurnEnd = Pick<LiveTurn, 'sessionId' | 'messageId' | 'nextSeq' | 'events' | 'ended' | 'wake'>;
+
+const notFound = () => new AppError('SESSION_NOT_FOUND', 404, 'agent session not found');
+
+export function createAgentService(deps: AgentServiceDeps) {
+  const { store, clock, config } = deps;
+  const turns = new Map<string, LiveTurn>();
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      const running = [...turns.values()];
+      for (const live of running) live.controller.abort('interrupted' satisfies StopReason);
+      await Promise.all(running.map((l) => l.result));
+    })());
+  deps.shutdown.addEventListener('abort', () => void close(), { once: true });
+
+  function owned(actor: Actor, id: string): AgentSessionRow {
+    const row = store.session(id);
+    if (!row || !canAccess(actor, row.owner)) throw notFound();
+    return row;
+  }
+
+  function messageView(m: AgentMessageRow, live: LiveTurn | undefined): Message {
+    const base = { id: m.id, role: m.role, content: m.content, timestamp: m.createdAt };
+    if (m.role === 'user') return base;
+    const running = live?.messageId === m.id ? live : undefined;
+    return {
+      ...base,
+      content: running ? running.content : m.content,
+      finishReason: m.finishReason,
+      usage: running ? { ...running.usage } : usageOf(m),
+      toolCalls: running ? [...running.toolCalls] : m.toolCalls ? JSON.parse(m.toolCalls) : [],
+    };
+  }
+
+  function sessionFields(row: AgentSessionRow) {
+    const live = turns.get(row.id);
+    return {
+      id: row.id,
+      workspaceId: row.workspaceId,
+      model: row.model,
+      status: row.status,
+      createdAt: row.createdAt,
+      usage: { promptTokens: row.promptTokens, completionTokens: row.completionTokens, totalTokens: row.totalTokens },
+      busy: !!live,
+      lastEventId: live ? live.nextSeq - 1 : store.lastEventId(row.id),
+    };
+  }
+
+  function wake(live: TurnEnd) {
+    const w = live.wake;
+    live.wake = undefined;
+    w?.resolve();
+  }
+
+  /** Appends one event to the log and hands it to the followers. */
+  function emit(live: LiveTurn, event: 'delta' | 'tool', data: unknown) {
+    const seq = live.nextSeq++;
+    store.appendEvent(live.sessionId, seq, event, JSON.stringify(data), isoNow(clock));
+    live.events.push({ id: seq, event, data });
+    wake(live);
+  }
+
+  async function execute(live: LiveTurn, row: AgentSessionRow, actor: Actor, message: string, history: AgentMessageRow[]) {
+    const budget = config.maxSessionTokens - row.totalTokens;
+    let outcome: TurnOutcome;
+    if (budget <= 0) {
+      // The session has spent its tokens: the turn ends at once, without a provider call.
+      outcome = { content: '', toolCalls: [], parts: [], usage: zeroUsage(), finishReason: 'token-limit' };
+    } else {
+      const timer = setTimeout(() => live.controller.abort('time-limit' satisfies StopReason), config.turnTimeoutMs);
+      try {
+        outcome = await runTurn(deps.providers, {
+          model: row.model,
+          system: systemPrompt(row.workspaceId, JSON.parse(row.context) as AgentContext),
+          history: toModelMessages(history),
+          message,
+          tools: workspaceTools(deps.shell, actor, row.workspaceId),
+          maxSteps: config.maxSteps,
+          tokenBudget: budget,
+          maxRetries: config.providerRetries,
+          providerIdleTimeoutMs: config.providerTimeoutMs,
+          signal: live.controller.signal,
+          onDelta(text) {
+            live.content += text;
+            emit(live, 'delta', { content: text });
+          },
+          onTool(call) {
+            live.toolCalls.push(call);
+            emit(live, 'tool', call);
+          },
+          onProgress(p) {
+            live.usage = { ...p.usage };
+            store.saveProgress(live.messageId, { content: p.content, toolCalls: JSON.stringify(p.toolCalls), parts: JSON.stringify(p.parts), usage: p.usage });
+          },
+        });
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    return finish(live, outcome);
+  }
+
+  /** Stores the turn's end (reply, totals, last event) in one transaction, then releases the session. */
+  function finish(live: TurnEnd, o: TurnOutcome) {
+    const reply: AssistantReply = { id: live.messageId, role: 'assistant', content: o.content, finishReason: o.finishReason, usage: o.usage, toolCalls: o.toolCalls };
+    const last: AgentEvent = o.error ? { id: live.nextSeq++, event: 'error', data: toEnvelope(o.error) } : { id: live.nextSeq++, event: 'done', data: reply };
+    try {
+      store.finishTurn(
+        live.sessionId,
+        live.messageId,
+        { content: o.content, toolCalls: JSON.stringify(o.toolCalls), parts: JSON.stringify(o.parts), usage: o.usage, finishReason: o.finishReason },
+        { seq: last.id, event: last.event, data: JSON.stringify(last.data) },
+        isoNow(clock),
+      );
+    } catch (e) {
+      // The session was deleted meanwhile (or the database is closing): followers still get the end.
+      deps.log.warn('agent turn end not stored', { session: live.sessionId, ...errorFields(e) });
+    }
+    live.events.push(last);
+    live.ended = true;
+    turns.delete(live.sessionId);
+    wake(live);
+    return { reply, error: o.error };
+  }
+
+  /**
+   * The log after `after`, then the events of the turn in flight (when one is), until it ends or
+   * `signal` aborts (the stream's end: its wait must not outlive the client).
+   */
+  async function* follow(sessionId: string, after: number, live: LiveTurn | undefined, signal: AbortSignal): AsyncGenerator<AgentEvent> {
+    let last = after;
+    for (;;) {
+      const page = store.eventsAfter(sessionId, last);
+      for (const e of page) {
+        if (signal.aborted) return;
+        yield e;
+        last = e.id;
+      }
+      if (page.length === 0) break;
+    }
+    if (!live) return;
+    const stopWaiting = Promise.withResolvers<void>();
+    const onAbort = () => stopWaiting.resolve();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        let i = Math.max(0, last - live.afterEventId);
+        while (i < live.events.length) {
+          const e = live.events[i++]!;
+          if (e.id <= last) continue;
+          if (signal.aborted) return;
+          yield e;
+          last = e.id;
+        }
+        if (live.ended || signal.aborted) return;
+        live.wake ??= Promise.withResolvers<void>();
+        await Promise.race([live.wake.promise, stopWaiting.promise]);
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Closes the turns that were running when Keel last stopped: their stored content kept, `interrupted`. */
+  function recover() {
+    for (const m of store.unfinishedTurns()) {
+      const afterEventId = m.afterEventId ?? 0;
+      let content = '';
+      const toolCalls: ToolCall[] = [];
+      const parts: Part[] = [];
+      for (let last = afterEventId, page = store.eventsAfter(m.sessionId, last); page.length; page = store.eventsAfter(m.sessionId, last)) {
+        for (const e of page) {
+          last = e.id;
+          if (e.event === 'delta') {
+            const text = (e.data as { content: string }).content;
+            content += text;
+            const tail = parts.at(-1);
+            if (tail?.type === 'text') tail.text += text;
+            else parts.push({ type: 'text', text });
+          } else if (e.event === 'tool') {
+            toolCalls.push(e.data as ToolCall);
+            parts.push({ type: 'tool', ...(e.data as ToolCall) });
+          }
+        }
+      }
+      const end: TurnEnd = { sessionId: m.sessionId, messageId: m.id, nextSeq: store.lastEventId(m.sessionId) + 1, events: [], ended: false };
+      finish(end, { content, toolCalls, parts, usage: usageOf(m), finishReason: 'interrupted' });
+      deps.log.warn('agent turn interrupted by a restart, closed', { session: m.sessionId, message: m.id });
+    }
+  }
+
+  return {
+    async create(actor: Actor, input: CreateSessionInput): Promise<Session> {
+      deps.providers.check(input.model);
+      await deps.workspaces.getOwned(actor, input.workspaceId);
+      const at = isoNow(clock);
+      const context = input.context ?? {};
+      const row: AgentSessionRow = {
+        id: newId('ses', clock),
+        owner: actor.id,
+        workspaceId: input.workspaceId,
+        model: input.model,
+        context: JSON.stringify(context),
+        status: 'active',
+        promptTokens: 0,
+        completionTokens: 0,
+        totalTokens: 0,
+        createdAt: at,
+        updatedAt: at,
+      };
+      store.insertSession(row);
+      return { ...sessionFields(row), context, messages: [] };
+    },
+
+    list(actor: Actor, filter: { workspaceId?: string } = {}): SessionListEntry[] {
+      return store.list(actor.admin ? null : actor.id, filter.workspaceId).map((r) => ({ ...sessionFields(r), messageCount: r.messageCount }));
+    },
+
+    get(actor: Actor, id: string): Session {
+      const row = owned(actor, id);
+      const live = turns.get(id);
+      return { ...sessionFields(row), context: JSON.parse(row.context), messages: store.messages(id).map((m) => messageView(m, live)) };
+    },
+
+    async remove(actor: Actor, id: string): Promise<{ id: string; deleted: true }> {
+      owned(actor, id);
+      const live = turns.get(id);
+      if (live) {
+        live.controller.abort('cancelled' satisfies StopReason);
+        await live.result;
+      }
+      store.deleteSession(id);
+      return { id, deleted: true };
+    },
+
+    /**
+     * Starts a turn and answers at once: `result` settles when it ends, `follow` yields its events from
+     * the first. The turn runs to its end whoever listens (a client that leaves stops nothing).
+     */
+    send(actor: Actor, id: string, message: string): { result: LiveTurn['result']; follow(signal: AbortSignal): AsyncIterable<AgentEvent> } {
+      const row = owned(actor, id);
+      deps.providers.check(row.model);
+      if (closing) throw new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; send the message again once it is back');
+      if (turns.has(id)) throw new AppError('SESSION_BUSY', 409, 'a turn is in flight in this session; wait for its done event or cancel it', { details: { sessionId: id } });
+      const history = store.messages(id);
+      const afterEventId = store.lastEventId(id);
+      const at = isoNow(clock);
+      const base = { sessionId: id, finishReason: null, toolCalls: null, parts: null, promptTokens: null, completionTokens: null, totalTokens: null, createdAt: at };
+      const messageId = newId('msg', clock);
+      store.insertTurn(
+        { ...base, id: newId('msg', clock), ordinal: history.length, role: 'user', content: message, afterEventId: null },
+        { ...base, id: messageId, ordinal: history.length + 1, role: 'assistant', content: '', afterEventId },
+      );
+      const live: LiveTurn = {
+        sessionId: id,
+        messageId,
+        afterEventId,
+        nextSeq: afterEventId + 1,
+        events: [],
+        ended: false,
+        content: '',
+        toolCalls: [],
+        usage: zeroUsage(),
+        controller: new AbortController(),
+        result: undefined as never,
+      };
+      turns.set(id, live);
+      live.result = execute(live, row, actor, message, history).catch((e) => {
+        deps.log.error('agent turn failed unexpectedly', { session: id, ...errorFields(e) });
+        return finish(live, { content: live.content, toolCalls: live.toolCalls, parts: [], usage: live.usage, finishReason: 'error', error: new AppError('INTERNAL_ERROR', 500, 'the turn failed inside Keel') });
+      });
+      return { result: live.result, follow: (signal) => follow(id, afterEventId, live, signal) };
+    },
+
+    /** The session's events after `after`, then the turn in flight until its end (at once when none). */
+    events(actor: Actor, id: string, after: number, signal: AbortSignal): AsyncIterable<AgentEvent> {
+      owned(actor, id);
+      return follow(id, after, turns.get(id), signal);
+    },
+
+    async cancel(actor: Actor, id: string): Promise<{ id: string; cancelled: boolean }> {
+      owned(actor, id);
+      const live = turns.get(id);
+      if (!live) return { id, cancelled: false };
+      live.controller.abort('cancelled' satisfies StopReason);
+      await live.result;
+      return { id, cancelled: true };
+    },
+
+    recover,
+
+    /** Shutdown: every turn in flight ends now as `interrupted`, stored before the database closes. */
+    close,
+
+    /** Turns in flight (for tests and operators). */
+    get active() {
+      return turns.size;
+    },
+  };
+}
+
+function usageOf(m: AgentMessageRow): Usage {
+  return { promptTokens: m.promptTokens ?? 0, completionTokens: m.completionTokens ?? 0, totalTokens: m.totalTokens ?? 0 };
+}
+
+export type AgentService = ReturnType<typeof createAgentService>;

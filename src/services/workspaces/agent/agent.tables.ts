@@ -1,0 +1,73 @@
+// Agent sessions, their messages and their event log. The log is the durable record of every turn
+// as it happened (each `delta`, `tool`, `done` or `error` with its per-session id), so a client can
+// resume after a disconnect and a turn cut short by a crash can be closed from what was stored.
+import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+
+export const agentSessions = sqliteTable(
+  'agent_sessions',
+  {
+    id: text('id').primaryKey(),
+    owner: text('owner').notNull(),
+    /** Bound at creation; the workspace may later stop or disappear (tools then say so). */
+    workspaceId: text('workspace_id').notNull(),
+    /** `provider/name`. */
+    model: text('model').notNull(),
+    /** JSON of the validated `context` object. */
+    context: text('context').notNull(),
+    status: text('status').$type<'active'>().notNull(),
+    /** Sums over every turn of the session. */
+    promptTokens: integer('prompt_tokens').notNull().default(0),
+    completionTokens: integer('completion_tokens').notNull().default(0),
+    totalTokens: integer('total_tokens').notNull().default(0),
+    createdAt: text('created_at').notNull(),
+    updatedAt: text('updated_at').notNull(),
+  },
+  (t) => [index('agent_sessions_owner_idx').on(t.owner, t.createdAt)],
+);
+
+export const agentMessages = sqliteTable(
+  'agent_messages',
+  {
+    id: text('id').primaryKey(),
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => agentSessions.id, { onDelete: 'cascade' }),
+    /** Position in the session: one turn at a time, so the count at insert is unique. */
+    ordinal: integer('ordinal').notNull(),
+    role: text('role').$type<'user' | 'assistant'>().notNull(),
+    content: text('content').notNull(),
+    /** Assistant only: null while its turn runs; set once when the turn ends. */
+    finishReason: text('finish_reason'),
+    /** Assistant only: JSON `[{id, name, input, output}]`, in call order. */
+    toolCalls: text('tool_calls'),
+    /** Assistant only: JSON of the ordered text and tool parts, to replay the turn to the model. */
+    parts: text('parts'),
+    promptTokens: integer('prompt_tokens'),
+    completionTokens: integer('completion_tokens'),
+    totalTokens: integer('total_tokens'),
+    /** Assistant only: the session's last event id before the turn began (its events come after it). */
+    afterEventId: integer('after_event_id'),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [index('agent_messages_session_idx').on(t.sessionId, t.ordinal)],
+);
+
+export const agentEvents = sqliteTable(
+  'agent_events',
+  {
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => agentSessions.id, { onDelete: 'cascade' }),
+    /** The SSE `id:`, increasing within the session from 1. */
+    seq: integer('seq').notNull(),
+    event: text('event').$type<'delta' | 'tool' | 'done' | 'error'>().notNull(),
+    /** JSON of the event's data. */
+    data: text('data').notNull(),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.seq] })],
+);
+
+export type AgentSessionRow = typeof agentSessions.$inferSelect;
+export type AgentMessageRow = typeof agentMessages.$inferSelect;
+export type AgentEventRow = typeof agentEvents.$inferSelect;

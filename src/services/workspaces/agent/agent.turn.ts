@@ -1,0 +1,176 @@
+// One turn: the model called through the AI SDK with the workspace tools, its stream turned into
+// the session's events (`delta`, `tool`) as it arrives, the progress stored at each tool result and
+// step, and the reason it ended decided once: the provider's, a cancel, a limit, or a failure.
+import { stepCountIs, streamText, type ModelMessage, type StopCondition, type ToolSet } from 'ai';
+import type { AppError } from '../../../platform/errors';
+import type { AgentContext, FinishReason, ToolCall, Usage } from './agent.model';
+import type { AgentMessageRow } from './agent.tables';
+import type { Providers } from './providers/providers';
+
+/** Text and tool calls in the order they happened: enough to replay a turn to the model. */
+export type Part = { type: 'text'; text: string } | ({ type: 'tool' } & ToolCall);
+
+/** Why Keel stopped a turn, given as the abort reason of its signal. */
+export type StopReason = 'cancelled' | 'time-limit' | 'interrupted';
+
+export interface TurnProgress {
+  content: string;
+  toolCalls: ToolCall[];
+  parts: Part[];
+  usage: Usage;
+}
+
+export interface TurnOutcome extends TurnProgress {
+  finishReason: FinishReason;
+  error?: AppError;
+}
+
+export interface TurnInput {
+  model: string;
+  system: string;
+  history: ModelMessage[];
+  message: string;
+  tools: ToolSet;
+  maxSteps: number;
+  /** Tokens the session may still spend; the turn stops after the step that reaches it. */
+  tokenBudget: number;
+  maxRetries: number;
+  /** Silence of a provider call (before its headers, between chunks) that fails it as a timeout. */
+  providerIdleTimeoutMs: number;
+  signal: AbortSignal;
+  onDelta(text: string): void;
+  onTool(call: ToolCall): void;
+  /** Called after each tool result and step, so a crash loses nothing already said. */
+  onProgress(p: TurnProgress): void;
+}
+
+export const zeroUsage = (): Usage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0 });
+
+const PROVIDER_REASONS = new Set<string>(['stop', 'length', 'content-filter', 'tool-calls', 'other']);
+
+export async function runTurn(providers: Providers, input: TurnInput): Promise<TurnOutcome> {
+  const p: TurnProgress = { content: '', toolCalls: [], parts: [], usage: zeroUsage() };
+  const inputs = new Map<string, unknown>();
+  let steps = 0;
+  let lastStepReason = 'stop';
+  let failure: unknown;
+
+  const overBudget: StopCondition<ToolSet> = () => p.usage.totalTokens >= input.tokenBudget;
+  const pushText = (text: string) => {
+    p.content += text;
+    const last = p.parts.at(-1);
+    if (last?.type === 'text') last.text += text;
+    else p.parts.push({ type: 'text', text });
+  };
+  const pushTool = (call: ToolCall) => {
+    p.toolCalls.push(call);
+    p.parts.push({ type: 'tool', ...call });
+    input.onTool(call);
+    input.onProgress(p);
+  };
+
+  try {
+    const result = streamText({
+      model: providers.model(input.model, {
+        idleTimeoutMs: input.providerIdleTimeoutMs,
+        onCallUsage(u) {
+          p.usage.promptTokens += u.promptTokens;
+          p.usage.completionTokens += u.completionTokens;
+          p.usage.totalTokens += u.promptTokens + u.completionTokens;
+          input.onProgress(p);
+        },
+      }),
+      system: input.system,
+      messages: [...input.history, { role: 'user', content: input.message }],
+      tools: input.tools,
+      stopWhen: [stepCountIs(input.maxSteps), overBudget],
+      abortSignal: input.signal,
+      maxRetries: input.maxRetries,
+      // Failures arrive as `error` parts below; the default handler would print them.
+      onError: () => {},
+    });
+    for await (const part of result.fullStream) {
+      switch (part.type) {
+        case 'text-delta':
+          if (!part.text) break;
+          pushText(part.text);
+          input.onDelta(part.text);
+          break;
+        case 'tool-call':
+          inputs.set(part.toolCallId, part.input);
+          break;
+        case 'tool-result':
+          pushTool({ id: part.toolCallId, name: part.toolName, input: part.input ?? inputs.get(part.toolCallId), output: part.output });
+          break;
+        case 'tool-error':
+          pushTool({ id: part.toolCallId, name: part.toolName, input: part.input ?? inputs.get(part.toolCallId), output: { error: errorText(part.error) } });
+          break;
+        case 'finish-step':
+          steps++;
+          lastStepReason = part.finishReason;
+          break;
+        case 'error':
+          failure = part.error;
+          break;
+      }
+    }
+  } catch (e) {
+    failure = e;
+  }
+
+  if (input.signal.aborted) return { ...p, finishReason: stopReason(input.signal.reason) };
+  if (failure !== undefined) return { ...p, finishReason: 'error', error: providers.failure(failure, input.model) };
+  if (lastStepReason === 'tool-calls' && steps >= input.maxSteps) return { ...p, finishReason: 'step-limit' };
+  if (lastStepReason === 'tool-calls' && p.usage.totalTokens >= input.tokenBudget) return { ...p, finishReason: 'token-limit' };
+  return { ...p, finishReason: PROVIDER_REASONS.has(lastStepReason) ? (lastStepReason as FinishReason) : 'other' };
+}
+
+function stopReason(reason: unknown): FinishReason {
+  return reason === 'cancelled' || reason === 'time-limit' || reason === 'interrupted' ? reason : 'cancelled';
+}
+
+const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 2000);
+
+/** Keel's part of the system text, then the session's context. */
+export function systemPrompt(workspaceId: string, context: AgentContext): string {
+  const lines = [
+    `You are an assistant working in the development workspace ${workspaceId}, a Linux container.`,
+    'Use the tools run_command, read_file, write_file and list_directory to act in it; they reach only that workspace.',
+  ];
+  if (context.system) lines.push('', context.system);
+  if (context.instructions?.length) lines.push('', 'Instructions:', ...context.instructions.map((i) => `- ${i}`));
+  const notes = Object.entries(context.notes ?? {});
+  if (notes.length) lines.push('', 'Notes:', ...notes.map(([k, v]) => `${k}: ${v}`));
+  return lines.join('\n');
+}
+
+/** Stored messages as the model reads them: each assistant turn split back into its steps. */
+export function toModelMessages(rows: AgentMessageRow[]): ModelMessage[] {
+  const out: ModelMessage[] = [];
+  for (const row of rows) {
+    if (row.role === 'user') {
+      out.push({ role: 'user', content: row.content });
+      continue;
+    }
+    const parts: Part[] = row.parts ? JSON.parse(row.parts) : row.content ? [{ type: 'text', text: row.content }] : [];
+    let said: Exclude<ModelMessage, { role: 'system' | 'user' | 'tool' }>['content'] & unknown[] = [];
+    let results: { type: 'tool-result'; toolCallId: string; toolName: string; output: { type: 'json'; value: any } }[] = [];
+    const flush = () => {
+      if (said.length) out.push({ role: 'assistant', content: said });
+      if (results.length) out.push({ role: 'tool', content: results });
+      said = [];
+      results = [];
+    };
+    for (const part of parts) {
+      if (part.type === 'text') {
+        if (results.length) flush();
+        said.push({ type: 'text', text: part.text });
+      } else {
+        said.push({ type: 'tool-call', toolCallId: part.id, toolName: part.name, input: part.input ?? {} });
+        results.push({ type: 'tool-result', toolCallId: part.id, toolName: part.name, output: { type: 'json', value: part.output ?? null } });
+      }
+    }
+    flush();
+  }
+  return out;
+}
