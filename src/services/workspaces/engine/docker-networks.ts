@@ -1,6 +1,6 @@
 // The network calls of the Docker engine (engine/engine.ts documents each): a user-defined bridge per
 // workspace. Kept apart from docker.ts only for size; it takes docker.ts's dockerode client.
-import type Docker from 'dockerode';
+import type { DockerClient } from './docker';
 import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_WORKSPACE, type Engine, type ManagedObject, type NetworkInfo } from './engine';
 import { call, callOr } from './docker-calls';
 
@@ -26,7 +26,7 @@ function info(n: RawNetwork): NetworkInfo {
   };
 }
 
-export function networkCalls(docker: Docker): NetworkCalls {
+export function networkCalls(docker: DockerClient): NetworkCalls {
   const inspectNetwork = (name: string) => callOr(404, null, () => docker.getNetwork(name).inspect() as Promise<RawNetwork>).then((n) => (n ? info(n) : null));
   return {
     async createNetwork(spec) {

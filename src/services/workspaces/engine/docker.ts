@@ -22,6 +22,9 @@ import { call, callOr, engineError } from './docker-calls';
 import { networkCalls } from './docker-networks';
 import { frameSplitter, jsonLineSplitter, lineSplitter, logMessageJoiner } from './frames';
 
+/** The dockerode client, for the engine files split out of this one (docker-networks.ts). */
+export type DockerClient = Docker;
+
 const PING_TIMEOUT_MS = 5_000;
 
 /** DOCKER_HOST as dockerode wants it: unix:// socket or tcp:// address; unset means the engine default. */
