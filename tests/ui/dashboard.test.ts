@@ -67,10 +67,17 @@ describe('dashboard', () => {
 
   test('the list follows a workspace created through the API without a reload; no one else\'s workspace shows', async () => {
     await page.evaluate(() => ((window as unknown as { keelTestMarker: number }).keelTestMarker = 42));
+    const requests: string[] = [];
+    const count = (r: { url(): string }) => requests.push(new URL(r.url()).pathname);
+    page.on('request', count);
     const id = await createByApi('from-api', 'alice');
     await row('from-api').waitFor({ timeout: ENGINE_MS });
     await statusOf('from-api', 'running');
+    page.off('request', count);
     expect(await page.evaluate(() => (window as unknown as { keelTestMarker?: number }).keelTestMarker)).toBe(42);
+    // Followed through the one open stream: no new stream, no list poll, one read of what `created` lacks.
+    expect(requests.filter((r) => r === '/api/events' || r === '/api/workspaces')).toEqual([]);
+    expect(requests.filter((r) => r === `/api/workspaces/${id}`).length).toBeLessThanOrEqual(1);
     // Bob's events (his workspace starting meanwhile, and a new one) pass Alice by.
     await waitStatus(p, bobsId, 'running', { as: 'bob', timeoutMs: ENGINE_MS });
     await createByApi('bobs-second', 'bob');
@@ -144,6 +151,47 @@ describe('dashboard', () => {
     // A status change reaches this page too.
     await button(page, 'Stop').click();
     await page.getByRole('article').getByText('stopped', { exact: true }).first().waitFor({ timeout: ENGINE_MS });
+  }, 120_000);
+
+  test('with the keyboard alone: sign in, create, and delete through the dialog (Escape cancels, focus returns)', async () => {
+    const kb = await b.page();
+    const k = kb.page;
+    /** Presses Tab until the focused element is what `is` names (at most 40 times). */
+    const tabTo = async (what: string, is: (el: Element) => boolean) => {
+      for (let i = 0; i < 40; i++) {
+        await k.keyboard.press('Tab');
+        if (await k.evaluate(`(${is.toString()})(document.activeElement)`)) return;
+      }
+      throw new Error(`Tab never reached ${what}`);
+    };
+    await k.goto(p.url('workspaces') + '/ui');
+    await k.keyboard.type(p.token('alice')); // the Token field has focus on arrival
+    await k.keyboard.press('Enter');
+    await k.getByRole('heading', { name: 'Workspaces', exact: true }).waitFor();
+    await tabTo('New workspace', (el) => el.textContent === 'New workspace');
+    await k.keyboard.press('Enter');
+    await k.keyboard.type('by-keys'); // focus moved to Name
+    await k.keyboard.press('Tab');
+    await k.keyboard.press('ControlOrMeta+a');
+    await k.keyboard.type('minimal');
+    await k.keyboard.press('Enter');
+    const r = k.getByRole('row').filter({ has: k.getByRole('link', { name: 'by-keys', exact: true }) });
+    await r.getByText('running', { exact: true }).waitFor({ timeout: ENGINE_MS });
+
+    const isDelete = (el: Element) => el.textContent === 'Delete' && !!el.closest('tr')?.textContent?.includes('by-keys');
+    await tabTo('the row\'s Delete', isDelete);
+    await k.keyboard.press('Enter');
+    await k.getByRole('dialog').waitFor();
+    await k.keyboard.press('Escape');
+    await k.getByRole('dialog').waitFor({ state: 'detached' });
+    expect(await k.evaluate(`(${isDelete.toString()})(document.activeElement)`)).toBe(true);
+    await k.keyboard.press('Enter');
+    await k.getByRole('dialog').waitFor();
+    await tabTo('the dialog\'s Delete', (el) => el.textContent === 'Delete' && !!el.closest('dialog'));
+    await k.keyboard.press('Enter');
+    await r.waitFor({ state: 'detached', timeout: ENGINE_MS });
+    expect(kb.outside).toEqual([]);
+    await kb.context.close();
   }, 120_000);
 
   test('on a phone: the list is readable and its actions reachable', async () => {

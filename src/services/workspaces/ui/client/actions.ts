@@ -25,8 +25,8 @@ export function actionButtons(store: Store, w: Workspace, opts: { describedBy?: 
         b.disabled = true;
         try {
           const r = await api<{ id: string; status: string }>('POST', `/api/workspaces/${w.id}/${path}`);
+          // The list and the page announce the new status as they show it.
           store.update(w.id, { status: r.status });
-          announce(`${w.name} is ${r.status}`);
         } catch (err) {
           opts.onError(`${label} ${w.name}: ${messageOf(err)}`);
           b.disabled = false;

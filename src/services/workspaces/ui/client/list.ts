@@ -50,6 +50,8 @@ export function listPage(store: Store, signal: AbortSignal): HTMLElement {
       let r = rows.get(w.id);
       if (!r) rows.set(w.id, (r = row(w)));
       if (r.status.textContent !== w.status) {
+        // Changes made elsewhere (another tab, a script, the engine) are heard, not only seen.
+        if (r.status.textContent) announce(`${w.name} is ${w.status}`);
         r.status.textContent = w.status;
         r.status.className = `status s-${w.status}`;
       }

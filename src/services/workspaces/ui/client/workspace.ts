@@ -63,6 +63,7 @@ export function workspacePage(store: Store, id: string, signal: AbortSignal, onG
     if (!w) return;
     title.textContent = w.name;
     document.title = `${w.name} · Keel`;
+    if (status.textContent && status.textContent !== w.status) announce(`${w.name} is ${w.status}`);
     status.textContent = w.status;
     status.className = `status s-${w.status}`;
     if (!actions) {
