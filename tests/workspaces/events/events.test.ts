@@ -102,4 +102,28 @@ describe('GET /api/events', () => {
       await r.cancel();
     }
   });
+
+  test('resuming from the ready id replays nothing: ready comes again with the same id', async () => {
+    const first = await follow('carol');
+    const ready = await first.nextEvent();
+    await first.cancel();
+    const again = await follow('carol', ready!.id);
+    const next = await again.nextEvent();
+    expect(next?.event).toBe('ready');
+    expect(next?.id).toBe(ready!.id);
+    await again.cancel();
+  });
+
+  test('a shutdown ends an open stream with end/shutdown', async () => {
+    const q = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_PORT_RANGE: '24200-24249' } });
+    const res = await q.api('workspaces', '/api/events', { as: 'alice' });
+    const r = sseReader(res);
+    expect((await r.nextEvent())?.event).toBe('ready');
+    const closing = q.close();
+    const last = await r.nextEvent();
+    expect(last?.event).toBe('end');
+    expect(JSON.parse(last!.data!)).toEqual({ reason: 'shutdown' });
+    expect(await r.nextEvent()).toBeNull();
+    await closing;
+  });
 });
