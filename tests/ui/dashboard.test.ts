@@ -92,6 +92,11 @@ describe('dashboard', () => {
 
   test('create, stop, start, restart and delete (with its dialog) from the list', async () => {
     await button(page, 'New workspace').click();
+    // A refusal of the API is said in the page, in its words.
+    await page.getByLabel('Name', { exact: true }).fill('from-api');
+    await page.getByLabel('Template', { exact: true }).fill('minimal');
+    await button(page, 'Create').click();
+    await page.getByRole('alert').getByText(/^Create: .*exists/).waitFor();
     await page.getByLabel('Name', { exact: true }).fill('from-ui');
     await page.getByLabel('Template', { exact: true }).fill('minimal');
     await screenshot(page, 'new-workspace');
@@ -205,6 +210,16 @@ describe('dashboard', () => {
     expect(await phone.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
     await screenshot(phone.page, 'phone');
     expect(phone.outside).toEqual([]);
+  });
+
+  test('a token the API stops accepting signs the tab out, saying why', async () => {
+    await page.goto(p.url('workspaces') + '/ui#/');
+    await page.getByRole('heading', { name: 'Workspaces', exact: true }).waitFor();
+    await page.evaluate((t) => sessionStorage.setItem('keel.token', t), p.token('alice', { ttlSeconds: -120 }));
+    await page.getByRole('link', { name: 'from-api', exact: true }).click();
+    await page.getByRole('alert').getByText(/^Signed out: /).waitFor();
+    await page.getByLabel('Token', { exact: true }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('keel.token'))).toBeNull();
   });
 
   test('nothing left the machine, and the page broke no policy', () => {

@@ -32,6 +32,7 @@ export function workspacePage(store: Store, id: string, signal: AbortSignal, onG
   const showError = (m: string) => (error.textContent = m);
   const title = h('h1', { id: 'ws-page-title' }, store.get(id)?.name ?? 'Workspace');
   const status = h('span', { class: 'status' });
+  const reason = h('p', { class: 'reason' });
   const head = h('div', { class: 'title-row' }, title, status);
   let actions: ReturnType<typeof actionButtons> | undefined;
   const actionsSlot = h('div');
@@ -66,6 +67,7 @@ export function workspacePage(store: Store, id: string, signal: AbortSignal, onG
     if (status.textContent && status.textContent !== w.status) announce(`${w.name} is ${w.status}`);
     status.textContent = w.status;
     status.className = `status s-${w.status}`;
+    reason.textContent = w.status === 'failed' && w.reason ? `Failed: ${w.reason}` : '';
     if (!actions) {
       actions = actionButtons(store, w, { describedBy: 'ws-page-title', onError: showError, onDeleted: onGone });
       fill(actionsSlot, actions.el);
@@ -105,6 +107,7 @@ export function workspacePage(store: Store, id: string, signal: AbortSignal, onG
     { class: 'page', 'aria-labelledby': 'ws-page-title' },
     h('p', {}, h('a', { href: '#/' }, '← All workspaces')),
     head,
+    reason,
     actionsSlot,
     error,
     h('section', { 'aria-labelledby': 'stats-h' }, h('h2', { id: 'stats-h' }, 'Stats'), stats),
