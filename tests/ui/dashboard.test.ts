@@ -63,6 +63,12 @@ describe('dashboard', () => {
     await page.reload();
     await page.getByRole('heading', { name: 'Workspaces', exact: true }).waitFor();
     await page.getByText('Live', { exact: true }).waitFor();
+    // The API reference opens in a tab of its own that does not inherit the token.
+    const [reference] = await Promise.all([page.context().waitForEvent('page'), page.getByRole('link', { name: 'API reference', exact: true }).click()]);
+    await reference.waitForLoadState('domcontentloaded');
+    expect(new URL(reference.url()).pathname).toBe('/openapi');
+    expect(await reference.evaluate(() => sessionStorage.getItem('keel.token'))).toBeNull();
+    await reference.close();
   });
 
   test('the list follows a workspace created through the API without a reload; no one else\'s workspace shows', async () => {
