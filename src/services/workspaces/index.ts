@@ -131,7 +131,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     .use(execRoutes({ auth, exec, sse, quotas }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
     .use(webhooks.routes(auth))
-    .use(eventsRoutes({ auth, events, sse }));
+    .use(eventsRoutes({ auth, events, sse, quotas }));
 
   return {
     app,

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { sseReader, type SseFrame, type SseReader } from '../../helpers/sse';
+import { waitFor } from '../../helpers/docker';
 import { closeAndClean, createRunning, errorCode } from '../../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
@@ -125,5 +126,28 @@ describe('GET /api/events', () => {
     expect(JSON.parse(last!.data!)).toEqual({ reason: 'shutdown' });
     expect(await r.nextEvent()).toBeNull();
     await closing;
+  });
+
+  test('an open stream takes one of the actor\'s APP_QUOTA_STREAMS slots until it ends', async () => {
+    const q = await startTestPlatform({ services: ['workspaces'], env: { APP_QUOTA_STREAMS: '1', APP_WORKSPACE_PORT_RANGE: '24200-24249' } });
+    try {
+      const first = sseReader(await q.api('workspaces', '/api/events', { as: 'dave' }));
+      expect((await first.nextEvent())?.event).toBe('ready');
+      const refused = await q.api('workspaces', '/api/events', { as: 'dave' });
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as any).error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { quota: 'streams', limit: 1 } });
+      // Another actor is not held back by dave's stream.
+      const other = await q.api('workspaces', '/api/events', { as: 'erin' });
+      expect(other.status).toBe(200);
+      await other.body?.cancel();
+      await first.cancel();
+      await waitFor('the slot to come back', async () => {
+        const again = await q.api('workspaces', '/api/events', { as: 'dave' });
+        await again.body?.cancel();
+        return again.status === 200;
+      });
+    } finally {
+      await q.close();
+    }
   });
 });
