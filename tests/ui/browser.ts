@@ -1,11 +1,13 @@
 // Debian's Chromium driven by playwright-core (never a downloaded browser), with every request that
 // would leave the machine aborted and recorded, so a test can assert that a page needs none.
 import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
-export const SCREENSHOTS = join(import.meta.dir, '..', '..', 'docs', 'screenshots');
+/** docs/screenshots/ with KEEL_UPDATE_SCREENSHOTS=1; else a scratch folder, so a test run leaves the tree clean. */
+export const SCREENSHOTS = process.env.KEEL_UPDATE_SCREENSHOTS === '1' ? join(import.meta.dir, '..', '..', 'docs', 'screenshots') : join(tmpdir(), 'keel-ui-screenshots');
 
 /** The flags this machine's Chromium needs (docs: /work/.library/env/machines/node.md): no sandbox as
  * root, no GPU, no background connections to Google. playwright gives each launch a fresh profile. */
