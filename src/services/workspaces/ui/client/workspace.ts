@@ -36,8 +36,8 @@ export function workspacePage(store: Store, id: string, signal: AbortSignal, onG
   const head = h('div', { class: 'title-row' }, title, status);
   let actions: ReturnType<typeof actionButtons> | undefined;
   const actionsSlot = h('div');
-  const stats = h('dl', { class: 'stats' });
-  const urls = h('ul', { class: 'urls' });
+  const stats = h('dl', { class: 'stats' }, h('dt', {}, 'Loading…'));
+  const urls = h('ul', { class: 'urls' }, h('li', {}, 'Loading…'));
   let detail: Detail | undefined;
 
   async function loadDetail() {
