@@ -141,7 +141,13 @@ describe('dashboard', () => {
     const stats = page.getByRole('region', { name: 'Stats' });
     await stats.getByText('CPU', { exact: true }).waitFor();
     await stats.getByText('Memory', { exact: true }).waitFor();
-    await page.getByRole('region', { name: 'URLs' }).getByText('Code server:').waitFor();
+    const urls = page.getByRole('region', { name: 'URLs' });
+    await urls.getByText('Code server:').waitFor();
+    // The code server's secret is in the link, not on the screen.
+    const secret = new URL((await urls.getByRole('link').getAttribute('href'))!).password;
+    expect(secret.length).toBeGreaterThan(0);
+    expect(await urls.textContent()).not.toContain(secret);
+    expect(await urls.textContent()).toContain(':•••@');
 
     const logs = page.getByRole('log', { name: 'Logs' });
     await logs.getByText('keel: workspace ready').first().waitFor({ timeout: ENGINE_MS });

@@ -25,6 +25,9 @@ export interface PanelContext {
 export const panels: ((ctx: PanelContext) => HTMLElement | null)[] = [];
 
 const STATS_EVERY_MS = 5000;
+
+/** A URL's password (the code server's secret) is in the link, not on the screen. */
+const masked = (url: string) => url.replace(/^(https?:\/\/[^:@/]+):[^@/]+@/, '$1:•••@');
 const LOG_LINES_MAX = 2000;
 
 export function workspacePage(store: Store, id: string, signal: AbortSignal, onGone: () => void): HTMLElement {
@@ -49,7 +52,7 @@ export function workspacePage(store: Store, id: string, signal: AbortSignal, onG
       fill(
         urls,
         Object.entries({ 'Code server': detail.urls.codeServer, SSH: detail.urls.ssh, RDP: detail.urls.rdp }).map(([k, v]) =>
-          h('li', {}, h('span', { class: 'k' }, k + ': '), /^https?:\/\//.test(v) ? h('a', { href: v, rel: 'noreferrer' }, v) : h('code', {}, v)),
+          h('li', {}, h('span', { class: 'k' }, k + ': '), /^https?:\/\//.test(v) ? h('a', { href: v, rel: 'noreferrer' }, masked(v)) : h('code', {}, v)),
         ),
       );
     } catch (e) {
