@@ -69,10 +69,21 @@ export interface StreamEvent {
  * Reads an SSE response until it ends or `signal` aborts; each event goes to `onEvent`. Resolves
  * when the stream ended (normally or cut); rejects with ApiError when it could not be opened.
  */
-export async function readStream(path: string, opts: { signal: AbortSignal; lastEventId?: string; onOpen?: () => void; onEvent: (e: StreamEvent) => void }): Promise<void> {
+export async function readStream(
+  path: string,
+  opts: { signal: AbortSignal; lastEventId?: string; body?: unknown; onOpen?: () => void; onEvent: (e: StreamEvent) => void },
+): Promise<void> {
   const hs = headers({ accept: 'text/event-stream' });
   if (opts.lastEventId) hs.set('last-event-id', opts.lastEventId);
-  const res = await fetch(path, { headers: hs, signal: opts.signal, cache: 'no-store' });
+  // A body makes it a POST (a streaming command or agent message); otherwise a GET follow.
+  if (opts.body !== undefined) hs.set('content-type', 'application/json');
+  const res = await fetch(path, {
+    method: opts.body === undefined ? 'GET' : 'POST',
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    headers: hs,
+    signal: opts.signal,
+    cache: 'no-store',
+  });
   if (!res.ok || !res.body) throw await failure(res);
   opts.onOpen?.();
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();

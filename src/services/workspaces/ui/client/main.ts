@@ -7,12 +7,14 @@ import { api, ApiError, messageOf, setUnauthorizedHandler, token } from './api';
 import { announce, fill, h } from './dom';
 import { listPage } from './list';
 import { createStore } from './store';
-import { workspacePage } from './workspace';
+import { chatPanel } from './chat';
+import { panels, workspacePage } from './workspace';
 
 const main = document.getElementById('main')!;
 const live = document.getElementById('live')!;
 const signOut = document.getElementById('sign-out') as HTMLButtonElement;
 const store = createStore();
+panels.push(chatPanel);
 let view: AbortController | undefined;
 /** Set once a token was accepted: a 401 after that means it expired or was revoked. */
 let signedIn = false;
