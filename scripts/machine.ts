@@ -25,6 +25,8 @@ const APT_PACKAGES: Record<string, string> = {
   git: 'git',
   ldd: 'libc-bin', // finds the C library files the offline bun-typescript image needs
 };
+/** What only the tests need: the dashboard's end-to-end tests drive Debian's Chromium (never a downloaded one). */
+const TEST_APT_PACKAGES: Record<string, string> = { chromium: 'chromium' };
 
 const say = (line: string) => process.stderr.write(`keel: ${line}\n`);
 const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
@@ -32,16 +34,16 @@ const run = (cmd: string, args: string[], env?: Record<string, string>) =>
   spawnSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env }, encoding: 'utf8' });
 
 /** The apt packages this machine lacks (commands missing, or busybox-static not installed). */
-export function missingPackages(): string[] {
+export function missingPackages(extra: Record<string, string> = {}): string[] {
   const missing = new Set<string>();
-  for (const [cmd, pkg] of Object.entries(APT_PACKAGES)) if (!has(cmd)) missing.add(pkg);
+  for (const [cmd, pkg] of Object.entries({ ...APT_PACKAGES, ...extra })) if (!has(cmd)) missing.add(pkg);
   // The minimal workspace image needs a statically linked busybox (a dynamic one may be on PATH).
   if (!/install ok installed/.test(run('dpkg-query', ['-W', '-f=${Status}', 'busybox-static']).stdout ?? '')) missing.add('busybox-static');
   return [...missing];
 }
 
-export function installMissing(): void {
-  const missing = missingPackages();
+export function installMissing(extra: Record<string, string> = {}): void {
+  const missing = missingPackages(extra);
   if (missing.length === 0) return;
   if (process.getuid?.() !== 0) throw new MachineError(`missing ${missing.join(', ')} and not root to apt-get install them`);
   say(`installing ${missing.join(' ')} with apt-get`);
@@ -244,7 +246,7 @@ export interface PreparedMachine {
 
 /** `npm test`: packages, an engine (DOCKER_HOST, or the shared private test engine), a NATS server with a password. */
 export async function prepareTestMachine(): Promise<PreparedMachine> {
-  installMissing();
+  installMissing(TEST_APT_PACKAGES);
   const engine = await ensureEngine({ dir: TEST_ENGINE_DIR, dockerHost: process.env.DOCKER_HOST || undefined });
   const nats = await startNats();
   return { env: { DOCKER_HOST: engine.host, KEEL_TEST_NATS_URL: nats.url }, engine, stop: () => nats.stop() };

@@ -1,7 +1,8 @@
-// The OpenAPI 3.0 description at /openapi.json and its interactive reference at /openapi.
+// The OpenAPI 3.0 description at /openapi.json and its interactive reference at /openapi (reference-ui.ts).
 import { openapi } from '@elysiajs/openapi';
 import { Elysia, type InternalRoute } from 'elysia';
 import { VERSION } from './health';
+import { referenceUi } from './reference-ui';
 
 type Content = Record<string, unknown>;
 type Responses = Record<string, { content?: Content } & Record<string, unknown>>;
@@ -145,6 +146,8 @@ export function openapiDocs(opts: {
   const docs = openapi({
     path: '/openapi',
     specPath,
+    // The page is Keel's own (reference-ui.ts): the plugin's loads its script from a CDN.
+    provider: null,
     openapiVersion: '3.0.3',
     exclude: { staticFile: !opts.dottedPaths },
     documentation: {
@@ -169,5 +172,6 @@ export function openapiDocs(opts: {
       addParseRefusals(responseValue as Document);
       normalizeSchemas(responseValue as Document);
     })
-    .use(docs);
+    .use(docs)
+    .use(referenceUi({ title: opts.title, specPath }));
 }

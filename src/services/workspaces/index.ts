@@ -1,5 +1,6 @@
 // Composition root of the workspaces service: engine, lifecycle, logs, exec and agent sessions behind one Elysia app
-// with the envelope error model, workspace auth and rate limits, OpenAPI and health probes.
+// with the envelope error model, workspace auth and rate limits, OpenAPI and health probes; the
+// workspace event stream (GET /api/events) and the dashboard (GET /ui).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dbVersion } from '../../platform/db-version';
@@ -13,6 +14,10 @@ import { defineService, type Service, type ServiceDeps } from '../../platform/se
 import { createAccess } from './access';
 import { createQuotas } from './quotas';
 import { createEngine } from './engine/docker';
+import { createWorkspaceEvents } from './events/events.service';
+import { eventsRoutes } from './events/events.routes';
+import { uiAssets } from './ui/ui.assets';
+import { uiRoutes } from './ui/ui.routes';
 import { createExecService } from './exec/exec.service';
 import { execRoutes } from './exec/exec.routes';
 import { createLogHub } from './logs/logs.hub';
@@ -77,6 +82,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, workspaces: access });
   const logs = createLogsService({ engine, hub, workspaces: access });
   const exec = createExecService({ engine, workspaces: access });
+  const events = createWorkspaceEvents({ bus: deps.bus, clock: deps.clock });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
   const webhooks = createWebhooks(deps, webhooksSettings);
   const agent = createAgentService({
@@ -115,14 +121,17 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
       { name: 'exec', description: 'Commands in a workspace' },
       { name: 'agent', description: 'Agent sessions that act in their workspace' },
       { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
+      { name: 'events', description: 'Workspace events, live' },
     ],
   })
+    .use(uiRoutes({ assets: uiAssets }))
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces, lists }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
     .use(execRoutes({ auth, exec, sse, quotas }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
-    .use(webhooks.routes(auth));
+    .use(webhooks.routes(auth))
+    .use(eventsRoutes({ auth, events, sse, quotas }));
 
   return {
     app,
@@ -137,6 +146,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     async stop() {
       hub.closeAll();
       await agent.close();
+      events.close();
       await workspaces.close();
       await webhooks.stop();
     },

@@ -1,0 +1,133 @@
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
+/// <reference lib="dom.asynciterable" />
+// The workspace API as the dashboard calls it: the token from the tab's session storage on every
+// request, errors in the API's envelope turned into readable messages, and event streams read
+// with fetch (not EventSource: it cannot send an Authorization header, and a token in the URL
+// would land in server logs, browser history and Referer headers).
+
+const TOKEN_KEY = 'keel.token';
+
+export const token = {
+  get: () => sessionStorage.getItem(TOKEN_KEY),
+  set: (t: string) => sessionStorage.setItem(TOKEN_KEY, t),
+  clear: () => sessionStorage.removeItem(TOKEN_KEY),
+};
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Called when the API refuses the token (expired, revoked): the app goes back to sign-in. */
+let onUnauthorized: (message: string) => void = () => {};
+export const setUnauthorizedHandler = (f: (message: string) => void) => (onUnauthorized = f);
+
+function headers(extra?: HeadersInit): Headers {
+  const hs = new Headers(extra);
+  const t = token.get();
+  if (t) hs.set('authorization', `Bearer ${t}`);
+  return hs;
+}
+
+async function failure(res: Response): Promise<ApiError> {
+  let code = 'HTTP_' + res.status;
+  let message = `the server answered ${res.status}`;
+  try {
+    const body = (await res.json()) as { error?: { code?: string; message?: string } };
+    if (body.error?.code) code = body.error.code;
+    if (body.error?.message) message = body.error.message;
+  } catch {}
+  const err = new ApiError(res.status, code, message);
+  if (res.status === 401) onUnauthorized(message);
+  return err;
+}
+
+export async function api<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  const res = await fetch(path, {
+    method,
+    headers: headers(body === undefined ? undefined : { 'content-type': 'application/json' }),
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal,
+  });
+  if (!res.ok) throw await failure(res);
+  return (await res.json()) as T;
+}
+
+export interface StreamEvent {
+  event: string;
+  id?: string;
+  data: unknown;
+}
+
+/**
+ * Reads an SSE response until it ends or `signal` aborts; each event goes to `onEvent`. Resolves
+ * when the stream ended (normally or cut); rejects with ApiError when it could not be opened.
+ */
+export async function readStream(
+  path: string,
+  opts: { signal: AbortSignal; lastEventId?: string; body?: unknown; onOpen?: () => void; onEvent: (e: StreamEvent) => void },
+): Promise<void> {
+  const hs = headers({ accept: 'text/event-stream' });
+  if (opts.lastEventId) hs.set('last-event-id', opts.lastEventId);
+  // A body makes it a POST (a streaming command or agent message); otherwise a GET follow.
+  if (opts.body !== undefined) hs.set('content-type', 'application/json');
+  const res = await fetch(path, {
+    method: opts.body === undefined ? 'GET' : 'POST',
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    headers: hs,
+    signal: opts.signal,
+    cache: 'no-store',
+  });
+  if (!res.ok || !res.body) throw await failure(res);
+  opts.onOpen?.();
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += value.replace(/\r\n?/g, '\n');
+      let cut: number;
+      while ((cut = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        const e = parseBlock(block);
+        if (e) opts.onEvent(e);
+      }
+    }
+  } catch (e) {
+    if (opts.signal.aborted) return;
+    throw e;
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+function parseBlock(block: string): StreamEvent | null {
+  let event = 'message';
+  let id: string | undefined;
+  let data: string | undefined;
+  for (const line of block.split('\n')) {
+    if (line.startsWith(':')) continue;
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    if (field === 'event') event = value;
+    else if (field === 'id') id = value;
+    else if (field === 'data') data = data === undefined ? value : data + '\n' + value;
+  }
+  if (data === undefined) return null;
+  let parsed: unknown = data;
+  try {
+    parsed = JSON.parse(data);
+  } catch {}
+  return { event, id, data: parsed };
+}
+
+export const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));

@@ -1,0 +1,97 @@
+// The agent chat on a workspace's page, in Debian's Chromium with every request outside the machine
+// blocked; the model is the tests' local OpenAI-compatible server (the one permitted double). By the
+// contract's names: a `Message` field and a `Send` button whose reply streams in, with tool calls
+// and their output; after a reload, a turn still running is followed, and `Cancel` ends it.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import type { Page } from 'playwright-core';
+import { FAKE_KEY, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import { startTestPlatform, requireTestEnv, type TestPlatform } from '../helpers/platform';
+import { sseReader } from '../helpers/sse';
+import { closeAndClean, createRunning } from '../helpers/workspaces';
+import { launchBrowser, screenshot, type TestBrowser } from './browser';
+
+requireTestEnv('DOCKER_HOST');
+
+let p: TestPlatform;
+let fake: FakeOpenAI;
+let b: TestBrowser;
+let page: Page;
+let outside: string[];
+
+async function openWorkspace(name: string) {
+  await page.goto(p.url('workspaces') + '/ui#/');
+  await page.getByRole('link', { name, exact: true }).click();
+  await page.getByRole('heading', { name, exact: true }).waitFor();
+}
+
+beforeAll(async () => {
+  fake = startFakeOpenAI({ slowMs: 50 });
+  p = await startTestPlatform({
+    services: ['workspaces'],
+    env: { OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: FAKE_KEY, APP_AGENT_PROVIDER_RETRIES: '0', APP_WORKSPACE_PORT_RANGE: '24300-24349' },
+  });
+  b = await launchBrowser();
+  ({ page, outside } = await b.page());
+  await page.goto(p.url('workspaces') + '/ui');
+  await page.getByLabel('Token', { exact: true }).fill(p.token('alice'));
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.getByRole('heading', { name: 'Workspaces', exact: true }).waitFor();
+});
+
+afterAll(async () => {
+  await b?.close();
+  await closeAndClean(p);
+  fake?.close();
+});
+
+describe('agent chat', () => {
+  test('Send streams the reply in, with the tool call and its output', async () => {
+    await createRunning(p, 'chat-box', { timeoutMs: 60_000 });
+    await openWorkspace('chat-box');
+    const chat = page.getByRole('region', { name: 'Agent' });
+    await chat.getByLabel('Model', { exact: true }).fill('openai/shell');
+    await chat.getByLabel('Message', { exact: true }).fill('echo from-the-agent');
+    await chat.getByRole('button', { name: 'Send', exact: true }).click();
+    const conversation = chat.getByRole('log', { name: 'Conversation' });
+    await conversation.getByText('echo from-the-agent', { exact: true }).first().waitFor();
+    await conversation.getByText('run_command: echo from-the-agent').waitFor({ timeout: 30_000 });
+    await conversation.getByText(/Tool output: .*from-the-agent/).waitFor({ timeout: 30_000 });
+    // The tool's output is there to open.
+    await conversation.getByText('run_command: echo from-the-agent').click();
+    await conversation.getByText(/"stdout": "from-the-agent\\n"/).waitFor();
+    expect(await chat.getByRole('button', { name: 'Send', exact: true }).isEnabled()).toBe(true);
+    await page.getByRole('region', { name: 'Stats' }).getByText('CPU', { exact: true }).waitFor({ timeout: 30_000 });
+    await screenshot(page, 'chat', { fullPage: true });
+
+    // A reload shows the conversation again, and the next message goes to the same session.
+    await page.reload();
+    await page.getByRole('log', { name: 'Conversation' }).getByText(/Tool output: .*from-the-agent/).waitFor();
+    expect(await page.getByRole('region', { name: 'Agent' }).getByLabel('Model', { exact: true }).isVisible()).toBe(false);
+    const sessions = (await (await p.api('workspaces', '/api/agent/sessions')).json()) as { sessions: unknown[] };
+    expect(sessions.sessions).toHaveLength(1);
+  }, 120_000);
+
+  test('a turn running before the page opened is followed, and Cancel ends it', async () => {
+    const ws = await createRunning(p, 'chat-slow', { timeoutMs: 60_000 });
+    const created = await p.api('workspaces', '/api/agent/sessions', { method: 'POST', json: { workspaceId: ws.id, model: 'openai/slow' } });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+    // Start a turn and leave: the turn goes on without its client.
+    const res = await p.api('workspaces', `/api/agent/sessions/${id}/messages`, { method: 'POST', json: { message: 'count for me', stream: true } });
+    const r = sseReader(res);
+    expect((await r.nextEvent())?.event).toBe('delta');
+    await r.cancel();
+
+    await openWorkspace('chat-slow');
+    const chat = page.getByRole('region', { name: 'Agent' });
+    const conversation = chat.getByRole('log', { name: 'Conversation' });
+    await conversation.getByText('count for me', { exact: true }).waitFor();
+    await conversation.getByText(/tick tick tick/).waitFor({ timeout: 30_000 });
+    await chat.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await conversation.getByText('(cancelled)').waitFor({ timeout: 30_000 });
+    const session = (await (await p.api('workspaces', `/api/agent/sessions/${id}`)).json()) as { busy: boolean; messages: { finishReason?: string | null }[] };
+    expect(session.busy).toBe(false);
+    expect(session.messages.at(-1)?.finishReason).toBe('cancelled');
+    expect(outside).toEqual([]);
+  }, 120_000);
+});
