@@ -174,7 +174,9 @@ describe('streaming', () => {
   });
 
   test('a streaming client that stops reading holds the command back, and nothing is lost when it reads again', async () => {
-    const size = 20_000_000;
+    // More than every buffer on the way can hold: loopback TCP autotuning alone may grow a
+    // receive buffer to net.ipv4.tcp_rmem's maximum (32 MiB here).
+    const size = 80_000_000;
     const res = await execRaw({ command: `head -c ${size} /dev/zero | tr '\\0' x; echo; echo end-of-output`, stream: true, timeout: 120_000 });
     const reader = sseReader(res);
     let received = (JSON.parse((await reader.nextEvent())!.data!) as { data: string }).data.length;
