@@ -26,6 +26,17 @@ export interface TestPlatform extends Platform {
   close(): Promise<void>;
 }
 
+/**
+ * Each test platform gets its own block of host ports (90 ports, 30 workspaces) unless its test names
+ * a range: many test files share one engine, and a file's stopped or not-yet-removed workspaces keep
+ * ports that another Keel's database knows nothing of.
+ */
+let nextPortBlock = Math.floor(Math.random() * 100);
+function ownPortRange(): string {
+  const lo = 28000 + (nextPortBlock++ % 100) * 90;
+  return `${lo}-${lo + 89}`;
+}
+
 export async function startTestPlatform(opts: { services: ServiceName[]; env?: Record<string, string>; dataDir?: string }): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'keel-test-'));
   const env: Record<string, string | undefined> = {
@@ -39,6 +50,7 @@ export async function startTestPlatform(opts: { services: ServiceName[]; env?: R
     APP_SOURCES_PORT: '0',
     APP_WORKERS_PORT: '0',
     APP_IDENTITY_PORT: '0',
+    APP_WORKSPACE_PORT_RANGE: ownPortRange(),
     ...opts.env,
   };
   const platform = await startPlatform(env);

@@ -206,7 +206,7 @@ describe('rate limits', () => {
 describe('without a reachable engine', () => {
   let away: TestPlatform;
   beforeAll(async () => {
-    away = await startTestPlatform({ services: ['workspaces'], env: { DOCKER_HOST: 'unix:///nonexistent/docker.sock' } });
+    away = await startTestPlatform({ services: ['workspaces'], env: { DOCKER_HOST: 'unix:///nonexistent/docker.sock', APP_WORKSPACE_PORT_RANGE: '20000-20999' } });
   });
   afterAll(async () => {
     await away?.close();
