@@ -53,8 +53,7 @@ async function readFrames(res: Response): Promise<Frame[]> {
 
 export async function run(): Promise<Record<string, unknown>> {
   const fake = startFakeOpenAI();
-  // One actor opens all the streams: its stream quota is raised out of the way.
-  const keel = await startKeelProcess({ OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: FAKE_KEY, APP_AGENT_PROVIDER_RETRIES: '0', APP_QUOTA_STREAMS: String(CONCURRENT + 10) });
+  const keel = await startKeelProcess({ OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: FAKE_KEY, APP_AGENT_PROVIDER_RETRIES: '0' });
   try {
     const ws = await keel.workspace(`bench-agent-${Date.now().toString(36)}`);
     const newSession = async () => {

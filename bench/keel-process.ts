@@ -7,6 +7,14 @@ import { mintToken } from '../src/platform/auth/workspace-token';
 import { BUN, startKeel } from '../tests/helpers/process';
 
 const SECRET = 'b'.repeat(64);
+/** Benchmarks measure one actor's load (1,000 followers, 50 workspaces): the per-actor limits are lifted. */
+const UNLIMITED = {
+  APP_RATE_LIMIT_AUTHENTICATED: '1000000',
+  APP_QUOTA_WORKSPACES: '1000000',
+  APP_QUOTA_RUNNING: '1000000',
+  APP_QUOTA_EXECS: '1000000',
+  APP_QUOTA_STREAMS: '1000000',
+};
 
 export interface KeelProcess {
   url: string;
@@ -29,7 +37,7 @@ export async function startKeelProcess(env: Record<string, string> = {}, service
   const dataDir = mkdtempSync(join(tmpdir(), 'keel-bench-'));
   const keel = await startKeel(
     [BUN, 'src/main.ts'],
-    { APP_DATA_DIR: dataDir, APP_API_SECRET: SECRET, APP_RATE_LIMIT_AUTHENTICATED: '1000000', APP_QUIET_TOKEN: '1', ...env },
+    { APP_DATA_DIR: dataDir, APP_API_SECRET: SECRET, APP_QUIET_TOKEN: '1', ...UNLIMITED, ...env },
     services,
   );
   const url = keel.urls.workspaces!;

@@ -86,7 +86,7 @@ const row = (name: string, p: Pair) => ({
 
 export async function run(): Promise<Record<string, unknown>> {
   ensureWrk();
-  const keel = await startKeelProcess({ APP_WORKSPACE_PORT_RANGE: '24000-24999', APP_QUOTA_WORKSPACES: '1000', APP_QUOTA_RUNNING: '1000' }, ['workspaces', 'catalog']);
+  const keel = await startKeelProcess({ APP_WORKSPACE_PORT_RANGE: '24000-24999' }, ['workspaces', 'catalog']);
   const stops: (() => void)[] = [];
   try {
     await createWorkspaces(keel);
