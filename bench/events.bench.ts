@@ -4,7 +4,7 @@
 // at each follower (p50/p99 over all deliveries) and until the last follower has it (p50/p99 over
 // events), against the same with one follower; and the server's RSS idle and with the followers
 // attached. Followers are raw HTTP/1.1 sockets, so the client side stays cheap and the numbers are Keel's.
-import { round, summarize } from './lib';
+import { openRawStream, round, summarize } from './lib';
 import { startKeelProcess, type KeelProcess } from './keel-process';
 
 const FOLLOWERS = Number(process.env.BENCH_EVENT_FOLLOWERS ?? 500);
@@ -18,28 +18,17 @@ interface Follower {
 }
 
 async function openFollower(keel: KeelProcess): Promise<Follower> {
-  const url = new URL(keel.url);
   const seen: Follower['seen'] = new Map();
-  let carry = '';
-  const socket = await Bun.connect({
-    hostname: url.hostname,
-    port: Number(url.port),
-    socket: {
-      data(_s, d) {
-        const at = Date.now();
-        const text = carry + d.toString();
-        let end = 0;
-        for (const m of text.matchAll(FRAME)) {
-          const payload = JSON.parse(m[2]!) as { event: string; timestamp: string };
-          seen.set(Number(m[1]), { at, publishedAt: Date.parse(payload.timestamp), event: payload.event });
-          end = m.index! + m[0].length;
-        }
-        carry = text.slice(Math.max(end, text.length - 2048));
-      },
-    },
+  const stream = await openRawStream(keel.url, '/api/events', keel.token(), (at, text) => {
+    let end = 0;
+    for (const m of text.matchAll(FRAME)) {
+      const payload = JSON.parse(m[2]!) as { event: string; timestamp: string };
+      seen.set(Number(m[1]), { at, publishedAt: Date.parse(payload.timestamp), event: payload.event });
+      end = m.index! + m[0].length;
+    }
+    return end;
   });
-  socket.write(`GET /api/events HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer ${keel.token()}\r\n\r\n`);
-  return { seen, close: () => socket.end() };
+  return { seen, close: stream.close };
 }
 
 /** Waits until every follower has an event named `event` with an id above `after`; its id. */

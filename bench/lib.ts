@@ -46,3 +46,26 @@ export function printTable(title: string, rows: Record<string, unknown>[]) {
   console.log(`\n## ${title}`);
   console.table(rows);
 }
+
+/**
+ * A raw HTTP/1.1 GET of an SSE route on a socket, so a benchmark's many followers cost the client
+ * little and the figures stay the server's. `read` gets the arrival time (epoch ms) and the text not
+ * yet consumed, and answers how much of it it consumed; at most `keep` unconsumed characters are kept
+ * for the next chunk (a frame split across chunks).
+ */
+export async function openRawStream(base: string, path: string, token: string, read: (at: number, text: string) => number, keep = 2048): Promise<{ close(): void }> {
+  const url = new URL(base);
+  let carry = '';
+  const socket = await Bun.connect({
+    hostname: url.hostname,
+    port: Number(url.port),
+    socket: {
+      data(_s, d) {
+        const text = carry + d.toString();
+        carry = text.slice(Math.max(read(Date.now(), text), text.length - keep));
+      },
+    },
+  });
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+  return { close: () => socket.end() };
+}

@@ -4,7 +4,7 @@
 // (p50/p99 over lines), against the same with 1 follower (the baseline); and the server's RSS idle,
 // with the followers attached, per follower. Followers are raw HTTP/1.1 sockets, so the client side
 // stays cheap and the numbers are Keel's.
-import { round, summarize } from './lib';
+import { openRawStream, round, summarize } from './lib';
 import { startKeelProcess, type KeelProcess } from './keel-process';
 
 const FOLLOWERS = Number(process.env.BENCH_FOLLOWERS ?? 1000);
@@ -17,33 +17,23 @@ interface Follower {
 }
 
 async function openFollower(keel: KeelProcess, id: string): Promise<Follower> {
-  const url = new URL(keel.url);
-  const seen = new Map<string, { at: number; engineTs: number }>();
-  let carry = '';
-  const socket = await Bun.connect({
-    hostname: url.hostname,
-    port: Number(url.port),
-    socket: {
-      data(_s, d) {
-        const at = Date.now();
-        const text = carry + d.toString();
-        let from = 0;
-        for (;;) {
-          const i = text.indexOf('"message":"mark-', from);
-          if (i < 0) break;
-          const start = text.lastIndexOf('data: ', i);
-          const end = text.indexOf('\n', i);
-          if (start < 0 || end < 0) break;
-          const entry = JSON.parse(text.slice(start + 6, end)) as { timestamp: string; message: string };
-          if (!seen.has(entry.message)) seen.set(entry.message, { at, engineTs: Date.parse(entry.timestamp) });
-          from = end;
-        }
-        carry = text.slice(Math.max(from, text.length - 512));
-      },
-    },
-  });
-  socket.write(`GET /api/workspaces/${id}/logs?follow=true&tail=0 HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer ${keel.token()}\r\n\r\n`);
-  return { seen, close: () => socket.end() };
+  const seen: Follower['seen'] = new Map();
+  const path = `/api/workspaces/${id}/logs?follow=true&tail=0`;
+  const stream = await openRawStream(keel.url, path, keel.token(), (at, text) => {
+    let from = 0;
+    for (;;) {
+      const i = text.indexOf('"message":"mark-', from);
+      if (i < 0) break;
+      const start = text.lastIndexOf('data: ', i);
+      const end = text.indexOf('\n', i);
+      if (start < 0 || end < 0) break;
+      const entry = JSON.parse(text.slice(start + 6, end)) as { timestamp: string; message: string };
+      if (!seen.has(entry.message)) seen.set(entry.message, { at, engineTs: Date.parse(entry.timestamp) });
+      from = end;
+    }
+    return from;
+  }, 512);
+  return { seen, close: stream.close };
 }
 
 async function streams(keel: KeelProcess) {
