@@ -36,6 +36,7 @@ interface Channel {
 
 /** How long followers wait for a restarting workspace's container to run again. */
 const RESTART_WAIT_MS = 60_000;
+/** How long an end waits for a container being removed to stop reporting running. */
 const SETTLE_MS = 5_000;
 const SYSTEM: Actor = { id: 'keel-logs', admin: true };
 
