@@ -89,6 +89,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     store: createAgentStore(deps.db),
     providers: createProviders(agentSettings.providers),
     shell: exec,
+    takeExecSlot: (actor) => quotas.take(actor, 'execs'),
     workspaces: access,
     config: agentSettings,
     clock: deps.clock,

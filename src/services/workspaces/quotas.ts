@@ -54,7 +54,8 @@ export interface QuotaSlot {
   release(): void;
 }
 
-export const quotaExceeded = (quota: QuotaName, limit: number) =>
+/** `sessions` and `dailyTokens` are the agent's own quotas, counted from its tables (agent/agent.usage.ts). */
+export const quotaExceeded = (quota: QuotaName | 'sessions' | 'dailyTokens', limit: number) =>
   new AppError('QUOTA_EXCEEDED', 429, `quota exceeded: ${quota} (limit ${limit}); free one first`, { details: { quota, limit } });
 
 const NO_SLOT: QuotaSlot = { release() {} };

@@ -144,10 +144,12 @@ test('an open agent stream holds one of the actor\'s APP_QUOTA_STREAMS slots; pa
     expect(r.status).toBe(429);
     expect((await r.json()).error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { quota: 'streams', limit: 1 } });
   }
+  // A message without stream holds a slot for its turn as well: refused too.
+  const plain = await send(rig, b.id, 'plain');
+  expect(plain.status).toBe(429);
+  expect((await plain.json()).error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { quota: 'streams', limit: 1 } });
   expect(rig.fake.requests.length).toBe(asked);
   expect((await (await rig.api(`/api/agent/sessions/${b.id}`)).json()).messages).toEqual([]);
-  // A message without stream is not held back by the open stream.
-  expect((await send(rig, b.id, 'plain')).status).toBe(200);
   await rig.api(`/api/agent/sessions/${a.id}/cancel`, { method: 'POST' });
   await reader.collect(() => false);
   // The stream ended: its slot is back.

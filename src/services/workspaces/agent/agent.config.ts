@@ -13,6 +13,10 @@ export interface AgentConfig {
   providerRetries: number;
   /** Silence of a provider (no headers, no chunk) after which its call fails with UPSTREAM_ERROR. */
   providerTimeoutMs: number;
+  /** Sessions one actor may hold (APP_QUOTA_SESSIONS; admins exempt); past it creating one answers 429. */
+  quotaSessions: number;
+  /** Tokens one actor may spend per UTC day over all sessions (APP_AGENT_DAILY_TOKENS; admins exempt); past it a new turn answers 429. */
+  dailyTokens: number;
   providers: ProviderSettings;
 }
 
@@ -27,6 +31,8 @@ export const AGENT_DEFAULTS = {
   turnTimeoutMs: 600_000,
   providerRetries: 2,
   providerTimeoutMs: 120_000,
+  quotaSessions: 50,
+  dailyTokens: 2_000_000,
 } as const;
 
 const nonEmpty = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
@@ -50,6 +56,8 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
     turnTimeoutMs: readInt(env, 'APP_AGENT_TURN_TIMEOUT_MS', AGENT_DEFAULTS.turnTimeoutMs, 100, 86_400_000),
     providerRetries: readInt(env, 'APP_AGENT_PROVIDER_RETRIES', AGENT_DEFAULTS.providerRetries, 0, 10),
     providerTimeoutMs: readInt(env, 'APP_AGENT_PROVIDER_TIMEOUT_MS', AGENT_DEFAULTS.providerTimeoutMs, 100, 3_600_000),
+    quotaSessions: readInt(env, 'APP_QUOTA_SESSIONS', AGENT_DEFAULTS.quotaSessions, 0, 1_000_000),
+    dailyTokens: readInt(env, 'APP_AGENT_DAILY_TOKENS', AGENT_DEFAULTS.dailyTokens, 0, 1_000_000_000_000),
     providers: readProviders(env),
   };
 }

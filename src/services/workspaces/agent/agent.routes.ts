@@ -51,13 +51,14 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
       return s;
     }, {
       body: CreateSessionBody,
-      response: { 201: Session, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      response: { 201: Session, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
       detail: {
         tags: ['agent'],
         summary: 'Create an agent session bound to a workspace',
         description:
           'Answers 201 with `Location: /api/agent/sessions/{id}`. The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn.\n\n' +
-          'Errors: 400 INVALID_REQUEST (bad field, or a model whose provider is not configured: the message and `details.configured` name the configured ones), 404 WORKSPACE_NOT_FOUND.',
+          'Errors: 400 INVALID_REQUEST (bad field, or a model whose provider is not configured: the message and `details.configured` name the configured ones), 404 WORKSPACE_NOT_FOUND, ' +
+          '429 QUOTA_EXCEEDED (`details: {quota: "sessions", limit}`: the caller holds APP_QUOTA_SESSIONS sessions already; admin tokens are exempt).',
       },
     })
     .get('/api/agent/sessions', ({ actor, query }) => ({ sessions: agent.list(actor, query) }), {
@@ -82,22 +83,25 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     .post(
       '/api/agent/sessions/:id/messages',
       async ({ params, body, actor, request }) => {
+        // A slot of the actor's stream quota for every turn, streaming or not, taken before the turn
+        // starts (a refused one, 429, starts nothing) and held until the turn has ended and its stream
+        // closed: a client that leaves does not stop the turn, so it must not free the slot either.
+        const slot = deps.quotas.take(actor, 'streams');
+        let turn: ReturnType<AgentService['send']>;
+        try {
+          turn = agent.send(actor, params.id, body.message);
+        } catch (e) {
+          slot.release();
+          throw e;
+        }
         if (body.stream) {
           const stream = deps.sse.open(request);
-          // A slot of the actor's stream quota while the stream is open, taken before the turn starts:
-          // a refused stream (429) starts nothing.
-          const slot = deps.quotas.hold(actor, 'streams', stream.signal);
-          try {
-            const turn = agent.send(actor, params.id, body.message);
-            // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
-            return stream.respond(turn.follow(stream.signal)) as unknown as AssistantReplyT;
-          } catch (e) {
-            slot.release();
-            throw e;
-          }
+          const closed = new Promise<void>((resolve) => (stream.signal.aborted ? resolve() : stream.signal.addEventListener('abort', () => resolve(), { once: true })));
+          void Promise.all([turn.result, closed]).finally(slot.release);
+          // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
+          return stream.respond(turn.follow(stream.signal)) as unknown as AssistantReplyT;
         }
-        const turn = agent.send(actor, params.id, body.message);
-        const { reply, error } = await turn.result;
+        const { reply, error } = await turn.result.finally(slot.release);
         if (error) throw error;
         return reply;
       },
@@ -113,9 +117,13 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
             '`list_directory`, all inside the bound workspace. A workspace that is not running makes a tool answer an `error` the model reads; the turn goes on.\n\n' +
             'Without `stream` the answer is the Assistant reply once the turn ends. With `stream: true` it is text/event-stream (see the 200 response). ' +
             'Either way the turn runs to its end when the client leaves, and its events stay in the log (GET .../events).\n\n' +
+            'Quotas per caller (admin tokens are exempt): a turn, streaming or not, holds one of its APP_QUOTA_STREAMS slots until it has ended and its stream closed; ' +
+            'each command a tool runs holds one of its APP_QUOTA_EXECS slots until it is gone (past it the tool result is an `error` with `code: QUOTA_EXCEEDED` and the turn goes on); ' +
+            'a turn starts only while the caller has spent fewer than APP_AGENT_DAILY_TOKENS tokens this UTC day over all its sessions.\n\n' +
             `\`finishReason\`: ${FINISH_REASONS.join(', ')}. ${limits}\n\n` +
             'Errors: 400 INVALID_REQUEST (bad body; the model\'s provider not configured), 404 SESSION_NOT_FOUND, 409 SESSION_BUSY (a turn is in flight), ' +
-            '429 QUOTA_EXCEEDED (`stream: true` past APP_QUOTA_STREAMS open streams of the caller; no turn started), ' +
+            '429 QUOTA_EXCEEDED (no turn started: `details.quota` `streams` when the caller\'s APP_QUOTA_STREAMS slots are taken, ' +
+            '`dailyTokens` when the caller has spent APP_AGENT_DAILY_TOKENS tokens this UTC day), ' +
             '502 UPSTREAM_ERROR (the provider failed: its status and reason, never credentials; with `stream: true` this is the `error` event), ' +
             '503 SHUTTING_DOWN (Keel is stopping; turns in flight end as `interrupted`).',
           responses: { 200: AgentEventStream('The Assistant reply; with `stream: true` a text/event-stream') },

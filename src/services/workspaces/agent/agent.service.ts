@@ -10,7 +10,8 @@ import type { AgentStore } from './agent.store';
 import type { AgentMessageRow, AgentSessionRow } from './agent.tables';
 import { runTurn, systemPrompt, toModelMessages, zeroUsage, type Part, type StopReason, type TurnOutcome } from './agent.turn';
 import type { Providers } from './providers/providers';
-import { workspaceTools, type WorkspaceShell } from './tools';
+import { workspaceTools, type TakeExecSlot, type WorkspaceShell } from './tools';
+import { createAgentUsage } from './agent.usage';
 
 /** What sessions need of the workspaces: the workspace if the actor may see it, else WORKSPACE_NOT_FOUND. */
 export interface OwnedWorkspaces {
@@ -21,6 +22,8 @@ export interface AgentServiceDeps {
   store: AgentStore;
   providers: Providers;
   shell: WorkspaceShell;
+  /** An exec slot of the actor's quota for each command a tool runs. */
+  takeExecSlot: TakeExecSlot;
   workspaces: OwnedWorkspaces;
   config: AgentConfig;
   clock: Clock;
@@ -31,6 +34,9 @@ export interface AgentServiceDeps {
 
 interface LiveTurn {
   sessionId: string;
+  /** Who the turn's tokens are counted against (the caller), and the session's model. */
+  actor: string;
+  model: string;
   messageId: string;
   /** The session's last event id before this turn: the turn's events come after it. */
   afterEventId: number;
@@ -48,13 +54,14 @@ interface LiveTurn {
 }
 
 /** What ending a turn needs: a live one, or one found unfinished at start-up. */
-type TurnEnd = Pick<LiveTurn, 'sessionId' | 'messageId' | 'nextSeq' | 'events' | 'ended' | 'wake'>;
+type TurnEnd = Pick<LiveTurn, 'sessionId' | 'actor' | 'model' | 'messageId' | 'nextSeq' | 'events' | 'ended' | 'wake'>;
 
 const notFound = () => new AppError('SESSION_NOT_FOUND', 404, 'agent session not found');
 
 export function createAgentService(deps: AgentServiceDeps) {
   const { store, clock, config } = deps;
   const turns = new Map<string, LiveTurn>();
+  const usage = createAgentUsage({ store, clock, config, log: deps.log });
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
@@ -125,7 +132,7 @@ export function createAgentService(deps: AgentServiceDeps) {
           system: systemPrompt(row.workspaceId, JSON.parse(row.context) as AgentContext),
           history: toModelMessages(history),
           message,
-          tools: workspaceTools(deps.shell, actor, row.workspaceId),
+          tools: workspaceTools(deps.shell, deps.takeExecSlot, actor, row.workspaceId),
           maxSteps: config.maxSteps,
           tokenBudget: budget,
           maxRetries: config.providerRetries,
@@ -154,6 +161,7 @@ export function createAgentService(deps: AgentServiceDeps) {
   /** Stores the turn's end (reply, totals, last event) in one transaction, then releases the session. */
   function finish(live: TurnEnd, o: TurnOutcome) {
     const reply: AssistantReply = { id: live.messageId, role: 'assistant', content: o.content, finishReason: o.finishReason, usage: o.usage, toolCalls: o.toolCalls };
+    usage.record(live, o.usage);
     const last: AgentEvent = o.error ? { id: live.nextSeq++, event: 'error', data: toEnvelope(o.error) } : { id: live.nextSeq++, event: 'done', data: reply };
     try {
       store.finishTurn(
@@ -234,7 +242,9 @@ export function createAgentService(deps: AgentServiceDeps) {
           }
         }
       }
-      const end: TurnEnd = { sessionId: m.sessionId, messageId: m.id, nextSeq: store.lastEventId(m.sessionId) + 1, events: [], ended: false };
+      // The caller of a cut-short turn is not stored: its tokens count against the session's owner.
+      const session = store.session(m.sessionId);
+      const end: TurnEnd = { sessionId: m.sessionId, actor: session?.owner ?? '', model: session?.model ?? '', messageId: m.id, nextSeq: store.lastEventId(m.sessionId) + 1, events: [], ended: false };
       finish(end, { content, toolCalls, parts, usage: usageOf(m), finishReason: 'interrupted' });
       deps.log.warn('agent turn interrupted by a restart, closed', { session: m.sessionId, message: m.id });
     }
@@ -259,6 +269,8 @@ export function createAgentService(deps: AgentServiceDeps) {
         createdAt: at,
         updatedAt: at,
       };
+      // Counted and inserted in one synchronous step: concurrent creates cannot overshoot.
+      usage.checkSessions(actor);
       store.insertSession(row);
       return { ...sessionFields(row), context, messages: [] };
     },
@@ -293,6 +305,10 @@ export function createAgentService(deps: AgentServiceDeps) {
       deps.providers.check(row.model);
       if (closing) throw new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; send the message again once it is back');
       if (turns.has(id)) throw new AppError('SESSION_BUSY', 409, 'a turn is in flight in this session; wait for its done event or cancel it', { details: { sessionId: id } });
+      // Tokens of the actor's turns in flight count too: they are spent, only not stored yet.
+      let inFlight = 0;
+      for (const t of turns.values()) if (t.actor === actor.id) inFlight += t.usage.totalTokens;
+      usage.checkDaily(actor, inFlight);
       const history = store.messages(id);
       const afterEventId = store.lastEventId(id);
       const at = isoNow(clock);
@@ -304,6 +320,8 @@ export function createAgentService(deps: AgentServiceDeps) {
       );
       const live: LiveTurn = {
         sessionId: id,
+        actor: actor.id,
+        model: row.model,
         messageId,
         afterEventId,
         nextSeq: afterEventId + 1,

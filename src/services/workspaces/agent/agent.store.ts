@@ -1,8 +1,8 @@
 // The agent tables' queries, prepared once. Events are written one by one as they happen (bun:sqlite
 // is synchronous and WAL commits do not wait for the disk), so what a client saw is what is stored.
-import { and, asc, count, desc, eq, gt, isNull, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, gte, isNull, sql, sum } from 'drizzle-orm';
 import type { Db } from '../../../platform/db';
-import { agentEvents, agentMessages, agentSessions, type AgentMessageRow, type AgentSessionRow } from './agent.tables';
+import { agentEvents, agentMessages, agentSessions, agentUsage, type AgentMessageRow, type AgentSessionRow, type AgentUsageRow } from './agent.tables';
 import type { AgentEvent, Usage } from './agent.model';
 
 export const EVENT_PAGE = 500;
@@ -47,6 +47,12 @@ export function createAgentStore(db: Db) {
       createdAt: sql.placeholder('createdAt'),
     })
     .prepare();
+  const sessionsOf = db.select({ n: count() }).from(agentSessions).where(eq(agentSessions.owner, sql.placeholder('owner'))).prepare();
+  const spentSince = db
+    .select({ input: sum(agentUsage.inputTokens), output: sum(agentUsage.outputTokens) })
+    .from(agentUsage)
+    .where(and(eq(agentUsage.actor, sql.placeholder('actor')), gte(agentUsage.at, sql.placeholder('since'))))
+    .prepare();
   const messageCount = sql<number>`(SELECT count(*) FROM "agent_messages" m WHERE m."session_id" = "agent_sessions"."id")`;
 
   return {
@@ -64,6 +70,20 @@ export function createAgentStore(db: Db) {
 
     insertSession(row: AgentSessionRow) {
       db.insert(agentSessions).values(row).run();
+    },
+
+    /** Sessions `owner` holds. */
+    sessionCount: (owner: string): number => sessionsOf.get({ owner })?.n ?? 0,
+
+    /** One turn's tokens, counted against its actor. */
+    recordUsage(row: AgentUsageRow) {
+      db.insert(agentUsage).values(row).run();
+    },
+
+    /** Tokens (input + output) `actor` spent from `since` (ISO time) on, over all sessions. */
+    tokensSince(actor: string, since: string): number {
+      const r = spentSince.get({ actor, since });
+      return Number(r?.input ?? 0) + Number(r?.output ?? 0);
     },
 
     deleteSession(id: string) {

@@ -68,6 +68,29 @@ export const agentEvents = sqliteTable(
   (t) => [primaryKey({ columns: [t.sessionId, t.seq] })],
 );
 
+/**
+ * Tokens spent, one record per turn: the daily limit per actor (APP_AGENT_DAILY_TOKENS) sums them, and
+ * usage reports read the same records. No foreign key: what was spent stays counted after its session
+ * is deleted.
+ */
+export const agentUsage = sqliteTable(
+  'agent_usage',
+  {
+    id: text('id').primaryKey(),
+    /** Who the tokens are counted against: the caller of the turn. */
+    actor: text('actor').notNull(),
+    sessionId: text('session_id').notNull(),
+    /** `provider/name`, as on the session. */
+    model: text('model').notNull(),
+    inputTokens: integer('input_tokens').notNull(),
+    outputTokens: integer('output_tokens').notNull(),
+    /** ISO 8601 UTC time the turn ended (compares as text in time order). */
+    at: text('at').notNull(),
+  },
+  (t) => [index('agent_usage_actor_at_idx').on(t.actor, t.at)],
+);
+
 export type AgentSessionRow = typeof agentSessions.$inferSelect;
 export type AgentMessageRow = typeof agentMessages.$inferSelect;
 export type AgentEventRow = typeof agentEvents.$inferSelect;
+export type AgentUsageRow = typeof agentUsage.$inferSelect;

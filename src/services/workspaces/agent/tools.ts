@@ -15,6 +15,12 @@ export interface WorkspaceShell {
   run(actor: Actor, workspaceId: string, input: ExecInput, signal?: AbortSignal): Promise<ExecResult>;
 }
 
+/**
+ * Takes one of the actor's exec slots (APP_QUOTA_EXECS) for one command, as POST .../exec does; throws
+ * 429 QUOTA_EXCEEDED when none is left, which the tool hands to the model as its result.
+ */
+export type TakeExecSlot = (actor: Actor) => { release(): void };
+
 /** Characters of each output stream, or of a file, handed back to the model. */
 export const TOOL_OUTPUT_MAX_CHARS = 16_384;
 export const READ_FILE_MAX_CHARS = 65_536;
@@ -86,8 +92,17 @@ function refusal(e: unknown): { error: string; code?: string } {
 }
 
 /** The tool set of one turn: `actor` is the caller of the turn, `workspaceId` the session's workspace. */
-export function workspaceTools(shell: WorkspaceShell, actor: Actor, workspaceId: string): ToolSet {
-  const run = (input: ExecInput, signal?: AbortSignal) => shell.run(actor, workspaceId, input, signal);
+export function workspaceTools(shell: WorkspaceShell, takeExecSlot: TakeExecSlot, actor: Actor, workspaceId: string): ToolSet {
+  // Every command a tool runs holds an exec slot until it is gone, so turns cannot run more commands
+  // at once than the actor's exec calls could.
+  const run = async (input: ExecInput, signal?: AbortSignal) => {
+    const slot = takeExecSlot(actor);
+    try {
+      return await shell.run(actor, workspaceId, input, signal);
+    } finally {
+      slot.release();
+    }
+  };
 
   /** Runs a helper command; its failure (non-zero exit) becomes `{error}` from its stderr. */
   const helper = async (command: string, signal: AbortSignal | undefined, env?: Record<string, string>) => {

@@ -16,16 +16,15 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
     .post(
       '/api/workspaces/:id/exec',
       async ({ params, body, actor, request }) => {
-        // An exec slot of the actor's quota for as long as the command runs; a streaming exec also
-        // holds a stream slot. Both go back when the command ends, the client leaves or Keel shuts down.
+        // An exec slot of the actor's quota for as long as the command runs (a killed one: until the
+        // kill is done); a streaming exec also holds a stream slot while the stream is open.
         const execSlot = deps.quotas.take(actor, 'execs');
         if (body.stream) {
           const stream = deps.sse.open(request);
           let streamSlot: { release(): void } | undefined;
           try {
             streamSlot = deps.quotas.hold(actor, 'streams', stream.signal);
-            stream.signal.addEventListener('abort', execSlot.release, { once: true });
-            const events = await deps.exec.stream(actor, params.id, body, stream.signal);
+            const events = await deps.exec.stream(actor, params.id, body, stream.signal, execSlot.release);
             // Ending the stream kills the command, as a disconnect does; the client learns why. No backlog:
             // a slow client slows the command down. The cast only satisfies the JSON 200 schema's type.
             return stream.respond(events, { shutdownEvent: SHUTDOWN_EVENT }) as unknown as ExecResultT;

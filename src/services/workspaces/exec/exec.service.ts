@@ -17,6 +17,12 @@ const MARK_PID = '\x1ekeel-pid ';
 const MARK_NO_WORKDIR = '\x1ekeel-no-workdir';
 
 /**
+ * How long a kill waits for the wrapper's pid line. It comes within milliseconds of the start; the
+ * bound only keeps a kill from hanging on an engine that never delivers the output.
+ */
+const PID_REPORT_WAIT_MS = 5000;
+
+/**
  * $1 = workdir ('' = the container's), $2 = command. Changes directory, reports the pid on the first
  * stderr line, then becomes the command's shell (same pid, same process group).
  */
@@ -76,8 +82,20 @@ export function createExecService(deps: { engine: Engine; workspaces: Pick<Acces
     let handle: ExecHandle | undefined;
 
     let ended = false;
-    // pid > 1 always holds for a real report; the guard keeps `kill -1` (every process) impossible.
-    const killGroup = () => (killed ??= !ended && pid !== undefined && pid > 1 ? engine.killProcessGroup(containerId, pid) : Promise.resolve());
+    // Settles once the wrapper's first line (pid or missing workdir) arrived, or the output ended without it.
+    const reported = Promise.withResolvers<void>();
+    // A kill asked for before the pid is known (a timeout of 1 ms, a client gone at once, an early
+    // cancel) waits for the report: the command starts anyway, so killing "nothing" would leave it
+    // running outside the exec quota. pid > 1 always holds for a real report; the guard keeps
+    // `kill -1` (every process) impossible.
+    const killGroup = () =>
+      (killed ??= (async () => {
+        const waited = Promise.withResolvers<void>();
+        const cap = setTimeout(waited.resolve, PID_REPORT_WAIT_MS);
+        await Promise.race([reported.promise, waited.promise]);
+        clearTimeout(cap);
+        if (!ended && pid !== undefined && pid > 1) await engine.killProcessGroup(containerId, pid);
+      })());
 
     const onChunk = (s: StdStream, b: Uint8Array) => {
       if (s === 'stderr' && pid === undefined && !noWorkdir) {
@@ -88,6 +106,7 @@ export function createExecService(deps: { engine: Engine; workspaces: Pick<Acces
         const first = preamble.slice(0, nl);
         if (first.startsWith(MARK_NO_WORKDIR)) noWorkdir = true;
         else pid = Number(first.slice(MARK_PID.length)) || -1;
+        reported.resolve();
         const rest = Buffer.from(preamble.slice(nl + 1), 'latin1');
         if (rest.byteLength) onOutput('stderr', rest);
         return;
@@ -103,6 +122,7 @@ export function createExecService(deps: { engine: Engine; workspaces: Pick<Acces
       throw engineFailure(e);
     }
     const h = handle;
+    h.done.then(reported.resolve, reported.resolve);
     active++;
     let counted = true;
     const release = () => {
@@ -153,7 +173,32 @@ export function createExecService(deps: { engine: Engine; workspaces: Pick<Acces
     };
   }
 
-  async function* streamOutput(containerId: string, input: ExecInput, signal: AbortSignal): AsyncGenerator<SseEvent> {
+  /**
+   * The events of a streaming exec. `onGone` runs once the command is gone (ended, or killed when the
+   * stream ends first), or at the abort of a stream that never began to read (nothing was started).
+   */
+  function streamOutput(containerId: string, input: ExecInput, signal: AbortSignal, onGone: () => void): AsyncGenerator<SseEvent> {
+    let begun = false;
+    const gone = () => {
+      signal.removeEventListener('abort', unstarted);
+      onGone();
+    };
+    const unstarted = () => {
+      if (!begun) gone();
+    };
+    signal.addEventListener('abort', unstarted, { once: true });
+    if (signal.aborted) unstarted();
+    return (async function* () {
+      begun = true;
+      try {
+        yield* streamEvents(containerId, input, signal);
+      } finally {
+        gone();
+      }
+    })();
+  }
+
+  async function* streamEvents(containerId: string, input: ExecInput, signal: AbortSignal): AsyncGenerator<SseEvent> {
     const inbox = createInbox<SseEvent>(signal);
     const dec = { stdout: new TextDecoder(), stderr: new TextDecoder() };
     let r: Running | undefined;
@@ -199,8 +244,9 @@ export function createExecService(deps: { engine: Engine; workspaces: Pick<Acces
         }
       }
     } finally {
-      // Nothing once the command has ended; else the client left or Keel shuts down: kill it.
-      void running.kill();
+      // Nothing once the command has ended; else the client left or Keel shuts down: kill it, and
+      // end only once the kill is done (the caller's exec slot is held until then).
+      await running.kill();
     }
   }
 
@@ -212,6 +258,8 @@ export function createExecService(deps: { engine: Engine; workspaces: Pick<Acces
       const r = await launch(containerId, input, (s, b) => out[s].push(b));
       const onAbort = () => void r.kill();
       signal?.addEventListener('abort', onAbort, { once: true });
+      // The client may have left while the command was being started: no abort event will come.
+      if (signal?.aborted) onAbort();
       try {
         const exit = await r.exit;
         return {
@@ -231,11 +279,12 @@ export function createExecService(deps: { engine: Engine; workspaces: Pick<Acces
     /**
      * Checks access and state now (errors are ordinary responses), then yields, as they are read:
      * `stdout`/`stderr` events as output arrives, then one `exit` or `error` event. When `signal`
-     * aborts (client gone, shutdown) the command's process group is killed.
+     * aborts (client gone, shutdown) the command's process group is killed. `onGone` (once) tells when
+     * the command is gone, so a quota slot can be held until then.
      */
-    async stream(actor: Actor, id: string, input: ExecInput, signal: AbortSignal): Promise<AsyncIterable<SseEvent>> {
+    async stream(actor: Actor, id: string, input: ExecInput, signal: AbortSignal, onGone: () => void = () => {}): Promise<AsyncIterable<SseEvent>> {
       const containerId = await runningContainer(actor, id);
-      return streamOutput(containerId, input, signal);
+      return streamOutput(containerId, input, signal, onGone);
     },
 
     /** Exec processes Keel is waiting on. */
