@@ -39,9 +39,10 @@ const tooLarge = (stderr: string) => /File too large|signal 25|SIGXFSZ/i.test(st
 
 /**
  * What checking out HEAD will take on disk, from the tree alone (no blob is inflated): each file and
- * symlink rounded up to whole blocks, a block per directory, and the index. null: nothing to check out.
+ * symlink rounded up to whole blocks, a block per directory, and the index. null: nothing to check
+ * out (an empty repository); 'failed': the tree could not be read.
  */
-async function predictCheckout(dir: string, env: Record<string, string>): Promise<number | null> {
+async function predictCheckout(dir: string, env: Record<string, string>): Promise<number | null | 'failed'> {
   const proc = spawn('git', ['-C', dir, 'ls-tree', '-r', '-t', '-l', '--full-tree', '-z', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'], env });
   let total = 0;
   let entries = 0;
@@ -64,8 +65,14 @@ async function predictCheckout(dir: string, env: Record<string, string>): Promis
     proc.on('error', () => resolve(-1));
     proc.on('close', (c) => resolve(c ?? -1));
   });
-  if (code !== 0) return null;
-  return total + (entries > 0 ? BLOCK : 0);
+  if (code === 0) return total + (entries > 0 ? BLOCK : 0);
+  // An empty repository has no HEAD to check out; any other failure must not pass as "no files".
+  const head = spawn('git', ['-C', dir, 'rev-parse', '--verify', '-q', 'HEAD'], { stdio: 'ignore', env });
+  const headCode = await new Promise<number>((resolve) => {
+    head.on('error', () => resolve(-1));
+    head.on('close', (c) => resolve(c ?? -1));
+  });
+  return headCode === 1 ? null : 'failed';
 }
 
 /** A repo URL taken apart: what git is given, what is shown and stored, and the credentials kept apart. */
@@ -333,7 +340,8 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
     settle(r);
 
     const checkout = await predictCheckout(dir, env);
-    if (checkout !== null) {
+    if (checkout === 'failed') fail('git clone failed: the fetched tree could not be read');
+    if (typeof checkout === 'number') {
       const room = opts.maxBytes - (await diskUsage(base));
       if (checkout > room) fail(tooBig);
       const attributes = join(dir, '.git', 'info', 'attributes');
