@@ -18,13 +18,15 @@ FROM debian:bookworm-slim
 # the offline images, iptables for Keel's workspace firewall rules; ldd (libc-bin, always present)
 # names the C library files bun needs. iptables gets CAP_NET_ADMIN as a file capability so the `keel`
 # user can manage the workspace firewall (only where the container is given NET_ADMIN: elsewhere its
-# exec fails and workspaces answer 503 ISOLATION_UNAVAILABLE, as without iptables).
+# exec fails and workspaces answer 503 ISOLATION_UNAVAILABLE, as without iptables). Its lock file is
+# made writable for `keel` ahead (iptables-legacy takes it; iptables-nft, the default, does not).
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ffmpeg git busybox-static ca-certificates tini iptables libcap2-bin \
  && setcap cap_net_admin,cap_net_raw+ep "$(readlink -f /usr/sbin/iptables)" \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --home /data --uid 10001 --user-group keel \
- && mkdir -p /data && chown keel:keel /data && chmod 0700 /data
+ && mkdir -p /data && chown keel:keel /data && chmod 0700 /data \
+ && touch /run/xtables.lock && chown keel:keel /run/xtables.lock
 COPY --from=build /src/dist/keel /usr/local/bin/keel
 # What the offline `bun-typescript` image is made of where no registry answers: the bun binary npm
 # installed in the build stage and the template's files (its code-server stand-in, its Dockerfile).
