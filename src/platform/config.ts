@@ -94,7 +94,8 @@ function readApiSecret(env: Env, dataDir: string, production: boolean): { secret
   const given = env.APP_API_SECRET;
   if (given !== undefined && given !== '') {
     if (!SECRET_RE.test(given)) throw new ConfigError('APP_API_SECRET', 'must be 64 hexadecimal characters (32 random bytes)');
-    return { secret: given.toLowerCase(), generated: false };
+    // The contract signs with the secret's UTF-8 bytes as given: `ABCD...` and `abcd...` are two keys.
+    return { secret: given, generated: false };
   }
   if (production) throw new ConfigError('APP_API_SECRET', 'is required in production (64 hexadecimal characters)');
   const file = join(dataDir, 'api-secret');

@@ -4,7 +4,9 @@
 // JSON, and the keys `__proto__`, `constructor` and `prototype` at any depth (after JSON escapes are
 // decoded, so `"\u005f_proto__"` is refused too). Refusing, rather than dropping, these keys is
 // deliberate: no Keel schema uses them, and a client that sends them learns so instead of having a
-// field silently vanish (docs/api-hardening.md).
+// field silently vanish (docs/api-hardening.md). A number no field can hold exactly (past 2^53, or
+// 1e309, which JSON.parse turns into Infinity) is refused too: parsed, it is already another number
+// (9007199254740993 becomes ...992), and a schema would take the rounded value as if it were sent.
 
 /** Deepest nesting of arrays and objects a body may have. Keel's deepest schema (exec `env`) is 2. */
 export const MAX_JSON_DEPTH = 32;
@@ -12,7 +14,7 @@ export const MAX_JSON_DEPTH = 32;
 /** Keys that turn into prototype writes once a parsed object is copied or merged. */
 export const RESERVED_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 
-export type JsonRefusalReason = 'syntax' | 'depth' | 'reserved-key' | 'not-json';
+export type JsonRefusalReason = 'syntax' | 'depth' | 'reserved-key' | 'not-json' | 'number';
 
 /** Why a body was refused. Its message names the rule, never the received text. */
 export class JsonRefusal extends Error {
@@ -48,6 +50,10 @@ export function jsonDepth(text: string, limit = Infinity): number {
 
 const refuseReserved = (key: string, value: unknown) => {
   if (RESERVED_KEYS.has(key)) throw new JsonRefusal('reserved-key', 'the request body uses a reserved key (__proto__, constructor or prototype)');
+  // Integers are exact up to 2^53 - 1; past it (and at Infinity) the parsed number is not the one sent.
+  if (typeof value === 'number' && !(Math.abs(value) <= Number.MAX_SAFE_INTEGER)) {
+    throw new JsonRefusal('number', `the request body holds a number no field can hold exactly (beyond ${Number.MAX_SAFE_INTEGER})`);
+  }
   return value;
 };
 

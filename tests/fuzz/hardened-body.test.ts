@@ -122,6 +122,36 @@ describe('reserved keys', () => {
   });
 });
 
+describe('numbers no field can hold exactly', () => {
+  test('an agent session whose context is a number past 2^53 answers 400, not an empty context', async () => {
+    const res = await post('workspaces', '/api/agent/sessions', '{"workspaceId":"ws_x","model":"openai/m","context":9007199254740993}', { as: 'alice' });
+    const body = await expectRefused(res, 'envelope', 'number');
+    expect(JSON.stringify(body)).not.toContain('9007199254740993');
+    expect(JSON.stringify(body)).not.toContain('9007199254740992');
+    const sessions = await (await p.api('workspaces', '/api/agent/sessions', { as: 'alice' })).json();
+    expect(sessions.sessions).toHaveLength(0);
+  });
+
+  test('1e309 and -1e309 (Infinity once parsed) are refused on the workspace API and on identity', async () => {
+    await expectRefused(await post('workspaces', '/api/workspaces', `{"name":"${MARK}","template":"minimal","port":1e309}`), 'envelope', 'number');
+    const before = await actorCount();
+    const body = await expectRefused(await post('identity', '/actors', `{"name":"${MARK}","policies":[],"n":-1e309}`), 'problem', 'number');
+    expect(JSON.stringify(body)).not.toContain('1e309');
+    expect(await actorCount()).toBe(before);
+    expect(await workspaceCount()).toBe(0);
+  });
+
+  test('a number nested in an array past 2^53 is refused on catalog too', async () => {
+    await expectRefused(await post('catalog', '/scan', `{"path":"/${MARK}","x":[1,[-9007199254740993]]}`, { bearer: scanToken }), 'problem', 'number');
+  });
+
+  test('2^53 - 1, the largest exact integer, is read and left to the schema', async () => {
+    const res = await post('workspaces', '/api/workspaces', `{"name":"big","template":"minimal","port":9007199254740991}`);
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.details.reason).toBeUndefined();
+  });
+});
+
 describe('bodies that are not JSON', () => {
   test('broken JSON answers 400 without quoting it', async () => {
     await expectRefused(await post('workspaces', '/api/workspaces', `{"name":"${MARK}",}`), 'envelope', 'syntax');

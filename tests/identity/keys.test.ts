@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
-import { createActor, openSession, sleep, startGuardedApp } from '../helpers/identity';
+import { bearer, createActor, openSession, sleep, startGuardedApp } from '../helpers/identity';
 
 const jwksOf = async (p: TestPlatform) => ((await (await fetch(p.url('identity') + '/.well-known/jwks.json')).json()).keys as { kid: string }[]).map((k) => k.kid);
 const kidOf = (token: string) => decodeProtectedHeader(token).kid;
@@ -56,6 +56,70 @@ describe('rotation with an overlap window', () => {
     const res = await p.api('identity', '/keys/rotate', { method: 'POST', as: 'alice' });
     expect(res.status).toBe(403);
     expect((await res.json()).code).toBe('forbidden');
+  });
+});
+
+describe('retiring a key at once', () => {
+  let p: TestPlatform;
+  let guard: ReturnType<typeof startGuardedApp>;
+  beforeAll(async () => {
+    p = await startTestPlatform({ services: ['identity'] });
+    guard = startGuardedApp(p.bus);
+  });
+  afterAll(async () => {
+    guard.stop();
+    await p.close();
+  });
+
+  test('a token its guard has already verified and cached is refused once its key is retired', async () => {
+    const { apiKey } = await createActor(p);
+    const before = await openSession(p, apiKey);
+    // Twice: the second answer comes from the guard's cache of verified tokens.
+    expect((await guard.scan(before.accessToken)).status).toBe(200);
+    expect((await guard.scan(before.accessToken)).status).toBe(200);
+
+    const res = await p.api('identity', '/keys/rotate', { method: 'POST', as: 'admin', json: { retirePrevious: true } });
+    expect(res.status).toBe(200);
+    const rotated = await res.json();
+    expect(rotated.previousKid).toBe(kidOf(before.accessToken));
+    expect(rotated.previousPublishedUntil).toBeLessThanOrEqual(Date.now());
+    expect(await jwksOf(p)).toEqual([rotated.kid]);
+
+    // Promptly: the guard hears of it on the bus, well before its 5-minute re-read or the token's expiry.
+    const started = Date.now();
+    const refused = await guard.scan(before.accessToken);
+    expect(refused.status).toBe(401);
+    expect((await refused.json()).code).toBe('unauthenticated');
+    expect(Date.now() - started).toBeLessThan(1000);
+    // Identity itself refuses it too: the session cannot even be revoked with it.
+    const own = await p.api('identity', `/sessions/${before.session.id}`, { method: 'DELETE', as: null, headers: bearer(before.accessToken) });
+    expect(own.status).toBe(401);
+
+    // The session is not the problem, the key is: a new token for the same actor works at once.
+    const after = await openSession(p, apiKey);
+    expect(kidOf(after.accessToken)).toBe(rotated.kid);
+    expect((await guard.scan(after.accessToken)).status).toBe(200);
+  });
+
+  test('a guard started after the retirement never accepts the retired key', async () => {
+    const { apiKey } = await createActor(p, undefined, 'late');
+    const before = await openSession(p, apiKey);
+    await p.api('identity', '/keys/rotate', { method: 'POST', as: 'admin', json: { retirePrevious: true } });
+    const late = startGuardedApp(p.bus);
+    try {
+      expect((await late.scan(before.accessToken)).status).toBe(401);
+    } finally {
+      late.stop();
+    }
+  });
+
+  test('a plain rotation, with no body or retirePrevious false, still keeps the previous key for the overlap', async () => {
+    const plain = await (await p.api('identity', '/keys/rotate', { method: 'POST', as: 'admin' })).json();
+    expect(await jwksOf(p)).toEqual([plain.kid, plain.previousKid]);
+    const kept = await (await p.api('identity', '/keys/rotate', { method: 'POST', as: 'admin', json: { retirePrevious: false } })).json();
+    expect(await jwksOf(p)).toEqual([kept.kid, plain.kid, plain.previousKid]);
+    const bad = await p.api('identity', '/keys/rotate', { method: 'POST', as: 'admin', json: { retirePrevious: 'yes' } });
+    expect(bad.status).toBe(422);
   });
 });
 

@@ -1,6 +1,7 @@
 // EdDSA access tokens of the identity service, checked locally with jose: the signature by a known
 // `kid`, typ, iss, aud, time and claim shapes. Keys come from a lookup: the identity service passes
-// its own store, guards pass `createBusKeySource` (the JWKS over `qry.identity.jwks`, cached).
+// its own store, guards pass `createBusKeySource` (the JWKS over `qry.identity.jwks`, cached). A key
+// that leaves the JWKS is refused from then on, for cached tokens too (each hit asks for its key again).
 import { errors as joseErrors, importJWK, jwtVerify, type CryptoKey, type JWTPayload } from 'jose';
 import type { Bus } from '../bus/bus';
 import type { IdentityPublicJwk } from '../bus/identity-shapes';
@@ -51,9 +52,15 @@ export function createAccessTokenVerifier(opts: {
     const hit = verified.get(token);
     if (hit) {
       // Expiry is still checked on every hit.
-      if (hit.expiresAt + tolerance > clock.now() / 1000) return hit;
+      if (hit.expiresAt + tolerance <= clock.now() / 1000) {
+        verified.delete(token);
+        throw unauthenticated('The access token has expired');
+      }
+      // So is its key (a map look-up while the keys are fresh): a retired key's tokens stop at once,
+      // not when they expire.
+      if (await opts.keyFor(hit.kid)) return hit;
       verified.delete(token);
-      throw unauthenticated('The access token has expired');
+      throw unauthenticated('The token names no known key');
     }
     const claims = await verifyUncached(token);
     if (cacheSize > 0) {
@@ -119,6 +126,9 @@ export async function importJwks(keys: IdentityPublicJwk[]): Promise<Map<string,
  * Keys from `qry.identity.jwks`, cached and re-read after `maxAgeMs`. An unknown kid (a key rotated
  * in since the last read) triggers a refresh; refreshes are at least `minRefreshMs` apart, and a
  * request that arrives inside that gap waits for the next one rather than being refused.
+ * A kid that leaves the set, on a re-read or when identity says so (`evt.identity.keysChanged`), is
+ * retired: dropped at once and refused without a refresh (a kid is the key's thumbprint, so a retired
+ * kid never names another key; it is taken back only if identity publishes it again).
  */
 export function createBusKeySource(bus: Bus, opts: { minRefreshMs?: number; maxAgeMs?: number; clock?: Clock; log?: Logger } = {}): KeyLookup {
   const minRefreshMs = opts.minRefreshMs ?? 1000;
@@ -128,13 +138,34 @@ export function createBusKeySource(bus: Bus, opts: { minRefreshMs?: number; maxA
   let loadedAt = -Infinity;
   let lastAttempt = -Infinity;
   let inflight: Promise<void> | undefined;
+  const retired = new Set<string>();
+
+  /** Keeps only `kids` of the keys held; the others are retired. */
+  const retireAllBut = (kids: ReadonlySet<string>) => {
+    for (const kid of keys.keys()) {
+      if (!kids.has(kid)) {
+        keys.delete(kid);
+        retired.add(kid);
+      }
+    }
+    for (const kid of kids) retired.delete(kid);
+  };
+
+  bus.subscribe('evt.identity.keysChanged', (event) => {
+    if (!Array.isArray(event?.kids)) return;
+    const kids = new Set(event.kids.filter((k): k is string => typeof k === 'string'));
+    retireAllBut(kids);
+    // A kid not held yet is read on first sight, as before.
+  });
 
   const refresh = () =>
     (inflight ??= (async () => {
       lastAttempt = clock.now();
       try {
         const reply = await bus.request('qry.identity.jwks', {}, { timeoutMs: 2000 });
-        keys = await importJwks(reply.keys);
+        const next = await importJwks(reply.keys);
+        retireAllBut(new Set(next.keys()));
+        keys = next;
         loadedAt = clock.now();
       } catch (e) {
         // Keep the keys we had: tokens they verify keep working while identity is away.
@@ -146,6 +177,7 @@ export function createBusKeySource(bus: Bus, opts: { minRefreshMs?: number; maxA
     })());
 
   return async (kid) => {
+    if (retired.has(kid) && clock.now() - loadedAt <= maxAgeMs) return undefined;
     if (clock.now() - loadedAt > maxAgeMs && clock.now() - lastAttempt >= minRefreshMs) await refresh();
     const key = keys.get(kid);
     if (key) return key;

@@ -180,6 +180,11 @@ export interface BusEvents {
   'evt.catalog.assetAvailability': { assetId: string; root: number; path: string; available: boolean; at: number };
   /** Every state change and progress step of a job (durable on NATS: a restart loses none). */
   'evt.workers.jobProgress': { job: JobView; at: number };
+  /**
+   * Published by identity when the set of published signing keys changes (a rotation, a retired key
+   * leaving the JWKS) and at its start: `kids` is the whole set now. Verifiers drop any key not in it.
+   */
+  'evt.identity.keysChanged': { kids: string[]; at: number };
   'evt.workspace.created': WorkspaceEventPayload;
   'evt.workspace.started': WorkspaceEventPayload;
   'evt.workspace.stopped': WorkspaceEventPayload;

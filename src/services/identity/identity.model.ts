@@ -59,6 +59,17 @@ export const RefreshBody = t.Object({ refreshToken: t.String({ minLength: 1, max
 
 export const IdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 128 }) });
 
+export const RotateKeyBody = t.Optional(
+  t.Object(
+    {
+      retirePrevious: t.Optional(
+        t.Boolean({ description: 'true: the previous key leaves the JWKS now and every token it signed is refused (a leaked key); default false: it stays for the overlap' }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+);
+
 export const RotatedKey = t.Object({
   kid: t.String({ description: 'the key that signs from now on' }),
   previousKid: t.String(),

@@ -19,6 +19,7 @@ import {
   CreateSessionBody,
   IdParams,
   RefreshBody,
+  RotateKeyBody,
   RotatedKey,
   TokenPair,
   UpdateActorBody,
@@ -111,13 +112,14 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
       response: { 200: JwksSchema },
       detail: { tags: ['keys'], summary: 'Public keys (Ed25519) that verify access tokens', security: [] },
     })
-    .post('/keys/rotate', async () => keys.rotate(), {
+    .post('/keys/rotate', async ({ body }) => keys.rotate({ retirePrevious: body?.retirePrevious === true }), {
       auth: 'admin',
+      body: RotateKeyBody,
       response: { 200: RotatedKey, ...adminErrors, 409: ProblemSchema },
       detail: {
         tags: ['keys'],
         summary: 'Rotate the signing key',
-        description: 'New tokens are signed with a new key; the previous one stays in the JWKS until previousPublishedUntil (APP_IDENTITY_KEY_OVERLAP_S), so the tokens it signed stay valid until they expire. 409 IDENTITY_KEYS_EXTERNAL when the key comes from APP_IDENTITY_SIGNING_KEY.',
+        description: 'New tokens are signed with a new key; the previous one stays in the JWKS until previousPublishedUntil (APP_IDENTITY_KEY_OVERLAP_S), so the tokens it signed stay valid until they expire. With `{"retirePrevious": true}` it leaves the JWKS at once: identity and every guard refuse its tokens from then on (guards hear it on the bus, evt.identity.keysChanged). 409 IDENTITY_KEYS_EXTERNAL when the key comes from APP_IDENTITY_SIGNING_KEY.',
       },
     })
     .post('/actors', ({ body, status, set }) => {

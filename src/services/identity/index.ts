@@ -15,6 +15,8 @@ export async function createIdentityService(deps: ServiceDeps, config: IdentityC
     given: config.signingKey,
     clock: deps.clock,
     log: deps.log,
+    // Guards on the bus drop a key that left the JWKS now, not at their next re-read.
+    onChange: (kids) => void deps.bus.publish('evt.identity.keysChanged', { kids, at: deps.clock.now() }),
   });
   const core = createIdentityCore({ db: deps.db, clock: deps.clock, log: deps.log, config, keys });
 
@@ -30,6 +32,8 @@ export async function createIdentityService(deps: ServiceDeps, config: IdentityC
   return {
     app: createIdentityApp(deps, config, core, keys),
     start() {
+      // A restart may have changed the key (APP_IDENTITY_SIGNING_KEY replaced): say which keys hold now.
+      void deps.bus.publish('evt.identity.keysChanged', { kids: keys.publishedKids(), at: deps.clock.now() });
       core.sweep();
       sweeper = setInterval(() => core.sweep(), SWEEP_EVERY_MS);
       sweeper.unref?.();

@@ -1,6 +1,8 @@
 // Ed25519 signing keys: generated on first start and kept in APP_DATA_DIR/identity-keys.json (0600),
 // or given by APP_IDENTITY_SIGNING_KEY. Rotation retires the current key; a retired key stays
-// published (and verifiable) for the overlap window, so tokens it signed live until they expire.
+// published (and verifiable) for the overlap window, so tokens it signed live until they expire, or
+// leaves the JWKS at once when the rotation retires it (a leaked key). Each change of the published
+// set is reported (`onChange`), so verifiers elsewhere drop a retired key without waiting to re-read.
 import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, importPKCS8, type CryptoKey, type JWK } from 'jose';
@@ -30,8 +32,10 @@ export interface KeyStore {
   publicJwks(): IdentityPublicJwk[];
   /** A published public key by kid. */
   keyFor(kid: string): Promise<CryptoKey | undefined>;
-  /** Retires the current key and starts signing with a new one. */
-  rotate(): Promise<{ kid: string; previousKid: string; previousPublishedUntil: number }>;
+  /** Retires the current key and starts signing with a new one; `retirePrevious`: it leaves the JWKS now. */
+  rotate(opts?: { retirePrevious?: boolean }): Promise<{ kid: string; previousKid: string; previousPublishedUntil: number }>;
+  /** The kids published now. */
+  publishedKids(): string[];
   readonly external: boolean;
 }
 
@@ -77,6 +81,8 @@ export async function createKeyStore(opts: {
   given?: string;
   clock: Clock;
   log: Logger;
+  /** Called with the published kids after a key leaves or joins the JWKS. */
+  onChange?: (kids: string[]) => void;
 }): Promise<KeyStore> {
   const { clock, log } = opts;
   const file = join(opts.dataDir, FILE);
@@ -101,8 +107,10 @@ export async function createKeyStore(opts: {
     if (kept.length !== keys.length) {
       keys = kept;
       save();
+      changed();
     }
   };
+  const changed = () => opts.onChange?.(keys.map((k) => k.kid));
 
   if (opts.given !== undefined) {
     keys = [await load(await fromVariable(opts.given, clock.now()))];
@@ -129,7 +137,7 @@ export async function createKeyStore(opts: {
 
   let rotating: Promise<{ kid: string; previousKid: string; previousPublishedUntil: number }> | undefined;
   // One rotation at a time; the swap itself is synchronous, so a signer never sees no current key.
-  const rotate = () => {
+  const rotate = (o: { retirePrevious?: boolean } = {}) => {
     if (external) {
       return Promise.reject(new AppError('IDENTITY_KEYS_EXTERNAL', 409, 'The signing key is given by APP_IDENTITY_SIGNING_KEY; rotate it there'));
     }
@@ -139,11 +147,13 @@ export async function createKeyStore(opts: {
         const t = clock.now();
         const prev = current();
         prev.retiredAt = t;
-        keys = [next, ...keys];
+        // Retired at once: no overlap, the tokens it signed stop verifying now.
+        keys = [next, ...keys.filter((k) => !(o.retirePrevious && k === prev))];
         prune();
         save();
-        log.info('rotated the identity signing key', { kid: next.kid, previousKid: prev.kid });
-        return { kid: next.kid, previousKid: prev.kid, previousPublishedUntil: t + overlapMs };
+        changed();
+        log.info('rotated the identity signing key', { kid: next.kid, previousKid: prev.kid, retiredAtOnce: o.retirePrevious === true });
+        return { kid: next.kid, previousKid: prev.kid, previousPublishedUntil: o.retirePrevious ? t : t + overlapMs };
       } finally {
         rotating = undefined;
       }
@@ -167,5 +177,9 @@ export async function createKeyStore(opts: {
       return keys.find((k) => k.kid === kid)?.publicKey;
     },
     rotate,
+    publishedKids() {
+      prune();
+      return keys.map((k) => k.kid);
+    },
   };
 }

@@ -30,6 +30,8 @@ import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
 import { listScope } from './lifecycle/views';
 import { loadCodeKey } from './lifecycle/code-secret';
 import { createWebhooks } from './webhooks/webhooks.feature';
+import { createVolumes } from './volumes/volumes.service';
+import { volumesRoutes } from './volumes/volumes.routes';
 import { loadWebhooksConfig, type WebhooksConfig } from './webhooks/webhooks.config';
 import { loadAgentConfig, type AgentConfig } from './agent/agent.config';
 import { agentRoutes } from './agent/agent.routes';
@@ -82,6 +84,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, workspaces: access });
   const logs = createLogsService({ engine, hub, workspaces: access });
   const exec = createExecService({ engine, workspaces: access });
+  const volumes = createVolumes({ db: deps.db, engine });
   const events = createWorkspaceEvents({ bus: deps.bus, clock: deps.clock });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
   const webhooks = createWebhooks(deps, webhooksSettings);
@@ -123,11 +126,13 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
       { name: 'agent', description: 'Agent sessions that act in their workspace' },
       { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
       { name: 'events', description: 'Workspace events, live' },
+      { name: 'volumes', description: 'Volumes kept by deletes, counted against APP_QUOTA_VOLUMES' },
     ],
   })
     .use(uiRoutes({ assets: uiAssets }))
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces, lists }))
+    .use(volumesRoutes({ auth, volumes }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
     .use(execRoutes({ auth, exec, sse, quotas }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))

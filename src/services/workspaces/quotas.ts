@@ -4,7 +4,7 @@
 // created or started.
 //
 // Two kinds of quota, counted where the truth is:
-// - stored ones (`workspaces`, `running`) are counted from the workspaces table, and the check runs in
+// - stored ones (`workspaces`, `running`, `volumes`) are counted from the workspaces table, and the check runs in
 //   the same synchronous step as the insert or status move it guards: no await between them, so two
 //   concurrent requests cannot both pass the check. A workspace that stops or is deleted frees its
 //   place by changing its row; there is nothing to give back.
@@ -26,9 +26,9 @@ import { and, count, eq, inArray, ne, sql } from 'drizzle-orm';
 import { AppError } from '../../platform/errors';
 import type { Db } from '../../platform/db';
 import type { Actor } from '../../platform/auth/workspace-token';
-import { workspaces, type WorkspaceRow, type WorkspaceStatus } from './workspaces.tables';
+import { retainedVolumes, workspaces, type WorkspaceRow, type WorkspaceStatus } from './workspaces.tables';
 
-export type QuotaName = 'workspaces' | 'running' | 'execs' | 'streams';
+export type QuotaName = 'workspaces' | 'running' | 'execs' | 'streams' | 'volumes';
 export type HeldQuota = 'execs' | 'streams';
 
 export interface QuotaLimits {
@@ -40,6 +40,8 @@ export interface QuotaLimits {
   execs: number;
   /** Open log follows, streaming execs and agent streams (APP_QUOTA_STREAMS). */
   streams: number;
+  /** Volumes kept by deletes of persistent workspaces, until their owner removes them (APP_QUOTA_VOLUMES). */
+  volumes: number;
 }
 
 /**
@@ -68,7 +70,9 @@ export function createQuotas(deps: { db: Db; limits: QuotaLimits }) {
     .from(workspaces)
     .where(and(eq(workspaces.owner, sql.placeholder('owner')), inArray(workspaces.status, [...RUNNING_STATUSES]), ne(workspaces.id, sql.placeholder('id'))))
     .prepare();
+  const keptOf = db.select({ n: count() }).from(retainedVolumes).where(eq(retainedVolumes.owner, sql.placeholder('owner'))).prepare();
   const held = new Map<string, Record<HeldQuota, number>>();
+  const countKept = (owner: string) => keptOf.get({ owner })?.n ?? 0;
 
   const countOwned = (owner: string) => owned.get({ owner })?.n ?? 0;
   /** Running workspaces of `owner`, not counting workspace `except`. */
@@ -122,6 +126,15 @@ export function createQuotas(deps: { db: Db; limits: QuotaLimits }) {
       return move();
     },
 
+    /**
+     * Runs `keep` (synchronous: records the kept volume) only if `owner` keeps fewer volumes than the
+     * quota or `actor` is an admin; 429 otherwise, and the delete that asked keeps nothing.
+     */
+    admitKeptVolume<T>(actor: Actor, owner: string, keep: () => T): T {
+      if (!actor.admin && countKept(owner) >= limits.volumes) throw quotaExceeded('volumes', limits.volumes);
+      return keep();
+    },
+
     /** A slot of `quota` for `actor` (admins: a slot that counts nothing); 429 QUOTA_EXCEEDED when none is left. */
     take,
 
@@ -136,7 +149,7 @@ export function createQuotas(deps: { db: Db; limits: QuotaLimits }) {
     /** What `actor` holds against each quota (admins: their own counts; they are not limited). */
     usage(actor: Actor): Record<QuotaName, number> {
       const mine = held.get(actor.id);
-      return { workspaces: countOwned(actor.id), running: countRunning(actor.id), execs: mine?.execs ?? 0, streams: mine?.streams ?? 0 };
+      return { workspaces: countOwned(actor.id), running: countRunning(actor.id), execs: mine?.execs ?? 0, streams: mine?.streams ?? 0, volumes: countKept(actor.id) };
     },
   };
 }

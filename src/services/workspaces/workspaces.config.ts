@@ -129,6 +129,7 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
       running: readInt(env, 'APP_QUOTA_RUNNING', 10, 0, 1_000_000),
       execs: readInt(env, 'APP_QUOTA_EXECS', 8, 0, 1_000_000),
       streams: readInt(env, 'APP_QUOTA_STREAMS', 32, 0, 1_000_000),
+      volumes: readInt(env, 'APP_QUOTA_VOLUMES', 20, 0, 1_000_000),
     },
     stopGraceSeconds: readInt(env, 'APP_WORKSPACE_STOP_GRACE', 10, 0, 300),
     minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),

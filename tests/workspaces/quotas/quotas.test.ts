@@ -40,7 +40,7 @@ describe('GET /api/quotas', () => {
   test('tells an actor its limits and what it uses, and admins that they are exempt', async () => {
     const mine = await json(await api('/api/quotas', { as: 'nobody-yet' }));
     expect(mine.status).toBe(200);
-    expect(mine.body).toEqual({ exempt: false, limits: { workspaces: 3, running: 2, execs: 2, streams: 2 }, used: { workspaces: 0, running: 0, execs: 0, streams: 0 } });
+    expect(mine.body).toEqual({ exempt: false, limits: { workspaces: 3, running: 2, execs: 2, streams: 2, volumes: 20 }, used: { workspaces: 0, running: 0, execs: 0, streams: 0, volumes: 0 } });
     expect((await json(await api('/api/quotas', { as: 'admin' }))).body.exempt).toBe(true);
   });
 });

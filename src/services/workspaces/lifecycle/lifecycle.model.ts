@@ -116,6 +116,7 @@ const QuotaCounts = t.Object({
   running: JsonInteger({ description: 'workspaces creating, starting, restarting or running' }),
   execs: JsonInteger({ description: 'exec calls in flight' }),
   streams: JsonInteger({ description: 'open log follows, streaming execs and agent streams' }),
+  volumes: JsonInteger({ description: 'volumes kept by deletes of persistent workspaces (GET /api/volumes lists them)' }),
 });
 
 export const QuotaView = t.Object({

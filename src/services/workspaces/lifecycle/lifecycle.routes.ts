@@ -122,7 +122,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       detail: {
         summary: "The caller's quotas and what it uses of each",
         description:
-          'Limits per actor (APP_QUOTA_WORKSPACES, APP_QUOTA_RUNNING, APP_QUOTA_EXECS, APP_QUOTA_STREAMS) and current use. Admin tokens are ' +
+          'Limits per actor (APP_QUOTA_WORKSPACES, APP_QUOTA_RUNNING, APP_QUOTA_EXECS, APP_QUOTA_STREAMS, APP_QUOTA_VOLUMES) and current use. Admin tokens are ' +
           '`exempt`: no quota applies to them. Past a quota an operation answers 429 `QUOTA_EXCEEDED` with `details: {quota, limit}`.',
       },
     })
@@ -134,7 +134,8 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
         summary: 'Delete a workspace (volumes=true: its volume too)',
         description:
           'Removes the container and the workspace from any status; waits for an operation in flight (a repo clone in flight is cancelled). A persistent workspace\'s volume is ' +
-          'kept unless volumes=true; a temporary workspace\'s volume always goes. 502 `ENGINE_ERROR` when the engine refuses, 503 `ENGINE_UNAVAILABLE` when none answers (the workspace is kept).',
+          'kept unless volumes=true (listed by GET /api/volumes, counted against APP_QUOTA_VOLUMES: a delete that would keep one more answers 429 `QUOTA_EXCEEDED` ' +
+          'with `details.quota: "volumes"` and deletes nothing); a temporary workspace\'s volume always goes. 502 `ENGINE_ERROR` when the engine refuses, 503 `ENGINE_UNAVAILABLE` when none answers (the workspace is kept).',
       },
     });
 }

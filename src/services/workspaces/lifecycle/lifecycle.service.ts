@@ -146,20 +146,37 @@ export function createLifecycle(deps: LifecycleDeps) {
       return { exempt: actor.admin, limits: { ...quotas.limits }, used: quotas.usage(actor) };
     },
 
-    /** Removes the container, the row and (with `volumes`, or for a temporary workspace) the volume. */
+    /**
+     * Removes the container, the row and (with `volumes`, or for a temporary workspace) the volume;
+     * a volume kept is listed and removed by volumes/ (GET and DELETE /api/volumes).
+     */
     async remove(actor: Actor, id: string, volumes: boolean): Promise<{ id: string; deleted: true }> {
       access.getOwned(actor, id);
       provisioner.cancel(id);
       let failure: unknown;
+      let refused: unknown;
       await queue.enqueue(id, async () => {
         const row = records.row(id);
         if (!row) return;
+        const keep = !volumes && row.type !== 'temporary';
+        // A kept volume counts against its owner's APP_QUOTA_VOLUMES from before anything is removed:
+        // past it the delete answers 429 and the workspace stays as it was (volumes=true still works).
+        if (keep) {
+          try {
+            quotas.admitKeptVolume(actor, row.owner, () => records.keepVolume(row));
+          } catch (e) {
+            refused = e;
+            return;
+          }
+        }
         try {
-          await destroy(row, volumes || row.type === 'temporary');
+          await destroy(row, !keep);
         } catch (e) {
+          if (keep && records.row(id)) records.unkeepVolume(row.volume);
           failure = e;
         }
       });
+      if (refused) throw refused;
       if (failure) throw engineFailure(failure);
       return { id, deleted: true };
     },

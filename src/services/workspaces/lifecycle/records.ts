@@ -87,6 +87,16 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
       publish('deleted', row);
     },
 
+    /** Records `row`'s volume as kept before the delete removes the container (the quota counts it from now). */
+    keepVolume(row: WorkspaceRow) {
+      db.insert(retainedVolumes).values({ volume: row.volume, workspaceId: row.id, owner: row.owner, deletedAt: isoNow(clock) }).onConflictDoNothing().run();
+    },
+
+    /** Undoes keepVolume for a delete that failed (the workspace, and its volume, are still in use). */
+    unkeepVolume(volume: string) {
+      db.delete(retainedVolumes).where(eq(retainedVolumes.volume, volume)).run();
+    },
+
     retainedVolumes(): Set<string> {
       return new Set(db.select({ v: retainedVolumes.volume }).from(retainedVolumes).all().map((r) => r.v));
     },

@@ -10,7 +10,7 @@
 // - credentials in the URL travel as an Authorization header in git's environment config, never in
 //   argv (a process list), the stored URL, `.git/config`, a log or a failure reason.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,8 +22,58 @@ import type { QueueTicket } from '../../../platform/bounded-queue';
 const ALLOWED_SCHEMES = new Set(['http:', 'https:', 'git:']);
 const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'git:': 9418 };
 const SCP_LIKE = /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!\/\/)/;
-/** How often the clone's size on disk is measured; it may overshoot the cap by what arrives meanwhile. */
+/**
+ * How often the clone's size on disk is measured, on top of the limits set where the bytes are
+ * written (see cloneRepo); between two measurements only what those limits allow can arrive.
+ */
 const SIZE_POLL_MS = 250;
+/** Block size assumed when predicting what a checkout takes on disk (a file takes whole blocks). */
+const BLOCK = 4096;
+/**
+ * Attributes that would make the checkout write more than the blobs hold (CRLF conversion, a
+ * re-encoding to UTF-16, `$Id$` expansion, filters) are turned off for the checkout, so what it
+ * writes is exactly what the tree says (`$GIT_DIR/info/attributes` takes precedence over the repo's).
+ */
+const CHECKOUT_ATTRIBUTES = '* -text !eol !working-tree-encoding -filter -ident\n';
+const tooLarge = (stderr: string) => /File too large|signal 25|SIGXFSZ/i.test(stderr);
+
+/**
+ * What checking out HEAD will take on disk, from the tree alone (no blob is inflated): each file and
+ * symlink rounded up to whole blocks, a block per directory, and the index. null: nothing to check
+ * out (an empty repository); 'failed': the tree could not be read.
+ */
+async function predictCheckout(dir: string, env: Record<string, string>): Promise<number | null | 'failed'> {
+  const proc = spawn('git', ['-C', dir, 'ls-tree', '-r', '-t', '-l', '--full-tree', '-z', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'], env });
+  let total = 0;
+  let entries = 0;
+  let rest = '';
+  proc.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    const records = (rest + chunk).split('\0');
+    rest = records.pop()!;
+    for (const rec of records) {
+      // "<mode> <type> <object> <size>\t<path>": size is "-" for trees and submodules.
+      const m = /^\d+ (\w+) \S+ +(-|\d+)\t(.*)$/s.exec(rec);
+      if (!m) continue;
+      entries++;
+      const size = m[2] === '-' ? 0 : Number(m[2]);
+      total += m[1] === 'tree' ? BLOCK : Math.ceil(size / BLOCK) * BLOCK;
+      // The index holds ~62 bytes and the path per entry.
+      total += 64 + Buffer.byteLength(m[3]!);
+    }
+  });
+  const code = await new Promise<number>((resolve) => {
+    proc.on('error', () => resolve(-1));
+    proc.on('close', (c) => resolve(c ?? -1));
+  });
+  if (code === 0) return total + (entries > 0 ? BLOCK : 0);
+  // An empty repository has no HEAD to check out; any other failure must not pass as "no files".
+  const head = spawn('git', ['-C', dir, 'rev-parse', '--verify', '-q', 'HEAD'], { stdio: 'ignore', env });
+  const headCode = await new Promise<number>((resolve) => {
+    head.on('error', () => resolve(-1));
+    head.on('close', (c) => resolve(c ?? -1));
+  });
+  return headCode === 1 ? null : 'failed';
+}
 
 /** A repo URL taken apart: what git is given, what is shown and stored, and the credentials kept apart. */
 export interface RepoTarget {
@@ -155,9 +205,22 @@ function gitEnv(home: string, config: [string, string][]): Record<string, string
   return env;
 }
 
-/** Runs git (its own process group, so a kill reaches its helpers too); resolves with the exit and stderr. */
-function runGit(args: string[], env: Record<string, string>, opts: { timeoutMs: number; signal?: AbortSignal; watch?: (kill: (why: string) => void) => () => void }) {
-  const proc = spawn('git', args, { detached: true, stdio: ['ignore', 'ignore', 'pipe'], env });
+/**
+ * Runs git (its own process group, so a kill reaches its helpers too); resolves with the exit and stderr.
+ * `maxFileBytes`: no file git (or a helper it starts, index-pack included) writes may grow past it
+ * (RLIMIT_FSIZE, set by `ulimit -f` in 512-byte blocks). SIGXFSZ is ignored, so the write that would
+ * pass it fails with EFBIG ("File too large") and git exits on its own, cleaning up after itself.
+ */
+function runGit(
+  args: string[],
+  env: Record<string, string>,
+  opts: { timeoutMs: number; signal?: AbortSignal; watch?: (kill: (why: string) => void) => () => void; maxFileBytes?: number; cwd?: string },
+) {
+  const [cmd, argv] =
+    opts.maxFileBytes === undefined
+      ? ['git', args]
+      : ['/bin/sh', ['-c', 'trap "" XFSZ; ulimit -f "$1" || exit 97; shift; exec git "$@"', 'keel-git', String(Math.max(1, Math.floor(opts.maxFileBytes / 512))), ...args]];
+  const proc = spawn(cmd, argv as string[], { detached: true, stdio: ['ignore', 'ignore', 'pipe'], env, cwd: opts.cwd });
   let stderr = '';
   proc.stderr!.setEncoding('utf8').on('data', (d: string) => {
     if (stderr.length < 64 * 1024) stderr += d;
@@ -218,6 +281,10 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
       ['credential.helper', ''],
       ['http.followRedirects', 'false'],
       ['protocol.file.allow', 'never'],
+      // The fetched pack is kept as one file (never exploded into loose objects), so the file size
+      // limit below bounds everything the fetch writes.
+      ['fetch.unpackLimit', '1'],
+      ['transfer.unpackLimit', '1'],
     ];
     let fetchUrl = target.url;
     const pinned = addresses.map((a) => (a.includes(':') ? `[${a}]` : a));
@@ -229,7 +296,11 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
     if (target.authorization) config.push(['http.extraHeader', `Authorization: ${target.authorization}`]);
     const env = gitEnv(home, config);
 
-    const args = ['clone', '--depth', '1', '--single-branch', '--no-tags'];
+    // Two steps, each bounded where it writes (docs/security.md, "Size, time and concurrency"):
+    // the fetch (no checkout) writes one pack, which no file size limit lets grow past the cap; the
+    // checkout is measured from the tree before any file is written, and runs under what remains.
+    // The size poll stays as a net for what falls between (the pack's index, many small files).
+    const args = ['clone', '--depth', '1', '--single-branch', '--no-tags', '--no-checkout', '--template='];
     if (opts.branch) args.push('--branch', opts.branch);
     args.push('--', fetchUrl, dir);
 
@@ -250,18 +321,35 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
         clearTimeout(timer);
       };
     };
-    const r = await runGit(args, env, { timeoutMs: opts.timeoutMs, signal: opts.signal, watch });
+    const deadline = Date.now() + opts.timeoutMs;
+    const r = await runGit(args, env, { timeoutMs: opts.timeoutMs, signal: opts.signal, watch, maxFileBytes: opts.maxBytes });
     const fail = (message: string): never => {
       cleanup();
       throw new CloneError(message);
     };
-    if (opts.signal?.aborted || r.killedFor === 'cancelled') fail('git clone was cancelled');
-    if (r.killedFor === 'timeout') fail(`git clone did not finish within ${Math.round(opts.timeoutMs / 1000)} s`);
     const tooBig = `git clone stopped: the repository takes more than ${Math.round(opts.maxBytes / (1024 * 1024))} MiB on disk (APP_CLONE_MAX_MB)`;
-    if (over || r.killedFor === 'size') fail(tooBig);
-    if (r.code !== 0) {
-      const lines = r.stderr.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('Cloning into'));
-      fail(scrubUrls(`git clone failed: ${lines.slice(-3).join('; ') || `exit code ${r.code}`}`).slice(0, 500));
+    const settle = (step: { code: number; stderr: string; killedFor?: string }) => {
+      if (opts.signal?.aborted || step.killedFor === 'cancelled') fail('git clone was cancelled');
+      if (step.killedFor === 'timeout') fail(`git clone did not finish within ${Math.round(opts.timeoutMs / 1000)} s`);
+      if (over || step.killedFor === 'size' || (step.code !== 0 && tooLarge(step.stderr))) fail(tooBig);
+      if (step.code !== 0) {
+        const lines = step.stderr.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('Cloning into'));
+        fail(scrubUrls(`git clone failed: ${lines.slice(-3).join('; ') || `exit code ${step.code}`}`).slice(0, 500));
+      }
+    };
+    settle(r);
+
+    const checkout = await predictCheckout(dir, env);
+    if (checkout === 'failed') fail('git clone failed: the fetched tree could not be read');
+    if (typeof checkout === 'number') {
+      const room = opts.maxBytes - (await diskUsage(base));
+      if (checkout > room) fail(tooBig);
+      const attributes = join(dir, '.git', 'info', 'attributes');
+      mkdirSync(join(dir, '.git', 'info'), { recursive: true });
+      writeFileSync(attributes, CHECKOUT_ATTRIBUTES);
+      const timeoutMs = Math.max(1, deadline - Date.now());
+      settle(await runGit(['reset', '-q', '--hard', 'HEAD'], env, { timeoutMs, signal: opts.signal, watch, maxFileBytes: room, cwd: dir }));
+      rmSync(attributes, { force: true });
     }
     // The last pieces may have landed after the last measurement.
     if ((await diskUsage(base)) > opts.maxBytes) fail(tooBig);
