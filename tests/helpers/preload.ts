@@ -1,0 +1,56 @@
+// Runs before any test file (bunfig.toml `[test] preload`), so `bun test`, `bun test tests/<folder>`
+// and `npm test` (scripts/test.ts, which only adds a report) prepare the machine alike: apt packages,
+// a Docker engine and a nats-server with a password (scripts/machine.ts), once per run. A run that asks
+// only for tests/unit (`npm run test:unit`) skips it: the fast tier needs no engine, no NATS, no apt.
+import { afterAll, setDefaultTimeout } from 'bun:test';
+import { readFileSync } from 'node:fs';
+import { isAbsolute, join, relative } from 'node:path';
+import { MachineError, prepareTestMachine } from '../../scripts/machine';
+
+const ROOT = join(import.meta.dir, '..', '..');
+export const UNIT_DIR = 'tests/unit';
+
+// Engine work on a busy 2-core machine needs more than bun's 5 s default per test.
+setDefaultTimeout(30_000);
+
+/**
+ * The path filters of this `bun test` command line (bun's preload sees no argv of its own). Anything
+ * that is not an option counts as a filter, so an option value (`-t name`) only errs towards preparing.
+ */
+function pathFilters(): string[] {
+  let argv: string[];
+  try {
+    argv = readFileSync('/proc/self/cmdline', 'utf8').split('\0').filter(Boolean);
+  } catch {
+    return [];
+  }
+  const at = argv.indexOf('test');
+  return at < 0 ? [] : argv.slice(at + 1).filter((a) => !a.startsWith('-') && !/^\d+$/.test(a));
+}
+
+/** True when every filter names something under tests/unit (no filter at all means the whole suite). */
+export function onlyUnitRequested(filters: string[], cwd = process.cwd()): boolean {
+  if (filters.length === 0) return false;
+  return filters.every((f) => {
+    const rel = relative(ROOT, isAbsolute(f) ? f : join(cwd, f));
+    return rel === UNIT_DIR || rel.startsWith(`${UNIT_DIR}/`);
+  });
+}
+
+if (!onlyUnitRequested(pathFilters())) {
+  const machine = await prepareTestMachine().catch((e) => {
+    if (!(e instanceof MachineError)) throw e;
+    process.stderr.write(`keel: cannot prepare the test machine: ${e.message}\n`);
+    process.exit(1);
+  });
+  process.stderr.write(`keel: engine ${machine.engine.host} (${machine.engine.origin})\n`);
+  Object.assign(process.env, machine.env);
+  // A preload's afterAll runs once, after the last file (bun emits no 'exit' to a preload's listeners).
+  afterAll(() => machine.stop());
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      machine.stop();
+      process.exit(130);
+    });
+  }
+}
