@@ -1,6 +1,6 @@
 // The workers' job runner through the bus, on a real platform and real files: progress events,
-// dedup by key, cancellation, retries with backoff, a shutdown that hands the job back, and the
-// boot check of the job map.
+// dedup by key, cancellation, retries with backoff, and a shutdown that hands the job back (the job
+// map and the retry schedule alone: tests/unit/workers/jobs.test.ts).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
