@@ -48,8 +48,9 @@ async function startLifecycle() {
 /** The workspace once its status is one of `statuses`. */
 const settled = (id: string, ...statuses: string[]) =>
   waitFor(`workspace ${id} to be ${statuses.join(' or ')}`, async () => {
-    const w = await lifecycle.get(alice, id);
-    return statuses.includes(w.status) ? w : null;
+    // The list's view, not get(): get also samples live stats, which waits between two samples.
+    const w = lifecycle.list(alice, {}).find((v) => v.id === id);
+    return w && statuses.includes(w.status) ? w : null;
   }, 2_000, 5);
 
 async function createRunning(name = 'demo') {
