@@ -175,9 +175,9 @@ describe('bun run image:bun-typescript', () => {
     expect(docker('run', '--rm', CLI_IMAGE, 'sh', '-c', 'bun --version && git --version >/dev/null && test -f /opt/keel/code-server.ts && id -un').stdout).toMatch(/^\d+\.\d+\.\d+\nkeel$/);
   }, 60_000);
 
-  test('an unknown image name is refused with the usage', () => {
+  test('an unknown image name is a usage error: exit 2 with the usage', () => {
     const r = Bun.spawnSync([process.execPath, 'src/cli.ts', 'image', 'nope'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: process.env });
-    expect(r.exitCode).toBe(1);
+    expect(r.exitCode).toBe(2);
     expect(r.stderr.toString()).toContain('usage: keel image minimal|bun-typescript');
   });
 });
