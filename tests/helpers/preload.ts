@@ -3,9 +3,11 @@
 // a Docker engine and a nats-server with a password (scripts/machine.ts), once per run. A run that asks
 // only for tests/unit (`npm run test:unit`) skips it: the fast tier needs no engine, no NATS, no apt.
 import { afterAll, setDefaultTimeout } from 'bun:test';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative } from 'node:path';
 import { MachineError, prepareTestMachine } from '../../scripts/machine';
+import { runBunImageTag } from './once';
 
 const ROOT = join(import.meta.dir, '..', '..');
 export const UNIT_DIR = 'tests/unit';
@@ -37,6 +39,11 @@ export function onlyUnitRequested(filters: string[], cwd = process.cwd()): boole
   });
 }
 
+// This run's directory and id (tests/helpers/once.ts: the binary and the image made once per run).
+const runDir = (process.env.KEEL_TEST_RUN_DIR = mkdtempSync(join(tmpdir(), 'keel-run-')));
+process.env.KEEL_TEST_RUN_ID = `${Date.now().toString(36)}${process.pid.toString(36)}`;
+afterAll(() => rmSync(runDir, { recursive: true, force: true }));
+
 if (!onlyUnitRequested(pathFilters())) {
   const machine = await prepareTestMachine().catch((e) => {
     if (!(e instanceof MachineError)) throw e;
@@ -46,7 +53,11 @@ if (!onlyUnitRequested(pathFilters())) {
   process.stderr.write(`keel: engine ${machine.engine.host} (${machine.engine.origin})\n`);
   Object.assign(process.env, machine.env);
   // A preload's afterAll runs once, after the last file (bun emits no 'exit' to a preload's listeners).
-  afterAll(() => machine.stop());
+  afterAll(() => {
+    machine.stop();
+    // The run's bun-typescript image, if a file asked for it (once.ts); the engine is shared and kept.
+    Bun.spawnSync(['docker', 'rmi', '-f', runBunImageTag()], { env: process.env, stdout: 'ignore', stderr: 'ignore' });
+  });
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => {
       machine.stop();
