@@ -9,7 +9,8 @@ import { join } from 'node:path';
 
 const reportDir = mkdtempSync(join(tmpdir(), 'keel-test-report-'));
 const report = join(reportDir, 'junit.xml');
-const test = spawn(process.execPath, ['test', '--reporter=junit', `--reporter-outfile=${report}`, ...process.argv.slice(2)], {
+// A per-test limit that leaves room for engine work on a busy 2-core machine (bun's default is 5 s).
+const test = spawn(process.execPath, ['test', '--timeout', '30000', '--reporter=junit', `--reporter-outfile=${report}`, ...process.argv.slice(2)], {
   stdio: 'inherit',
   env: { ...process.env, NODE_ENV: 'test' },
 });

@@ -2,7 +2,7 @@
 // and `npm test` (scripts/test.ts, which only adds a report) prepare the machine alike: apt packages,
 // a Docker engine and a nats-server with a password (scripts/machine.ts), once per run. A run that asks
 // only for tests/unit (`npm run test:unit`) skips it: the fast tier needs no engine, no NATS, no apt.
-import { afterAll, setDefaultTimeout } from 'bun:test';
+import { afterAll } from 'bun:test';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative } from 'node:path';
@@ -12,14 +12,11 @@ import { runBunImageTag } from './once';
 const ROOT = join(import.meta.dir, '..', '..');
 export const UNIT_DIR = 'tests/unit';
 
-// Engine work on a busy 2-core machine needs more than bun's 5 s default per test.
-setDefaultTimeout(30_000);
+/** Per-test limit: engine work on a busy 2-core machine needs more than bun's 5 s default. */
+export const TEST_TIMEOUT_MS = 30_000;
 
-/**
- * The path filters of this `bun test` command line (bun's preload sees no argv of its own). Anything
- * that is not an option counts as a filter, so an option value (`-t name`) only errs towards preparing.
- */
-function pathFilters(): string[] {
+/** The arguments after `test` of this `bun test` command line (bun's preload sees no argv of its own). */
+function testArgs(): string[] {
   let argv: string[];
   try {
     argv = readFileSync('/proc/self/cmdline', 'utf8').split('\0').filter(Boolean);
@@ -27,8 +24,11 @@ function pathFilters(): string[] {
     return [];
   }
   const at = argv.indexOf('test');
-  return at < 0 ? [] : argv.slice(at + 1).filter((a) => !a.startsWith('-') && !/^\d+$/.test(a));
+  return at < 0 ? [] : argv.slice(at + 1);
 }
+
+/** Its path filters: anything that is not an option, so an option's value (`-t name`) only errs towards preparing. */
+const pathFilters = (args: string[]) => args.filter((a) => !a.startsWith('-') && !/^\d+$/.test(a));
 
 /** True when every filter names something under tests/unit (no filter at all means the whole suite). */
 export function onlyUnitRequested(filters: string[], cwd = process.cwd()): boolean {
@@ -39,12 +39,23 @@ export function onlyUnitRequested(filters: string[], cwd = process.cwd()): boole
   });
 }
 
+const args = testArgs();
+const unitOnly = onlyUnitRequested(pathFilters(args));
+
+// bun keeps a preload's setDefaultTimeout() for the first test file only (oven-sh/bun#43787) and reads
+// no timeout from bunfig, so a `bun test` without --timeout runs itself again with it (the machine is
+// prepared in that run only). `npm test` passes it; the fast tier's tests need no more than 5 s.
+if (!unitOnly && !args.some((a) => a === '--timeout' || a.startsWith('--timeout='))) {
+  const again = Bun.spawn([process.execPath, 'test', '--timeout', String(TEST_TIMEOUT_MS), ...args], { stdio: ['inherit', 'inherit', 'inherit'] });
+  process.exit(await again.exited);
+}
+
 // This run's directory and id (tests/helpers/once.ts: the binary and the image made once per run).
 const runDir = (process.env.KEEL_TEST_RUN_DIR = mkdtempSync(join(tmpdir(), 'keel-run-')));
 process.env.KEEL_TEST_RUN_ID = `${Date.now().toString(36)}${process.pid.toString(36)}`;
 afterAll(() => rmSync(runDir, { recursive: true, force: true }));
 
-if (!onlyUnitRequested(pathFilters())) {
+if (!unitOnly) {
   const machine = await prepareTestMachine().catch((e) => {
     if (!(e instanceof MachineError)) throw e;
     process.stderr.write(`keel: cannot prepare the test machine: ${e.message}\n`);
