@@ -1,26 +1,20 @@
-// `npm test`: makes the machine ready (scripts/machine.ts), then runs the whole suite with `bun test`.
-// No test is skipped for a missing dependency: if one cannot be set up, this fails saying why.
+// `npm test`: runs the suite with `bun test` and ends with one line, "N passed, N failed". The
+// machine is made ready by bun's test preload (tests/helpers/preload.ts, scripts/machine.ts), so a
+// plain `bun test` does the same; no test is skipped for a missing dependency: if one cannot be set
+// up, the run fails saying why.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MachineError, prepareTestMachine } from './machine';
 
-const machine = await prepareTestMachine().catch((e) => {
-  if (!(e instanceof MachineError)) throw e;
-  process.stderr.write(`keel: cannot prepare the test machine: ${e.message}\n`);
-  process.exit(1);
-});
-process.stderr.write(`keel: engine ${machine.engine.host} (${machine.engine.origin})\n`);
 const reportDir = mkdtempSync(join(tmpdir(), 'keel-test-report-'));
 const report = join(reportDir, 'junit.xml');
 // A per-test limit that leaves room for engine work on a busy 2-core machine (bun's default is 5 s).
 const test = spawn(process.execPath, ['test', '--timeout', '30000', '--reporter=junit', `--reporter-outfile=${report}`, ...process.argv.slice(2)], {
   stdio: 'inherit',
-  env: { ...process.env, NODE_ENV: 'test', ...machine.env },
+  env: { ...process.env, NODE_ENV: 'test' },
 });
 const code: number = await new Promise((resolve) => test.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
-machine.stop();
 
 // One plain closing line that any CI can read: "N passed, N failed".
 try {

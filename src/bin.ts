@@ -1,16 +1,6 @@
-// Entry of the compiled binary: `keel` serves every service; `keel token ...` and other commands run the CLI.
-import { CLI_COMMANDS, runCli } from './cli';
-import { serve } from './main';
+// Entry of the compiled binary: `keel` alone serves every service (as `keel serve`); any other command
+// line is the CLI's (src/cli.ts: token, healthcheck, image, --help, --version).
+import { cliFailed, runCli } from './cli';
 
-const [cmd] = process.argv.slice(2);
-if (cmd && (CLI_COMMANDS.includes(cmd) || cmd === 'help' || cmd === '--help')) {
-  await runCli(cmd === '--help' ? ['help'] : process.argv.slice(2)).catch((e) => {
-    process.stderr.write(`${(e as Error).message}\n`);
-    process.exit(1);
-  });
-} else if (cmd && cmd !== 'serve') {
-  process.stderr.write(`unknown command ${JSON.stringify(cmd).slice(0, 40)}; try: keel serve | keel token --sub <actor>\n`);
-  process.exit(2);
-} else {
-  await serve();
-}
+const argv = process.argv.slice(2);
+await runCli(argv.length ? argv : ['serve']).catch(cliFailed);

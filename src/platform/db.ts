@@ -19,7 +19,10 @@ export function openDb(dataDir: string, file = 'keel.db'): Db {
   return db;
 }
 
-/** drizzle's own migrator, fed from the embedded copy instead of the migrations folder. */
+/**
+ * drizzle's own migrator, fed from the embedded copy instead of the migrations folder. It is drizzle's
+ * internal `dialect.migrate`, not a public API: package.json pins drizzle-orm exactly for that reason.
+ */
 function migrate(db: Db) {
   const metas = migrations.map((m) => ({
     sql: m.sql.split('--> statement-breakpoint'),

@@ -8,10 +8,10 @@ import type { ServiceName } from '../../src/platform/config';
 
 export const TEST_SECRET = 'a'.repeat(16) + '0123456789abcdef'.repeat(3);
 
-/** Environment the suite relies on; `npm test` (scripts/test.ts) provides it. */
+/** Environment the suite relies on; the test preload (tests/helpers/preload.ts) provides it. */
 export function requireTestEnv(name: 'DOCKER_HOST' | 'KEEL_TEST_NATS_URL'): string {
   const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set: run the suite with \`npm test\`, which starts what the tests need`);
+  if (!v) throw new Error(`${name} is not set: run the suite with \`bun test\` or \`npm test\` from the checkout, whose preload starts what the tests need`);
   return v;
 }
 

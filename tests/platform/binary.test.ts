@@ -5,15 +5,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SERVICE_NAMES } from '../../src/platform/config';
 import { TEST_SECRET } from '../helpers/platform';
-import { BUN, ROOT, startKeel, type KeelProcess } from '../helpers/process';
+import { keelBinary } from '../helpers/once';
+import { startKeel, type KeelProcess } from '../helpers/process';
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-bin-'));
-const binary = join(dir, 'keel');
+let binary: string;
 let keel: KeelProcess;
 
 beforeAll(async () => {
-  const build = Bun.spawnSync([BUN, 'scripts/build.ts', binary], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' });
-  if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr.toString().slice(-2000)}`);
+  // Built once per test run, shared with the other binary test (helpers/once.ts).
+  binary = await keelBinary();
   // Run it from an empty directory so nothing can come from the source tree.
   keel = await startKeel([binary], { APP_DATA_DIR: join(dir, 'data') }, [...SERVICE_NAMES]);
 }, 180_000);
@@ -52,6 +53,15 @@ test('the binary mints tokens with the same secret', () => {
   const r = Bun.spawnSync([binary, 'token', '--sub', 'alice', '--ttl', '5m'], { env: { ...process.env, APP_API_SECRET: TEST_SECRET, APP_DATA_DIR: join(dir, 'data') }, stdout: 'pipe' });
   expect(r.exitCode).toBe(0);
   expect(r.stdout.toString().trim().split('.')).toHaveLength(3);
+});
+
+test('the binary runs the same CLI: --version names its commit, a wrong command exits 2 with the usage', () => {
+  const version = Bun.spawnSync([binary, '--version'], { stdout: 'pipe', stderr: 'pipe' });
+  expect(version.exitCode).toBe(0);
+  expect(version.stdout.toString()).toMatch(/^keel \d+\.\d+\.\d+ \(commit (?!dev\b)\S+, train \S+\)\n$/);
+  const wrong = Bun.spawnSync([binary, 'launch'], { stdout: 'pipe', stderr: 'pipe' });
+  expect(wrong.exitCode).toBe(2);
+  expect(wrong.stderr.toString()).toContain('usage:\n  keel [serve]');
 });
 
 test('SIGTERM stops the binary cleanly', async () => {

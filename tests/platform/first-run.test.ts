@@ -1,7 +1,8 @@
 // A new user's first run, as `bun run dev` (the npm script) does it: the machine is prepared, the
 // platform starts on a fresh data dir with a generated secret, says in one line which engine it
 // uses, prints the admin token on a line of its own, and a workspace of the default template
-// created with that token reaches running and runs TypeScript. DOCKER_HOST points at the shared
+// created with that token reaches running and runs TypeScript (on this run's bun-typescript image,
+// built once for the suite by tests/helpers/once.ts). DOCKER_HOST points at the shared
 // test engine so that no second dockerd is started beside it (tests/platform/first-run-machine
 // tests starting one); Ctrl-C (SIGINT to the process group) stops everything and leaves the engine.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
@@ -10,12 +11,12 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireTestEnv } from '../helpers/platform';
-import { docker, keelInstance, removeInstanceObjects, waitFor } from '../helpers/docker';
+import { keelInstance, removeInstanceObjects, waitFor } from '../helpers/docker';
 import { engineAnswers } from '../../scripts/machine';
+import { bunTypescriptImage } from '../helpers/once';
 
 const ROOT = join(import.meta.dir, '../..');
 const shared = requireTestEnv('DOCKER_HOST');
-const IMAGE = `keel/bun-typescript-first-run:${Date.now().toString(36)}`;
 const dataDir = mkdtempSync(join(tmpdir(), 'keel-first-run-'));
 let dev: ChildProcess;
 let out = '';
@@ -23,8 +24,9 @@ let err = '';
 let exitCode: number | null = null;
 const urls: Record<string, string> = {};
 
-beforeAll(() => {
-  const env: Record<string, string | undefined> = { ...process.env, APP_DATA_DIR: dataDir, DOCKER_HOST: shared, APP_WORKSPACE_BUN_IMAGE: IMAGE, APP_LOG_LEVEL: 'info' };
+beforeAll(async () => {
+  const { tag } = await bunTypescriptImage();
+  const env: Record<string, string | undefined> = { ...process.env, APP_DATA_DIR: dataDir, DOCKER_HOST: shared, APP_WORKSPACE_BUN_IMAGE: tag, APP_LOG_LEVEL: 'info' };
   for (const k of ['APP_API_SECRET', 'NODE_ENV', 'APP_SERVICES', 'APP_QUIET_TOKEN']) delete env[k]; // as a new user has it
   for (const s of ['WORKSPACES', 'CATALOG', 'SOURCES', 'WORKERS', 'IDENTITY']) env[`APP_${s}_PORT`] = '0'; // beside other runs on this machine
   const base = 30000 + Math.floor(Math.random() * 300) * 100; // workspace host ports no other run on this engine holds
@@ -37,14 +39,13 @@ beforeAll(() => {
     for (const m of err.matchAll(/"msg":"service listening".*?"service":"(\w+)","url":"([^"]+)"/g)) urls[m[1]!] = m[2]!;
   });
   dev.on('exit', (code, sig) => (exitCode = code ?? (sig ? 128 : 0)));
-});
+}, 240_000);
 
 afterAll(async () => {
   if (exitCode === null) {
     process.kill(-dev.pid!, 'SIGKILL');
   }
   if (existsSync(join(dataDir, 'workspaces-instance'))) await removeInstanceObjects(keelInstance(dataDir));
-  docker('rmi', '-f', IMAGE);
   rmSync(dataDir, { recursive: true, force: true });
 });
 

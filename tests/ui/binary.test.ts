@@ -5,17 +5,18 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BUN, ROOT, startKeel, type KeelProcess } from '../helpers/process';
+import { keelBinary } from '../helpers/once';
+import { ROOT, startKeel, type KeelProcess } from '../helpers/process';
 import { launchBrowser, type TestBrowser } from './browser';
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-ui-bin-'));
-const binary = join(dir, 'keel');
+let binary: string;
 let keel: KeelProcess;
 let b: TestBrowser;
 
 beforeAll(async () => {
-  const build = Bun.spawnSync([BUN, 'scripts/build.ts', binary], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' });
-  if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr.toString().slice(-2000)}`);
+  // Built once per test run, shared with the other binary test (helpers/once.ts).
+  binary = await keelBinary();
   keel = await startKeel([binary], { APP_DATA_DIR: join(dir, 'data') }, ['workspaces']);
   b = await launchBrowser();
 }, 180_000);

@@ -1,13 +1,11 @@
 // The workers' job runner through the bus, on a real platform and real files: progress events,
-// dedup by key, cancellation, retries with backoff, a shutdown that hands the job back, and the
-// boot check of the job map.
+// dedup by key, cancellation, retries with backoff, and a shutdown that hands the job back (the job
+// map and the retry schedule alone: tests/unit/workers/jobs.test.ts).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JobView } from '../../src/platform/bus/subjects';
-import { checkJobHandlers } from '../../src/services/workers/jobs';
-import { retryDelayMs } from '../../src/services/workers/backoff';
 import { getLibraryScan, postLibraryScan, waitForScan } from '../helpers/library';
 import { catalogToken, mediaFixtures, tempMediaRoot } from '../helpers/media';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
@@ -156,19 +154,4 @@ test('a worker that shuts down mid-scan hands the job back, and the next start f
     await second.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
-});
-
-describe('the job map and the retry schedule', () => {
-  test('a job type without a handler, or with two, stops start-up naming it', () => {
-    expect(() => checkJobHandlers([])).toThrow('job type library.scan has no handler');
-    const h = { type: 'library.scan' as const, run: async () => {} };
-    expect(() => checkJobHandlers([h, h])).toThrow('job type library.scan has two handlers');
-    expect(Object.keys(checkJobHandlers([h]))).toEqual(['library.scan']);
-  });
-
-  test('retries wait twice as long each time, with jitter, up to the cap', () => {
-    const opts = { baseMs: 1000, maxMs: 10_000 };
-    expect([1, 2, 3, 4, 5].map((n) => retryDelayMs(n, opts, () => 1))).toEqual([1000, 2000, 4000, 8000, 10_000]);
-    expect(retryDelayMs(3, opts, () => 0)).toBe(2000);
-  });
 });

@@ -2,11 +2,11 @@
 // resumption from Last-Event-ID, a heartbeat only while idle, the end of a stream (client gone,
 // shutdown, slow reader) running the producer's `finally`, and backpressure without a backlog.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { createSse, encodeEvent, HEARTBEAT_MAX_MS, lastEventId, type SseItem } from '../../src/platform/http/sse';
-import { createInbox } from '../../src/platform/inbox';
-import { loadLogsExecConfig } from '../../src/services/workspaces/logs/logs.config';
-import { waitFor } from '../helpers/docker';
-import { sseReader } from '../helpers/sse';
+import { createSse, encodeEvent, HEARTBEAT_MAX_MS, lastEventId, type SseItem } from '../../../../src/platform/http/sse';
+import { createInbox } from '../../../../src/platform/inbox';
+import { loadLogsExecConfig } from '../../../../src/services/workspaces/logs/logs.config';
+import { waitFor } from '../../../helpers/wait';
+import { sseReader } from '../../../helpers/sse';
 
 const HEARTBEAT_MS = 150;
 

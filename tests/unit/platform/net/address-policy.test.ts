@@ -2,7 +2,7 @@
 // name is judged by every address it resolves to. Name resolution is the one outside part replaced
 // here (a test cannot make a real name resolve to a metadata address without editing /etc/hosts).
 import { describe, expect, test } from 'bun:test';
-import { literalRefusal, resolveAllowed, TargetRefused } from '../../../src/platform/net/address-policy';
+import { literalRefusal, resolveAllowed, TargetRefused } from '../../../../src/platform/net/address-policy';
 
 const open = { denyPrivate: false };
 const strict = { denyPrivate: true };

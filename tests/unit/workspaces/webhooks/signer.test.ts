@@ -3,7 +3,7 @@
 import { expect, test } from 'bun:test';
 import { verify as verifyGithub } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
-import { deliveryHeaders, githubSignature, signingKey, standardSignature, whsecProblem } from '../../../src/services/workspaces/webhooks/signer';
+import { deliveryHeaders, githubSignature, signingKey, standardSignature, whsecProblem } from '../../../../src/services/workspaces/webhooks/signer';
 
 test('the GitHub-style signature matches the vector of GitHub\'s documentation', () => {
   expect(githubSignature("It's a Secret to Everybody", 'Hello, World!')).toBe('sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17');

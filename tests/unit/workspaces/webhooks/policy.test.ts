@@ -2,10 +2,10 @@
 // address, judged by the platform's address policy), the retry schedule with its jitter and
 // Retry-After, and the configuration that feeds them.
 import { describe, expect, test } from 'bun:test';
-import { ConfigError } from '../../../src/platform/config';
-import { urlRefusal } from '../../../src/services/workspaces/webhooks/target-policy';
-import { JITTER, nextDelayMs, retryAfterMs, MAX_RETRY_AFTER_MS } from '../../../src/services/workspaces/webhooks/retry-schedule';
-import { loadWebhooksConfig, parseDuration } from '../../../src/services/workspaces/webhooks/webhooks.config';
+import { ConfigError } from '../../../../src/platform/config';
+import { urlRefusal } from '../../../../src/services/workspaces/webhooks/target-policy';
+import { JITTER, nextDelayMs, retryAfterMs, MAX_RETRY_AFTER_MS } from '../../../../src/services/workspaces/webhooks/retry-schedule';
+import { loadWebhooksConfig, parseDuration } from '../../../../src/services/workspaces/webhooks/webhooks.config';
 
 describe('target policy', () => {
   const metadataSpellings = [

@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Elysia, t } from 'elysia';
-import { mintToken } from '../../../src/platform/auth/workspace-token';
-import { dbVersion } from '../../../src/platform/db-version';
-import { errorHandling } from '../../../src/platform/http/errors';
-import { createResponseCache, etagMatches } from '../../../src/platform/http/response-cache';
-import { workspaceAuth } from '../../../src/platform/http/workspace-auth';
-import { TEST_SECRET } from '../../helpers/platform';
+import { mintToken } from '../../../../src/platform/auth/workspace-token';
+import { dbVersion } from '../../../../src/platform/db-version';
+import { errorHandling } from '../../../../src/platform/http/errors';
+import { createResponseCache, etagMatches } from '../../../../src/platform/http/response-cache';
+import { workspaceAuth } from '../../../../src/platform/http/workspace-auth';
+import { TEST_SECRET } from '../../../helpers/platform';
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-response-cache-'));
 const file = join(dir, 'test.db');
