@@ -97,18 +97,26 @@ describe('workspace events on NATS survive a crash', () => {
 
   test('NATS down while a workspace is created, the process killed meanwhile: the event waits in the outbox and is delivered when both are back', async () => {
     await nats.stop();
-    const res = await api('/api/workspaces', { method: 'POST', json: { name: 'said-in-outage', template: 'minimal' } });
-    expect(res.status).toBe(201);
-    const { id } = (await res.json()) as { id: string };
-    // Written with the workspace row, in the same database, and not sent: nothing took it.
-    const rows = query<{ subject: string; sent_at: number | null; payload: string }>('workspaces', 'select subject, sent_at, payload from workspaces_event_outbox where payload like ?', `%${id}%`);
-    expect(rows.map((r) => [r.subject, r.sent_at])).toContainEqual(['evt.workspace.created', null]);
-    expect(JSON.parse(rows[0]!.payload).eventId).toMatch(/^evt_/);
-    await killHard('workspaces');
-    await nats.restart();
-    await start('workspaces');
-    await rx.waitFor('workspace.created of said-in-outage', (r) => r.body?.event === 'workspace.created' && r.body?.workspace?.id === id, 1, 30_000);
-    await waitFor('the outbox row marked sent', () => query<{ n: number }>('workspaces', 'select count(*) as n from workspaces_event_outbox where sent_at is null and payload like ?', `%${id}%`)[0]!.n === 0, 10_000);
+    let down = true;
+    try {
+      const res = await api('/api/workspaces', { method: 'POST', json: { name: 'said-in-outage', template: 'minimal' } });
+      expect(res.status).toBe(201);
+      const { id } = (await res.json()) as { id: string };
+      // Written with the workspace row, in the same database, and not sent: nothing took it.
+      const rows = query<{ subject: string; sent_at: number | null; payload: string }>('workspaces', 'select subject, sent_at, payload from workspaces_event_outbox where payload like ?', `%${id}%`);
+      expect(rows.map((r) => [r.subject, r.sent_at])).toContainEqual(['evt.workspace.created', null]);
+      expect(JSON.parse(rows[0]!.payload).eventId).toMatch(/^evt_/);
+      await killHard('workspaces');
+      await nats.restart();
+      down = false;
+      await start('workspaces');
+      await rx.waitFor('workspace.created of said-in-outage', (r) => r.body?.event === 'workspace.created' && r.body?.workspace?.id === id, 1, 30_000);
+      await waitFor('the outbox row marked sent', () => query<{ n: number }>('workspaces', 'select count(*) as n from workspaces_event_outbox where sent_at is null and payload like ?', `%${id}%`)[0]!.n === 0, 10_000);
+    } finally {
+      // The tests after this one need the server and the process back, whatever failed here.
+      if (down) await nats.restart();
+      if (!procs.has('workspaces')) await start('workspaces');
+    }
   }, 90_000);
 });
 
