@@ -93,17 +93,34 @@ export function createEventOutbox(deps: { db: Db; table: EventOutboxTable; bus: 
 
 export type EventOutbox = ReturnType<typeof createEventOutbox>;
 
+/** Event ids are remembered a day longer than JetStream keeps events (7 days): no redelivery can come after that. */
+const KEEP_SEEN_MS = 8 * 24 * 3600_000;
+/** How often old event ids are removed (checked on each event; no timer to stop). */
+const PRUNE_SEEN_EVERY_MS = 3600_000;
+
 /**
- * Idempotent consumption: `effect` runs with its writes in one transaction with the record of the
- * event id, so an event delivered twice (at least once) acts once. Returns false for a duplicate.
+ * Idempotent consumption: `once(eventId, effect)` runs `effect` with its writes in one transaction
+ * with the record of the event id, so an event delivered twice (at least once) acts once; it
+ * returns false for a duplicate. Ids older than the stream's retention are forgotten.
  */
-export function onceByEventId(db: Db, inbox: EventInboxTable, clock: Clock, eventId: string | undefined, effect: (tx: Tx) => void): boolean {
-  return db.transaction((tx) => {
-    if (eventId !== undefined) {
-      if (tx.select({ id: inbox.eventId }).from(inbox).where(eq(inbox.eventId, eventId)).get()) return false;
-      tx.insert(inbox).values({ eventId, receivedAt: clock.now() }).run();
-    }
-    effect(tx as unknown as Tx);
-    return true;
-  });
+export function createEventInbox(deps: { db: Db; table: EventInboxTable; clock: Clock }) {
+  const { db, table: inbox, clock } = deps;
+  let prunedAt = 0;
+  return {
+    once(eventId: string | undefined, effect: (tx: Tx) => void): boolean {
+      const now = clock.now();
+      if (now - prunedAt >= PRUNE_SEEN_EVERY_MS) {
+        prunedAt = now;
+        db.delete(inbox).where(lt(inbox.receivedAt, now - KEEP_SEEN_MS)).run();
+      }
+      return db.transaction((tx) => {
+        if (eventId !== undefined) {
+          if (tx.select({ id: inbox.eventId }).from(inbox).where(eq(inbox.eventId, eventId)).get()) return false;
+          tx.insert(inbox).values({ eventId, receivedAt: now }).run();
+        }
+        effect(tx as unknown as Tx);
+        return true;
+      });
+    },
+  };
 }

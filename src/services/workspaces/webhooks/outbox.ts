@@ -10,7 +10,7 @@
 import { and, eq, inArray, isNotNull, isNull, lt, lte, or } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
 import type { WorkspaceEventPayload, WORKSPACE_EVENTS } from '../../../platform/bus/subjects';
-import { onceByEventId } from '../../../platform/bus/event-outbox';
+import { createEventInbox } from '../../../platform/bus/event-outbox';
 import type { Db } from '../../../platform/db';
 import { isoNow, newId, errorFields, type Clock, type Logger } from '../../../platform/runtime';
 import type { Deliverer, SendResult } from './deliver';
@@ -59,6 +59,7 @@ export function createOutbox(deps: OutboxDeps) {
   const leaseMs = config.timeoutMs + LEASE_MARGIN_MS;
 
   const q = prepareOutboxQueries(db);
+  const seen = createEventInbox({ db, table: eventInbox, clock });
 
   // ---- writing the outbox ------------------------------------------------------------------
 
@@ -328,7 +329,7 @@ export function createOutbox(deps: OutboxDeps) {
       // least once: on NATS from JetStream, also those published while this service was down). The
       // deliveries and the event id are written in one transaction: a redelivered event makes none.
       unsubscribe ??= deps.bus.consume<WorkspaceSubject>('webhooks', 'evt.workspace.*', (p) => {
-        onceByEventId(db, eventInbox, clock, p.eventId, () => {
+        seen.once(p.eventId, () => {
           enqueueEvent(p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
         });
       });
