@@ -73,7 +73,7 @@ export async function run(): Promise<Record<string, unknown>> {
   const keel = await startKeelProcess({ APP_BUS: natsUrl, APP_WEBHOOK_CONCURRENCY: String(CONCURRENCY), APP_WORKSPACE_PORT_RANGE: '24800-24849' });
   const owner = `bench-${Date.now().toString(36)}`;
   const publish = (ws: string) =>
-    void bus.publish('evt.workspace.started', { event: 'workspace.started', timestamp: new Date().toISOString(), owner, workspace: { id: ws, name: ws, status: 'running' } });
+    void bus.publish('evt.workspace.started', { eventId: crypto.randomUUID(), event: 'workspace.started', timestamp: new Date().toISOString(), owner, workspace: { id: ws, name: ws, status: 'running' } });
   try {
     const reg = await keel.api('/api/webhooks', { method: 'POST', as: owner, json: { url: rx.url, events: ['*'], secret: 'bench-secret-0123456789' } });
     if (reg.status !== 201) throw new Error(`register failed: ${reg.status}`);

@@ -35,5 +35,11 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795643194112,
     "breakpoints": true,
     "sql": "CREATE TABLE `agent_usage` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`actor` text NOT NULL,\n\t`session_id` text NOT NULL,\n\t`model` text NOT NULL,\n\t`input_tokens` integer NOT NULL,\n\t`output_tokens` integer NOT NULL,\n\t`at` text NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `agent_usage_actor_at_idx` ON `agent_usage` (`actor`,`at`);"
+  },
+  {
+    "tag": "0006_fancy_unicorn",
+    "when": 1795644799452,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `catalog_event_outbox` (\n\t`seq` integer PRIMARY KEY AUTOINCREMENT NOT NULL,\n\t`event_id` text NOT NULL,\n\t`subject` text NOT NULL,\n\t`payload` text NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`sent_at` integer\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `catalog_event_outbox_event_id_unique` ON `catalog_event_outbox` (`event_id`);--> statement-breakpoint\nCREATE INDEX `catalog_event_outbox_unsent_idx` ON `catalog_event_outbox` (`sent_at`,`seq`);--> statement-breakpoint\nCREATE TABLE `webhooks_event_inbox` (\n\t`event_id` text PRIMARY KEY NOT NULL,\n\t`received_at` integer NOT NULL\n);\n--> statement-breakpoint\nCREATE TABLE `workspaces_event_outbox` (\n\t`seq` integer PRIMARY KEY AUTOINCREMENT NOT NULL,\n\t`event_id` text NOT NULL,\n\t`subject` text NOT NULL,\n\t`payload` text NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`sent_at` integer\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `workspaces_event_outbox_event_id_unique` ON `workspaces_event_outbox` (`event_id`);--> statement-breakpoint\nCREATE INDEX `workspaces_event_outbox_unsent_idx` ON `workspaces_event_outbox` (`sent_at`,`seq`);"
   }
 ];

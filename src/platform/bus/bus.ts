@@ -7,6 +7,8 @@ export type { BusEvents, BusQueries } from './subjects';
 export type QuerySubject = keyof BusQueries;
 export type EventSubject = keyof BusEvents;
 export type DurableSubject = (typeof DURABLE_EVENTS)[number];
+/** Durable subjects one consumer may take together, in the order they were published. */
+export type DurablePattern = 'evt.workspace.*';
 
 export type EventHandler<S extends EventSubject> = (payload: BusEvents[S], subject: S) => void | Promise<void>;
 export type QueryHandler<S extends QuerySubject> = (
@@ -14,8 +16,12 @@ export type QueryHandler<S extends QuerySubject> = (
 ) => BusQueries[S]['reply'] | Promise<BusQueries[S]['reply']>;
 
 export interface Bus {
-  /** Fire and forget: a failing subscriber is logged and never reaches the publisher. */
-  publish<S extends EventSubject>(subject: S, payload: BusEvents[S]): Promise<void>;
+  /**
+   * Fire and forget: a failing subscriber is logged and never reaches the publisher. A durable event
+   * on NATS is sent to JetStream until stored; with `untilStored` the promise resolves only then (or
+   * rejects when the bus closes first), so an outbox marks an event sent only when it is safe.
+   */
+  publish<S extends EventSubject>(subject: S, payload: BusEvents[S], opts?: { untilStored?: boolean }): Promise<void>;
   /** `pattern` is a subject or ends in `.*` / `.>` (NATS wildcards). Returns the unsubscribe function. */
   subscribe<S extends EventSubject>(pattern: S | `${string}.*` | `${string}.>`, handler: EventHandler<S>): () => void;
   /**
@@ -24,7 +30,7 @@ export interface Bus {
    * it comes back, and one replica of the consumer gets each event. The event is acknowledged when
    * the handler resolves; a handler that throws gets it again later. In process: a plain subscription.
    */
-  consume<S extends DurableSubject>(durable: string, subject: S, handler: EventHandler<S>): () => void;
+  consume<S extends DurableSubject>(durable: string, subject: S | DurablePattern, handler: EventHandler<S>): () => void;
   /** Ask the one service that answers `subject`. An AppError thrown by the answerer is rethrown here. */
   request<S extends QuerySubject>(
     subject: S,
@@ -38,20 +44,30 @@ export interface Bus {
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
-/** The JSON an answer travels as: either the reply or an error that becomes an AppError again. */
-export type Envelope = { ok: true; data: unknown } | { ok: false; error: { code: string; status: number; message: string; details?: Record<string, unknown>; retryable?: boolean } };
-
-export function errorEnvelope(e: unknown): Envelope {
-  if (e instanceof AppError) {
-    return { ok: false, error: { code: e.code, status: e.status, message: e.message, details: e.details, retryable: e.retryable } };
-  }
-  return { ok: false, error: { code: 'BUS_HANDLER_FAILED', status: 500, message: 'the answering service failed' } };
+/**
+ * A failed answer. A reply is the bare object of the subject (CONTRACT "Bus replies"); a failure
+ * travels with the NATS service headers `Nats-Service-Error` (the message) and
+ * `Nats-Service-Error-Code` (the HTTP-like status), and this body, which the requester turns back into
+ * the same AppError. The in-process bus hands the same error over.
+ */
+export interface BusFailure {
+  code: string;
+  status: number;
+  message: string;
+  details?: Record<string, unknown>;
+  retryable?: boolean;
 }
 
-export function unwrap(env: Envelope): unknown {
-  if (env.ok) return env.data;
-  const { code, status, message, details, retryable } = env.error;
-  throw new AppError(code, status, message, { details, retryable });
+export const SERVICE_ERROR_HEADER = 'Nats-Service-Error';
+export const SERVICE_ERROR_CODE_HEADER = 'Nats-Service-Error-Code';
+
+export function busFailure(e: unknown): BusFailure {
+  if (e instanceof AppError) return { code: e.code, status: e.status, message: e.message, details: e.details, retryable: e.retryable };
+  return { code: 'BUS_HANDLER_FAILED', status: 500, message: 'the answering service failed' };
+}
+
+export function failureError(f: BusFailure): AppError {
+  return new AppError(f.code, f.status, f.message, { details: f.details, retryable: f.retryable });
 }
 
 export const busTimeout = (subject: string) =>

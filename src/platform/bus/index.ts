@@ -1,11 +1,12 @@
-// Picks the bus named by APP_BUS.
+// Picks the bus named by APP_BUS. The NATS client is loaded only when a NATS bus is asked for.
 import type { Logger } from '../runtime';
 import type { Bus } from './bus';
 import { createMemoryBus } from './memory';
-import { createNatsBus } from './nats';
 
 export type { Bus } from './bus';
 
 export async function openBus(url: string, log: Logger): Promise<Bus> {
-  return url === 'memory' ? createMemoryBus(log) : createNatsBus(url, log);
+  if (url === 'memory') return createMemoryBus(log);
+  const { createNatsBus } = await import('./nats');
+  return createNatsBus(url, log);
 }

@@ -4,11 +4,11 @@ import {
   busNoAnswerer,
   busTimeout,
   DEFAULT_REQUEST_TIMEOUT_MS,
-  errorEnvelope,
+  busFailure,
+  failureError,
   subjectMatches,
-  unwrap,
   type Bus,
-  type Envelope,
+  type BusFailure,
 } from './bus';
 
 type AnyHandler = (payload: any, subject: any) => unknown;
@@ -78,19 +78,21 @@ export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })
       const timeoutMs = opts?.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
       const req = JSON.parse(JSON.stringify(payload));
       let timer: ReturnType<typeof setTimeout> | undefined;
-      const answer = (async (): Promise<Envelope> => {
+      // The same semantics as on NATS: the bare reply, or the answerer's failure as a typed error.
+      const answer = (async (): Promise<{ reply: unknown } | { failure: BusFailure }> => {
         try {
-          return { ok: true, data: await handler(req, subject) };
+          return { reply: await handler(req, subject) };
         } catch (e) {
-          return errorEnvelope(e);
+          return { failure: busFailure(e) };
         }
       })();
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(busTimeout(subject)), timeoutMs);
       });
       try {
-        const env = await Promise.race([answer, timeout]);
-        return JSON.parse(JSON.stringify(unwrap(env) ?? null));
+        const out = await Promise.race([answer, timeout]);
+        if ('failure' in out) throw failureError(JSON.parse(JSON.stringify(out.failure)));
+        return JSON.parse(JSON.stringify(out.reply ?? null));
       } finally {
         clearTimeout(timer);
       }

@@ -1,26 +1,20 @@
 // The scale-out bus: the same interface over a NATS server. Queries use a queue group per subject
 // so exactly one replica answers; events fan out to every subscriber; durable events (DURABLE_EVENTS)
 // go through JetStream so a consumer that was down, or a server restart, loses none of them.
-import {
-  AckPolicy,
-  connect,
-  DeliverPolicy,
-  StorageType,
-  type JetStreamClient,
-  type JetStreamManager,
-  type NatsConnection,
-  type Subscription,
-} from 'nats';
+import { AuthorizationError, connect, headers, NoRespondersError, RequestError, TimeoutError, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiError, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { createLogger, errorFields, systemClock, type Clock, type Logger } from '../runtime';
 import {
+  busFailure,
   busNoAnswerer,
   busTimeout,
   busUnavailable,
   DEFAULT_REQUEST_TIMEOUT_MS,
-  errorEnvelope,
-  unwrap,
+  failureError,
+  SERVICE_ERROR_CODE_HEADER,
+  SERVICE_ERROR_HEADER,
   type Bus,
-  type Envelope,
+  type BusFailure,
 } from './bus';
 import { DURABLE_EVENTS } from './subjects';
 
@@ -59,14 +53,13 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
   try {
     nc = await connect({ servers, user, pass, name: opts.name ?? 'keel', maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 10_000 });
   } catch (e) {
-    const code = (e as { code?: string }).code;
     // The client's messages can quote the server list; ours name the variable and nothing in it.
-    if (code === 'AUTHORIZATION_VIOLATION') throw new Error('the NATS server refused the user and password of APP_BUS');
-    throw new Error(`cannot reach the NATS server of APP_BUS (${code ?? 'connection failed'})`);
+    if (e instanceof AuthorizationError) throw new Error('the NATS server refused the user and password of APP_BUS');
+    throw new Error(`cannot reach the NATS server of APP_BUS (${(e as Error).name || 'connection failed'})`);
   }
   void (async () => {
     for await (const s of nc.status()) {
-      if (s.type === 'disconnect' || s.type === 'reconnect') log.info(`bus ${s.type}`, { server: redactBusUrl(String(s.data)) });
+      if (s.type === 'disconnect' || s.type === 'reconnect') log.info(`bus ${s.type}`, { server: redactBusUrl(s.server) });
     }
   })();
   const subs = new Set<Subscription>();
@@ -77,17 +70,17 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
   let jsm: JetStreamManager | undefined;
   let js: JetStreamClient | undefined;
   try {
-    jsm = await nc.jetstreamManager({ timeout: 3000 });
+    jsm = await jetstreamManager(nc, { timeout: 3000 });
     const config = { name: EVENT_STREAM, subjects: [...DURABLE_EVENTS], storage: StorageType.File, max_age: (opts.retentionDays ?? 7) * DAY_NS };
     try {
       const info = await jsm.streams.info(EVENT_STREAM);
       const missing = DURABLE_EVENTS.filter((s) => !info.config.subjects?.includes(s));
       if (missing.length) await jsm.streams.update(EVENT_STREAM, { ...info.config, subjects: [...(info.config.subjects ?? []), ...missing] });
     } catch (e) {
-      if ((e as { api_error?: { err_code?: number } }).api_error?.err_code !== 10059) throw e; // 10059: stream not found
+      if (!(e instanceof JetStreamApiError) || e.code !== 10059) throw e; // 10059: stream not found
       await jsm.streams.add(config);
     }
-    js = nc.jetstream();
+    js = jetstream(nc);
   } catch (e) {
     jsm = undefined;
     log.warn('JetStream is not available on the NATS server (start it with -js): durable events are delivered at most once', errorFields(e));
@@ -95,7 +88,8 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
 
   // Durable publishes wait in order until the stream acknowledges them, so a server restart
   // in between delays them instead of losing them. The message id makes a retried send a no-op.
-  const outbox: { subject: string; data: Uint8Array; msgID: string }[] = [];
+  // Each entry settles the publish() that queued it once the stream stored it.
+  const outbox: { subject: string; data: Uint8Array; msgID: string; stored: () => void; dropped: (e: Error) => void }[] = [];
   let draining: Promise<void> | undefined;
   // Up to WINDOW sends in flight (one connection keeps them in order); the acknowledged prefix
   // leaves the outbox, the rest is sent again (the stream drops the duplicates by message id).
@@ -107,7 +101,7 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
         const batch = outbox.slice(0, WINDOW);
         const sent = await Promise.allSettled(batch.map((m) => js!.publish(m.subject, m.data, { msgID: m.msgID, timeout: 5000 })));
         const stored = sent.findIndex((r) => r.status === 'rejected');
-        outbox.splice(0, stored === -1 ? batch.length : stored);
+        for (const m of outbox.splice(0, stored === -1 ? batch.length : stored)) m.stored();
         if (stored === -1) {
           wait = 100;
           continue;
@@ -128,25 +122,32 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
   };
 
   const bus: Bus = {
-    async publish(subject, payload) {
+    async publish(subject, payload, popts) {
       const data = enc.encode(JSON.stringify(payload));
       if (js && durableSubjects.has(subject)) {
-        outbox.push({ subject, data, msgID: crypto.randomUUID() });
-        void drain();
+        // An event id (outbox events) is the message id, so a resend after a crash is dropped by the stream.
+        const eventId = (payload as { eventId?: unknown }).eventId;
+        const msgID = typeof eventId === 'string' ? eventId : crypto.randomUUID();
+        const stored = new Promise<void>((stored, dropped) => {
+          outbox.push({ subject, data, msgID, stored, dropped });
+          void drain();
+        });
+        if (popts?.untilStored) return stored;
+        stored.catch(() => {}); // reported by close()
         return;
       }
       nc.publish(subject, data);
     },
     subscribe(pattern, handler) {
       const sub = nc.subscribe(pattern, {
-        callback: async (err, msg) => {
+        callback: (err, msg) => void (async () => {
           if (err) return log.error('subscription failed', { pattern, ...errorFields(err) });
           try {
             await handler(JSON.parse(dec.decode(msg.data)), msg.subject as never);
           } catch (e) {
             log.error('subscriber failed', { subject: msg.subject, ...errorFields(e) });
           }
-        },
+        })(),
       });
       return track(sub);
     },
@@ -155,19 +156,19 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
         // No JetStream: replicas of the consumer share the events like a durable consumer would.
         const sub = nc.subscribe(subject, {
           queue: `keel.durable.${durable}`,
-          callback: async (_err, msg) => {
+          callback: (_err, msg) => void (async () => {
             try {
               await handler(JSON.parse(dec.decode(msg.data)), msg.subject as never);
             } catch (e) {
               log.error('consumer failed', { durable, subject, ...errorFields(e) });
             }
-          },
+          })(),
         });
         return track(sub);
       }
       let stopped = false;
       let current: { stop(): void } | undefined;
-      const name = `${durable}-${subject.replaceAll('.', '_')}`;
+      const name = `${durable}-${subject.replace(/[^A-Za-z0-9_-]/g, (c) => (c === '*' ? 'all' : '_'))}`;
       void (async () => {
         // Re-attach after any failure (server restart, consumer lost) until stopped.
         while (!stopped && !closed) {
@@ -190,7 +191,7 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
                 m.ack();
               } catch (e) {
                 log.error('consumer failed, the event will come again', { durable, subject, ...errorFields(e) });
-                m.nak(Math.min(1000 * m.info.redeliveryCount, 30_000));
+                m.nak(Math.min(1000 * (m.info.deliveryCount - 1), 30_000));
               }
             }
           } catch (e) {
@@ -205,31 +206,49 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
       };
     },
     async request(subject, payload, opts) {
-      let msg;
+      let msg: Msg;
       try {
         msg = await nc.request(subject, enc.encode(JSON.stringify(payload)), { timeout: opts?.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS });
       } catch (e) {
-        const code = (e as { code?: string }).code;
-        if (code === '503') throw busNoAnswerer(subject);
-        if (code === 'TIMEOUT') throw busTimeout(subject);
-        if (code === 'CONNECTION_CLOSED' || code === 'DISCONNECT' || code === 'CONNECTION_DRAINING') throw busUnavailable(subject);
+        if (e instanceof NoRespondersError || (e instanceof RequestError && e.isNoResponders())) throw busNoAnswerer(subject);
+        if (e instanceof TimeoutError || (e instanceof RequestError && e.cause instanceof TimeoutError)) throw busTimeout(subject);
+        if (nc.isClosed() || nc.isDraining() || e instanceof RequestError) throw busUnavailable(subject);
         throw e;
       }
-      return unwrap(JSON.parse(dec.decode(msg.data)) as Envelope) as never;
+      const failed = msg.headers?.get(SERVICE_ERROR_CODE_HEADER);
+      if (failed) {
+        let body: Partial<BusFailure> = {};
+        try {
+          body = JSON.parse(dec.decode(msg.data));
+        } catch {
+          // Another NATS service answering with the headers alone: the headers say enough.
+        }
+        throw failureError({
+          code: typeof body.code === 'string' ? body.code : 'BUS_ANSWER_FAILED',
+          status: Number(failed) || 500,
+          message: msg.headers?.get(SERVICE_ERROR_HEADER) || 'the answering service failed',
+          details: body.details,
+          retryable: body.retryable,
+        });
+      }
+      return JSON.parse(dec.decode(msg.data));
     },
     answer(subject, handler) {
       const sub = nc.subscribe(subject, {
         queue: `keel.${subject}`,
-        callback: async (err, msg) => {
+        callback: (err, msg) => void (async () => {
           if (err) return log.error('answerer failed', { subject, ...errorFields(err) });
-          let env: Envelope;
           try {
-            env = { ok: true, data: await handler(JSON.parse(dec.decode(msg.data))) };
+            // The bare reply object of the subject: no envelope (CONTRACT "Bus replies").
+            msg.respond(enc.encode(JSON.stringify((await handler(JSON.parse(dec.decode(msg.data)))) ?? null)));
           } catch (e) {
-            env = errorEnvelope(e);
+            const failure = busFailure(e);
+            const h = headers();
+            h.set(SERVICE_ERROR_HEADER, failure.message);
+            h.set(SERVICE_ERROR_CODE_HEADER, String(failure.status));
+            msg.respond(enc.encode(JSON.stringify(failure)), { headers: h });
           }
-          msg.respond(enc.encode(JSON.stringify(env)));
-        },
+        })(),
       });
       return track(sub);
     },
@@ -239,6 +258,7 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
       const until = clock.now() + 5000;
       while (outbox.length && clock.now() < until && !nc.isClosed()) await Bun.sleep(20);
       if (outbox.length) log.warn('durable events not stored at shutdown', { pending: outbox.length });
+      for (const m of outbox.splice(0)) m.dropped(busUnavailable(m.subject));
       closed = true;
       for (const s of subs) s.unsubscribe();
       subs.clear();

@@ -148,6 +148,8 @@ export interface LibraryFileStat {
 }
 
 export interface WorkspaceEventPayload {
+  /** Unique per event, the same on every delivery of it (at least once): consumers act once per id. */
+  eventId: string;
   event: string;
   timestamp: string;
   owner: string;
@@ -157,6 +159,8 @@ export interface WorkspaceEventPayload {
 export interface BusEvents {
   /** Published by the catalog after a scan commits an asset with its MediaIndex (not for a non-medium). */
   'evt.catalog.assetIndexed': {
+    /** Unique per event, the same on every delivery of it (at least once): consumers act once per id. */
+    eventId: string;
     assetId: string;
     editionId: string;
     /** Null while the asset is unidentified (its edition has no work). */
@@ -193,8 +197,24 @@ export interface BusEvents {
   'evt.workspace.failed': WorkspaceEventPayload;
 }
 
+/** The workspace events, each written with the state change it reports (workspaces' outbox). */
+export const WORKSPACE_EVENTS = [
+  'evt.workspace.created',
+  'evt.workspace.started',
+  'evt.workspace.stopped',
+  'evt.workspace.restarted',
+  'evt.workspace.deleted',
+  'evt.workspace.failed',
+] as const satisfies readonly (keyof BusEvents)[];
+
 /**
  * Events that must survive a restart: on NATS they go through JetStream (stored, acknowledged,
- * redelivered to durable consumers); in process they are plain events.
+ * redelivered to durable consumers); in process they are plain events. Those with an `eventId` are
+ * written to their service's outbox in the transaction of their change (platform/bus/event-outbox.ts).
  */
-export const DURABLE_EVENTS = ['evt.catalog.assetIndexed', 'evt.catalog.assetAvailability', 'evt.workers.jobProgress'] as const satisfies readonly (keyof BusEvents)[];
+export const DURABLE_EVENTS = [
+  'evt.catalog.assetIndexed',
+  'evt.catalog.assetAvailability',
+  'evt.workers.jobProgress',
+  ...WORKSPACE_EVENTS,
+] as const satisfies readonly (keyof BusEvents)[];

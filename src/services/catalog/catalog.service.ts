@@ -2,13 +2,14 @@
 // and the reads of works, their assets and relations. Errors are AppErrors with stable codes.
 import { and, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
+import { createEventOutbox } from '../../platform/bus/event-outbox';
 import type { ProbeStream } from '../../platform/bus/media-shapes';
-import type { BusEvents, BusQueries } from '../../platform/bus/subjects';
+import type { BusQueries } from '../../platform/bus/subjects';
 import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
-import { errorFields, newId, type Clock, type Logger } from '../../platform/runtime';
+import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Asset, AssetSummary, MediaIndex, Relation, ScanInput, Work } from './catalog.model';
-import { catalogAssets, catalogEditions, catalogMediaIndexes, catalogRelations, catalogWorks } from './catalog.tables';
+import { catalogAssets, catalogEditions, catalogEventOutbox, catalogMediaIndexes, catalogRelations, catalogWorks } from './catalog.tables';
 import { identify, type Identified } from './identify';
 import { createWorksPager } from './works-pager';
 import type { KindRegistry } from './kinds';
@@ -67,6 +68,7 @@ export function facetsOf(streams: ProbeStream[]): string[] {
 }
 
 export function createCatalog(deps: CatalogDeps) {
+  const events = createEventOutbox({ db: deps.db, table: catalogEventOutbox, bus: deps.bus, clock: deps.clock, log: deps.log });
   const { db, clock } = deps;
 
   function findWork(id: string): WorkRow | undefined {
@@ -208,34 +210,30 @@ export function createCatalog(deps: CatalogDeps) {
           tx.insert(catalogMediaIndexes).values(index).run();
         }
       }
+      // The event is written with the asset it names (the outbox), so a crash right after the commit
+      // cannot leave an indexed asset that the sources never hear of; the relay sends it once committed.
+      if (index) {
+        events.record(tx, 'evt.catalog.assetIndexed', {
+          assetId: asset.id,
+          editionId: asset.editionId,
+          workId,
+          root: loc.root,
+          path: loc.relPath,
+          identification: asset.identification,
+          indexed: true,
+          indexVersion: index.indexVersion,
+          replaced,
+          container: index.container,
+          durationMs: index.durationMs,
+          fastHash: asset.fastHash,
+          capabilities: index.capabilities,
+          at: clock.now(),
+        });
+      }
       return { asset, index, replaced, workId };
     });
+    events.kick();
 
-    if (result.index) {
-      // Published after the commit, so a subscriber that reads the catalog finds what the event names.
-      const event: BusEvents['evt.catalog.assetIndexed'] = {
-        assetId: result.asset.id,
-        editionId: result.asset.editionId,
-        workId: result.workId,
-        root: loc.root,
-        path: loc.relPath,
-        identification: result.asset.identification,
-        indexed: true,
-        indexVersion: result.index.indexVersion,
-        replaced: result.replaced,
-        container: result.index.container,
-        durationMs: result.index.durationMs,
-        fastHash: result.asset.fastHash,
-        capabilities: result.index.capabilities,
-        at: clock.now(),
-      };
-      try {
-        await deps.bus.publish('evt.catalog.assetIndexed', event);
-      } catch (e) {
-        // The scan is committed; a bus that cannot take the event must not turn it into an error.
-        deps.log.warn('evt.catalog.assetIndexed not published', { assetId: event.assetId, ...errorFields(e) });
-      }
-    }
     return { asset: toAsset(result.asset), index: result.index ? toIndex(result.index) : null, indexed: !!result.index };
   }
 
@@ -298,7 +296,17 @@ export function createCatalog(deps: CatalogDeps) {
     return out.map((r) => ({ parentWorkId: r.parentWorkId, childWorkId: r.childWorkId, rel: r.rel, ordinal: r.ordinal, createdAt: r.createdAt }));
   }
 
-  return { scan, listWorks, getWork, workAssets, workRelations, kinds: () => deps.kinds.all() };
+  return {
+    scan,
+    listWorks,
+    getWork,
+    workAssets,
+    workRelations,
+    kinds: () => deps.kinds.all(),
+    /** Relays the events a previous run left unsent, then each new one. */
+    startEvents: () => events.start(),
+    stopEvents: () => events.stop(),
+  };
 }
 
 export type CatalogService = ReturnType<typeof createCatalog>;

@@ -1,6 +1,7 @@
 // Tables the catalog owns: Work -> Edition -> MediaAsset (+ its MediaIndex), and Work relations.
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import type { Identification, KeyframeSource, ProbeStream } from '../../platform/bus/media-shapes';
+import { eventOutboxTable } from '../../platform/bus/outbox-table';
 
 export const catalogWorks = sqliteTable(
   'catalog_works',
@@ -86,3 +87,6 @@ export const catalogRelations = sqliteTable(
   },
   (t) => [uniqueIndex('catalog_relations_pair').on(t.parentWorkId, t.childWorkId, t.rel), index('catalog_relations_child').on(t.childWorkId)],
 );
+
+/** evt.catalog.assetIndexed, written in the transaction that indexes the asset and relayed once committed. */
+export const catalogEventOutbox = eventOutboxTable('catalog_event_outbox');

@@ -52,6 +52,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
   return {
     app: createCatalogApp(deps, catalog, guard, library),
     start: () => {
+      catalog.startEvents();
       stopSchedule = scheduleLibraryScans(library, cfg.libraryScanIntervalS, deps.log);
       if (cfg.libraryWatch) stopWatch = watchLibrary(library, cfg.mediaRoots, cfg.libraryWatchDebounceMs, deps.log);
     },
@@ -60,6 +61,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
       stopSchedule();
       stopLibrary();
       stopAnswering();
+      return catalog.stopEvents();
     },
   };
 }

@@ -1,6 +1,7 @@
-// The one table the workspaces service owns: a workspace, its owner, its reserved host ports and the
+// The tables the workspaces service owns: a workspace, its owner, its reserved host ports and the
 // container/volume that back it. Status is the last state settled from the engine (or an operation in flight).
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { eventOutboxTable } from '../../platform/bus/outbox-table';
 
 export const WORKSPACE_STATUSES = ['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed'] as const;
 export type WorkspaceStatus = (typeof WORKSPACE_STATUSES)[number];
@@ -47,3 +48,9 @@ export const retainedVolumes = sqliteTable('workspaces_retained_volumes', {
   owner: text('owner').notNull(),
   deletedAt: text('deleted_at').notNull(),
 });
+
+/**
+ * evt.workspace.* events, written in the transaction of the state change they report and relayed to
+ * the bus afterwards (platform/bus/event-outbox.ts): a crash at any moment loses none.
+ */
+export const workspaceEventOutbox = eventOutboxTable('workspaces_event_outbox');

@@ -107,7 +107,7 @@ for (const [name, open] of implementations) {
         }),
       ];
       await Bun.sleep(50);
-      const payload = { event: 'workspace.created', timestamp: new Date().toISOString(), owner: 'a', workspace: { id: 'w1', name: 'n', status: 'creating' } };
+      const payload = { eventId: 'evt_bus_test', event: 'workspace.created', timestamp: new Date().toISOString(), owner: 'a', workspace: { id: 'w1', name: 'n', status: 'creating' } };
       await client.publish('evt.workspace.created', payload);
       await waitFor(() => got.length >= 2);
       expect(got.sort()).toEqual(['gt:evt.workspace.created', 'star:evt.workspace.created:w1']);

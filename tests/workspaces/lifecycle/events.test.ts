@@ -1,7 +1,7 @@
 // Workspace events on the bus: Keel runs with the NATS bus against a real nats-server, and a plain
 // NATS client (as a webhook service in another process would) sees evt.workspace.* after each change.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { connect, type NatsConnection } from 'nats';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { docker, waitFor } from '../../helpers/docker';
 import { closeAndClean } from '../../helpers/workspaces';

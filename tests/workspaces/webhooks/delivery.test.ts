@@ -40,6 +40,7 @@ const at = (as: string, r: { path: string }) => r.path === `/hook/${as}`;
 /** Publishes a workspace event as the lifecycle does. */
 function emit(on: TestPlatform, owner: string, workspaceId: string, event: string, status: string) {
   return on.bus.publish(`evt.workspace.${event}` as 'evt.workspace.created', {
+    eventId: crypto.randomUUID(),
     event: `workspace.${event}`,
     timestamp: new Date().toISOString(),
     owner,

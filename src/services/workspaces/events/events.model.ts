@@ -15,7 +15,7 @@ export const EventsStream = {
         type: 'string' as const,
         description:
           'Server-Sent Events. Each change of a workspace the caller owns (admins: every workspace) is an `event: workspace` with an `id:` ' +
-          'and one `data:` line: `{event, timestamp, owner, workspace: {id, name, status, reason?}}`. ' +
+          'and one `data:` line: `{eventId, event, timestamp, owner, workspace: {id, name, status, reason?}}` (`eventId` names the change: the same on a repeated delivery). ' +
           'After what a resumed stream missed comes `event: ready` (data `{}`, with the latest id): the stream is live from there. ' +
           'A client that reconnects sends the last id it saw as `Last-Event-ID` and gets the events after it; when Keel no longer ' +
           'holds that id (it keeps the last 1000 events, and none from before a restart) the stream starts with `event: reset` ' +
@@ -25,7 +25,7 @@ export const EventsStream = {
       example:
         ': connected\n\n' +
         'id: 1767607200000000\nevent: ready\ndata: {}\n\n' +
-        'id: 1767607200000001\nevent: workspace\ndata: {"event":"workspace.created","timestamp":"2026-01-05T10:00:00.000Z","owner":"alice",' +
+        'id: 1767607200000001\nevent: workspace\ndata: {"eventId":"evt_01","event":"workspace.created","timestamp":"2026-01-05T10:00:00.000Z","owner":"alice",' +
         '"workspace":{"id":"ws_01","name":"demo","status":"creating"}}\n\n' +
         ': keep-alive\n\n',
     },

@@ -63,7 +63,13 @@ export function createLifecycle(deps: LifecycleDeps) {
   const records = createRecords(deps);
   const queue = createTaskQueue(log);
   const stats = createStats(deps);
-  const reservations = createReservations({ db: deps.db, clock: deps.clock, portRange: deps.settings.workspacePortRange, quotas });
+  const reservations = createReservations({
+    db: deps.db,
+    clock: deps.clock,
+    portRange: deps.settings.workspacePortRange,
+    quotas,
+    inserted: (tx, row) => records.recordEvent(tx, 'created', row),
+  });
   const firewall = createFirewall({ instance, log, mode: deps.settings.firewall, dockerHost: deps.settings.dockerHost, pool: deps.settings.subnetPool });
   const provisioner = createProvisioner({ engine, records, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey });
   const view = (row: WorkspaceRow) => workspaceView(row, host, codeSecret(deps.codeKey, row.id));
@@ -127,7 +133,7 @@ export function createLifecycle(deps: LifecycleDeps) {
           throw new AppError('ISOLATION_UNAVAILABLE', 503, `workspace network isolation is unavailable, so no workspace is created: ${isolation.reason}`, { details: { setting: 'APP_WORKSPACE_FIREWALL' } });
         }
         const row = await reservations.reserve(actor, input, template);
-        records.publish('created', row);
+        records.relay();
         const repo: RepoRequest | undefined = input.repo && ticket ? { url: input.repo.url, branch: input.repo.branch, ticket } : undefined;
         machine.create(row, repo);
         return createdView(row, host, codeSecret(deps.codeKey, row.id));
@@ -187,6 +193,8 @@ export function createLifecycle(deps: LifecycleDeps) {
       if (!isolation.active) {
         log.warn(`workspace network isolation: ${isolation.reason}; ${deps.settings.firewall === 'required' ? 'creating workspaces is refused (503 ISOLATION_UNAVAILABLE)' : 'workspaces reach the Keel host and metadata addresses'} (docs/security.md)`);
       }
+      // Events a crash left unsent go out first, then each new one as it commits.
+      records.startRelay();
       reconciler.watch();
       await reconciler.reconcileAll({ startUp: true });
     },
@@ -197,6 +205,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       // A clone in flight is cut short; the workspace stays `creating` and the next start-up settles it.
       provisioner.cancelAll();
       await queue.drain(CLOSE_WAIT_MS);
+      await records.stopRelay();
     },
   };
 }

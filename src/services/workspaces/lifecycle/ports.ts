@@ -37,7 +37,14 @@ export async function allocatePorts(range: [number, number], reserved: Set<numbe
   return out.length === count ? out : null;
 }
 
-export function createReservations(deps: { db: Db; clock: Clock; portRange: [number, number]; quotas: Quotas }) {
+export function createReservations(deps: {
+  db: Db;
+  clock: Clock;
+  portRange: [number, number];
+  quotas: Quotas;
+  /** Writes what goes with the new row in its transaction (the workspace.created event). */
+  inserted(tx: Parameters<Parameters<Db['transaction']>[0]>[0], row: WorkspaceRow): void;
+}) {
   const { db, portRange, clock } = deps;
   const [lo, hi] = portRange;
   let portHint = 0;
@@ -96,7 +103,12 @@ export function createReservations(deps: { db: Db; clock: Clock; portRange: [num
     try {
       // The actor's quotas are checked again in the same synchronous step as the insert: creates that
       // passed the early check together cannot overshoot.
-      deps.quotas.admitCreate(actor, () => db.insert(workspaces).values(row).run());
+      deps.quotas.admitCreate(actor, () =>
+        db.transaction((tx) => {
+          tx.insert(workspaces).values(row).run();
+          deps.inserted(tx, row);
+        }),
+      );
     } catch (e) {
       if (e instanceof AppError) throw e;
       // The checks above run alone in this process; a unique violation means another Keel shares the database.

@@ -76,6 +76,15 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
       if (state) await engine.remove(row.containerId);
     }
     await ensureImage(template);
+    // A crash between the engine's create and the record below leaves a container of this workspace
+    // that no row names (and that holds the name): it goes first, so the retry after the restart
+    // makes the container again instead of colliding with it.
+    for (const orphan of await engine.listManaged(deps.instance)) {
+      if (orphan.workspaceId === row.id && orphan.id !== row.containerId) {
+        log.warn('removing an unrecorded container of the workspace before making its container', { workspace: row.id, container: orphan.id.slice(0, 12) });
+        await engine.remove(orphan.id);
+      }
+    }
     const containerId = await engine.createContainer({
       name: `keel-${row.name}-${row.id.slice(-6)}`,
       image: imageOf(template),

@@ -1,12 +1,14 @@
-// The stored side of a workspace: the row updates every lifecycle step makes, and the bus event
-// published after each committed change (a failing subscriber never reaches us: bus contract).
+// The stored side of a workspace: the row updates every lifecycle step makes, and the bus event of
+// each change, written in the same transaction (an outbox row) and relayed once committed, so a
+// crash at any moment loses no event of a change that happened (platform/bus/event-outbox.ts).
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
+import { createEventOutbox } from '../../../platform/bus/event-outbox';
 import type { Db } from '../../../platform/db';
 import type { Actor } from '../../../platform/auth/workspace-token';
-import { errorFields, isoNow, type Clock, type Logger } from '../../../platform/runtime';
+import { isoNow, type Clock, type Logger } from '../../../platform/runtime';
 import type { Access } from '../access';
-import { retainedVolumes, workspaces, type WorkspaceRow, type WorkspaceStatus, type WorkspaceType } from '../workspaces.tables';
+import { retainedVolumes, workspaceEventOutbox, workspaces, type WorkspaceRow, type WorkspaceStatus, type WorkspaceType } from '../workspaces.tables';
 
 export type WorkspaceEvent = 'created' | 'started' | 'stopped' | 'restarted' | 'deleted' | 'failed';
 
@@ -25,14 +27,23 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
     .prepare();
   const listedAll = db.select().from(workspaces).where(filters).orderBy(...order).prepare();
 
-  function publish(event: WorkspaceEvent, row: WorkspaceRow) {
-    const payload = {
+  const outbox = createEventOutbox({ db, table: workspaceEventOutbox, bus: deps.bus, clock, log });
+  type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+  /** Writes the event of `row`'s change through `tx`, the transaction of the change. */
+  function recordEvent(tx: Tx | Db, event: WorkspaceEvent, row: WorkspaceRow) {
+    outbox.record(tx, `evt.workspace.${event}`, {
       event: `workspace.${event}`,
       timestamp: isoNow(clock),
       owner: row.owner,
       workspace: { id: row.id, name: row.name, status: row.status, ...(row.reason ? { reason: row.reason } : {}) },
-    };
-    void deps.bus.publish(`evt.workspace.${event}`, payload).catch((e) => log.warn('publish failed', errorFields(e)));
+    });
+  }
+
+  /** An event with no change of the row beside it (the row is gone next, or already says it). */
+  function publish(event: WorkspaceEvent, row: WorkspaceRow) {
+    recordEvent(db, event, row);
+    outbox.kick();
   }
 
   function update(id: string, set: Partial<WorkspaceRow>): WorkspaceRow {
@@ -43,10 +54,28 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
     return access.row(id)!;
   }
 
+  /** Updates the row and writes the events of the change in one transaction; the row after. */
+  function change(id: string, set: Partial<WorkspaceRow>, events: WorkspaceEvent[]): WorkspaceRow {
+    const after = db.transaction((tx) => {
+      const row = update(id, set);
+      for (const e of events) recordEvent(tx, e, row);
+      return row;
+    });
+    outbox.kick();
+    return after;
+  }
+
   return {
     row: access.row,
     publish,
     update,
+    change,
+    recordEvent,
+    /** Relays the events a previous run left unsent, then each new one (start-up). */
+    startRelay: () => outbox.start(),
+    stopRelay: () => outbox.stop(),
+    /** After a transaction that called recordEvent committed. */
+    relay: () => outbox.kick(),
 
     /** Rows the actor may see (admins: all), oldest first. */
     list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }): WorkspaceRow[] {
@@ -61,9 +90,8 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
     /** Ends a workspace in `failed` with the reason users read in GET. */
     fail(id: string, reason: string, extra: Partial<WorkspaceRow> = {}) {
       if (!access.row(id)) return;
-      const after = update(id, { ...extra, status: 'failed', reason });
+      change(id, { ...extra, status: 'failed', reason }, ['failed']);
       log.warn('workspace failed', { workspace: id, reason });
-      publish('failed', after);
     },
 
     /** Moves to `to` if the status is still one of `allowed` (atomically); false when it is not. */
@@ -83,8 +111,9 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
           tx.insert(retainedVolumes).values({ volume: row.volume, workspaceId: row.id, owner: row.owner, deletedAt: isoNow(clock) }).onConflictDoNothing().run();
         }
         tx.delete(workspaces).where(eq(workspaces.id, row.id)).run();
+        recordEvent(tx, 'deleted', row);
       });
-      publish('deleted', row);
+      outbox.kick();
     },
 
     /** Records `row`'s volume as kept before the delete removes the container (the quota counts it from now). */

@@ -69,15 +69,12 @@ export function createStateMachine(deps: {
       if (row.status === 'failed') return;
       if (row.type === 'temporary') return endTemporary(row);
       if (row.status === 'stopped') return;
-      const after = records.update(id, { status: 'stopped', reason: null });
+      records.change(id, { status: 'stopped', reason: null }, ['stopped']);
       deps.stats.forget(row, { disk: false });
-      records.publish('stopped', after);
       return;
     }
     if (row.status === 'running') return;
-    const after = records.update(id, { status: 'running', reason: null });
-    if (row.status === 'restarting') records.publish('restarted', after);
-    records.publish('started', after);
+    records.change(id, { status: 'running', reason: null }, row.status === 'restarting' ? ['restarted', 'started'] : ['started']);
   }
 
   /** The one path of every operation: queue the engine call, settle from the engine, or mark failed. */

@@ -9,7 +9,8 @@
 // next becomes head when it is delivered or failed for good. Pings and redeliveries have no key.
 import { and, eq, inArray, isNotNull, isNull, lt, lte, or } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
-import type { WorkspaceEventPayload } from '../../../platform/bus/subjects';
+import type { WorkspaceEventPayload, WORKSPACE_EVENTS } from '../../../platform/bus/subjects';
+import { createEventInbox } from '../../../platform/bus/event-outbox';
 import type { Db } from '../../../platform/db';
 import { isoNow, newId, errorFields, type Clock, type Logger } from '../../../platform/runtime';
 import type { Deliverer, SendResult } from './deliver';
@@ -17,7 +18,9 @@ import { prepareOutboxQueries } from './outbox.queries';
 import { nextDelayMs, retryAfterMs } from './retry-schedule';
 import { deliveryHeaders } from './signer';
 import type { WebhooksConfig } from './webhooks.config';
-import { attempts, deliveries, registrations, type DeliveryRow, type DisabledReason, type RegistrationRow } from './webhooks.tables';
+import { attempts, deliveries, eventInbox, registrations, type DeliveryRow, type DisabledReason, type RegistrationRow } from './webhooks.tables';
+
+type WorkspaceSubject = (typeof WORKSPACE_EVENTS)[number];
 
 export interface OutboxDeps {
   db: Db;
@@ -56,6 +59,7 @@ export function createOutbox(deps: OutboxDeps) {
   const leaseMs = config.timeoutMs + LEASE_MARGIN_MS;
 
   const q = prepareOutboxQueries(db);
+  const seen = createEventInbox({ db, table: eventInbox, clock });
 
   // ---- writing the outbox ------------------------------------------------------------------
 
@@ -321,9 +325,13 @@ export function createOutbox(deps: OutboxDeps) {
      * listens, so no event of an early request is missed; rows wait for start() to be sent.
      */
     listen() {
-      // Handled without awaiting, so rows are written in the order the bus hands events over.
-      unsubscribe ??= deps.bus.subscribe<'evt.workspace.created'>('evt.workspace.*', (p) => {
-        enqueueEvent(p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
+      // One durable consumer for every workspace event, so they arrive in the order they happened (at
+      // least once: on NATS from JetStream, also those published while this service was down). The
+      // deliveries and the event id are written in one transaction: a redelivered event makes none.
+      unsubscribe ??= deps.bus.consume<WorkspaceSubject>('webhooks', 'evt.workspace.*', (p) => {
+        seen.once(p.eventId, () => {
+          enqueueEvent(p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
+        });
       });
     },
     /** Resumes what a previous run left, then sends. */

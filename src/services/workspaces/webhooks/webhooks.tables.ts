@@ -3,6 +3,7 @@
 // for good, so a restart of Keel resumes it; attempts keep what each try saw, for the delivery log.
 import { sql } from 'drizzle-orm';
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { eventInboxTable } from '../../../platform/bus/outbox-table';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -100,3 +101,6 @@ export const attempts = sqliteTable(
 export type RegistrationRow = typeof registrations.$inferSelect;
 export type DeliveryRow = typeof deliveries.$inferSelect;
 export type AttemptRow = typeof attempts.$inferSelect;
+
+/** The workspace event ids already turned into deliveries: an event delivered twice by the bus makes one delivery per registration. */
+export const eventInbox = eventInboxTable('webhooks_event_inbox');

@@ -1,0 +1,126 @@
+// Durable events (transactional outbox): the event is written as a row in the same database
+// transaction as the state change it reports, and a relay publishes unsent rows in order and marks
+// them sent once the bus took them (on NATS: once JetStream stored them). A crash between commit and
+// publish, or a bus that is down, delays an event and never loses it; a resend after a crash carries
+// the same event id, so JetStream drops it as a duplicate and consumers act once per id anyway.
+import { and, asc, eq, inArray, isNotNull, isNull, lt } from 'drizzle-orm';
+import type { Db } from '../db';
+import { errorFields, newId, type Clock, type Logger } from '../runtime';
+import type { Bus, DurableSubject } from './bus';
+import type { BusEvents } from './subjects';
+import type { EventInboxTable, EventOutboxTable } from './outbox-table';
+
+/** A transaction handle (or the database itself) of the caller's own write. */
+type Tx = Pick<Db, 'insert' | 'select'>;
+
+/** Rows relayed per pass. */
+const BATCH = 100;
+/** Look at the table this often even when nobody kicked (another process may have written rows; a failed pass retries). */
+const POLL_MS = 1000;
+/** Sent rows are kept this long (for inspection), then removed. */
+const KEEP_SENT_MS = 24 * 3600_000;
+
+export type WithoutEventId<T> = Omit<T, 'eventId'>;
+
+export function createEventOutbox(deps: { db: Db; table: EventOutboxTable; bus: Bus; clock: Clock; log: Logger }) {
+  const { db, table, bus, clock, log } = deps;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let running = false;
+  let passing: Promise<void> | undefined;
+  let again = false;
+
+  /** Sends unsent rows in order until none is left; a failure stops the pass (the rows stay for the next). */
+  async function pass(): Promise<void> {
+    for (;;) {
+      const rows = db.select().from(table).where(isNull(table.sentAt)).orderBy(asc(table.seq)).limit(BATCH).all();
+      if (rows.length === 0) return;
+      // Handed to the bus in order (one connection keeps it); each resolves when the bus took it.
+      const results = await Promise.allSettled(rows.map((r) => bus.publish(r.subject as DurableSubject, JSON.parse(r.payload), { untilStored: true })));
+      const firstFailed = results.findIndex((r) => r.status === 'rejected');
+      const sent = (firstFailed === -1 ? rows : rows.slice(0, firstFailed)).map((r) => r.seq);
+      if (sent.length) db.update(table).set({ sentAt: clock.now() }).where(inArray(table.seq, sent)).run();
+      if (firstFailed !== -1) throw (results[firstFailed] as PromiseRejectedResult).reason;
+    }
+  }
+
+  function kick() {
+    if (!running) return;
+    if (passing) {
+      again = true;
+      return;
+    }
+    clearTimeout(timer);
+    passing = pass()
+      .catch((e) => log.warn('durable events not published yet; retrying', errorFields(e)))
+      .finally(() => {
+        passing = undefined;
+        if (!running) return;
+        if (again) {
+          again = false;
+          return kick();
+        }
+        timer = setTimeout(kick, POLL_MS);
+      });
+  }
+
+  return {
+    /**
+     * Writes `payload` (given an event id) as an unsent event of `subject` through `tx`, the caller's
+     * transaction, and returns what will be published. Call kick() once the transaction committed.
+     */
+    record<S extends DurableSubject>(tx: Tx, subject: S, payload: WithoutEventId<BusEvents[S]>): BusEvents[S] {
+      const eventId = newId('evt', clock);
+      const full = { eventId, ...payload } as BusEvents[S];
+      tx.insert(table).values({ eventId, subject, payload: JSON.stringify(full), createdAt: clock.now() }).run();
+      return full;
+    },
+    /** Relays what is unsent now (after a commit). */
+    kick,
+    /** Relays what a previous run left, then keeps relaying. */
+    start() {
+      running = true;
+      db.delete(table).where(and(isNotNull(table.sentAt), lt(table.createdAt, clock.now() - KEEP_SENT_MS))).run();
+      kick();
+    },
+    /** Stops relaying; a pass under way finishes (rows it could not send wait for the next start). */
+    async stop() {
+      running = false;
+      clearTimeout(timer);
+      await passing;
+    },
+  };
+}
+
+export type EventOutbox = ReturnType<typeof createEventOutbox>;
+
+/** Event ids are remembered a day longer than JetStream keeps events (7 days): no redelivery can come after that. */
+const KEEP_SEEN_MS = 8 * 24 * 3600_000;
+/** How often old event ids are removed (checked on each event; no timer to stop). */
+const PRUNE_SEEN_EVERY_MS = 3600_000;
+
+/**
+ * Idempotent consumption: `once(eventId, effect)` runs `effect` with its writes in one transaction
+ * with the record of the event id, so an event delivered twice (at least once) acts once; it
+ * returns false for a duplicate. Ids older than the stream's retention are forgotten.
+ */
+export function createEventInbox(deps: { db: Db; table: EventInboxTable; clock: Clock }) {
+  const { db, table: inbox, clock } = deps;
+  let prunedAt = 0;
+  return {
+    once(eventId: string | undefined, effect: (tx: Tx) => void): boolean {
+      const now = clock.now();
+      if (now - prunedAt >= PRUNE_SEEN_EVERY_MS) {
+        prunedAt = now;
+        db.delete(inbox).where(lt(inbox.receivedAt, now - KEEP_SEEN_MS)).run();
+      }
+      return db.transaction((tx) => {
+        if (eventId !== undefined) {
+          if (tx.select({ id: inbox.eventId }).from(inbox).where(eq(inbox.eventId, eventId)).get()) return false;
+          tx.insert(inbox).values({ eventId, receivedAt: now }).run();
+        }
+        effect(tx as unknown as Tx);
+        return true;
+      });
+    },
+  };
+}
