@@ -8,10 +8,23 @@ import ipaddr from 'ipaddr.js';
 export interface TargetPolicy {
   /** Refuse loopback, private, unique-local and carrier-grade NAT addresses too. */
   denyPrivate: boolean;
+  /**
+   * Further destinations the calling service keeps out of reach whatever `denyPrivate` says (the
+   * platform knows nothing of them: the caller builds this, e.g. from its own configuration).
+   */
+  deny?: DeniedAddresses;
+}
+
+/** Ranges and single addresses refused as `denied`; `addresses` is asked at each check, so it may change. */
+export interface DeniedAddresses {
+  /** CIDR ranges, IPv4 or IPv6. */
+  cidrs: readonly string[];
+  /** Single addresses known now (read at every check; keep it cheap and synchronous). */
+  addresses?: () => Iterable<string>;
 }
 
 /** Why an address is refused; `null` when it may be reached. */
-export type AddressRefusal = 'metadata' | 'link-local' | 'private' | 'not-unicast';
+export type AddressRefusal = 'metadata' | 'link-local' | 'denied' | 'private' | 'not-unicast';
 
 /**
  * The one list of destinations nothing Keel runs or connects to for a user may reach: the link-local
@@ -65,6 +78,37 @@ export function parseIpLiteral(host: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
   }
 }
 
+/** Whether `address` is one the policy's `deny` names (a range, or one of the addresses known now). */
+function isDenied(address: ipaddr.IPv4 | ipaddr.IPv6, deny: DeniedAddresses | undefined): boolean {
+  if (!deny) return false;
+  for (const cidr of deny.cidrs) {
+    const range = parseCidrCached(cidr);
+    if (range && range[0].kind() === address.kind() && address.match(range)) return true;
+  }
+  if (deny.addresses) {
+    const text = address.toString();
+    for (const a of deny.addresses()) {
+      const ip = parseIpLiteral(a);
+      if (ip && ip.kind() === address.kind() && ip.toString() === text) return true;
+    }
+  }
+  return false;
+}
+
+const parsedCidrs = new Map<string, [ipaddr.IPv4 | ipaddr.IPv6, number] | null>();
+function parseCidrCached(cidr: string) {
+  let r = parsedCidrs.get(cidr);
+  if (r === undefined) {
+    try {
+      r = ipaddr.parseCIDR(cidr);
+    } catch {
+      r = null;
+    }
+    parsedCidrs.set(cidr, r);
+  }
+  return r;
+}
+
 /** Why `address` (already parsed) is refused under `policy`, or null when it may be reached. */
 export function refusalOf(address: ipaddr.IPv4 | ipaddr.IPv6, policy: TargetPolicy): AddressRefusal | null {
   if (address.kind() === 'ipv6') {
@@ -73,6 +117,7 @@ export function refusalOf(address: ipaddr.IPv4 | ipaddr.IPv6, policy: TargetPoli
   }
   const never = NEVER_REACHED_PARSED.find((r) => r.range[0].kind() === address.kind() && address.match(r.range));
   if (never) return address.toString() === '169.254.169.254' ? 'metadata' : never.refusal;
+  if (isDenied(address, policy.deny)) return 'denied';
   const range = address.range();
   if (NOT_UNICAST.has(range)) return 'not-unicast';
   if (PRIVATE_RANGES.has(range)) return policy.denyPrivate ? 'private' : null;
@@ -88,6 +133,7 @@ export function literalRefusal(host: string, policy: TargetPolicy): AddressRefus
 export const REFUSAL_TEXT: Record<AddressRefusal, string> = {
   metadata: 'a cloud metadata address',
   'link-local': 'a link-local address',
+  denied: 'an address Keel keeps out of reach (another tenant\'s network)',
   private: 'a loopback or private address, refused by the operator',
   'not-unicast': 'not a unicast address',
 };
