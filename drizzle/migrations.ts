@@ -29,5 +29,11 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795419159352,
     "breakpoints": true,
     "sql": "CREATE TABLE `agent_events` (\n\t`session_id` text NOT NULL,\n\t`seq` integer NOT NULL,\n\t`event` text NOT NULL,\n\t`data` text NOT NULL,\n\t`created_at` text NOT NULL,\n\tPRIMARY KEY(`session_id`, `seq`),\n\tFOREIGN KEY (`session_id`) REFERENCES `agent_sessions`(`id`) ON UPDATE no action ON DELETE cascade\n);\n--> statement-breakpoint\nCREATE TABLE `agent_messages` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`session_id` text NOT NULL,\n\t`ordinal` integer NOT NULL,\n\t`role` text NOT NULL,\n\t`content` text NOT NULL,\n\t`finish_reason` text,\n\t`tool_calls` text,\n\t`parts` text,\n\t`prompt_tokens` integer,\n\t`completion_tokens` integer,\n\t`total_tokens` integer,\n\t`after_event_id` integer,\n\t`created_at` text NOT NULL,\n\tFOREIGN KEY (`session_id`) REFERENCES `agent_sessions`(`id`) ON UPDATE no action ON DELETE cascade\n);\n--> statement-breakpoint\nCREATE INDEX `agent_messages_session_idx` ON `agent_messages` (`session_id`,`ordinal`);--> statement-breakpoint\nCREATE TABLE `agent_sessions` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`owner` text NOT NULL,\n\t`workspace_id` text NOT NULL,\n\t`model` text NOT NULL,\n\t`context` text NOT NULL,\n\t`status` text NOT NULL,\n\t`prompt_tokens` integer DEFAULT 0 NOT NULL,\n\t`completion_tokens` integer DEFAULT 0 NOT NULL,\n\t`total_tokens` integer DEFAULT 0 NOT NULL,\n\t`created_at` text NOT NULL,\n\t`updated_at` text NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `agent_sessions_owner_idx` ON `agent_sessions` (`owner`,`created_at`);"
+  },
+  {
+    "tag": "0005_green_james_howlett",
+    "when": 1795643214546,
+    "breakpoints": true,
+    "sql": "CREATE INDEX `webhooks_deliveries_registration_due_idx` ON `webhooks_deliveries` (`registration_id`,`next_attempt_at`) WHERE status = 'pending' AND head = 1;"
   }
 ];
