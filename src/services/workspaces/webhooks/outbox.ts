@@ -135,6 +135,18 @@ export function createOutbox(deps: OutboxDeps) {
   let turns = 0;
   const busyOf = (reg: string) => busy.get(reg) ?? 0;
 
+  /** Each registration with a pending head not in flight, and when that head is due. */
+  function waiting(now: number): { reg: string; seq: number; at: number }[] {
+    const out: { reg: string; seq: number; at: number }[] = [];
+    let after = '';
+    for (let r = q.nextRegistrationWithHeads.get({ after }); r; r = q.nextRegistrationWithHeads.get({ after })) {
+      after = r.reg;
+      const head = q.firstHeadOf.get({ reg: r.reg, now });
+      if (head) out.push({ reg: r.reg, seq: head.seq, at: head.at });
+    }
+    return out;
+  }
+
   /** Claims up to `limit` due deliveries, in turns: each gets a lease and its attempt is counted before it is sent. */
   function claim(limit: number): Claimed[] {
     const now = clock.now();
@@ -143,21 +155,21 @@ export function createOutbox(deps: OutboxDeps) {
       () => {
         const out: Claimed[] = [];
         const taken = new Map<string, number>();
-        const queue = q.waitingRegistrations
-          .all({ now })
+        const queue = waiting(now)
           .filter((r) => r.at <= now && busyOf(r.reg) < config.hookConcurrency)
-          .sort((a, b) => (lastTurn.get(a.reg) ?? 0) - (lastTurn.get(b.reg) ?? 0) || a.at - b.at);
+          .sort((a, b) => (lastTurn.get(a.reg) ?? 0) - (lastTurn.get(b.reg) ?? 0) || a.at - b.at)
+          .map((r) => r.reg);
         // Round after round, one delivery per registration per round, until the slots or the due ones run out.
         while (out.length < limit && queue.length > 0) {
-          const reg = queue.shift()!.reg;
-          const next = q.nextOfRegistration.get({ reg, now });
-          const row = next && q.lease.get({ seq: next.seq, now, until: now + leaseMs, at });
+          const reg = queue.shift()!;
+          const head = q.firstHeadOf.get({ reg, now });
+          const row = head && head.at <= now ? q.lease.get({ seq: head.seq, now, until: now + leaseMs, at }) : undefined;
           const target = row && q.target.get({ id: reg });
           if (!row || !target) continue; // nothing else due for it
           out.push({ ...row, ...target });
           const n = (taken.get(reg) ?? 0) + 1;
           taken.set(reg, n);
-          if (busyOf(reg) + n < config.hookConcurrency) queue.push({ reg, at: 0 });
+          if (busyOf(reg) + n < config.hookConcurrency) queue.push(reg);
         }
         return out;
       },
@@ -359,7 +371,7 @@ export function createOutbox(deps: OutboxDeps) {
       // The next registration with a free slot whose head waits only for its time; a full one is woken by its attempts ending.
       const now = clock.now();
       let next = Number.MAX_SAFE_INTEGER;
-      for (const r of q.waitingRegistrations.all({ now })) if (busyOf(r.reg) < config.hookConcurrency && r.at < next) next = r.at;
+      for (const r of waiting(now)) if (busyOf(r.reg) < config.hookConcurrency && r.at < next) next = r.at;
       if (next !== Number.MAX_SAFE_INTEGER) wait = Math.min(IDLE_POLL_MS, Math.max(next - now, 1));
     }
     timer = setTimeout(pump, wait);
