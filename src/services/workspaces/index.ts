@@ -69,7 +69,9 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   const access = createAccess(deps.db);
   const quotas = createQuotas({ db: deps.db, limits: settings.quotas });
   // Clones and webhooks never reach the workspace networks or any workspace container (targets.ts).
-  const targets = createTargetGuard({ engine, subnetPool: settings.subnetPool, log: deps.log });
+  // Keel's own ports: every service's configured one, and this app's as bound (`0` picks one at listen).
+  const ownPorts = () => [...Object.values(deps.config.ports).filter((p) => p > 0), ...(app.server?.port ? [app.server.port] : [])];
+  const targets = createTargetGuard({ engine, subnetPool: settings.subnetPool, log: deps.log, ownPorts });
   const workspaces = createLifecycle({
     db: deps.db,
     bus: deps.bus,

@@ -1,6 +1,7 @@
 // What clones and webhooks of this service may never reach beyond the platform's own rules
-// (CONTRACT.md, "One tenant never stalls another"): the workspace subnet pool, and every address of
-// a Keel-managed container on the engine (another Keel's pool included). The platform's address
+// (CONTRACT.md, "One tenant never stalls another"): the workspace subnet pool, every address of a
+// Keel-managed container on the engine (another Keel's pool included), and Keel's own service ports
+// on this host. The platform's address
 // policy stays service-agnostic: this module hands it the ranges and a list of addresses it reads
 // at every check, refreshed from the engine in the background (a name is judged when its
 // connection is made, so a list a few seconds old only matters for a container born meanwhile,
@@ -12,7 +13,7 @@ import type { Engine } from './engine/engine';
 /** How often the list of container addresses is read again from the engine. */
 const REFRESH_MS = 5_000;
 
-export function createTargetGuard(deps: { engine: Engine; subnetPool: string; log: Logger }) {
+export function createTargetGuard(deps: { engine: Engine; subnetPool: string; log: Logger; ownPorts: () => number[] }) {
   let known: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
@@ -29,7 +30,7 @@ export function createTargetGuard(deps: { engine: Engine; subnetPool: string; lo
     }
   }
 
-  const deny: DeniedAddresses = { cidrs: [deps.subnetPool], addresses: () => known };
+  const deny: DeniedAddresses = { cidrs: [deps.subnetPool], addresses: () => known, hostPorts: deps.ownPorts };
 
   return {
     deny,

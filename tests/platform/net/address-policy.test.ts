@@ -95,3 +95,21 @@ describe('addresses a service denies', () => {
     await expect(r).rejects.toThrow('keeps out of reach');
   });
 });
+
+describe("the caller's own ports on this host", () => {
+  const own = { denyPrivate: false, deny: { cidrs: [], hostPorts: () => [3100] } };
+
+  test.each(['127.0.0.1', '127.9.9.9', '0.0.0.0', '::1', '::ffff:127.0.0.1'])('%s on an own port is refused as denied', (host) => {
+    expect(literalRefusal(host, own, 3100)).toBe('denied');
+  });
+
+  test('another port of this host, and an own port number on another host, stay allowed', () => {
+    expect(literalRefusal('127.0.0.1', own, 3105)).toBeNull();
+    expect(literalRefusal('93.184.216.34', own, 3100)).toBeNull();
+  });
+
+  test('a name resolving to this host is refused on an own port', async () => {
+    await expect(resolveAllowed('localhost', own, undefined, 3100)).rejects.toThrow("Keel's own port");
+    expect(await resolveAllowed('localhost', own, undefined, 3105)).toContain('127.0.0.1');
+  });
+});

@@ -70,6 +70,14 @@ describe('literals', () => {
     expect(((await (await p.api('workspaces', '/api/workspaces', { as: 'alice' })).json()) as any).workspaces).toHaveLength(0);
   });
 
+  test("a webhook or a repo.url at Keel's own API port is refused with 400", async () => {
+    const port = new URL(p.url('workspaces')).port;
+    for (const host of ['127.0.0.1', '0.0.0.0', '[::1]']) {
+      expect((await registerAt(p, 'alice', `http://${host}:${port}/api/workspaces`)).status).toBe(400);
+    }
+    expect((await createWithRepo(p, 'alice', `http://127.0.0.1:${port}/repo.git`)).status).toBe(400);
+  });
+
   test('a repo.url inside the subnet pool is refused with 400', async () => {
     const res = await createWithRepo(p, 'alice', 'http://10.213.200.3/repo.git');
     expect(res.status).toBe(400);
@@ -105,5 +113,18 @@ describe('names', () => {
     expect(detail.history).toHaveLength(2);
     expect(detail.history[0]).toMatchObject({ responseStatus: null, responseBody: null });
     expect(rx.received.filter((r) => r.path === '/hook/erin')).toHaveLength(0);
+  });
+
+  test("a name resolving to this host is refused at delivery on Keel's own port", async () => {
+    const port = new URL(p.url('workspaces')).port;
+    const made = await registerAt(p, 'fred', `http://localhost:${port}/api/workspaces`);
+    expect(made.status).toBe(201);
+    const { id } = (await made.json()) as any;
+    expect((await p.api('workspaces', `/api/webhooks/${id}/ping`, { method: 'POST', as: 'fred' })).status).toBe(202);
+    const log = async () => ((await (await p.api('workspaces', `/api/webhooks/${id}/deliveries`, { as: 'fred' })).json()) as any).deliveries as any[];
+    await waitFor('refused', async () => (await log())[0]?.attempts >= 1);
+    const [d] = await log();
+    expect(d).toMatchObject({ responseStatus: null });
+    expect(d.error).toContain('target address refused');
   });
 });

@@ -16,6 +16,9 @@ export function hostOf(url: URL): string {
   return h.endsWith('.') ? h.slice(0, -1) : h;
 }
 
+/** The port a URL's connection goes to. */
+export const portOf = (url: URL): number => (url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80);
+
 /** Why a target URL is refused at registration, or null. Never repeats the URL. */
 export function urlRefusal(raw: string, policy: TargetPolicy): string | null {
   if (raw.length > MAX_URL_LENGTH) return `url must be at most ${MAX_URL_LENGTH} characters`;
@@ -27,6 +30,6 @@ export function urlRefusal(raw: string, policy: TargetPolicy): string | null {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'url must use http:// or https://';
   if (!url.hostname) return 'url must name a host';
-  const refusal = literalRefusal(hostOf(url), policy);
+  const refusal = literalRefusal(hostOf(url), policy, portOf(url));
   return refusal ? `url refused: the address is ${REFUSAL_TEXT[refusal]}` : null;
 }
