@@ -15,6 +15,7 @@ import { isoNow, newId, errorFields, type Clock, type Logger } from '../../../pl
 import type { Deliverer, SendResult } from './deliver';
 import { prepareOutboxQueries } from './outbox.queries';
 import { nextDelayMs, retryAfterMs } from './retry-schedule';
+import { createTurns } from './turns';
 import { deliveryHeaders } from './signer';
 import type { WebhooksConfig } from './webhooks.config';
 import { attempts, deliveries, registrations, type DeliveryRow, type DisabledReason, type RegistrationRow } from './webhooks.tables';
@@ -121,19 +122,7 @@ export function createOutbox(deps: OutboxDeps) {
 
   // ---- the state machine ---------------------------------------------------------------------
 
-  // ---- turns between registrations ----------------------------------------------------------
-  //
-  // A registration has at most APP_WEBHOOK_HOOK_CONCURRENCY attempts in flight, and registrations
-  // with something due take turns: each claim serves first the one served longest ago, one delivery
-  // per turn, so a flooded, slow or failing receiver holds at most its own few slots while every
-  // other registration is served as soon as a slot is free.
-
-  /** Attempts in flight per registration (this process is the one dispatcher of its data directory). */
-  const busy = new Map<string, number>();
-  /** When each registration last had a turn (a counter, not a time: only the order matters). */
-  const lastTurn = new Map<string, number>();
-  let turns = 0;
-  const busyOf = (reg: string) => busy.get(reg) ?? 0;
+  const turns = createTurns(config.hookConcurrency);
 
   /** Each registration with a pending head not in flight, and when that head is due. */
   function waiting(now: number): { reg: string; seq: number; at: number }[] {
@@ -155,10 +144,7 @@ export function createOutbox(deps: OutboxDeps) {
       () => {
         const out: Claimed[] = [];
         const taken = new Map<string, number>();
-        const queue = waiting(now)
-          .filter((r) => r.at <= now && busyOf(r.reg) < config.hookConcurrency)
-          .sort((a, b) => (lastTurn.get(a.reg) ?? 0) - (lastTurn.get(b.reg) ?? 0) || a.at - b.at)
-          .map((r) => r.reg);
+        const queue = turns.order(waiting(now).filter((r) => r.at <= now)).map((r) => r.reg);
         // Round after round, one delivery per registration per round, until the slots or the due ones run out.
         while (out.length < limit && queue.length > 0) {
           const reg = queue.shift()!;
@@ -169,23 +155,14 @@ export function createOutbox(deps: OutboxDeps) {
           out.push({ ...row, ...target });
           const n = (taken.get(reg) ?? 0) + 1;
           taken.set(reg, n);
-          if (busyOf(reg) + n < config.hookConcurrency) queue.push(reg);
+          if (turns.hasRoom(reg, n)) queue.push(reg);
         }
         return out;
       },
       { behavior: 'immediate' },
     );
-    for (const d of claimed) {
-      busy.set(d.registrationId, busyOf(d.registrationId) + 1);
-      lastTurn.set(d.registrationId, ++turns);
-    }
+    for (const d of claimed) turns.took(d.registrationId);
     return claimed;
-  }
-
-  function release(reg: string) {
-    const n = busyOf(reg) - 1;
-    if (n > 0) busy.set(reg, n);
-    else busy.delete(reg);
   }
 
   async function attempt(d: Claimed): Promise<void> {
@@ -280,7 +257,9 @@ export function createOutbox(deps: OutboxDeps) {
     const ended = inArray(deliveries.status, ['delivered', 'failed']);
     const before = new Date(prunedAt - config.retentionMs).toISOString();
     let removed = (db.delete(deliveries).where(and(ended, lt(deliveries.createdAt, before))).run() as unknown as { changes: number }).changes;
-    for (const { id } of db.select({ id: registrations.id }).from(registrations).all()) {
+    const ids = db.select({ id: registrations.id }).from(registrations).all().map((r) => r.id);
+    turns.keepOnly(new Set(ids));
+    for (const id of ids) {
       const ofReg = and(eq(deliveries.registrationId, id), ended);
       // The newest ended delivery past the count; it and everything older of the registration go.
       const edge = db.select({ seq: deliveries.seq }).from(deliveries).where(ofReg).orderBy(desc(deliveries.seq)).limit(1).offset(config.retentionCount).get();
@@ -338,7 +317,7 @@ export function createOutbox(deps: OutboxDeps) {
         for (const d of batch) {
           const p: Promise<void> = attempt(d).finally(() => {
             inFlight.delete(p);
-            release(d.registrationId);
+            turns.done(d.registrationId);
             wake();
           });
           inFlight.add(p);
@@ -371,7 +350,7 @@ export function createOutbox(deps: OutboxDeps) {
       // The next registration with a free slot whose head waits only for its time; a full one is woken by its attempts ending.
       const now = clock.now();
       let next = Number.MAX_SAFE_INTEGER;
-      for (const r of waiting(now)) if (busyOf(r.reg) < config.hookConcurrency && r.at < next) next = r.at;
+      for (const r of turns.order(waiting(now))) next = Math.min(next, r.at);
       if (next !== Number.MAX_SAFE_INTEGER) wait = Math.min(IDLE_POLL_MS, Math.max(next - now, 1));
     }
     timer = setTimeout(pump, wait);
