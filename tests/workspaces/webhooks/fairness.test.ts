@@ -53,6 +53,28 @@ describe('a flooded slow receiver', () => {
   }, 60_000);
 });
 
+describe('turns', () => {
+  let p: TestPlatform;
+  beforeAll(async () => {
+    // One attempt at a time over all webhooks: the order the receiver sees is the order of the turns.
+    p = await startTestPlatform({ services: ['workspaces'], env: { APP_WEBHOOK_CONCURRENCY: '1' } });
+  });
+  afterAll(() => closeAndClean(p));
+
+  test('webhooks with deliveries queued take turns, one delivery each, whoever queued first', async () => {
+    const first = await register(p, 'turn-a');
+    const second = await register(p, 'turn-b');
+    // Hold the dispatcher on a slow answer while both queues fill, the first webhook's entirely before the second's.
+    let held = false;
+    rx.answer = (r) => (r.path === '/hook/turn-a' && !held ? ((held = true), { status: 204, delayMs: 1_000 }) : undefined);
+    for (let i = 0; i < 6; i++) expect((await ping(p, 'turn-a', first.id)).status).toBe(202);
+    for (let i = 0; i < 5; i++) expect((await ping(p, 'turn-b', second.id)).status).toBe(202);
+    const got = await rx.waitFor('all eleven', (r) => r.path === '/hook/turn-a' || r.path === '/hook/turn-b', 11);
+    rx.answer = undefined;
+    expect(got.map((r) => r.path.slice(-1)).join('')).toBe('abababababa');
+  });
+});
+
 describe('APP_WEBHOOK_MAX_PENDING', () => {
   let p: TestPlatform;
   beforeAll(async () => {
