@@ -41,5 +41,11 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795644799452,
     "breakpoints": true,
     "sql": "CREATE TABLE `catalog_event_outbox` (\n\t`seq` integer PRIMARY KEY AUTOINCREMENT NOT NULL,\n\t`event_id` text NOT NULL,\n\t`subject` text NOT NULL,\n\t`payload` text NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`sent_at` integer\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `catalog_event_outbox_event_id_unique` ON `catalog_event_outbox` (`event_id`);--> statement-breakpoint\nCREATE INDEX `catalog_event_outbox_unsent_idx` ON `catalog_event_outbox` (`sent_at`,`seq`);--> statement-breakpoint\nCREATE TABLE `webhooks_event_inbox` (\n\t`event_id` text PRIMARY KEY NOT NULL,\n\t`received_at` integer NOT NULL\n);\n--> statement-breakpoint\nCREATE TABLE `workspaces_event_outbox` (\n\t`seq` integer PRIMARY KEY AUTOINCREMENT NOT NULL,\n\t`event_id` text NOT NULL,\n\t`subject` text NOT NULL,\n\t`payload` text NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`sent_at` integer\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `workspaces_event_outbox_event_id_unique` ON `workspaces_event_outbox` (`event_id`);--> statement-breakpoint\nCREATE INDEX `workspaces_event_outbox_unsent_idx` ON `workspaces_event_outbox` (`sent_at`,`seq`);"
+  },
+  {
+    "tag": "0007_milky_next_avengers",
+    "when": 1795644916315,
+    "breakpoints": true,
+    "sql": "CREATE INDEX `webhooks_deliveries_registration_due_idx` ON `webhooks_deliveries` (`registration_id`,`next_attempt_at`) WHERE status = 'pending' AND head = 1;"
   }
 ];

@@ -3,15 +3,34 @@
 // them. Every spelling of an address is classified as the resolver would read it (decimal, hex, octal,
 // short forms, IPv4 inside IPv6), by ipaddr.js rather than hand-written patterns.
 import { lookup } from 'node:dns/promises';
+import { networkInterfaces } from 'node:os';
 import ipaddr from 'ipaddr.js';
 
 export interface TargetPolicy {
   /** Refuse loopback, private, unique-local and carrier-grade NAT addresses too. */
   denyPrivate: boolean;
+  /**
+   * Further destinations the calling service keeps out of reach whatever `denyPrivate` says (the
+   * platform knows nothing of them: the caller builds this, e.g. from its own configuration).
+   */
+  deny?: DeniedAddresses;
+}
+
+/** Ranges and single addresses refused as `denied`; `addresses` is asked at each check, so it may change. */
+export interface DeniedAddresses {
+  /** CIDR ranges, IPv4 or IPv6. */
+  cidrs: readonly string[];
+  /** Single addresses known now (read at every check; keep it cheap and synchronous). */
+  addresses?: () => Iterable<string>;
+  /**
+   * Ports refused on this host's own addresses (loopback, unspecified, every interface's address):
+   * the caller's own listeners. Read at every check.
+   */
+  hostPorts?: () => Iterable<number>;
 }
 
 /** Why an address is refused; `null` when it may be reached. */
-export type AddressRefusal = 'metadata' | 'link-local' | 'private' | 'not-unicast';
+export type AddressRefusal = 'metadata' | 'link-local' | 'denied' | 'private' | 'not-unicast';
 
 /**
  * The one list of destinations nothing Keel runs or connects to for a user may reach: the link-local
@@ -65,14 +84,69 @@ export function parseIpLiteral(host: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
   }
 }
 
-/** Why `address` (already parsed) is refused under `policy`, or null when it may be reached. */
-export function refusalOf(address: ipaddr.IPv4 | ipaddr.IPv6, policy: TargetPolicy): AddressRefusal | null {
+/** Whether `address` is one the policy's `deny` names (a range, or one of the addresses known now). */
+function isDenied(address: ipaddr.IPv4 | ipaddr.IPv6, deny: DeniedAddresses | undefined): boolean {
+  if (!deny) return false;
+  for (const cidr of deny.cidrs) {
+    const range = parseCidrCached(cidr);
+    if (range && range[0].kind() === address.kind() && address.match(range)) return true;
+  }
+  if (deny.addresses) {
+    const text = address.toString();
+    for (const a of deny.addresses()) {
+      const ip = parseIpLiteral(a);
+      if (ip && ip.kind() === address.kind() && ip.toString() === text) return true;
+    }
+  }
+  return false;
+}
+
+const parsedCidrs = new Map<string, [ipaddr.IPv4 | ipaddr.IPv6, number] | null>();
+function parseCidrCached(cidr: string) {
+  let r = parsedCidrs.get(cidr);
+  if (r === undefined) {
+    try {
+      r = ipaddr.parseCIDR(cidr);
+    } catch {
+      r = null;
+    }
+    parsedCidrs.set(cidr, r);
+  }
+  return r;
+}
+
+/** Whether `address` reaches this host: loopback, unspecified, or one of its interfaces' addresses. */
+function isThisHost(address: ipaddr.IPv4 | ipaddr.IPv6): boolean {
+  const range = address.range();
+  if (range === 'loopback' || range === 'unspecified') return true;
+  const text = address.toString();
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) {
+      const ip = parseIpLiteral(a.address);
+      if (ip && ip.kind() === address.kind() && ip.toString() === text) return true;
+    }
+  }
+  return false;
+}
+
+function isDeniedHostPort(address: ipaddr.IPv4 | ipaddr.IPv6, port: number | undefined, deny: DeniedAddresses | undefined): boolean {
+  if (port === undefined || !deny?.hostPorts) return false;
+  for (const p of deny.hostPorts()) if (p === port) return isThisHost(address);
+  return false;
+}
+
+/**
+ * Why `address` (already parsed) is refused under `policy`, or null when it may be reached. `port`,
+ * when known, is checked against the policy's host ports.
+ */
+export function refusalOf(address: ipaddr.IPv4 | ipaddr.IPv6, policy: TargetPolicy, port?: number): AddressRefusal | null {
   if (address.kind() === 'ipv6') {
     const inner = embeddedIpv4(address as ipaddr.IPv6);
-    if (inner) return refusalOf(inner, policy);
+    if (inner) return refusalOf(inner, policy, port);
   }
   const never = NEVER_REACHED_PARSED.find((r) => r.range[0].kind() === address.kind() && address.match(r.range));
   if (never) return address.toString() === '169.254.169.254' ? 'metadata' : never.refusal;
+  if (isDenied(address, policy.deny) || isDeniedHostPort(address, port, policy.deny)) return 'denied';
   const range = address.range();
   if (NOT_UNICAST.has(range)) return 'not-unicast';
   if (PRIVATE_RANGES.has(range)) return policy.denyPrivate ? 'private' : null;
@@ -80,14 +154,15 @@ export function refusalOf(address: ipaddr.IPv4 | ipaddr.IPv6, policy: TargetPoli
 }
 
 /** The refusal for a host string that is an IP literal; null for a name (checked once resolved) or an allowed literal. */
-export function literalRefusal(host: string, policy: TargetPolicy): AddressRefusal | null {
+export function literalRefusal(host: string, policy: TargetPolicy, port?: number): AddressRefusal | null {
   const ip = parseIpLiteral(host);
-  return ip ? refusalOf(ip, policy) : null;
+  return ip ? refusalOf(ip, policy, port) : null;
 }
 
 export const REFUSAL_TEXT: Record<AddressRefusal, string> = {
   metadata: 'a cloud metadata address',
   'link-local': 'a link-local address',
+  denied: 'an address Keel keeps out of reach (another tenant\'s network, or Keel\'s own port)',
   private: 'a loopback or private address, refused by the operator',
   'not-unicast': 'not a unicast address',
 };
@@ -109,10 +184,10 @@ const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: t
  * connection could pick any of them). Connect to the returned addresses, not to the name again, or
  * a name that changes its answer between the check and the connection (DNS rebinding) slips through.
  */
-export async function resolveAllowed(host: string, policy: TargetPolicy, resolve: Resolver = systemResolver): Promise<string[]> {
+export async function resolveAllowed(host: string, policy: TargetPolicy, resolve: Resolver = systemResolver, port?: number): Promise<string[]> {
   const literal = parseIpLiteral(host);
   if (literal) {
-    const r = refusalOf(literal, policy);
+    const r = refusalOf(literal, policy, port);
     if (r) throw new TargetRefused(r, `the address is ${REFUSAL_TEXT[r]}`);
     return [literal.toString()];
   }
@@ -126,7 +201,7 @@ export async function resolveAllowed(host: string, policy: TargetPolicy, resolve
   const out: string[] = [];
   for (const { address } of found) {
     const ip = parseIpLiteral(address);
-    const r = ip ? refusalOf(ip, policy) : 'not-unicast';
+    const r = ip ? refusalOf(ip, policy, port) : 'not-unicast';
     if (r) throw new TargetRefused(r, `the host name resolves to ${REFUSAL_TEXT[r]}`);
     out.push(ip!.toString());
   }

@@ -13,6 +13,7 @@ import type { Env } from '../../platform/config';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
 import { createQuotas } from './quotas';
+import { createTargetGuard } from './targets';
 import { createEngine } from './engine/docker';
 import { createWorkspaceEvents } from './events/events.service';
 import { eventsRoutes } from './events/events.routes';
@@ -69,6 +70,10 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   const engine = createEngine(settings.dockerHost);
   const access = createAccess(deps.db);
   const quotas = createQuotas({ db: deps.db, limits: settings.quotas });
+  // Clones and webhooks never reach the workspace networks or any workspace container (targets.ts).
+  // Keel's own ports: every service's configured one, and this app's as bound (`0` picks one at listen).
+  const ownPorts = () => [...Object.values(deps.config.ports).filter((p) => p > 0), ...(app.server?.port ? [app.server.port] : [])];
+  const targets = createTargetGuard({ engine, subnetPool: settings.subnetPool, log: deps.log, ownPorts });
   const workspaces = createLifecycle({
     db: deps.db,
     bus: deps.bus,
@@ -80,6 +85,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     quotas,
     instance: instanceId(deps.config.dataDir),
     codeKey: loadCodeKey(deps.config.dataDir),
+    cloneDeny: targets.deny,
   });
   const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, workspaces: access });
   const logs = createLogsService({ engine, hub, workspaces: access });
@@ -87,7 +93,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   const volumes = createVolumes({ db: deps.db, engine });
   const events = createWorkspaceEvents({ bus: deps.bus, clock: deps.clock });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
-  const webhooks = createWebhooks(deps, webhooksSettings);
+  const webhooks = createWebhooks(deps, webhooksSettings, { deny: targets.deny });
   const agent = createAgentService({
     store: createAgentStore(deps.db),
     providers: createProviders(agentSettings.providers),
@@ -145,6 +151,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     async start() {
       // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
       agent.recover();
+      targets.start();
       // Deliveries a previous run left pending go out again (events became deliveries from creation on).
       webhooks.start();
       await workspaces.startUp().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
@@ -155,6 +162,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
       events.close();
       await workspaces.close();
       await webhooks.stop();
+      targets.stop();
     },
   };
 }

@@ -141,12 +141,29 @@ describe('registrations', () => {
     expect(refused.status).toBe(400);
   });
 
-  test('an actor may have 50 webhooks; the next answers 409 WEBHOOK_LIMIT_REACHED', async () => {
-    for (let i = 0; i < 50; i++) await register('many', { url: `${rx.url}/many/${i}` });
+  test('an actor may have 20 webhooks; the 21st answers 429 QUOTA_EXCEEDED and is not stored', async () => {
+    for (let i = 0; i < 20; i++) await register('many', { url: `${rx.url}/many/${i}` });
     const res = await api('/api/webhooks', { method: 'POST', as: 'many', json: { url: rx.url, events: ['*'], secret: SECRET } });
-    expect(res.status).toBe(409);
-    expect(((await res.json()) as any).error.code).toBe('WEBHOOK_LIMIT_REACHED');
+    expect(res.status).toBe(429);
+    expect(((await res.json()) as any).error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { quota: 'webhooks', limit: 20 } });
+    expect(((await (await api('/api/webhooks', { as: 'many' })).json()) as any).webhooks).toHaveLength(20);
     expect((await api('/api/webhooks', { method: 'POST', as: 'not-many', json: { url: rx.url, events: ['*'], secret: SECRET } })).status).toBe(201);
+  });
+
+  test('a deleted webhook frees its place under the quota', async () => {
+    const made = [];
+    for (let i = 0; i < 20; i++) made.push(await register('full', { url: `${rx.url}/full/${i}` }));
+    expect((await api('/api/webhooks', { method: 'POST', as: 'full', json: { url: rx.url, events: ['*'], secret: SECRET } })).status).toBe(429);
+    expect((await api(`/api/webhooks/${made[0].id}`, { method: 'DELETE', as: 'full' })).status).toBe(200);
+    expect((await api('/api/webhooks', { method: 'POST', as: 'full', json: { url: rx.url, events: ['*'], secret: SECRET } })).status).toBe(201);
+  });
+
+  test('admin tokens are exempt from the webhook quota', async () => {
+    const admin = p.token('root-many', { role: 'admin' });
+    for (let i = 0; i < 21; i++) {
+      const res = await api('/api/webhooks', { method: 'POST', headers: { authorization: `Bearer ${admin}` }, json: { url: `${rx.url}/root-many/${i}`, events: ['workspace.failed'], secret: SECRET } });
+      expect(res.status).toBe(201);
+    }
   });
 
   test('DELETE removes the webhook with its log', async () => {
@@ -282,12 +299,12 @@ describe('OpenAPI', () => {
       expect(op).toBeDefined();
       for (const s of statuses) expect(Object.keys(op.responses)).toContain(s);
     };
-    expectOp('/api/webhooks', 'post', ['201', '400', '401', '409', '429']);
+    expectOp('/api/webhooks', 'post', ['201', '400', '401', '429']);
     expectOp('/api/webhooks', 'get', ['200', '401']);
     expectOp('/api/webhooks/{id}', 'get', ['200', '404']);
     expectOp('/api/webhooks/{id}', 'patch', ['200', '400', '404']);
     expectOp('/api/webhooks/{id}', 'delete', ['200', '404']);
-    expectOp('/api/webhooks/{id}/ping', 'post', ['202', '404', '409']);
+    expectOp('/api/webhooks/{id}/ping', 'post', ['202', '404', '409', '429']);
     expectOp('/api/webhooks/{id}/deliveries', 'get', ['200', '400', '404']);
     expectOp('/api/webhooks/{id}/deliveries/{deliveryId}', 'get', ['200', '404']);
     expectOp('/api/webhooks/{id}/deliveries/{deliveryId}/redeliver', 'post', ['202', '404', '409']);

@@ -24,7 +24,7 @@ const resolve: Resolver = async (host) => {
 };
 
 const send = (url: string, opts: { denyPrivate?: boolean; timeoutMs?: number; maxResponseBytes?: number } = {}) =>
-  createDeliverer({ denyPrivate: opts.denyPrivate ?? false, timeoutMs: opts.timeoutMs ?? 5000, resolve, maxResponseBytes: opts.maxResponseBytes }).send({
+  createDeliverer({ policy: { denyPrivate: opts.denyPrivate ?? false }, timeoutMs: opts.timeoutMs ?? 5000, resolve, maxResponseBytes: opts.maxResponseBytes }).send({
     url,
     headers: { 'content-type': 'application/json', 'x-test': 'yes' },
     body: '{"event":"ping"}',

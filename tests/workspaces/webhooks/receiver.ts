@@ -18,6 +18,8 @@ export interface Receiver {
   received: Received[];
   /** Answers each request in turn; the default answer once the list is spent or `answer` returns undefined. */
   answer: ((r: Received) => Answer | undefined) | undefined;
+  /** The most requests whose path starts with `prefix` that were open (received, not yet answered) at once. */
+  peakOpen(prefix: string): number;
   /** Received requests whose body has this event (and, when given, this workspace). */
   of(event: string, workspaceId?: string): Received[];
   /** Waits until `n` requests match `pred`; returns them. */
@@ -27,11 +29,14 @@ export interface Receiver {
 
 export function startReceiver(opts: { port?: number } = {}): Receiver {
   const received: Received[] = [];
+  const open = new Map<string, number>();
+  const peak = new Map<string, number>();
   const self: Receiver = {
     url: '',
     port: 0,
     received,
     answer: undefined,
+    peakOpen: (prefix) => Math.max(0, ...[...peak].filter(([path]) => path.startsWith(prefix)).map(([, n]) => n)),
     of: (event, ws) => received.filter((r) => r.body?.event === event && (ws === undefined || r.body?.workspace?.id === ws)),
     async waitFor(what, pred, n = 1, timeoutMs = 30_000) {
       await waitFor(what, () => received.filter(pred).length >= n, timeoutMs, 20);
@@ -51,7 +56,10 @@ export function startReceiver(opts: { port?: number } = {}): Receiver {
       const r: Received = { path: new URL(req.url).pathname, headers: Object.fromEntries(req.headers), raw, body, at: Date.now() };
       received.push(r);
       const a = self.answer?.(r) ?? { status: 204 };
+      open.set(r.path, (open.get(r.path) ?? 0) + 1);
+      peak.set(r.path, Math.max(peak.get(r.path) ?? 0, open.get(r.path)!));
       if (a.delayMs) await Bun.sleep(a.delayMs);
+      open.set(r.path, open.get(r.path)! - 1);
       return new Response(a.status === 204 ? null : (a.body ?? ''), { status: a.status, headers: a.headers });
     },
   });

@@ -211,6 +211,18 @@ export function createEngine(dockerHost?: string): Engine {
       return list.map((c): ManagedObject => ({ id: c.Id, workspaceId: c.Labels[LABEL_WORKSPACE] ?? '' }));
     },
 
+    async managedAddresses() {
+      const list = await call(() => docker.listContainers({ all: true, filters: { label: [`${LABEL_MANAGED}=true`] } }));
+      const out: string[] = [];
+      for (const c of list) {
+        for (const n of Object.values(c.NetworkSettings?.Networks ?? {})) {
+          if (n.IPAddress) out.push(n.IPAddress);
+          if (n.GlobalIPv6Address) out.push(n.GlobalIPv6Address);
+        }
+      }
+      return out;
+    },
+
     async listManagedVolumes(instance) {
       const res = await call(() => docker.listVolumes({ filters: { label: managedFilter(instance) } }));
       return (res.Volumes ?? []).map((v): ManagedObject => ({ id: v.Name, workspaceId: v.Labels?.[LABEL_WORKSPACE] ?? '' }));

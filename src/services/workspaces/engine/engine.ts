@@ -171,6 +171,8 @@ export interface Engine {
 
   /** Containers carrying the managed label and `instance`'s label. */
   listManaged(instance: string): Promise<ManagedObject[]>;
+  /** Every address of every Keel-managed container on the engine, whichever Keel made it (clone and webhook targets refuse them). */
+  managedAddresses(): Promise<string[]>;
   /** Volumes carrying the managed label and `instance`'s label. */
   listManagedVolumes(instance: string): Promise<ManagedObject[]>;
   /**

@@ -5,6 +5,7 @@ import { AppError } from '../../../platform/errors';
 import { createBoundedQueue } from '../../../platform/bounded-queue';
 import type { Bus } from '../../../platform/bus/bus';
 import type { Db } from '../../../platform/db';
+import type { DeniedAddresses, TargetPolicy } from '../../../platform/net/address-policy';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { errorFields, type Clock, type Logger } from '../../../platform/runtime';
 import { engineFailure, type Access } from '../access';
@@ -39,6 +40,8 @@ export interface LifecycleDeps {
   instance: string;
   /** Key of the per-workspace code-server secrets (code-secret.ts). */
   codeKey: Buffer;
+  /** Addresses a repo clone may never reach beyond the platform's rules (targets.ts). */
+  cloneDeny?: DeniedAddresses;
 }
 
 /** How long close() waits for queued engine work before giving up on it (the next start-up finishes it). */
@@ -56,7 +59,7 @@ const cloneQueueFull = () =>
 export function createLifecycle(deps: LifecycleDeps) {
   const { engine, access, log, instance, quotas } = deps;
   const [portLo, portHi] = deps.settings.workspacePortRange;
-  const clonePolicy = { denyPrivate: deps.settings.clone.denyPrivate };
+  const clonePolicy: TargetPolicy = { denyPrivate: deps.settings.clone.denyPrivate, deny: deps.cloneDeny };
   // One queue for every actor's clones: a bounded number run, a bounded number wait, the rest are refused.
   const clones = createBoundedQueue(deps.settings.clone);
   const host = deps.settings.publicHost;
@@ -71,7 +74,7 @@ export function createLifecycle(deps: LifecycleDeps) {
     inserted: (tx, row) => records.recordEvent(tx, 'created', row),
   });
   const firewall = createFirewall({ instance, log, mode: deps.settings.firewall, dockerHost: deps.settings.dockerHost, pool: deps.settings.subnetPool });
-  const provisioner = createProvisioner({ engine, records, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey });
+  const provisioner = createProvisioner({ engine, records, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy });
   const view = (row: WorkspaceRow) => workspaceView(row, host, codeSecret(deps.codeKey, row.id));
 
   async function destroy(row: WorkspaceRow, removeVolume: boolean): Promise<void> {

@@ -14,6 +14,7 @@ import type { Template } from './templates';
 import type { Records } from './records';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow } from '../workspaces.tables';
+import type { TargetPolicy } from '../../../platform/net/address-policy';
 
 /** The reason a failed workspace shows: the git or engine message, secrets scrubbed; anything else is logged too. */
 export function failureReason(e: unknown, log: Logger): string {
@@ -23,7 +24,7 @@ export function failureReason(e: unknown, log: Logger): string {
   return scrubUrls(e instanceof Error ? e.message : String(e)).slice(0, 500);
 }
 
-export function createProvisioner(deps: { engine: Engine; records: Records; settings: WorkspacesConfig; log: Logger; instance: string; firewall: Firewall; codeKey: Buffer }) {
+export function createProvisioner(deps: { engine: Engine; records: Records; settings: WorkspacesConfig; log: Logger; instance: string; firewall: Firewall; codeKey: Buffer; clonePolicy: TargetPolicy }) {
   const { engine, records, settings, log } = deps;
   const networks = createWorkspaceNetworks({ engine, firewall: deps.firewall, settings });
   const imageReady = new Map<string, Promise<void>>();
@@ -114,7 +115,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
   }
 
   async function copyRepo(containerId: string, template: Template, repo: RepoRequest, signal: AbortSignal) {
-    const clone = await cloneRepo({ ...repo, timeoutMs: settings.cloneTimeoutMs, maxBytes: settings.clone.maxBytes, policy: { denyPrivate: settings.clone.denyPrivate }, signal });
+    const clone = await cloneRepo({ ...repo, timeoutMs: settings.cloneTimeoutMs, maxBytes: settings.clone.maxBytes, policy: deps.clonePolicy, signal });
     try {
       const [uid, gid] = template.user.split(':').map(Number);
       const tar = tarDirectory(clone.dir, uid!, gid!);

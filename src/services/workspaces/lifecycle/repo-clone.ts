@@ -127,7 +127,7 @@ export function parseRepoUrl(raw: string): RepoTarget | string {
 export function repoUrlProblem(raw: string, policy: TargetPolicy): string | null {
   const t = parseRepoUrl(raw);
   if (typeof t === 'string') return t;
-  const refused = literalRefusal(t.host, policy);
+  const refused = literalRefusal(t.host, policy, t.port);
   return refused ? `the repo host is ${REFUSAL_TEXT[refused]}; clones may not reach it` : null;
 }
 
@@ -261,7 +261,7 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
   return opts.ticket.run(async () => {
     let addresses: string[];
     try {
-      addresses = await resolveAllowed(target.host, opts.policy, opts.resolve);
+      addresses = await resolveAllowed(target.host, opts.policy, opts.resolve, target.port);
     } catch (e) {
       if (e instanceof TargetRefused) throw new CloneError(`git clone refused: ${e.message}; clones may not reach it`);
       throw e;

@@ -7,8 +7,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { resolveAllowed, TargetRefused, type Resolver } from '../../../platform/net/address-policy';
-import { hostOf } from './target-policy';
+import { resolveAllowed, TargetRefused, type Resolver, type TargetPolicy } from '../../../platform/net/address-policy';
+import { hostOf, portOf } from './target-policy';
 
 export type { Resolver } from '../../../platform/net/address-policy';
 
@@ -37,7 +37,7 @@ export interface SendRequest {
 }
 
 export interface DelivererOptions {
-  denyPrivate: boolean;
+  policy: TargetPolicy;
   timeoutMs: number;
   resolve?: Resolver;
   /** Bytes of the answer read at most (the rest is dropped with the connection). */
@@ -56,9 +56,9 @@ export function createDeliverer(opts: DelivererOptions) {
   };
 
   /** The addresses `host` may be dialled at (every one checked by the platform's policy), or why not. */
-  async function checkedAddresses(host: string): Promise<ResolvedAddress[] | { kind: SendErrorKind; message: string }> {
+  async function checkedAddresses(host: string, port: number): Promise<ResolvedAddress[] | { kind: SendErrorKind; message: string }> {
     try {
-      const found = await resolveAllowed(host, { denyPrivate: opts.denyPrivate }, opts.resolve);
+      const found = await resolveAllowed(host, opts.policy, opts.resolve, port);
       return found.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
     } catch (e) {
       if (!(e instanceof TargetRefused)) throw e;
@@ -71,7 +71,7 @@ export function createDeliverer(opts: DelivererOptions) {
     const started = performance.now();
     const done = (r: Omit<SendResult, 'durationMs'>): SendResult => ({ ...r, durationMs: Math.round(performance.now() - started) });
     const url = new URL(req.url);
-    const checked = await checkedAddresses(hostOf(url));
+    const checked = await checkedAddresses(hostOf(url), portOf(url));
     if (!Array.isArray(checked)) return done({ status: null, retryAfter: null, bodySnippet: '', error: checked });
     const pinned: LookupFunction = (_host, options, callback) => {
       const all = (options as { all?: boolean }).all;

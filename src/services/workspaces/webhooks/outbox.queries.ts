@@ -1,26 +1,34 @@
 // The outbox's hot statements, prepared once: building drizzle SQL per call costs more than running it.
 // Queries on pending heads repeat the literal terms of the partial index so SQLite uses it.
-import { and, asc, eq, isNotNull, isNull, lte, or, sql } from 'drizzle-orm';
+import { and, asc, count, eq, gt, isNotNull, isNull, lte, or, sql } from 'drizzle-orm';
 import type { Db } from '../../../platform/db';
 import { attempts, deliveries, registrations } from './webhooks.tables';
 
 export function prepareOutboxQueries(db: Db) {
   const PENDING_HEAD = sql`${deliveries.status} = 'pending' AND ${deliveries.head} = 1`;
-  // A delivery is due when it is a pending head, its time has come, nobody holds it, and its registration is active.
-  const dueQuery = db
+  const leaseFree = or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, sql.placeholder('now')));
+  // The registrations with pending heads, one after another (each step one index probe, however many
+  // deliveries a registration has pending): the dispatcher's candidates for a turn.
+  const nextRegistrationWithHeads = db
+    .select({ reg: deliveries.registrationId })
+    .from(deliveries)
+    .where(and(PENDING_HEAD, gt(deliveries.registrationId, sql.placeholder('after'))))
+    .orderBy(asc(deliveries.registrationId))
+    .limit(1)
+    .prepare();
+  // A registration's head that is sent next, if it is active: its earliest pending head not in flight.
+  const firstHeadOf = db
     .select({ seq: deliveries.seq, at: deliveries.nextAttemptAt })
     .from(deliveries)
     .innerJoin(registrations, eq(registrations.id, deliveries.registrationId))
-    .where(
-      and(
-        PENDING_HEAD,
-        lte(deliveries.nextAttemptAt, sql.placeholder('until')),
-        or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, sql.placeholder('now'))),
-        eq(registrations.active, true),
-      ),
-    )
+    .where(and(eq(deliveries.registrationId, sql.placeholder('reg')), PENDING_HEAD, leaseFree, eq(registrations.active, true)))
     .orderBy(asc(deliveries.nextAttemptAt), asc(deliveries.seq))
-    .limit(sql.placeholder('limit'))
+    .limit(1)
+    .prepare();
+  const pendingCount = db
+    .select({ n: count() })
+    .from(deliveries)
+    .where(and(eq(deliveries.registrationId, sql.placeholder('reg')), sql`${deliveries.status} = 'pending'`))
     .prepare();
   const activeRegistrations = db.select().from(registrations).where(eq(registrations.active, true)).prepare();
   const pendingOfKey = db
@@ -94,7 +102,7 @@ export function prepareOutboxQueries(db: Db) {
     .returning()
     .prepare();
 
-  return { dueQuery, activeRegistrations, pendingOfKey, lease, target, deliveryBySeq, registrationById, insertAttempt, markDelivered, markRetry, markFailed, promoteNext, clearFailing, insertRow };
+  return { nextRegistrationWithHeads, firstHeadOf, pendingCount, activeRegistrations, pendingOfKey, lease, target, deliveryBySeq, registrationById, insertAttempt, markDelivered, markRetry, markFailed, promoteNext, clearFailing, insertRow };
 }
 
 export type OutboxQueries = ReturnType<typeof prepareOutboxQueries>;

@@ -7,7 +7,7 @@
 // Order: deliveries that share an order key (one workspace, per registration) go out one at a time
 // in the order they were received: only the oldest pending one of a key (its head) is sent, and the
 // next becomes head when it is delivered or failed for good. Pings and redeliveries have no key.
-import { and, eq, inArray, isNotNull, isNull, lt, lte, or } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNotNull, isNull, lt, lte, or } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
 import type { WorkspaceEventPayload, WORKSPACE_EVENTS } from '../../../platform/bus/subjects';
 import { createEventInbox } from '../../../platform/bus/event-outbox';
@@ -16,6 +16,7 @@ import { isoNow, newId, errorFields, type Clock, type Logger } from '../../../pl
 import type { Deliverer, SendResult } from './deliver';
 import { prepareOutboxQueries } from './outbox.queries';
 import { nextDelayMs, retryAfterMs } from './retry-schedule';
+import { createTurns } from './turns';
 import { deliveryHeaders } from './signer';
 import type { WebhooksConfig } from './webhooks.config';
 import { attempts, deliveries, eventInbox, registrations, type DeliveryRow, type DisabledReason, type RegistrationRow } from './webhooks.tables';
@@ -38,8 +39,6 @@ export interface OutboxDeps {
 const IDLE_POLL_MS = 1000;
 /** Beyond the request's own time limit, how long a claimed delivery stays leased before another dispatcher may take it. */
 const LEASE_MARGIN_MS = 10_000;
-/** How often ended deliveries older than the retention are removed. */
-const PRUNE_EVERY_MS = 3_600_000;
 /** At shutdown, how long attempts in flight may take to finish; the rest are resent after the restart. */
 const STOP_GRACE_MS = 5_000;
 
@@ -127,22 +126,47 @@ export function createOutbox(deps: OutboxDeps) {
 
   // ---- the state machine ---------------------------------------------------------------------
 
-  /** Claims up to `limit` due deliveries: each gets a lease and its attempt is counted before it is sent. */
+  const turns = createTurns(config.hookConcurrency);
+
+  /** Each registration with a pending head not in flight, and when that head is due. */
+  function waiting(now: number): { reg: string; seq: number; at: number }[] {
+    const out: { reg: string; seq: number; at: number }[] = [];
+    let after = '';
+    for (let r = q.nextRegistrationWithHeads.get({ after }); r; r = q.nextRegistrationWithHeads.get({ after })) {
+      after = r.reg;
+      const head = q.firstHeadOf.get({ reg: r.reg, now });
+      if (head) out.push({ reg: r.reg, seq: head.seq, at: head.at });
+    }
+    return out;
+  }
+
+  /** Claims up to `limit` due deliveries, in turns: each gets a lease and its attempt is counted before it is sent. */
   function claim(limit: number): Claimed[] {
     const now = clock.now();
     const at = new Date(now).toISOString();
-    return db.transaction(
+    const claimed = db.transaction(
       () => {
         const out: Claimed[] = [];
-        for (const { seq } of q.dueQuery.all({ now, until: now, limit })) {
-          const row = q.lease.get({ seq, now, until: now + leaseMs, at });
-          const reg = row && q.target.get({ id: row.registrationId });
-          if (row && reg) out.push({ ...row, ...reg });
+        const taken = new Map<string, number>();
+        const queue = turns.order(waiting(now).filter((r) => r.at <= now)).map((r) => r.reg);
+        // Round after round, one delivery per registration per round, until the slots or the due ones run out.
+        while (out.length < limit && queue.length > 0) {
+          const reg = queue.shift()!;
+          const head = q.firstHeadOf.get({ reg, now });
+          const row = head && head.at <= now ? q.lease.get({ seq: head.seq, now, until: now + leaseMs, at }) : undefined;
+          const target = row && q.target.get({ id: reg });
+          if (!row || !target) continue; // nothing else due for it
+          out.push({ ...row, ...target });
+          const n = (taken.get(reg) ?? 0) + 1;
+          taken.set(reg, n);
+          if (turns.hasRoom(reg, n)) queue.push(reg);
         }
         return out;
       },
       { behavior: 'immediate' },
     );
+    for (const d of claimed) turns.took(d.registrationId);
+    return claimed;
   }
 
   async function attempt(d: Claimed): Promise<void> {
@@ -226,15 +250,26 @@ export function createOutbox(deps: OutboxDeps) {
   }
 
   let prunedAt = 0;
-  /** The log keeps ended deliveries (and their attempts) for APP_WEBHOOK_RETENTION. */
+  /**
+   * The log is bounded two ways, by a pass every APP_WEBHOOK_PRUNE_INTERVAL (and at start-up): ended
+   * deliveries (delivered, failed) older than APP_WEBHOOK_RETENTION go, and so do those beyond the
+   * newest APP_WEBHOOK_RETENTION_COUNT of each registration. Their attempts go with them (the foreign
+   * key cascades). Pending deliveries are never pruned: what was said is kept until it is delivered.
+   */
   function prune() {
     prunedAt = clock.now();
+    const ended = inArray(deliveries.status, ['delivered', 'failed']);
     const before = new Date(prunedAt - config.retentionMs).toISOString();
-    const res = db
-      .delete(deliveries)
-      .where(and(inArray(deliveries.status, ['delivered', 'failed']), lt(deliveries.createdAt, before)))
-      .run() as unknown as { changes: number };
-    if (res.changes > 0) log.info('pruned old webhook deliveries', { count: res.changes });
+    let removed = (db.delete(deliveries).where(and(ended, lt(deliveries.createdAt, before))).run() as unknown as { changes: number }).changes;
+    const ids = db.select({ id: registrations.id }).from(registrations).all().map((r) => r.id);
+    turns.keepOnly(new Set(ids));
+    for (const id of ids) {
+      const ofReg = and(eq(deliveries.registrationId, id), ended);
+      // The newest ended delivery past the count; it and everything older of the registration go.
+      const edge = db.select({ seq: deliveries.seq }).from(deliveries).where(ofReg).orderBy(desc(deliveries.seq)).limit(1).offset(config.retentionCount).get();
+      if (edge) removed += (db.delete(deliveries).where(and(ofReg, lte(deliveries.seq, edge.seq))).run() as unknown as { changes: number }).changes;
+    }
+    if (removed > 0) log.info('pruned old webhook deliveries', { count: removed });
   }
 
   /** After a crash: attempts that were in flight are recorded as interrupted and become due at once. */
@@ -286,6 +321,7 @@ export function createOutbox(deps: OutboxDeps) {
         for (const d of batch) {
           const p: Promise<void> = attempt(d).finally(() => {
             inFlight.delete(p);
+            turns.done(d.registrationId);
             wake();
           });
           inFlight.add(p);
@@ -306,11 +342,20 @@ export function createOutbox(deps: OutboxDeps) {
   function schedule() {
     clearTimeout(timer);
     if (!running) return;
-    if (clock.now() - prunedAt >= PRUNE_EVERY_MS) prune();
+    if (clock.now() - prunedAt >= config.pruneIntervalMs) {
+      try {
+        prune();
+      } catch (e) {
+        log.error('pruning webhook deliveries failed', errorFields(e));
+      }
+    }
     let wait = IDLE_POLL_MS;
     if (inFlight.size < config.concurrency) {
-      const [next] = q.dueQuery.all({ now: clock.now(), until: Number.MAX_SAFE_INTEGER, limit: 1 });
-      if (next) wait = Math.min(IDLE_POLL_MS, Math.max(next.at - clock.now(), 1));
+      // The next registration with a free slot whose head waits only for its time; a full one is woken by its attempts ending.
+      const now = clock.now();
+      let next = Number.MAX_SAFE_INTEGER;
+      for (const r of turns.order(waiting(now))) next = Math.min(next, r.at);
+      if (next !== Number.MAX_SAFE_INTEGER) wait = Math.min(IDLE_POLL_MS, Math.max(next - now, 1));
     }
     timer = setTimeout(pump, wait);
   }
@@ -318,6 +363,8 @@ export function createOutbox(deps: OutboxDeps) {
   return {
     enqueueEvent,
     enqueueTo,
+    /** Pending deliveries of a registration (what APP_WEBHOOK_MAX_PENDING bounds). */
+    pendingOf: (registrationId: string) => q.pendingCount.get({ reg: registrationId })?.n ?? 0,
     redeliver,
     failPending,
     /**

@@ -5,7 +5,7 @@
 // The URL is read by the WHATWG URL parser, which turns every IPv4 spelling (0x7f.1, 2130706433,
 // 0251.0376.0251.0376, a trailing dot) into dotted decimal: the same host fetch and node:http
 // connect to, and the one the policy judges.
-import { literalRefusal, REFUSAL_TEXT } from '../../../platform/net/address-policy';
+import { literalRefusal, REFUSAL_TEXT, type TargetPolicy } from '../../../platform/net/address-policy';
 
 export const MAX_URL_LENGTH = 2048;
 
@@ -16,8 +16,11 @@ export function hostOf(url: URL): string {
   return h.endsWith('.') ? h.slice(0, -1) : h;
 }
 
+/** The port a URL's connection goes to. */
+export const portOf = (url: URL): number => (url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80);
+
 /** Why a target URL is refused at registration, or null. Never repeats the URL. */
-export function urlRefusal(raw: string, denyPrivate: boolean): string | null {
+export function urlRefusal(raw: string, policy: TargetPolicy): string | null {
   if (raw.length > MAX_URL_LENGTH) return `url must be at most ${MAX_URL_LENGTH} characters`;
   let url: URL;
   try {
@@ -27,6 +30,6 @@ export function urlRefusal(raw: string, denyPrivate: boolean): string | null {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'url must use http:// or https://';
   if (!url.hostname) return 'url must name a host';
-  const refusal = literalRefusal(hostOf(url), { denyPrivate });
+  const refusal = literalRefusal(hostOf(url), policy, portOf(url));
   return refusal ? `url refused: the address is ${REFUSAL_TEXT[refusal]}` : null;
 }

@@ -40,8 +40,18 @@ export interface WebhooksConfig {
   disableAfterMs: number;
   /** Deliveries in flight at once (over all registrations). */
   concurrency: number;
+  /** APP_WEBHOOK_HOOK_CONCURRENCY: attempts in flight at once for one registration (the rest take turns). */
+  hookConcurrency: number;
+  /** APP_WEBHOOK_MAX_PENDING: pending deliveries of one registration past which ping and redeliver answer 429. */
+  maxPending: number;
+  /** APP_QUOTA_WEBHOOKS: registrations per actor (admins exempt). */
+  quota: number;
   /** Delivered and failed deliveries stay in the log this long. */
   retentionMs: number;
+  /** APP_WEBHOOK_RETENTION_COUNT: ended deliveries kept per registration at most (the newest). */
+  retentionCount: number;
+  /** APP_WEBHOOK_PRUNE_INTERVAL: how often the pruning pass runs (and once at start-up). */
+  pruneIntervalMs: number;
 }
 
 export function loadWebhooksConfig(env: Env = process.env): WebhooksConfig {
@@ -56,6 +66,11 @@ export function loadWebhooksConfig(env: Env = process.env): WebhooksConfig {
     timeoutMs: readDuration(env, 'APP_WEBHOOK_TIMEOUT', '15s', 100),
     disableAfterMs: readDuration(env, 'APP_WEBHOOK_DISABLE_AFTER', '5d', 1),
     concurrency: readInt(env, 'APP_WEBHOOK_CONCURRENCY', 16, 1, 256),
+    hookConcurrency: readInt(env, 'APP_WEBHOOK_HOOK_CONCURRENCY', 2, 1, 256),
+    maxPending: readInt(env, 'APP_WEBHOOK_MAX_PENDING', 1000, 1, 1_000_000),
+    quota: readInt(env, 'APP_QUOTA_WEBHOOKS', 20, 0, 1_000_000),
     retentionMs: readDuration(env, 'APP_WEBHOOK_RETENTION', '30d', 1),
+    retentionCount: readInt(env, 'APP_WEBHOOK_RETENTION_COUNT', 1000, 1, 1_000_000),
+    pruneIntervalMs: readDuration(env, 'APP_WEBHOOK_PRUNE_INTERVAL', '1h', 100),
   };
 }

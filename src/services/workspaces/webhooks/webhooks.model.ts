@@ -15,8 +15,6 @@ export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** A registration may hold at most this many event names. */
 export const MAX_EVENTS = WEBHOOK_EVENTS.length + 1;
-/** Registrations one actor may have. */
-export const MAX_REGISTRATIONS_PER_ACTOR = 50;
 
 const EVENTS_DESCRIPTION = `event names: ${WEBHOOK_EVENTS.join(', ')}; or "*" for all (also those added later). An unknown name answers 400.`;
 

@@ -41,14 +41,15 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
       },
       {
         body: CreateWebhookBody,
-        response: { 201: Webhook, 400: ErrorEnvelope, 401: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
+        response: { 201: Webhook, 400: ErrorEnvelope, 401: ErrorEnvelope, 429: ErrorEnvelope },
         detail: {
           summary: 'Register a webhook for workspace events',
           description:
             `Answers 201 with the registration (never the secret). Events: ${WEBHOOK_EVENTS.join(', ')}, or "*". A registration receives the ` +
             "events of its owner's workspaces (created with an admin token: every workspace's). 400 `INVALID_REQUEST` for an unknown event name, a " +
-            'URL that is not http(s), an IP literal in a link-local or metadata range (any spelling; with APP_WEBHOOK_DENY_PRIVATE=true also ' +
-            'loopback and private), or a malformed whsec_ secret; 409 `WEBHOOK_LIMIT_REACHED` past 50 webhooks. ' +
+            'URL that is not http(s), an IP literal in a link-local or metadata range, inside APP_WORKSPACE_SUBNET_POOL or of a workspace container ' +
+            '(any spelling; with APP_WEBHOOK_DENY_PRIVATE=true also loopback and private), or a malformed whsec_ secret; 429 `QUOTA_EXCEEDED` ' +
+            '(`details: {quota: "webhooks", limit}`) past APP_QUOTA_WEBHOOKS registrations of the caller (20; admin tokens are exempt). ' +
             SIGNING,
         },
       },
@@ -91,7 +92,8 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
           summary: 'Send a ping event to the webhook',
           description:
             'Answers 202 with the queued delivery; the body sent is `{event: "ping", timestamp, webhook: {id, events}}`, signed like every delivery. ' +
-            '409 `WEBHOOK_INACTIVE` when the webhook is disabled.',
+            '409 `WEBHOOK_INACTIVE` when the webhook is disabled; 429 `QUOTA_EXCEEDED` (`details: {quota: "pendingDeliveries", limit}`) while ' +
+            'the webhook has APP_WEBHOOK_MAX_PENDING (1000) deliveries pending.',
         },
       },
     )
@@ -123,7 +125,8 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
           description:
             'Answers 202; the delivery becomes pending and is sent at once with the same body and id (fresh timestamp and signatures), ' +
             'then retried on the schedule. A redelivery does not wait for, or hold back, other deliveries of its workspace. ' +
-            '409 `WEBHOOK_INACTIVE` when the webhook is disabled, 409 `DELIVERY_IN_FLIGHT` while an attempt is being made.',
+            '409 `WEBHOOK_INACTIVE` when the webhook is disabled, 409 `DELIVERY_IN_FLIGHT` while an attempt is being made; 429 `QUOTA_EXCEEDED` ' +
+            '(`quota: "pendingDeliveries"`) for an ended delivery while the webhook has APP_WEBHOOK_MAX_PENDING deliveries pending.',
         },
       },
     );

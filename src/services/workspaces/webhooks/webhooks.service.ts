@@ -8,9 +8,9 @@ import { isoNow, newId, type Clock, type Logger } from '../../../platform/runtim
 import type { Outbox } from './outbox';
 import { whsecProblem } from './signer';
 import { urlRefusal } from './target-policy';
+import type { TargetPolicy } from '../../../platform/net/address-policy';
 import type { WebhooksConfig } from './webhooks.config';
 import {
-  MAX_REGISTRATIONS_PER_ACTOR,
   WEBHOOK_EVENTS,
   type CreateWebhookInput,
   type DeliveryDetailView,
@@ -26,11 +26,16 @@ export interface WebhooksServiceDeps {
   log: Logger;
   config: WebhooksConfig;
   outbox: Outbox;
+  /** Where targets may point (the platform's rules plus what the service denies). */
+  policy: TargetPolicy;
 }
 
 const notFound = () => new AppError('WEBHOOK_NOT_FOUND', 404, 'webhook not found');
 const deliveryNotFound = () => new AppError('DELIVERY_NOT_FOUND', 404, 'delivery not found');
 const invalid = (message: string, property: string) => new AppError('INVALID_REQUEST', 400, message, { details: { property } });
+/** The workspace API's quota answer (quotas.ts has the same shape); `quota` names what is full. */
+const quotaExceeded = (quota: 'webhooks' | 'pendingDeliveries', limit: number, message: string) =>
+  new AppError('QUOTA_EXCEEDED', 429, `quota exceeded: ${quota} (limit ${limit}); ${message}`, { details: { quota, limit } });
 
 /** The one view of a registration: never the secret. */
 export function webhookView(r: RegistrationRow): WebhookView {
@@ -83,7 +88,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
   const { db, clock, config, outbox } = deps;
 
   function checkUrl(url: string) {
-    const refusal = urlRefusal(url, config.denyPrivate);
+    const refusal = urlRefusal(url, deps.policy);
     if (refusal) throw invalid(refusal, '/url');
   }
 
@@ -109,6 +114,16 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
     return d;
   }
 
+  /**
+   * Pings and redeliveries are what one caller can multiply at will: past APP_WEBHOOK_MAX_PENDING
+   * pending deliveries they are refused. Workspace events are never refused (they are what was said).
+   */
+  function requireRoom(reg: RegistrationRow) {
+    if (outbox.pendingOf(reg.id) >= config.maxPending) {
+      throw quotaExceeded('pendingDeliveries', config.maxPending, 'wait until the receiver has taken some');
+    }
+  }
+
   function requireActive(reg: RegistrationRow) {
     if (!reg.active) {
       throw new AppError('WEBHOOK_INACTIVE', 409, 'the webhook is disabled; turn it on with PATCH {"active": true} first', {
@@ -122,10 +137,9 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
       checkUrl(input.url);
       checkSecret(input.secret);
       const events = checkEvents(input.events);
-      const owned = db.select({ n: sql<number>`count(*)` }).from(registrations).where(eq(registrations.owner, actor.id)).get()?.n ?? 0;
-      if (owned >= MAX_REGISTRATIONS_PER_ACTOR) {
-        throw new AppError('WEBHOOK_LIMIT_REACHED', 409, `an actor may have at most ${MAX_REGISTRATIONS_PER_ACTOR} webhooks`);
-      }
+      // Counted in the same synchronous step as the insert below, so two creates cannot both take the last place.
+      const owned = actor.admin ? 0 : (db.select({ n: sql<number>`count(*)` }).from(registrations).where(eq(registrations.owner, actor.id)).get()?.n ?? 0);
+      if (!actor.admin && owned >= config.quota) throw quotaExceeded('webhooks', config.quota, 'delete a webhook first');
       const now = isoNow(clock);
       const row = db
         .insert(registrations)
@@ -171,6 +185,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
     ping(actor: Actor, id: string): DeliveryView {
       const reg = getOwned(actor, id);
       requireActive(reg);
+      requireRoom(reg);
       const body = JSON.stringify({ event: 'ping', timestamp: isoNow(clock), webhook: { id: reg.id, events: reg.events } });
       return deliveryView(outbox.enqueueTo(reg, 'ping', body));
     },
@@ -209,6 +224,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
       const reg = getOwned(actor, id);
       requireActive(reg);
       const d = getDelivery(actor, id, deliveryId);
+      if (d.status !== 'pending') requireRoom(reg);
       if (outbox.redeliver(d.seq) === 'in-flight') {
         throw new AppError('DELIVERY_IN_FLIGHT', 409, 'an attempt of this delivery is in flight; redeliver it once that attempt ends');
       }

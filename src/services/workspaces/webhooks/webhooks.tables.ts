@@ -73,6 +73,8 @@ export const deliveries = sqliteTable(
   (t) => [
     // The dispatcher's scan: pending heads by due time (queries repeat these literal terms so SQLite uses it).
     index('webhooks_deliveries_due_idx').on(t.nextAttemptAt).where(sql`status = 'pending' AND head = 1`),
+    // One registration's next due head (the dispatcher's turns) and its pending count.
+    index('webhooks_deliveries_registration_due_idx').on(t.registrationId, t.nextAttemptAt).where(sql`status = 'pending' AND head = 1`),
     index('webhooks_deliveries_order_idx').on(t.registrationId, t.orderKey, t.seq).where(sql`status = 'pending'`),
     index('webhooks_deliveries_log_idx').on(t.registrationId, t.seq),
   ],

@@ -66,3 +66,50 @@ describe('names', () => {
     expect(await resolveAllowed('0x7f.1', open)).toEqual(['127.0.0.1']);
   });
 });
+
+describe('addresses a service denies', () => {
+  let current = ['172.30.5.9'];
+  const withDeny = { denyPrivate: false, deny: { cidrs: ['10.213.0.0/16'], addresses: () => current } };
+
+  test.each(['10.213.0.2', '10.213.255.254', '0x0ad50002', '::ffff:10.213.0.2', '172.30.5.9'])(
+    '%s is refused as denied although private targets are allowed',
+    (host) => {
+      expect(literalRefusal(host, withDeny)).toBe('denied');
+    },
+  );
+
+  test('addresses next to the denied ones stay allowed', () => {
+    expect(literalRefusal('10.214.0.2', withDeny)).toBeNull();
+    expect(literalRefusal('172.30.5.10', withDeny)).toBeNull();
+  });
+
+  test('the list of single addresses is read at every check', () => {
+    current = ['172.30.5.10'];
+    expect(literalRefusal('172.30.5.9', withDeny)).toBeNull();
+    expect(literalRefusal('172.30.5.10', withDeny)).toBe('denied');
+  });
+
+  test('a name resolving into a denied range is refused', async () => {
+    const r = resolveAllowed('ws.example', withDeny, async () => [{ address: '10.213.4.7', family: 4 }]);
+    await expect(r).rejects.toBeInstanceOf(TargetRefused);
+    await expect(r).rejects.toThrow('keeps out of reach');
+  });
+});
+
+describe("the caller's own ports on this host", () => {
+  const own = { denyPrivate: false, deny: { cidrs: [], hostPorts: () => [3100] } };
+
+  test.each(['127.0.0.1', '127.9.9.9', '0.0.0.0', '::1', '::ffff:127.0.0.1'])('%s on an own port is refused as denied', (host) => {
+    expect(literalRefusal(host, own, 3100)).toBe('denied');
+  });
+
+  test('another port of this host, and an own port number on another host, stay allowed', () => {
+    expect(literalRefusal('127.0.0.1', own, 3105)).toBeNull();
+    expect(literalRefusal('93.184.216.34', own, 3100)).toBeNull();
+  });
+
+  test('a name resolving to this host is refused on an own port', async () => {
+    await expect(resolveAllowed('localhost', own, undefined, 3100)).rejects.toThrow("Keel's own port");
+    expect(await resolveAllowed('localhost', own, undefined, 3105)).toContain('127.0.0.1');
+  });
+});

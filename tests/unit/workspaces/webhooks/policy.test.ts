@@ -35,27 +35,27 @@ describe('target policy', () => {
   ];
   for (const url of metadataSpellings) {
     test(`${url} is refused even when private targets are allowed`, () => {
-      expect(urlRefusal(url, false)).not.toBeNull();
+      expect(urlRefusal(url, { denyPrivate: false })).not.toBeNull();
     });
   }
 
   const privateSpellings = ['http://127.0.0.1:9000/', 'http://0x7f.1/', 'http://2130706433/', 'http://0177.0.0.1/', 'http://127.1/', 'http://[::1]/', 'http://[::ffff:127.0.0.1]/', 'http://10.1.2.3/', 'http://172.16.0.1/', 'http://192.168.1.1/', 'http://[fd12:3456::1]/', 'http://100.64.0.1/', 'http://[::ffff:10.0.0.1]/', 'http://0.0.0.0/', 'http://0/', 'http://[::]/'];
   for (const url of privateSpellings) {
     test(`${url} is allowed by default and refused with APP_WEBHOOK_DENY_PRIVATE`, () => {
-      expect(urlRefusal(url, false)).toBeNull();
-      expect(urlRefusal(url, true)).toContain('loopback or private');
+      expect(urlRefusal(url, { denyPrivate: false })).toBeNull();
+      expect(urlRefusal(url, { denyPrivate: true })).toContain('loopback or private');
     });
   }
 
   test('public addresses and names pass at registration (names are judged after DNS, at delivery)', () => {
     for (const url of ['https://93.184.216.34/', 'https://[2606:2800:220:1:248:1893:25c8:1946]/', 'https://hooks.example.com/x?y=1', 'http://localhost:8080/']) {
-      expect(urlRefusal(url, true)).toBeNull();
+      expect(urlRefusal(url, { denyPrivate: true })).toBeNull();
     }
   });
 
   test('only http and https URLs are accepted', () => {
     for (const url of ['ftp://example.com/', 'file:///etc/passwd', 'gopher://example.com/', 'javascript:alert(1)', 'example.com/hook', '//example.com', 'http://']) {
-      expect(urlRefusal(url, false)).not.toBeNull();
+      expect(urlRefusal(url, { denyPrivate: false })).not.toBeNull();
     }
   });
 });

@@ -1,0 +1,1 @@
+CREATE INDEX `webhooks_deliveries_registration_due_idx` ON `webhooks_deliveries` (`registration_id`,`next_attempt_at`) WHERE status = 'pending' AND head = 1;
