@@ -182,7 +182,7 @@ type Rx = ReturnType<typeof receiver>;
 async function fairness(keel: Awaited<ReturnType<typeof startKeelProcess>>, bus: Awaited<ReturnType<typeof createNatsBus>>, rx: Rx) {
   const tag = Date.now().toString(36);
   const publishFor = (owner: string, ws: string) =>
-    void bus.publish('evt.workspace.started', { event: 'workspace.started', timestamp: new Date().toISOString(), owner, workspace: { id: ws, name: ws, status: 'running' } });
+    void bus.publish('evt.workspace.started', { eventId: crypto.randomUUID(), event: 'workspace.started', timestamp: new Date().toISOString(), owner, workspace: { id: ws, name: ws, status: 'running' } });
   const register = async (owner: string, path: string) => {
     const res = await keel.api('/api/webhooks', { method: 'POST', as: owner, json: { url: `${rx.url}/${path}`, events: ['*'], secret: 'bench-secret-0123456789' } });
     if (res.status !== 201) throw new Error(`register failed: ${res.status}`);

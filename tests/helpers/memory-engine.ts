@@ -135,6 +135,10 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
       enter('listManagedNetworks');
       return managed(networks, instance);
     },
+    async managedAddresses() {
+      enter('managedAddresses');
+      return []; // containers here have no network addresses
+    },
     async networkSubnets() {
       enter('networkSubnets');
       return [...networks.values()].map((n) => n.subnet);

@@ -91,7 +91,7 @@ describe('APP_WEBHOOK_MAX_PENDING', () => {
     expect(((await refused.json()) as any).error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { quota: 'pendingDeliveries', limit: 5 } });
     expect(await log(p, 'piper', down.id)).toHaveLength(5);
 
-    await p.bus.publish('evt.workspace.created', { event: 'workspace.created', timestamp: new Date().toISOString(), owner: 'piper', workspace: { id: 'ws_pip1', name: 'pip', status: 'creating' } });
+    await p.bus.publish('evt.workspace.created', { eventId: 'evt_pip1', event: 'workspace.created', timestamp: new Date().toISOString(), owner: 'piper', workspace: { id: 'ws_pip1', name: 'pip', status: 'creating' } });
     await waitFor('the workspace event queued', async () => (await log(p, 'piper', down.id)).length === 6);
     expect((await log(p, 'piper', down.id))[0]).toMatchObject({ event: 'workspace.created', status: 'pending' });
   });
