@@ -38,11 +38,11 @@ export async function runCli(argv: string[]) {
   }
   if (cmd === 'image') {
     const name = rest[0];
-    const { templates } = await import('./services/workspaces/lifecycle/templates');
+    const { templates } = await import('./services/workspaces/images/templates');
     const template = name ? templates.get(name) : undefined;
     if (!template?.build) throw new Error('usage: keel image minimal|bun-typescript');
     const { createEngine } = await import('./services/workspaces/engine/docker');
-    const { buildTemplateImage, templateImage } = await import('./services/workspaces/engine/template-image');
+    const { buildTemplateImage, templateImage } = await import('./services/workspaces/images/template-image');
     const { loadWorkspacesConfig } = await import('./services/workspaces/workspaces.config');
     const settings = loadWorkspacesConfig(process.env);
     const ref = templateImage(template, settings);

@@ -1,10 +1,10 @@
 // The workspaces service's own environment variables, parsed once (a bad value stops start-up naming it).
 import { ConfigError, readBool, readInt, readString, type Env } from '../../platform/config';
-import { BUN_IMAGE, MINIMAL_IMAGE } from './engine/images';
-import { DEFAULT_TEMPLATES_DIR } from './engine/bun-image';
+import { BUN_IMAGE, MINIMAL_IMAGE } from './images/minimal-image';
+import { DEFAULT_TEMPLATES_DIR } from './images/bun-image';
 import type { QuotaLimits } from './quotas';
-import type { FirewallMode } from './engine/firewall';
-import { formatCidr, parseCidr, SUBNET_PREFIX } from './engine/subnets';
+import type { FirewallMode } from './network/firewall';
+import { formatCidr, parseCidr, SUBNET_PREFIX } from './network/subnets';
 
 function readImageRef(env: Env, name: string, fallback: string): string {
   const v = readString(env, name, fallback);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { docker, inspect, waitFor } from '../../helpers/docker';
 import { closeAndClean } from '../../helpers/workspaces';
-import { findBun, registryAnswers, sharedLibraries } from '../../../src/services/workspaces/engine/bun-image';
+import { findBun, registryAnswers, sharedLibraries } from '../../../src/services/workspaces/images/bun-image';
 
 const ROOT = join(import.meta.dir, '../../..');
 // A tag of this file's own, absent at the start, so "built on first use" is really exercised.

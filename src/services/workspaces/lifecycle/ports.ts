@@ -8,7 +8,7 @@ import type { Db } from '../../../platform/db';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock } from '../../../platform/runtime';
 import { scrubUrls } from './repo-clone';
-import type { Template } from './templates';
+import type { Template } from '../images/templates';
 import type { CreateWorkspaceInput } from './lifecycle.model';
 import type { Quotas } from '../quotas';
 import { workspaces, type WorkspaceRow } from '../workspaces.tables';

@@ -3,14 +3,14 @@
 // finishes a creation that a crash of Keel cut short.
 import { errorFields, type Logger } from '../../../platform/runtime';
 import { EngineError, LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/engine';
-import { buildTemplateImage, templateImage } from '../engine/template-image';
+import { buildTemplateImage, templateImage } from '../images/template-image';
 import { CloneError, cloneRepo, scrubUrls, tarDirectory, type RepoRequest } from './repo-clone';
 import { MiB, MOUNT_PATH } from './stats';
 import { supervisorScript } from './supervisor';
 import { CODE_SECRET_ENV, codeSecret } from './code-secret';
-import { createWorkspaceNetworks, networkName } from './workspace-network';
-import type { Firewall } from '../engine/firewall';
-import type { Template } from './templates';
+import { createWorkspaceNetworks, networkName } from '../network/workspace-network';
+import type { Firewall } from '../network/firewall';
+import type { Template } from '../images/templates';
 import type { Records } from './records';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow } from '../workspaces.tables';

@@ -3,7 +3,7 @@
 // of Keel cut short and removes this instance's engine objects that no workspace owns.
 import { errorFields, type Logger } from '../../../platform/runtime';
 import type { Engine, ManagedObject } from '../engine/engine';
-import type { Firewall } from '../engine/firewall';
+import type { Firewall } from '../network/firewall';
 import type { Provisioner } from './provision';
 import type { Records } from './records';
 import type { StateMachine } from './state-machine';

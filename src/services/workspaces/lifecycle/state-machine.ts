@@ -12,7 +12,7 @@ import { failureReason, type Provisioner } from './provision';
 import type { Records } from './records';
 import type { Stats } from './stats';
 import type { TaskQueue } from './task-queue';
-import { templates, type Template } from './templates';
+import { templates, type Template } from '../images/templates';
 import type { RepoRequest } from './repo-clone';
 import type { Quotas } from '../quotas';
 import type { WorkspacesConfig } from '../workspaces.config';

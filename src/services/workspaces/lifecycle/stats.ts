@@ -2,7 +2,7 @@
 // from one, disk from `du` inside the container (cached, since it walks the whole volume).
 import { errorFields, type Clock, type Logger } from '../../../platform/runtime';
 import type { Engine } from '../engine/engine';
-import { templates } from './templates';
+import { templates } from '../images/templates';
 import type { WorkspaceRow } from '../workspaces.tables';
 
 export const MiB = 1024 * 1024;

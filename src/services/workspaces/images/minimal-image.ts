@@ -3,7 +3,7 @@
 // /workspace, /tmp and /home/keel, imported into the engine with `docker import`. No registry needed.
 import { readFileSync } from 'node:fs';
 import { tarArchive, type TarEntry } from './tar';
-import type { Engine } from './engine';
+import type { Engine } from '../engine/engine';
 
 export const MINIMAL_IMAGE = 'keel/minimal:1';
 // :2 since its code server asks for the workspace's secret (:1 images serve anyone: never reuse them).

@@ -8,8 +8,8 @@ import { existsSync, readFileSync, readdirSync, realpathSync, statSync } from 'n
 import { arch } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { tarArchive, type TarEntry } from './tar';
-import { minimalRootfsEntries } from './images';
-import type { Engine } from './engine';
+import { minimalRootfsEntries } from './minimal-image';
+import type { Engine } from '../engine/engine';
 
 const REPO_ROOT = resolve(import.meta.dir, '../../../..');
 /** The checkout's templates folder: APP_TEMPLATES_DIR's default (a compiled Keel binary has none beside it). */
