@@ -38,8 +38,8 @@ export async function runCli(argv: string[]) {
   }
   if (cmd === 'image') {
     const name = rest[0];
-    const { templates } = await import('./services/workspaces/images/templates');
-    const template = name ? templates.get(name) : undefined;
+    const { createTemplateRegistry } = await import('./services/workspaces/images/templates');
+    const template = name ? createTemplateRegistry().get(name) : undefined;
     if (!template?.build) throw new Error('usage: keel image minimal|bun-typescript');
     const { createEngine } = await import('./services/workspaces/engine/docker');
     const { buildTemplateImage, templateImage } = await import('./services/workspaces/images/template-image');

@@ -1,6 +1,7 @@
-// Composition root of the workspaces service: engine, lifecycle, logs, exec and agent sessions behind one Elysia app
-// with the envelope error model, workspace auth and rate limits, OpenAPI and health probes; the
-// workspace event stream (GET /api/events) and the dashboard (GET /ui).
+// Composition root of the workspaces service: builds the service objects (engine, templates, lifecycle,
+// logs, exec, agent sessions, webhooks, the event stream) and the one Elysia app over them, with the
+// envelope error model, workspace auth and rate limits, OpenAPI and health probes, and the dashboard
+// (GET /ui). start() subscribes to the bus, announces the engine and the dev token, and reconciles.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dbVersion } from '../../platform/db-version';
@@ -8,12 +9,16 @@ import { createResponseCache } from '../../platform/http/response-cache';
 import { createServiceApp } from '../../platform/http/service-app';
 import { createSse } from '../../platform/http/sse';
 import { workspaceAuth } from '../../platform/http/workspace-auth';
+import { mintToken } from '../../platform/auth/workspace-token';
 import { newId, errorFields } from '../../platform/runtime';
 import type { Env } from '../../platform/config';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
 import { createQuotas } from './quotas';
 import { createEngine } from './engine/docker';
+import { createTemplateRegistry } from './images/templates';
+import { createTemplatesService } from './images/templates.service';
+import { templatesRoutes } from './images/templates.routes';
 import { createWorkspaceEvents } from './events/events.service';
 import { eventsRoutes } from './events/events.routes';
 import { uiAssets } from './ui/ui.assets';
@@ -23,13 +28,16 @@ import { execRoutes } from './exec/exec.routes';
 import { createLogHub } from './logs/logs.hub';
 import { createLogsService } from './logs/logs.service';
 import { logsRoutes } from './logs/logs.routes';
-import { loadLogsExecConfig, type LogsExecConfig } from './logs/logs.config';
+import { loadStreamsConfig, type StreamsConfig } from './streams.config';
 import { loadWorkspacesConfig, type WorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
 import { listScope } from './lifecycle/views';
 import { loadCodeKey } from './lifecycle/code-secret';
-import { createWebhooks } from './webhooks/webhooks.feature';
+import { createDeliverer } from './webhooks/deliver';
+import { createOutbox } from './webhooks/outbox';
+import { webhooksRoutes } from './webhooks/webhooks.routes';
+import { createWebhooksService } from './webhooks/webhooks.service';
 import { loadWebhooksConfig, type WebhooksConfig } from './webhooks/webhooks.config';
 import { loadAgentConfig, type AgentConfig } from './agent/agent.config';
 import { agentRoutes } from './agent/agent.routes';
@@ -51,22 +59,24 @@ function instanceId(dataDir: string): string {
 
 interface Settings {
   settings: WorkspacesConfig;
-  lxSettings: LogsExecConfig;
+  streamSettings: StreamsConfig;
   webhooksSettings: WebhooksConfig;
   agentSettings: AgentConfig;
 }
 
 const loadSettings = (env: Env): Settings => ({
   settings: loadWorkspacesConfig(env),
-  lxSettings: loadLogsExecConfig(env),
+  streamSettings: loadStreamsConfig(env),
   webhooksSettings: loadWebhooksConfig(env),
   agentSettings: loadAgentConfig(env),
 });
 
-export function createWorkspacesService(deps: ServiceDeps, { settings, lxSettings, webhooksSettings, agentSettings }: Settings): Service & { workspaces: Lifecycle } {
+export function createWorkspacesService(deps: ServiceDeps, { settings, streamSettings, webhooksSettings, agentSettings }: Settings): Service & { workspaces: Lifecycle } {
   const engine = createEngine(settings.dockerHost);
   const access = createAccess(deps.db);
   const quotas = createQuotas({ db: deps.db, limits: settings.quotas });
+  const registry = createTemplateRegistry();
+  const templates = createTemplatesService({ registry, engine, settings, log: deps.log });
   const workspaces = createLifecycle({
     db: deps.db,
     bus: deps.bus,
@@ -76,20 +86,30 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     engine,
     access,
     quotas,
+    templates: registry,
     instance: instanceId(deps.config.dataDir),
     codeKey: loadCodeKey(deps.config.dataDir),
   });
-  const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, workspaces: access });
-  const logs = createLogsService({ engine, hub, workspaces: access });
-  const exec = createExecService({ engine, workspaces: access });
-  const events = createWorkspaceEvents({ bus: deps.bus, clock: deps.clock });
-  const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
-  const webhooks = createWebhooks(deps, webhooksSettings);
+  const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, access });
+  const logs = createLogsService({ engine, hub, access });
+  const exec = createExecService({ engine, access });
+  const events = createWorkspaceEvents({ clock: deps.clock });
+  const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: streamSettings.heartbeatMs, log: deps.log });
+  const webhooksLog = deps.log.child({ component: 'webhooks' });
+  const outbox = createOutbox({
+    db: deps.db,
+    bus: deps.bus,
+    clock: deps.clock,
+    log: webhooksLog,
+    config: webhooksSettings,
+    deliverer: createDeliverer({ denyPrivate: webhooksSettings.denyPrivate, timeoutMs: webhooksSettings.timeoutMs }),
+  });
+  const webhooks = createWebhooksService({ db: deps.db, clock: deps.clock, log: webhooksLog, config: webhooksSettings, outbox });
   const agent = createAgentService({
     store: createAgentStore(deps.db),
     providers: createProviders(agentSettings.providers),
     shell: exec,
-    workspaces: access,
+    access,
     config: agentSettings,
     clock: deps.clock,
     log: deps.log.child({ feature: 'agent' }),
@@ -127,28 +147,47 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     .use(uiRoutes({ assets: uiAssets }))
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces, lists }))
+    .use(templatesRoutes({ auth, templates }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
     .use(execRoutes({ auth, exec, sse, quotas }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
-    .use(webhooks.routes(auth))
+    .use(webhooksRoutes({ auth, webhooks }))
     .use(eventsRoutes({ auth, events, sse, quotas }));
 
+  /** Start-up lines on stdout, as an operator reads them (scripts/dev.ts says where the engine came from). */
+  function announce() {
+    if (settings.announce.engine) {
+      process.stdout.write(`Engine: ${settings.dockerHost ?? 'unix:///var/run/docker.sock'} (${settings.announce.engineOrigin})\n`);
+    }
+    if (settings.announce.token && deps.config.apiSecretGenerated) {
+      // The token alone on its line, so `tail -1` or a script can take it as is.
+      const token = mintToken(deps.config.apiSecret, { sub: 'admin', role: 'admin', ttlSeconds: 24 * 3600 });
+      process.stdout.write(`Dev admin token (24 h), on the next line:\n${token}\n`);
+    }
+  }
+
+  const unsubscribe: (() => void)[] = [];
   return {
     app,
     workspaces,
     async start() {
-      // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
+      // Subscriptions before the first await: main.ts calls start() right after the app listens, so no
+      // event of a request is missed (webhook deliveries, the event stream's ring).
+      unsubscribe.push(events.listen(deps.bus));
+      outbox.listen(deps.bus); // outbox.stop() unsubscribes
+      announce();
       agent.recover();
-      // Deliveries a previous run left pending go out again (events became deliveries from creation on).
-      webhooks.start();
+      // Deliveries a previous run left pending go out again.
+      outbox.start();
+      // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
       await workspaces.startUp().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
     },
     async stop() {
       hub.closeAll();
       await agent.close();
-      events.close();
+      for (const off of unsubscribe.splice(0)) off();
       await workspaces.close();
-      await webhooks.stop();
+      await outbox.stop();
     },
   };
 }

@@ -103,6 +103,12 @@ export interface WorkspacesConfig {
   logMaxFiles: number;
   /** Size cap of the volume and the container's writable layer (engine storage quotas); empty: none. */
   diskLimit: string;
+  /**
+   * What start-up prints on stdout: the engine line (`Engine: <host> (<origin>)`, not under
+   * NODE_ENV=test) and, when the API secret was generated (dev), the admin token. APP_QUIET_TOKEN
+   * (any value) silences both; KEEL_ENGINE_ORIGIN is where scripts/dev.ts found the engine.
+   */
+  announce: { engine: boolean; token: boolean; engineOrigin: string };
 }
 
 export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
@@ -142,5 +148,10 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     logMaxSize: readEngineSize(env, 'APP_WORKSPACE_LOG_MAX_SIZE', '10m') || '10m',
     logMaxFiles: readInt(env, 'APP_WORKSPACE_LOG_MAX_FILES', 3, 1, 100),
     diskLimit: readEngineSize(env, 'APP_WORKSPACE_DISK_LIMIT', ''),
+    announce: {
+      engine: !env.APP_QUIET_TOKEN && env.NODE_ENV !== 'test',
+      token: !env.APP_QUIET_TOKEN,
+      engineOrigin: env.KEEL_ENGINE_ORIGIN || (env.DOCKER_HOST ? 'DOCKER_HOST' : "Docker's default socket"),
+    },
   };
 }

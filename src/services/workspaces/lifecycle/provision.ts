@@ -12,6 +12,7 @@ import { createWorkspaceNetworks, networkName } from '../network/workspace-netwo
 import type { Firewall } from '../network/firewall';
 import type { Template } from '../images/templates';
 import type { Records } from './records';
+import type { Access } from '../access';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow } from '../workspaces.tables';
 
@@ -23,7 +24,7 @@ export function failureReason(e: unknown, log: Logger): string {
   return scrubUrls(e instanceof Error ? e.message : String(e)).slice(0, 500);
 }
 
-export function createProvisioner(deps: { engine: Engine; records: Records; settings: WorkspacesConfig; log: Logger; instance: string; firewall: Firewall; codeKey: Buffer }) {
+export function createProvisioner(deps: { engine: Engine; records: Records; access: Access; settings: WorkspacesConfig; log: Logger; instance: string; firewall: Firewall; codeKey: Buffer }) {
   const { engine, records, settings, log } = deps;
   const networks = createWorkspaceNetworks({ engine, firewall: deps.firewall, settings });
   const imageReady = new Map<string, Promise<void>>();
@@ -127,7 +128,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
      * delete arriving meanwhile cancels it (answered as `cancelled`).
      */
     async provision(id: string, template: Template, repo: RepoRequest | undefined): Promise<{ containerId: string } | 'cancelled'> {
-      const row = records.row(id);
+      const row = deps.access.row(id);
       if (!row) return 'cancelled';
       const abort = new AbortController();
       inFlight.set(id, abort);
@@ -140,7 +141,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
         records.update(id, { provisioned: true });
         return { containerId };
       } catch (e) {
-        const current = records.row(id);
+        const current = deps.access.row(id);
         if (current?.containerId && !current.provisioned) {
           await engine.remove(current.containerId).catch(() => {});
           records.update(id, { containerId: null });

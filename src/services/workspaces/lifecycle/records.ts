@@ -24,6 +24,7 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
     .orderBy(...order)
     .prepare();
   const listedAll = db.select().from(workspaces).where(filters).orderBy(...order).prepare();
+  const runningRows = db.select().from(workspaces).where(eq(workspaces.status, 'running')).prepare();
 
   function publish(event: WorkspaceEvent, row: WorkspaceRow) {
     const payload = {
@@ -35,16 +36,16 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
     void deps.bus.publish(`evt.workspace.${event}`, payload).catch((e) => log.warn('publish failed', errorFields(e)));
   }
 
+  /** Writes `set` and answers the row as written (one statement: no second read). */
   function update(id: string, set: Partial<WorkspaceRow>): WorkspaceRow {
-    db.update(workspaces)
+    return db.update(workspaces)
       .set({ ...set, updatedAt: isoNow(clock) })
       .where(eq(workspaces.id, id))
-      .run();
-    return access.row(id)!;
+      .returning()
+      .get()!;
   }
 
   return {
-    row: access.row,
     publish,
     update,
 
@@ -53,6 +54,9 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
       const f = { status: filter.status ?? null, type: filter.type ?? null };
       return actor.admin ? listedAll.all(f) : listedOwn.all({ ...f, owner: actor.id });
     },
+
+    /** Every running workspace, whoever owns it (the stats sampler's round). */
+    running: (): WorkspaceRow[] => runningRows.all(),
 
     ids(): string[] {
       return db.select({ id: workspaces.id }).from(workspaces).all().map((r) => r.id);

@@ -317,12 +317,12 @@ export function createOutbox(deps: OutboxDeps) {
     redeliver,
     failPending,
     /**
-     * Turns evt.workspace.* into deliveries from now on. Called when the service is created, before it
-     * listens, so no event of an early request is missed; rows wait for start() to be sent.
+     * Turns evt.workspace.* into deliveries from now on. The service's start() calls it before its first
+     * await, right after the app listens, so no event of a request is missed.
      */
-    listen() {
+    listen(bus: Bus) {
       // Handled without awaiting, so rows are written in the order the bus hands events over.
-      unsubscribe ??= deps.bus.subscribe<'evt.workspace.created'>('evt.workspace.*', (p) => {
+      unsubscribe ??= bus.subscribe<'evt.workspace.created'>('evt.workspace.*', (p) => {
         enqueueEvent(p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
       });
     },
