@@ -28,6 +28,8 @@ export interface Config {
   /** True when the secret was generated (dev mode); start-up then prints an admin token. */
   apiSecretGenerated: boolean;
   bus: string;
+  /** What GET /version reports: APP_COMMIT (default: the binary's commit, `dev` from source) and APP_TRAIN (`edge`). */
+  build: { commit?: string; train: string };
   /** The raw environment, for the variables each service parses itself (its *.config.ts). */
   env: Env;
 }
@@ -132,6 +134,7 @@ export function loadConfig(env: Env = process.env): Config {
     apiSecret: secret,
     apiSecretGenerated: generated,
     bus: readBus(env),
+    build: { commit: env.APP_COMMIT || undefined, train: readString(env, 'APP_TRAIN', 'edge') },
     env,
   };
 }

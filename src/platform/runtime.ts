@@ -9,7 +9,7 @@ export const systemClock: Clock = { now: () => Date.now() };
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
 /** A sortable, unguessable id: `<prefix>_<time><random>` (Crockford base32). */
-export function newId(prefix: string, clock: Clock = systemClock): string {
+export function newId(prefix: string, clock: Clock): string {
   let t = clock.now();
   let time = '';
   for (let i = 0; i < 9; i++) {
@@ -22,7 +22,7 @@ export function newId(prefix: string, clock: Clock = systemClock): string {
   return `${prefix}_${time}${rand}`;
 }
 
-export const isoNow = (clock: Clock = systemClock) => new Date(clock.now()).toISOString();
+export const isoNow = (clock: Clock) => new Date(clock.now()).toISOString();
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export interface Logger {

@@ -10,7 +10,7 @@ import { createServiceApp } from '../../platform/http/service-app';
 import { createSse } from '../../platform/http/sse';
 import { workspaceAuth } from '../../platform/http/workspace-auth';
 import { mintToken } from '../../platform/auth/workspace-token';
-import { newId, errorFields } from '../../platform/runtime';
+import { newId, errorFields, type Clock } from '../../platform/runtime';
 import type { Env } from '../../platform/config';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
@@ -46,13 +46,13 @@ import { createAgentStore } from './agent/agent.store';
 import { createProviders } from './agent/providers/providers';
 
 /** This Keel's identity on the engine, kept in the data dir so a restart recognizes its containers. */
-function instanceId(dataDir: string): string {
+function instanceId(dataDir: string, clock: Clock): string {
   const file = join(dataDir, 'workspaces-instance');
   if (existsSync(file)) {
     const id = readFileSync(file, 'utf8').trim();
     if (/^[a-z0-9_]+$/.test(id)) return id;
   }
-  const id = newId('keel');
+  const id = newId('keel', clock);
   writeFileSync(file, id + '\n', { mode: 0o600 });
   return id;
 }
@@ -87,7 +87,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     access,
     quotas,
     templates: registry,
-    instance: instanceId(deps.config.dataDir),
+    instance: instanceId(deps.config.dataDir, deps.clock),
     codeKey: loadCodeKey(deps.config.dataDir),
   });
   const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, access });
