@@ -14,7 +14,7 @@ export const TemplateSchema = t.Object({
   description: t.String(),
   image: t.String({ minLength: 1 }),
   /**
-   * Present when Keel builds the image itself (engine/template-image.ts): `minimal` offline from
+   * Present when Keel builds the image itself (images/template-image.ts): `minimal` offline from
    * busybox-static; `bun-typescript` from its Dockerfile where a registry answers, else offline from
    * this machine's bun. Absent: the image must be present or pullable.
    */

@@ -41,7 +41,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; acce
 
   const imageOf = (template: Template) => templateImage(template, settings);
 
-  /** The template's image: present, built by Keel (engine/template-image.ts), or pulled. One attempt at a time per image. */
+  /** The template's image: present, built by Keel (images/template-image.ts), or pulled. One attempt at a time per image. */
   function ensureImage(template: Template): Promise<void> {
     const image = imageOf(template);
     let p = imageReady.get(image);
