@@ -28,7 +28,7 @@ async function appletPaths(busybox: string): Promise<string[]> {
 
 /** The root filesystem tar of the minimal image. */
 export async function minimalRootfs(busybox: string): Promise<Buffer> {
-  return tarArchive(await minimalRootfsEntries(busybox));
+  return await tarArchive(await minimalRootfsEntries(busybox));
 }
 
 /** The minimal root filesystem as tar entries, which other offline images (bun-typescript) build on. */

@@ -1,60 +1,76 @@
-// A tiny ustar writer for archives Keel builds itself (the minimal image's root filesystem),
-// so ownership and modes are exact without root privileges or the host's tar.
+// The one tar writer of the workspaces service, over tar-stream: archives Keel builds itself (the
+// offline images' root file systems, ownership and modes exact without root or the host's tar) and
+// the stream that carries a cloned repo into a workspace's volume.
+import { createReadStream } from 'node:fs';
+import { lstat, readdir, readlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pack, type Headers, type Pack } from 'tar-stream';
 
 export type TarEntry =
   | { type: 'file'; path: string; mode: number; uid?: number; gid?: number; data: Uint8Array }
   | { type: 'dir'; path: string; mode: number; uid?: number; gid?: number }
   | { type: 'symlink'; path: string; target: string; uid?: number; gid?: number };
 
-const enc = new TextEncoder();
+/** Built archives carry no build time, so the same entries give the same bytes. */
+const EPOCH = new Date(0);
 
-function field(buf: Uint8Array, offset: number, len: number, value: string) {
-  const b = enc.encode(value);
-  if (b.length > len) throw new Error(`tar field too long: ${value}`);
-  buf.set(b, offset);
-}
-const octal = (n: number, len: number) => n.toString(8).padStart(len - 1, '0');
-
-function header(e: TarEntry, size: number): Uint8Array {
-  const h = new Uint8Array(512);
-  let name = e.path;
-  let prefix = '';
-  if (enc.encode(name).length > 100) {
-    const cut = name.lastIndexOf('/', 155);
-    if (cut <= 0 || enc.encode(name.slice(cut + 1)).length > 100) throw new Error(`tar path too long: ${name}`);
-    prefix = name.slice(0, cut);
-    name = name.slice(cut + 1);
-  }
-  const mode = e.type === 'symlink' ? 0o777 : e.mode;
-  field(h, 0, 100, name);
-  field(h, 100, 8, octal(mode, 8));
-  field(h, 108, 8, octal(e.uid ?? 0, 8));
-  field(h, 116, 8, octal(e.gid ?? 0, 8));
-  field(h, 124, 12, octal(size, 12));
-  field(h, 136, 12, octal(0, 12));
-  h.fill(0x20, 148, 156); // checksum computed with spaces in place
-  field(h, 156, 1, e.type === 'file' ? '0' : e.type === 'dir' ? '5' : '2');
-  if (e.type === 'symlink') field(h, 157, 100, e.target);
-  field(h, 257, 6, 'ustar');
-  field(h, 263, 2, '00');
-  field(h, 345, 155, prefix);
-  let sum = 0;
-  for (const b of h) sum += b;
-  field(h, 148, 8, octal(sum, 7) + '\0');
-  return h;
+/** Adds one entry; resolves once tar-stream has taken it (a file's content included). */
+function add(out: Pack, headers: Headers, data?: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => out.entry(headers, data ?? Buffer.alloc(0), (err) => (err ? reject(err) : resolve())));
 }
 
-export function tarArchive(entries: TarEntry[]): Buffer {
-  const parts: Uint8Array[] = [];
+/** The archive of `entries`, in memory (root file systems of a few to a hundred MB). */
+export async function tarArchive(entries: TarEntry[]): Promise<Buffer> {
+  const out = pack();
+  const chunks: Buffer[] = [];
+  out.on('data', (c: Buffer) => chunks.push(c));
+  const ended = new Promise<void>((resolve, reject) => out.on('end', resolve).on('error', reject));
   for (const e of entries) {
-    const data = e.type === 'file' ? e.data : new Uint8Array(0);
-    parts.push(header(e, data.length));
-    if (data.length) {
-      parts.push(data);
-      const pad = (512 - (data.length % 512)) % 512;
-      if (pad) parts.push(new Uint8Array(pad));
+    const owner = { uid: e.uid ?? 0, gid: e.gid ?? 0, mtime: EPOCH };
+    if (e.type === 'file') await add(out, { name: e.path, type: 'file', mode: e.mode, ...owner }, Buffer.from(e.data.buffer, e.data.byteOffset, e.data.byteLength));
+    else if (e.type === 'dir') await add(out, { name: e.path, type: 'directory', mode: e.mode, ...owner });
+    else await add(out, { name: e.path, type: 'symlink', linkname: e.target, mode: 0o777, ...owner });
+  }
+  out.finalize();
+  await ended;
+  return Buffer.concat(chunks);
+}
+
+/** Streams one file's content into its entry; resolves when the entry is complete. */
+function addFile(out: Pack, headers: Headers, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const sink = out.entry(headers, (err) => (err ? reject(err) : resolve()));
+    createReadStream(path).on('error', reject).pipe(sink);
+  });
+}
+
+/**
+ * A tar stream of `dir`'s contents (paths relative to it, `./`-less), every entry owned by uid:gid,
+ * for the engine's putArchive. Files are streamed, never held whole. Sockets and fifos are skipped.
+ * `done` settles when the walk ends: rejected if reading the directory failed.
+ */
+export function tarDirectory(dir: string, uid: number, gid: number): { stream: Readable; done: Promise<void> } {
+  const out = pack();
+  async function walk(rel: string): Promise<void> {
+    for (const d of await readdir(join(dir, rel), { withFileTypes: true })) {
+      const name = rel ? `${rel}/${d.name}` : d.name;
+      const path = join(dir, name);
+      const st = await lstat(path);
+      const headers = { name, mode: st.mode & 0o7777, mtime: st.mtime, uid, gid };
+      if (st.isDirectory()) {
+        await add(out, { ...headers, type: 'directory' });
+        await walk(name);
+      } else if (st.isSymbolicLink()) await add(out, { ...headers, type: 'symlink', linkname: await readlink(path) });
+      else if (st.isFile()) await addFile(out, { ...headers, type: 'file', size: st.size }, path);
     }
   }
-  parts.push(new Uint8Array(1024));
-  return Buffer.concat(parts);
+  const done = walk('').then(
+    () => out.finalize(),
+    (e) => {
+      out.destroy(e as Error);
+      throw e;
+    },
+  );
+  return { stream: out, done };
 }

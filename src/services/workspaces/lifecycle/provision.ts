@@ -4,7 +4,8 @@
 import { errorFields, type Logger } from '../../../platform/runtime';
 import { EngineError, LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/engine';
 import { buildTemplateImage, templateImage } from '../images/template-image';
-import { CloneError, cloneRepo, scrubUrls, tarDirectory, type RepoRequest } from './repo-clone';
+import { CloneError, cloneRepo, scrubUrls, type RepoRequest } from './repo-clone';
+import { tarDirectory } from '../images/tar';
 import { MiB, MOUNT_PATH } from './stats';
 import { supervisorScript } from './supervisor';
 import { CODE_SECRET_ENV, codeSecret } from './code-secret';
@@ -110,7 +111,14 @@ export function createProvisioner(deps: { engine: Engine; records: Records; acce
     try {
       const [uid, gid] = template.user.split(':').map(Number);
       const tar = tarDirectory(clone.dir, uid!, gid!);
-      await Promise.all([engine.putArchive(containerId, MOUNT_PATH, tar.stream), tar.done]);
+      const packed = tar.done.catch((e) => {
+        throw new CloneError(`packing the repo failed: ${(e as Error).message.slice(0, 200)}`);
+      });
+      const copied = engine.putArchive(containerId, MOUNT_PATH, tar.stream).catch((e) => {
+        tar.stream.destroy(); // the walk stops: nothing reads what it would write
+        throw e;
+      });
+      await Promise.all([copied, packed]);
     } finally {
       clone.cleanup();
     }

@@ -14,8 +14,6 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadable } from 'node:stream/web';
 import { literalRefusal, parseIpLiteral, REFUSAL_TEXT, resolveAllowed, TargetRefused, type Resolver, type TargetPolicy } from '../../../platform/net/address-policy';
 import type { QueueTicket } from '../../../platform/bounded-queue';
 
@@ -275,19 +273,4 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
     if (opts.signal?.aborted) throw new CloneError('git clone was cancelled');
     throw e;
   });
-}
-
-/** A tar stream of `dir`'s contents, every entry owned by uid:gid, for the engine's putArchive. */
-export function tarDirectory(dir: string, uid: number, gid: number): { stream: Readable; done: Promise<void> } {
-  const proc = Bun.spawn(['tar', '-C', dir, `--owner=${uid}`, `--group=${gid}`, '--numeric-owner', '-cf', '-', '.'], {
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  const stream = Readable.fromWeb(proc.stdout as unknown as WebReadable);
-  const done = (async () => {
-    const err = await new Response(proc.stderr).text();
-    if ((await proc.exited) !== 0) throw new CloneError(`packing the repo failed: ${err.trim().slice(0, 200)}`);
-  })();
-  return { stream, done };
 }
