@@ -28,8 +28,8 @@ export interface Platform {
 
 /** Starts the services named in the config; used by the CLI entry below and by tests. */
 export async function startPlatform(env: Record<string, string | undefined>): Promise<Platform> {
-  const log = createLogger({ app: 'keel' });
   const config = loadConfig(env);
+  const log = createLogger({ app: 'keel' }, config.logLevel);
   // Every named service's own variables, before anything opens: a bad one stops start-up here.
   const serviceConfigs = new Map(config.services.map((name) => [name, definitions[name].loadConfig(env)]));
   const db = openDb(config.dataDir);

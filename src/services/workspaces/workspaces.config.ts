@@ -44,6 +44,8 @@ export interface CloneSettings {
   concurrency: number;
   /** APP_CLONE_QUEUE: clones waiting for a place; past it a create with a repo answers 503 with Retry-After. */
   maxWaiting: number;
+  /** The PATH git is found and runs with: Keel's own PATH (its other variables never reach git). */
+  searchPath: string;
 }
 
 function readFirewallMode(env: Env): FirewallMode {
@@ -129,6 +131,7 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
       maxBytes: readInt(env, 'APP_CLONE_MAX_MB', 1024, 1, 1_048_576) * 1024 * 1024,
       concurrency: readInt(env, 'APP_CLONE_CONCURRENCY', 4, 1, 64),
       maxWaiting: readInt(env, 'APP_CLONE_QUEUE', 16, 0, 10_000),
+      searchPath: env.PATH || '/usr/bin:/bin',
     },
     quotas: {
       workspaces: readInt(env, 'APP_QUOTA_WORKSPACES', 20, 0, 1_000_000),

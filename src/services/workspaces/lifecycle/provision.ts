@@ -107,7 +107,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; acce
   }
 
   async function copyRepo(containerId: string, template: Template, repo: RepoRequest, signal: AbortSignal) {
-    const clone = await cloneRepo({ ...repo, timeoutMs: settings.cloneTimeoutMs, maxBytes: settings.clone.maxBytes, policy: { denyPrivate: settings.clone.denyPrivate }, signal });
+    const clone = await cloneRepo({ ...repo, timeoutMs: settings.cloneTimeoutMs, maxBytes: settings.clone.maxBytes, policy: { denyPrivate: settings.clone.denyPrivate }, searchPath: settings.clone.searchPath, signal });
     try {
       const [uid, gid] = template.user.split(':').map(Number);
       const tar = tarDirectory(clone.dir, uid!, gid!);

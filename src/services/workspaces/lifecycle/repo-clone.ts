@@ -108,6 +108,8 @@ export interface CloneOptions {
   signal?: AbortSignal;
   /** Name resolution (the system resolver by default). */
   resolve?: Resolver;
+  /** The PATH git runs with (CloneSettings.searchPath, from the Keel process's PATH). */
+  searchPath: string;
 }
 
 /** Bytes a directory tree takes on disk (allocated blocks; a file that vanishes meanwhile counts nothing). */
@@ -133,9 +135,9 @@ export async function diskUsage(dir: string): Promise<number> {
 }
 
 /** git's configuration for one clone, given through its environment (GIT_CONFIG_COUNT), never argv. */
-function gitEnv(home: string, config: [string, string][]): Record<string, string> {
+function gitEnv(home: string, config: [string, string][], searchPath: string): Record<string, string> {
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    PATH: searchPath,
     HOME: home,
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_SYSTEM: '/dev/null',
@@ -225,7 +227,7 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
       config.push(['http.curloptResolve', `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}:${pinned.join(',')}`]);
     }
     if (target.authorization) config.push(['http.extraHeader', `Authorization: ${target.authorization}`]);
-    const env = gitEnv(home, config);
+    const env = gitEnv(home, config, opts.searchPath);
 
     const args = ['clone', '--depth', '1', '--single-branch', '--no-tags'];
     if (opts.branch) args.push('--branch', opts.branch);
