@@ -12,6 +12,7 @@ import { createHs256Verifier, mintToken, verifyHs256 } from '../src/platform/aut
 import type { Db } from '../src/platform/db';
 import { dbVersion } from '../src/platform/db-version';
 import { createFixedWindow } from '../src/platform/http/rate-limit';
+import { systemClock } from '../src/platform/runtime';
 import { WorkSchema } from '../src/services/catalog/catalog.model';
 import { catalogWorks } from '../src/services/catalog/catalog.tables';
 import { createWorksPager } from '../src/services/catalog/works-pager';
@@ -40,7 +41,7 @@ export function stageProfile(dbFile: string, owner: string, secret: string) {
     const token = mintToken(secret, { sub: owner, ttlSeconds: 600 });
     const verifier = createHs256Verifier(secret);
     verifier.verify(token);
-    const limiter = createFixedWindow(60_000);
+    const limiter = createFixedWindow(60_000, systemClock);
     const version = dbVersion(client);
     const oneSelect = client.prepare('SELECT total_changes(), data_version FROM pragma_data_version()');
 
@@ -74,7 +75,7 @@ export function stageProfile(dbFile: string, owner: string, secret: string) {
 
     return {
       common: {
-        verifyHs256Us: micros(() => verifyHs256(token, secret), 5000),
+        verifyHs256Us: micros(() => verifyHs256(token, secret, systemClock.now()), 5000),
         cachedTokenUs: micros(() => verifier.verify(token), 100_000),
         rateLimitUs: micros(() => limiter.hit('sub:x', 1e12), 100_000),
         dataVersionUs: micros(version, 50_000),

@@ -82,11 +82,11 @@ async function healthcheck(args: string[]) {
 
 async function image(args: string[]) {
   const [name, ...extra] = args;
-  const { templates } = await import('./services/workspaces/lifecycle/templates');
-  const template = name ? templates.get(name) : undefined;
+  const { createTemplateRegistry } = await import('./services/workspaces/images/templates');
+  const template = name ? createTemplateRegistry().get(name) : undefined;
   if (!template?.build || extra.length) throw new UsageError('usage: keel image minimal|bun-typescript');
   const { createEngine } = await import('./services/workspaces/engine/docker');
-  const { buildTemplateImage, templateImage } = await import('./services/workspaces/engine/template-image');
+  const { buildTemplateImage, templateImage } = await import('./services/workspaces/images/template-image');
   const { loadWorkspacesConfig } = await import('./services/workspaces/workspaces.config');
   const settings = loadWorkspacesConfig(process.env);
   const ref = templateImage(template, settings);
@@ -101,8 +101,8 @@ export async function runCli(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
   if (cmd === '--help' || cmd === '-h' || cmd === 'help') return void process.stdout.write(USAGE + '\n');
   if (cmd === '--version') {
-    const { COMMIT, TRAIN } = await import('./platform/http/health');
-    return void process.stdout.write(`keel ${pkg.version} (commit ${COMMIT}, train ${TRAIN})\n`);
+    const { BUILT_COMMIT } = await import('./platform/http/health');
+    return void process.stdout.write(`keel ${pkg.version} (commit ${BUILT_COMMIT})\n`);
   }
   if (cmd === 'serve') {
     if (rest.length) throw new UsageError('serve takes no arguments: configure it with APP_* variables');

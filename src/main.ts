@@ -3,7 +3,6 @@ import { loadConfig, ConfigError, type ServiceName } from './platform/config';
 import { openDb } from './platform/db';
 import { openBus, type Bus } from './platform/bus';
 import { MAX_BODY_BYTES } from './platform/http/errors';
-import { mintToken } from './platform/auth/workspace-token';
 import { createLogger, systemClock } from './platform/runtime';
 import type { Service, ServiceDefinition, ServiceDeps } from './platform/service';
 import { workspacesService } from './services/workspaces';
@@ -28,9 +27,9 @@ export interface Platform {
 }
 
 /** Starts the services named in the config; used by the CLI entry below and by tests. */
-export async function startPlatform(env: Record<string, string | undefined> = process.env): Promise<Platform> {
-  const log = createLogger({ app: 'keel' });
+export async function startPlatform(env: Record<string, string | undefined>): Promise<Platform> {
   const config = loadConfig(env);
+  const log = createLogger({ app: 'keel' }, config.logLevel);
   // Every named service's own variables, before anything opens: a bad one stops start-up here.
   const serviceConfigs = new Map(config.services.map((name) => [name, definitions[name].loadConfig(env)]));
   const db = openDb(config.dataDir);
@@ -70,24 +69,13 @@ export async function startPlatform(env: Record<string, string | undefined> = pr
       log.info('stopped');
     })());
 
-  if (config.services.includes('workspaces') && !env.APP_QUIET_TOKEN && env.NODE_ENV !== 'test') {
-    // One line naming the engine the workspaces run on (scripts/dev.ts says where it came from).
-    const host = env.DOCKER_HOST || 'unix:///var/run/docker.sock';
-    const origin = env.KEEL_ENGINE_ORIGIN ?? (env.DOCKER_HOST ? 'DOCKER_HOST' : "Docker's default socket");
-    process.stdout.write(`Engine: ${host} (${origin})\n`);
-  }
-  if (config.apiSecretGenerated && config.services.includes('workspaces') && !env.APP_QUIET_TOKEN) {
-    // The token alone on its line, so `tail -1` or a script can take it as is.
-    const token = mintToken(config.apiSecret, { sub: 'admin', role: 'admin', ttlSeconds: 24 * 3600 });
-    process.stdout.write(`Dev admin token (24 h), on the next line:\n${token}\n`);
-  }
   return { urls, bus, stop };
 }
 
 /** Runs the platform until SIGTERM/SIGINT; a start-up failure prints one line and exits 1. */
 export async function serve(): Promise<void> {
   try {
-    const platform = await startPlatform();
+    const platform = await startPlatform(process.env);
     const onSignal = (sig: string) => {
       process.stderr.write(`${sig} received, shutting down\n`);
       platform.stop().then(

@@ -3,6 +3,7 @@
 // A bad value stops start-up with one line naming the variable.
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
+import type { LogLevel } from './runtime';
 
 export const SERVICE_NAMES = ['workspaces', 'catalog', 'sources', 'workers', 'identity'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -28,6 +29,10 @@ export interface Config {
   /** True when the secret was generated (dev mode); start-up then prints an admin token. */
   apiSecretGenerated: boolean;
   bus: string;
+  /** APP_LOG_LEVEL: `debug`, `info`, `warn`, `error`; default `info`, `warn` under NODE_ENV=test. */
+  logLevel: LogLevel;
+  /** What GET /version reports: APP_COMMIT (default: the binary's commit, `dev` from source) and APP_TRAIN (`edge`). */
+  build: { commit?: string; train: string };
   /** The raw environment, for the variables each service parses itself (its *.config.ts). */
   env: Env;
 }
@@ -109,6 +114,13 @@ function readApiSecret(env: Env, dataDir: string, production: boolean): { secret
   return { secret, generated: true };
 }
 
+function readLogLevel(env: Env): LogLevel {
+  const v = env.APP_LOG_LEVEL;
+  // An unknown level falls back to the default rather than stopping start-up, as it always has.
+  if (v === 'debug' || v === 'info' || v === 'warn' || v === 'error') return v;
+  return env.NODE_ENV === 'test' ? 'warn' : 'info';
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
   const dataDir = resolve(readString(env, 'APP_DATA_DIR', './data'));
@@ -133,6 +145,8 @@ export function loadConfig(env: Env = process.env): Config {
     apiSecret: secret,
     apiSecretGenerated: generated,
     bus: readBus(env),
+    build: { commit: env.APP_COMMIT || undefined, train: readString(env, 'APP_TRAIN', 'edge') },
+    logLevel: readLogLevel(env),
     env,
   };
 }

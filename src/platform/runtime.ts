@@ -9,7 +9,7 @@ export const systemClock: Clock = { now: () => Date.now() };
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
 /** A sortable, unguessable id: `<prefix>_<time><random>` (Crockford base32). */
-export function newId(prefix: string, clock: Clock = systemClock): string {
+export function newId(prefix: string, clock: Clock): string {
   let t = clock.now();
   let time = '';
   for (let i = 0; i < 9; i++) {
@@ -22,7 +22,7 @@ export function newId(prefix: string, clock: Clock = systemClock): string {
   return `${prefix}_${time}${rand}`;
 }
 
-export const isoNow = (clock: Clock = systemClock) => new Date(clock.now()).toISOString();
+export const isoNow = (clock: Clock) => new Date(clock.now()).toISOString();
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export interface Logger {
@@ -36,7 +36,8 @@ export interface Logger {
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
 /** JSON-lines logger to stderr; every field passes through `scrub` so secrets never reach a log. */
-export function createLogger(base: Record<string, unknown> = {}, level: LogLevel = envLevel()): Logger {
+/** `level` comes from the platform config (APP_LOG_LEVEL) where a process starts; `info` otherwise. */
+export function createLogger(base: Record<string, unknown> = {}, level: LogLevel = 'info'): Logger {
   const write = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[lvl] < ORDER[level]) return;
     const line = { time: new Date().toISOString(), level: lvl, msg, ...base, ...(fields ? (scrub(fields) as object) : {}) };
@@ -49,12 +50,6 @@ export function createLogger(base: Record<string, unknown> = {}, level: LogLevel
     warn: (m, f) => write('warn', m, f),
     error: (m, f) => write('error', m, f),
   };
-}
-
-function envLevel(): LogLevel {
-  const v = process.env.APP_LOG_LEVEL;
-  if (v === 'debug' || v === 'info' || v === 'warn' || v === 'error') return v;
-  return process.env.NODE_ENV === 'test' ? 'warn' : 'info';
 }
 
 export function errorFields(e: unknown): Record<string, unknown> {

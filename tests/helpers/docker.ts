@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { requireTestEnv } from './platform';
-import { removeRules } from '../../src/services/workspaces/engine/firewall';
+import { removeRules } from '../../src/services/workspaces/network/firewall';
 
 export interface CliResult {
   code: number;

@@ -44,7 +44,7 @@ export function keelBinary(): Promise<string> {
 
 let bunImage: Promise<CommandResult & { tag: string }> | undefined;
 /**
- * `bun run image:bun-typescript` under this run's tag, once: the same build (engine/template-image.ts)
+ * `bun run image:bun-typescript` under this run's tag, once: the same build (images/template-image.ts)
  * a workspace's first use runs. The command's result, so its own test can check what it printed.
  */
 export function bunTypescriptImage(): Promise<CommandResult & { tag: string }> {

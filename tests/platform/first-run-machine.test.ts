@@ -19,7 +19,7 @@ import {
 } from '../../scripts/machine';
 import { requireTestEnv } from '../helpers/platform';
 import { createEngine } from '../../src/services/workspaces/engine/docker';
-import { buildMinimalImage } from '../../src/services/workspaces/engine/images';
+import { buildMinimalImage } from '../../src/services/workspaces/images/minimal-image';
 
 const shared = requireTestEnv('DOCKER_HOST');
 const dir = mkdtempSync(join(tmpdir(), 'keel-eng-'));

@@ -59,7 +59,7 @@ test('dev mode without a secret generates one, keeps it private, and prints a wo
     const token = /Dev admin token \(24 h\)[^\n]*\n(\S+)/.exec(again.stdout())?.[1];
     expect(token).toBeDefined();
     const secret = readFileSync(join(dataDir, 'api-secret'), 'utf8').trim();
-    expect(verifyHs256(token!, secret)).toMatchObject({ sub: 'admin', role: 'admin' });
+    expect(verifyHs256(token!, secret, Date.now())).toMatchObject({ sub: 'admin', role: 'admin' });
   } finally {
     await again.stop();
   }

@@ -98,6 +98,13 @@ describe('dashboard', () => {
 
   test('create, stop, start, restart and delete (with its dialog) from the list', async () => {
     await button(page, 'New workspace').click();
+    // The template field suggests what GET /api/templates lists, not a list of the page's own.
+    const suggested = page.locator(`datalist#${await page.getByLabel('Template', { exact: true }).getAttribute('list')} option`);
+    await suggested.nth(1).waitFor({ state: 'attached' });
+    const options = await suggested.evaluateAll((os) => os.map((o) => ({ value: (o as HTMLOptionElement).value, label: (o as HTMLOptionElement).label })));
+    expect(options.map((o) => o.value)).toEqual(['bun-typescript', 'minimal']);
+    // Each carries the description the registry gives it.
+    for (const o of options) expect(o.label).toMatch(new RegExp(`^${o.value}: \\S`));
     // A refusal of the API is said in the page, in its words.
     await page.getByLabel('Name', { exact: true }).fill('from-api');
     await page.getByLabel('Template', { exact: true }).fill('minimal');

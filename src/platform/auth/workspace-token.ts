@@ -59,7 +59,7 @@ function parseJson(part: string): Record<string, unknown> {
 const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
 /** Verifies signature and claims; throws TokenError with a reason safe to show. */
-export function verifyHs256(token: string, secret: string, nowMs = systemClock.now()): WorkspaceClaims {
+export function verifyHs256(token: string, secret: string, nowMs: number): WorkspaceClaims {
   const parts = token.split('.');
   if (parts.length !== 3) throw new TokenError('malformed token');
   const [h, p, s] = parts as [string, string, string];

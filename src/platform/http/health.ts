@@ -6,8 +6,8 @@ import type { Clock } from '../runtime';
 declare const KEEL_COMMIT: string | undefined;
 
 export const VERSION = pkg.version;
-export const COMMIT = process.env.APP_COMMIT ?? (typeof KEEL_COMMIT === 'string' ? KEEL_COMMIT : 'dev');
-export const TRAIN = process.env.APP_TRAIN ?? 'edge';
+/** The commit the single binary was built from (scripts/build.ts); `dev` from source. */
+export const BUILT_COMMIT = typeof KEEL_COMMIT === 'string' ? KEEL_COMMIT : 'dev';
 
 export const HealthSchema = t.Object({
   status: t.Literal('ok'),
@@ -17,14 +17,16 @@ export const HealthSchema = t.Object({
 });
 export const VersionSchema = t.Object({ commit: t.String(), component: t.String(), train: t.String(), version: t.String() });
 
-export function healthRoutes(component: string, clock: Clock) {
+/** `build` comes from the platform config (APP_COMMIT, APP_TRAIN). */
+export function healthRoutes(component: string, clock: Clock, build: { commit?: string; train: string }) {
+  const commit = build.commit ?? BUILT_COMMIT;
   return new Elysia({ name: `platform.health.${component}`, detail: { tags: ['probes'] } })
     .get(
       '/health',
       () => ({ status: 'ok' as const, timestamp: clock.now(), uptime: process.uptime(), version: VERSION }),
       { response: HealthSchema, detail: { summary: 'Liveness probe', security: [] } },
     )
-    .get('/version', () => ({ commit: COMMIT, component, train: TRAIN, version: VERSION }), {
+    .get('/version', () => ({ commit, component, train: build.train, version: VERSION }), {
       response: VersionSchema,
       detail: { summary: 'Build version', security: [] },
     });

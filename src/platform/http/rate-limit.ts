@@ -1,7 +1,7 @@
 // Rate-limit algorithms: fixed window for the workspace API (CONTRACT.md), token bucket for the
 // budgets of the media services, and the media services' 429 refusal. Time comes from the Clock.
 import { AppError } from '../errors';
-import { systemClock, type Clock } from '../runtime';
+import type { Clock } from '../runtime';
 
 /** 429 rate-limited (problem+json) with Retry-After. */
 export const rateLimited = (retryAfter: number, limit: number) =>
@@ -22,7 +22,7 @@ export interface Decision {
   retryAfter: number;
 }
 
-export function createFixedWindow(windowMs: number, clock: Clock = systemClock) {
+export function createFixedWindow(windowMs: number, clock: Clock) {
   const now = () => clock.now();
   const windows = new Map<string, { start: number; count: number }>();
   let lastSweep = now();
@@ -67,7 +67,7 @@ export interface BucketSpec {
  * Token bucket per key: `burst` tokens, refilled continuously at `ratePerSec`. Idle keys whose
  * bucket is full again are dropped, so memory follows the number of recently active keys.
  */
-export function createTokenBucket(spec: BucketSpec, clock: Clock = systemClock) {
+export function createTokenBucket(spec: BucketSpec, clock: Clock) {
   const now = () => clock.now();
   const buckets = new Map<string, { tokens: number; at: number }>();
   const fullAfterMs = (spec.burst / spec.ratePerSec) * 1000;

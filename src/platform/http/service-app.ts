@@ -31,5 +31,5 @@ export function createServiceApp(deps: Pick<ServiceDeps, 'config' | 'log' | 'clo
         tags: [...(opts.tags ?? []), { name: 'probes', description: 'Health and version' }],
       }),
     )
-    .use(healthRoutes(opts.name, deps.clock));
+    .use(healthRoutes(opts.name, deps.clock, deps.config.build));
 }

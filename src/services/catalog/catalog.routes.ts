@@ -3,10 +3,7 @@
 import { Elysia, t } from 'elysia';
 import { guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
 import { ProblemSchema } from '../../platform/http/errors';
-import { conditionalGet, createResponseCache, type HeaderPairs, type ResponseCache } from '../../platform/http/response-cache';
-import { dbVersion } from '../../platform/db-version';
-import { createServiceApp } from '../../platform/http/service-app';
-import type { ServiceDeps } from '../../platform/service';
+import { conditionalGet, type HeaderPairs, type ResponseCache } from '../../platform/http/response-cache';
 import {
   AssetSummarySchema, KindSchema, RelationSchema, ScanBody, ScanResponse, WorkIdParams, WorkSchema, WorksQuery,
 } from './catalog.model';
@@ -101,20 +98,10 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
     });
 }
 
-export function createCatalogApp(deps: ServiceDeps, catalog: CatalogService, guard: BearerGuard, library: LibraryService) {
-  return createServiceApp(deps, {
-    name: 'catalog',
-    style: 'problem',
-    title: 'Keel catalog',
-    description: 'Works, editions and media assets; file scanning through the media engine. Errors are RFC 9457 problem+json.',
-    tags: [
-      { name: 'scan', description: 'Register files under the media roots' },
-      { name: 'works', description: 'Works, their assets and relations (public reads)' },
-      { name: 'kinds', description: 'Kind registry' },
-      { name: 'library', description: 'Library scans of whole folders, run by the workers service' },
-    ],
-  })
-    .use(readRoutes(catalog, createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'no-cache' })))
-    .use(scanRoutes(catalog, guard))
-    .use(libraryRoutes(library, guard));
+/** Every catalog route; `pages` keeps the serialised pages of /works (built in index.ts). */
+export function catalogRoutes(deps: { catalog: CatalogService; library: LibraryService; guard: BearerGuard; pages: ResponseCache }) {
+  return new Elysia({ name: 'catalog.routes' })
+    .use(readRoutes(deps.catalog, deps.pages))
+    .use(scanRoutes(deps.catalog, deps.guard))
+    .use(libraryRoutes(deps.library, deps.guard));
 }

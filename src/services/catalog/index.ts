@@ -1,9 +1,12 @@
 // Composition root of the catalog service: the media engine (answering qry.media.probe on the bus),
 // the kind registry with its plugins, the catalog rules and the HTTP app.
+import { dbVersion } from '../../platform/db-version';
 import { bearerGuard } from '../../platform/http/bearer-guard';
+import { createResponseCache } from '../../platform/http/response-cache';
+import { createServiceApp } from '../../platform/http/service-app';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { loadCatalogConfig, type CatalogConfig } from './catalog.config';
-import { createCatalogApp } from './catalog.routes';
+import { catalogRoutes } from './catalog.routes';
 import { createCatalog } from './catalog.service';
 import { createKindRegistry } from './kinds';
 import { createLibrary } from './library/library.service';
@@ -27,7 +30,6 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
     timeoutMs: cfg.probeTimeoutMs,
   });
   const answerer = createProbeAnswerer({ mediaRoots: cfg.mediaRoots, ffprobe });
-  const stopAnswering = answerer.listen(deps.bus);
   const catalog = createCatalog({
     db: deps.db,
     bus: deps.bus,
@@ -46,12 +48,36 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
     limits: { scan: cfg.scanBudget },
   });
   const library = createLibrary({ db: deps.db, bus: deps.bus, clock: deps.clock, log: deps.log, mediaRoots: cfg.mediaRoots, scanFile: catalog.scan });
-  const stopLibrary = library.listen(deps.bus);
+  const app = createServiceApp(deps, {
+    name: 'catalog',
+    style: 'problem',
+    title: 'Keel catalog',
+    description: 'Works, editions and media assets; file scanning through the media engine. Errors are RFC 9457 problem+json.',
+    tags: [
+      { name: 'scan', description: 'Register files under the media roots' },
+      { name: 'works', description: 'Works, their assets and relations (public reads)' },
+      { name: 'kinds', description: 'Kind registry' },
+      { name: 'library', description: 'Library scans of whole folders, run by the workers service' },
+    ],
+  }).use(
+    catalogRoutes({
+      catalog,
+      library,
+      guard,
+      // The serialised pages of /works, until the next write (platform/http/response-cache.ts).
+      pages: createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'no-cache' }),
+    }),
+  );
+
+  let stopAnswering = () => {};
+  let stopLibrary = () => {};
   let stopSchedule = () => {};
   let stopWatch = () => {};
   return {
-    app: createCatalogApp(deps, catalog, guard, library),
+    app,
     start: () => {
+      stopAnswering = answerer.listen(deps.bus);
+      stopLibrary = library.listen(deps.bus);
       catalog.startEvents();
       stopSchedule = scheduleLibraryScans(library, cfg.libraryScanIntervalS, deps.log);
       if (cfg.libraryWatch) stopWatch = watchLibrary(library, cfg.mediaRoots, cfg.libraryWatchDebounceMs, deps.log);

@@ -1,17 +1,10 @@
-// The identity service over HTTP: actors (admin), sessions, the JWKS and key rotation. Wiring only;
-// the rules live in identity.service.ts.
+// The identity service's routes: actors (admin), sessions, the JWKS and key rotation. HTTP only;
+// the rules live in identity.service.ts, who calls in callers.ts.
 import { Elysia, t } from 'elysia';
-import { decodeProtectedHeader } from 'jose';
-import { bearerTokenOf, createAccessTokenVerifier } from '../../platform/auth/access-token';
-import { forbidden, unauthenticated } from '../../platform/auth/denials';
-import { ADMIN_POLICY } from '../../platform/auth/policies';
-import { livePrincipal } from '../../platform/auth/session-check';
-import { TokenError, verifyHs256 } from '../../platform/auth/workspace-token';
+import { forbidden } from '../../platform/auth/denials';
 import { JwksSchema } from '../../platform/bus/identity-shapes';
 import { ProblemSchema } from '../../platform/http/errors';
-import { createTokenBucket, rateLimited } from '../../platform/http/rate-limit';
-import { createServiceApp } from '../../platform/http/service-app';
-import type { ServiceDeps } from '../../platform/service';
+import { rateLimited, type createTokenBucket } from '../../platform/http/rate-limit';
 import {
   ActorSchema,
   ActorWithKey,
@@ -24,46 +17,18 @@ import {
   TokenPair,
   UpdateActorBody,
 } from './identity.model';
-import type { Caller, IdentityCore } from './identity.service';
-import type { IdentityConfig } from './identity.config';
+import type { Callers } from './callers';
+import type { Identity } from './identity.service';
 import type { KeyStore } from './keys';
 
+type TokenBucket = ReturnType<typeof createTokenBucket>;
 
-/**
- * Who calls: a workspace-API admin token (HS256, APP_API_SECRET, role admin), or an access token of
- * this service (verified with our own keys and live state, no bus round trip).
- */
-function callerAuth(deps: ServiceDeps, core: IdentityCore, keys: KeyStore) {
-  const verify = createAccessTokenVerifier({ keyFor: keys.keyFor, clock: deps.clock });
-
-  const callerOf = async (request: Request): Promise<Caller> => {
-    const token = bearerTokenOf(request.headers.get('authorization'));
-    let alg: unknown;
-    try {
-      alg = decodeProtectedHeader(token).alg;
-    } catch {
-      throw unauthenticated('The access token is not acceptable');
-    }
-    if (alg === 'HS256') {
-      try {
-        const claims = verifyHs256(token, deps.config.apiSecret, deps.clock.now());
-        if (claims.role !== 'admin') throw forbidden();
-        return { admin: true };
-      } catch (e) {
-        if (e instanceof TokenError) throw unauthenticated('The admin token is not acceptable');
-        throw e;
-      }
-    }
-    const claims = await verify(token);
-    const { actorId, policies } = livePrincipal(claims, core.sessionState(claims.sessionId, claims.actorId));
-    return { admin: policies.includes(ADMIN_POLICY), actorId };
-  };
-
+/** `auth: 'admin'`: only admins; `auth: 'caller'`: any live session or admin. */
+function callerAuth(callers: Callers) {
   return new Elysia({ name: 'identity.auth' }).macro({
-    /** `admin`: only admins; `caller`: any live session or admin. */
     auth: (need: 'admin' | 'caller') => ({
       async resolve({ request }) {
-        const caller = await callerOf(request);
+        const caller = await callers.callerOf(request.headers.get('authorization'));
         if (need === 'admin' && !caller.admin) throw forbidden();
         return { caller };
       },
@@ -71,9 +36,8 @@ function callerAuth(deps: ServiceDeps, core: IdentityCore, keys: KeyStore) {
   });
 }
 
-/** A token bucket per client address on the routes that take a secret, checked before the body is validated. */
-function clientBudget(spec: IdentityConfig['sessionRate'], clock: ServiceDeps['clock']) {
-  const bucket = createTokenBucket(spec, clock);
+/** The per-client-address budget on the routes that take a secret, checked before the body is validated. */
+function clientBudget(bucket: TokenBucket) {
   return new Elysia({ name: 'identity.client-budget' }).macro({
     clientBudget: (on: boolean) => ({
       transform({ request, server }) {
@@ -88,23 +52,12 @@ function clientBudget(spec: IdentityConfig['sessionRate'], clock: ServiceDeps['c
 // Answers that carry a secret (an API key, a refresh token) must not be kept by any cache.
 const noStore = { 'cache-control': 'no-store' };
 
-export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, core: IdentityCore, keys: KeyStore) {
+export function identityRoutes(deps: { identity: Identity; keys: KeyStore; callers: Callers; sessionBudget: TokenBucket }) {
+  const { identity, keys } = deps;
   const adminErrors = { 401: ProblemSchema, 403: ProblemSchema, 422: ProblemSchema };
-  return createServiceApp(deps, {
-    name: 'identity',
-    style: 'problem',
-    title: 'Keel identity service',
-    description:
-      'Actors with policies and API keys, sessions with EdDSA access tokens and rotating refresh tokens, and the JWKS that verifies them. Admin routes take a workspace-API admin token (HS256) or an access token with the admin:identity policy.',
-    dottedPaths: true,
-    tags: [
-      { name: 'actors', description: 'Actors, policies and API keys (admin)' },
-      { name: 'sessions', description: 'Access and refresh tokens' },
-      { name: 'keys', description: 'Signing keys and the JWKS' },
-    ],
-  })
-    .use(callerAuth(deps, core, keys))
-    .use(clientBudget(config.sessionRate, deps.clock))
+  return new Elysia({ name: 'identity.routes' })
+    .use(callerAuth(deps.callers))
+    .use(clientBudget(deps.sessionBudget))
     .get('/.well-known/jwks.json', ({ set }) => {
       set.headers['cache-control'] = 'public, max-age=60';
       return { keys: keys.publicJwks() };
@@ -124,25 +77,25 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
     })
     .post('/actors', ({ body, status, set }) => {
       Object.assign(set.headers, noStore);
-      return status(201, core.createActor(body));
+      return status(201, identity.createActor(body));
     }, {
       auth: 'admin',
       body: CreateActorBody,
       response: { 201: ActorWithKey, ...adminErrors },
       detail: { tags: ['actors'], summary: 'Create an actor', description: 'Answers the API key once; only its hash is kept.' },
     })
-    .get('/actors', () => ({ actors: core.listActors() }), {
+    .get('/actors', () => ({ actors: identity.listActors() }), {
       auth: 'admin',
       response: { 200: t.Object({ actors: t.Array(ActorSchema) }), ...adminErrors },
       detail: { tags: ['actors'], summary: 'List actors' },
     })
-    .get('/actors/:id', ({ params }) => ({ actor: core.getActor(params.id) }), {
+    .get('/actors/:id', ({ params }) => ({ actor: identity.getActor(params.id) }), {
       auth: 'admin',
       params: IdParams,
       response: { 200: t.Object({ actor: ActorSchema }), ...adminErrors, 404: ProblemSchema },
       detail: { tags: ['actors'], summary: 'Get an actor' },
     })
-    .patch('/actors/:id', ({ params, body }) => ({ actor: core.updateActor(params.id, body) }), {
+    .patch('/actors/:id', ({ params, body }) => ({ actor: identity.updateActor(params.id, body) }), {
       auth: 'admin',
       params: IdParams,
       body: UpdateActorBody,
@@ -155,7 +108,7 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
     })
     .post('/actors/:id/keys/rotate', ({ params, set }) => {
       Object.assign(set.headers, noStore);
-      return core.rotateActorKey(params.id);
+      return identity.rotateActorKey(params.id);
     }, {
       auth: 'admin',
       params: IdParams,
@@ -168,7 +121,7 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
     })
     .post('/sessions', async ({ body, status, set }) => {
       Object.assign(set.headers, noStore);
-      return status(201, await core.createSession(body.apiKey));
+      return status(201, await identity.createSession(body.apiKey));
     }, {
       clientBudget: true,
       body: CreateSessionBody,
@@ -177,7 +130,7 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
     })
     .post('/sessions/refresh', async ({ body, set }) => {
       Object.assign(set.headers, noStore);
-      return core.refreshSession(body.refreshToken);
+      return identity.refreshSession(body.refreshToken);
     }, {
       clientBudget: true,
       body: RefreshBody,
@@ -190,7 +143,7 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
       },
     })
     .delete('/sessions/:id', ({ params, caller, status }) => {
-      core.revokeSession(params.id, caller);
+      identity.revokeSession(params.id, caller);
       return status(204, undefined);
     }, {
       auth: 'caller',

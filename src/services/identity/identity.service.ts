@@ -1,6 +1,7 @@
 // Actors, API keys and sessions: the rules, free of HTTP. Every denial is an AppError whose code the
 // problem+json renderer shows as is (`unauthenticated`, `reauth-required`, IDENTITY_*_NOT_FOUND).
 import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
+import type { Bus } from '../../platform/bus/bus';
 import type { IdentitySessionEndReason } from '../../platform/bus/subjects';
 import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
@@ -54,7 +55,7 @@ export function sessionView(s: SessionRow, refreshExpiresAt: number | null) {
   };
 }
 
-export function createIdentityCore(deps: IdentityDeps) {
+export function createIdentity(deps: IdentityDeps) {
   const { db, clock, log, config, keys } = deps;
 
   const findActor = (id: string) => db.select().from(actors).where(eq(actors.id, id)).get();
@@ -88,7 +89,7 @@ export function createIdentityCore(deps: IdentityDeps) {
     return { session: sessionView(s, r.refreshExpiresAt), accessToken, refreshToken: r.refreshToken, expiresIn: exp - iat, tokenType: 'Bearer' as const };
   }
 
-  return {
+  const identity = {
     createActor(input: { name: string; policies: string[] }) {
       const now = clock.now();
       const apiKey = newSecret(API_KEY_PREFIX);
@@ -248,7 +249,20 @@ export function createIdentityCore(deps: IdentityDeps) {
       const cutoff = clock.now() - 86_400_000;
       db.delete(sessions).where(or(lt(sessions.expiresAt, cutoff), lt(sessions.revokedAt, cutoff))).run();
     },
+
+    /** Answers the guards of the other services: is a session live (qry.identity.session), and the JWKS. Returns the unsubscribe. */
+    listen(bus: Bus): () => void {
+      const offs = [
+        bus.answer('qry.identity.session', ({ sid, sub }) => {
+          if (typeof sid !== 'string' || typeof sub !== 'string') return { live: false, reauth: false, reason: 'unknown-session' as const };
+          return identity.sessionState(sid, sub);
+        }),
+        bus.answer('qry.identity.jwks', () => ({ keys: keys.publicJwks() })),
+      ];
+      return () => offs.forEach((off) => off());
+    },
   };
+  return identity;
 }
 
-export type IdentityCore = ReturnType<typeof createIdentityCore>;
+export type Identity = ReturnType<typeof createIdentity>;

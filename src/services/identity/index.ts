@@ -1,8 +1,11 @@
 // Composition root of the identity service: config -> signing keys -> rules -> HTTP app + bus answers.
+import { createTokenBucket } from '../../platform/http/rate-limit';
+import { createServiceApp } from '../../platform/http/service-app';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
+import { createCallers } from './callers';
 import { loadIdentityConfig, type IdentityConfig } from './identity.config';
-import { createIdentityApp } from './identity.routes';
-import { createIdentityCore } from './identity.service';
+import { identityRoutes } from './identity.routes';
+import { createIdentity } from './identity.service';
 import { createKeyStore } from './keys';
 
 const SWEEP_EVERY_MS = 60 * 60_000;
@@ -18,29 +21,39 @@ export async function createIdentityService(deps: ServiceDeps, config: IdentityC
     // Guards on the bus drop a key that left the JWKS now, not at their next re-read.
     onChange: (kids) => void deps.bus.publish('evt.identity.keysChanged', { kids, at: deps.clock.now() }),
   });
-  const core = createIdentityCore({ db: deps.db, clock: deps.clock, log: deps.log, config, keys });
+  const identity = createIdentity({ db: deps.db, clock: deps.clock, log: deps.log, config, keys });
+  const callers = createCallers({ identity, keys, clock: deps.clock, apiSecret: deps.config.apiSecret });
+  const sessionBudget = createTokenBucket(config.sessionRate, deps.clock);
 
-  const unanswer = [
-    deps.bus.answer('qry.identity.session', ({ sid, sub }) => {
-      if (typeof sid !== 'string' || typeof sub !== 'string') return { live: false, reauth: false, reason: 'unknown-session' as const };
-      return core.sessionState(sid, sub);
-    }),
-    deps.bus.answer('qry.identity.jwks', () => ({ keys: keys.publicJwks() })),
-  ];
+  const app = createServiceApp(deps, {
+    name: 'identity',
+    style: 'problem',
+    title: 'Keel identity service',
+    description:
+      'Actors with policies and API keys, sessions with EdDSA access tokens and rotating refresh tokens, and the JWKS that verifies them. Admin routes take a workspace-API admin token (HS256) or an access token with the admin:identity policy.',
+    dottedPaths: true,
+    tags: [
+      { name: 'actors', description: 'Actors, policies and API keys (admin)' },
+      { name: 'sessions', description: 'Access and refresh tokens' },
+      { name: 'keys', description: 'Signing keys and the JWKS' },
+    ],
+  }).use(identityRoutes({ identity, keys, callers, sessionBudget }));
+
+  let stopListening = () => {};
   let sweeper: ReturnType<typeof setInterval> | undefined;
-
   return {
-    app: createIdentityApp(deps, config, core, keys),
+    app,
     start() {
+      stopListening = identity.listen(deps.bus);
       // A restart may have changed the key (APP_IDENTITY_SIGNING_KEY replaced): say which keys hold now.
       void deps.bus.publish('evt.identity.keysChanged', { kids: keys.publishedKids(), at: deps.clock.now() });
-      core.sweep();
-      sweeper = setInterval(() => core.sweep(), SWEEP_EVERY_MS);
+      identity.sweep();
+      sweeper = setInterval(() => identity.sweep(), SWEEP_EVERY_MS);
       sweeper.unref?.();
     },
     stop() {
       clearInterval(sweeper);
-      for (const u of unanswer) u();
+      stopListening();
     },
   };
 }

@@ -1,15 +1,22 @@
 // Composition root of the sources service: bindings kept from the catalog's events, resolution on the bus.
+import { createServiceApp } from '../../platform/http/service-app';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
-import { createSourcesApp } from './sources.routes';
 import { createSources } from './sources.service';
 
 export function createSourcesService(deps: ServiceDeps): Service {
   const sources = createSources({ db: deps.db, clock: deps.clock });
-  let stop = () => {};
+  // Its work happens on the bus (qry.sources.resolve): over HTTP it answers only its probes (media spec).
+  const app = createServiceApp(deps, {
+    name: 'sources',
+    style: 'problem',
+    title: 'Keel sources service',
+    description: 'Keel sources: where the bytes of an asset can be read. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
+  });
+  let stopListening = () => {};
   return {
-    app: createSourcesApp(deps),
-    start: () => void (stop = sources.listen(deps.bus)),
-    stop: () => stop(),
+    app,
+    start: () => void (stopListening = sources.listen(deps.bus)),
+    stop: () => stopListening(),
   };
 }
 

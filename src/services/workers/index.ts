@@ -1,12 +1,12 @@
 // Composition root of the workers service: the job queue (answering the workers' bus commands),
 // the job handlers (checked at boot: one per job type) and the runner that executes them.
+import { createServiceApp } from '../../platform/http/service-app';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { checkJobHandlers } from './jobs';
 import { createLibraryScanJob } from './jobs/library-scan';
 import { createJobRunner } from './runner';
 import { loadWorkersConfig, type WorkersConfig } from './workers.config';
-import { createWorkersApp } from './workers.routes';
-import { answerJobCommands, createJobQueue } from './workers.service';
+import { createWorkers } from './workers.service';
 
 export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Service {
   const log = deps.log.child({ worker: cfg.workerId });
@@ -18,9 +18,10 @@ export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Ser
       indexTimeoutMs: cfg.indexTimeoutMs,
     }),
   ]);
-  const queue = createJobQueue({ db: deps.db, bus: deps.bus, clock: deps.clock, log });
+  // A new job wakes the runner at once rather than at its next poll.
+  const workers = createWorkers({ db: deps.db, bus: deps.bus, clock: deps.clock, log, onSubmit: () => runner.wake() });
   const runner = createJobRunner({
-    queue,
+    queue: workers,
     handlers,
     bus: deps.bus,
     clock: deps.clock,
@@ -31,15 +32,22 @@ export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Ser
     pollMs: cfg.pollMs,
     retry: { baseMs: cfg.retryBaseMs, maxMs: cfg.retryMaxMs },
   });
-  let stopAnswering: (() => void) | undefined;
+  // Jobs arrive and report on the bus: over HTTP the service answers only its probes (media spec).
+  const app = createServiceApp(deps, {
+    name: 'workers',
+    style: 'problem',
+    title: 'Keel workers service',
+    description: 'Keel workers: background jobs of the media services. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
+  });
+  let stopListening: (() => void) | undefined;
   return {
-    app: createWorkersApp(deps),
+    app,
     start() {
-      stopAnswering = answerJobCommands(deps.bus, queue, () => runner.wake());
+      stopListening = workers.listen(deps.bus);
       runner.start();
     },
     async stop() {
-      stopAnswering?.();
+      stopListening?.();
       await runner.stop();
     },
   };

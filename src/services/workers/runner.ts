@@ -7,10 +7,10 @@ import { AppError } from '../../platform/errors';
 import { errorFields, type Clock, type Logger } from '../../platform/runtime';
 import { retryDelayMs } from './backoff';
 import type { JobHandlers } from './jobs';
-import type { JobQueue, JobRow } from './workers.service';
+import type { JobRow, Workers } from './workers.service';
 
 export interface RunnerDeps {
-  queue: JobQueue;
+  queue: Workers;
   handlers: JobHandlers;
   bus: Bus;
   clock: Clock;

@@ -35,14 +35,16 @@ export function toJobView(r: JobRow): JobView {
   };
 }
 
-export interface JobQueueDeps {
+export interface WorkersDeps {
   db: Db;
   bus: Bus;
   clock: Clock;
   log: Logger;
+  /** Called when a submission made a new job (not a deduplicated one): the runner wakes for it. */
+  onSubmit: () => void;
 }
 
-export function createJobQueue(deps: JobQueueDeps) {
+export function createWorkers(deps: WorkersDeps) {
   const { db, clock } = deps;
   const client = db.$client;
 
@@ -191,21 +193,21 @@ export function createJobQueue(deps: JobQueueDeps) {
     await announce(row);
   }
 
-  return { submit, get, cancel, claim, renew, progress, finish };
+  /** Answers the workers' bus commands: submit, cancel and look up a job. Returns the unsubscribe. */
+  function listen(bus: Bus): () => void {
+    const offs = [
+      bus.answer('cmd.workers.submit', async (req) => {
+        const out = await submit(req);
+        if (!out.deduplicated) deps.onSubmit();
+        return out;
+      }),
+      bus.answer('cmd.workers.cancel', async (req) => ({ job: await cancel(req?.id) })),
+      bus.answer('qry.workers.job', (req) => ({ job: get(req?.id) })),
+    ];
+    return () => offs.forEach((off) => off());
+  }
+
+  return { submit, get, cancel, claim, renew, progress, finish, listen };
 }
 
-export type JobQueue = ReturnType<typeof createJobQueue>;
-
-/** Registers the workers' bus commands: submit, cancel and look up a job. */
-export function answerJobCommands(bus: Bus, queue: JobQueue, onSubmit: () => void): () => void {
-  const offs = [
-    bus.answer('cmd.workers.submit', async (req) => {
-      const out = await queue.submit(req);
-      if (!out.deduplicated) onSubmit();
-      return out;
-    }),
-    bus.answer('cmd.workers.cancel', async (req) => ({ job: await queue.cancel(req?.id) })),
-    bus.answer('qry.workers.job', (req) => ({ job: queue.get(req?.id) })),
-  ];
-  return () => offs.forEach((off) => off());
-}
+export type Workers = ReturnType<typeof createWorkers>;

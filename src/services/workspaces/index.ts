@@ -1,6 +1,7 @@
-// Composition root of the workspaces service: engine, lifecycle, logs, exec and agent sessions behind one Elysia app
-// with the envelope error model, workspace auth and rate limits, OpenAPI and health probes; the
-// workspace event stream (GET /api/events) and the dashboard (GET /ui).
+// Composition root of the workspaces service: builds the service objects (engine, templates, lifecycle,
+// logs, exec, agent sessions, webhooks, the event stream) and the one Elysia app over them, with the
+// envelope error model, workspace auth and rate limits, OpenAPI and health probes, and the dashboard
+// (GET /ui). start() subscribes to the bus, announces the engine and the dev token, and reconciles.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dbVersion } from '../../platform/db-version';
@@ -8,13 +9,17 @@ import { createResponseCache } from '../../platform/http/response-cache';
 import { createServiceApp } from '../../platform/http/service-app';
 import { createSse } from '../../platform/http/sse';
 import { workspaceAuth } from '../../platform/http/workspace-auth';
-import { newId, errorFields } from '../../platform/runtime';
+import { mintToken } from '../../platform/auth/workspace-token';
+import { newId, errorFields, type Clock } from '../../platform/runtime';
 import type { Env } from '../../platform/config';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
 import { createQuotas } from './quotas';
 import { createTargetGuard } from './targets';
 import { createEngine } from './engine/docker';
+import { createTemplateRegistry } from './images/templates';
+import { createTemplatesService } from './images/templates.service';
+import { templatesRoutes } from './images/templates.routes';
 import { createWorkspaceEvents } from './events/events.service';
 import { eventsRoutes } from './events/events.routes';
 import { uiAssets } from './ui/ui.assets';
@@ -24,15 +29,19 @@ import { execRoutes } from './exec/exec.routes';
 import { createLogHub } from './logs/logs.hub';
 import { createLogsService } from './logs/logs.service';
 import { logsRoutes } from './logs/logs.routes';
-import { loadLogsExecConfig, type LogsExecConfig } from './logs/logs.config';
+import { loadStreamsConfig, type StreamsConfig } from './streams.config';
 import { loadWorkspacesConfig, type WorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
 import { listScope } from './lifecycle/views';
 import { loadCodeKey } from './lifecycle/code-secret';
-import { createWebhooks } from './webhooks/webhooks.feature';
 import { createVolumes } from './volumes/volumes.service';
 import { volumesRoutes } from './volumes/volumes.routes';
+import { createDeliverer } from './webhooks/deliver';
+import { createOutbox } from './webhooks/outbox';
+import { webhooksRoutes } from './webhooks/webhooks.routes';
+import { createWebhooksService } from './webhooks/webhooks.service';
+import type { TargetPolicy } from '../../platform/net/address-policy';
 import { loadWebhooksConfig, type WebhooksConfig } from './webhooks/webhooks.config';
 import { loadAgentConfig, type AgentConfig } from './agent/agent.config';
 import { agentRoutes } from './agent/agent.routes';
@@ -41,32 +50,32 @@ import { createAgentStore } from './agent/agent.store';
 import { createProviders } from './agent/providers/providers';
 
 /** This Keel's identity on the engine, kept in the data dir so a restart recognizes its containers. */
-function instanceId(dataDir: string): string {
+function instanceId(dataDir: string, clock: Clock): string {
   const file = join(dataDir, 'workspaces-instance');
   if (existsSync(file)) {
     const id = readFileSync(file, 'utf8').trim();
     if (/^[a-z0-9_]+$/.test(id)) return id;
   }
-  const id = newId('keel');
+  const id = newId('keel', clock);
   writeFileSync(file, id + '\n', { mode: 0o600 });
   return id;
 }
 
 interface Settings {
   settings: WorkspacesConfig;
-  lxSettings: LogsExecConfig;
+  streamSettings: StreamsConfig;
   webhooksSettings: WebhooksConfig;
   agentSettings: AgentConfig;
 }
 
 const loadSettings = (env: Env): Settings => ({
   settings: loadWorkspacesConfig(env),
-  lxSettings: loadLogsExecConfig(env),
+  streamSettings: loadStreamsConfig(env),
   webhooksSettings: loadWebhooksConfig(env),
   agentSettings: loadAgentConfig(env),
 });
 
-export function createWorkspacesService(deps: ServiceDeps, { settings, lxSettings, webhooksSettings, agentSettings }: Settings): Service & { workspaces: Lifecycle } {
+export function createWorkspacesService(deps: ServiceDeps, { settings, streamSettings, webhooksSettings, agentSettings }: Settings): Service & { workspaces: Lifecycle } {
   const engine = createEngine(settings.dockerHost);
   const access = createAccess(deps.db);
   const quotas = createQuotas({ db: deps.db, limits: settings.quotas });
@@ -74,6 +83,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   // Keel's own ports: every service's configured one, and this app's as bound (`0` picks one at listen).
   const ownPorts = () => [...Object.values(deps.config.ports).filter((p) => p > 0), ...(app.server?.port ? [app.server.port] : [])];
   const targets = createTargetGuard({ engine, subnetPool: settings.subnetPool, log: deps.log, ownPorts });
+  const registry = createTemplateRegistry();
+  const templates = createTemplatesService({ registry, engine, settings, log: deps.log });
   const workspaces = createLifecycle({
     db: deps.db,
     bus: deps.bus,
@@ -83,23 +94,35 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     engine,
     access,
     quotas,
-    instance: instanceId(deps.config.dataDir),
+    templates: registry,
+    instance: instanceId(deps.config.dataDir, deps.clock),
     codeKey: loadCodeKey(deps.config.dataDir),
     cloneDeny: targets.deny,
   });
-  const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, workspaces: access });
-  const logs = createLogsService({ engine, hub, workspaces: access });
-  const exec = createExecService({ engine, workspaces: access });
+  const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, access });
+  const logs = createLogsService({ engine, hub, access });
+  const exec = createExecService({ engine, access });
   const volumes = createVolumes({ db: deps.db, engine });
-  const events = createWorkspaceEvents({ bus: deps.bus, clock: deps.clock });
-  const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: lxSettings.heartbeatMs, log: deps.log });
-  const webhooks = createWebhooks(deps, webhooksSettings, { deny: targets.deny });
+  const events = createWorkspaceEvents({ clock: deps.clock });
+  const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: streamSettings.heartbeatMs, log: deps.log });
+  const webhooksLog = deps.log.child({ component: 'webhooks' });
+  // Webhook targets: the platform's rules, plus the workspace networks and Keel's own ports (targets.ts).
+  const policy: TargetPolicy = { denyPrivate: webhooksSettings.denyPrivate, deny: targets.deny };
+  const outbox = createOutbox({
+    db: deps.db,
+    bus: deps.bus,
+    clock: deps.clock,
+    log: webhooksLog,
+    config: webhooksSettings,
+    deliverer: createDeliverer({ policy, timeoutMs: webhooksSettings.timeoutMs }),
+  });
+  const webhooks = createWebhooksService({ db: deps.db, clock: deps.clock, log: webhooksLog, config: webhooksSettings, outbox, policy });
   const agent = createAgentService({
     store: createAgentStore(deps.db),
     providers: createProviders(agentSettings.providers),
     shell: exec,
     takeExecSlot: (actor) => quotas.take(actor, 'execs'),
-    workspaces: access,
+    access,
     config: agentSettings,
     clock: deps.clock,
     log: deps.log.child({ feature: 'agent' }),
@@ -138,30 +161,49 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
     .use(uiRoutes({ assets: uiAssets }))
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces, lists }))
+    .use(templatesRoutes({ auth, templates }))
     .use(volumesRoutes({ auth, volumes }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
     .use(execRoutes({ auth, exec, sse, quotas }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
-    .use(webhooks.routes(auth))
+    .use(webhooksRoutes({ auth, webhooks }))
     .use(eventsRoutes({ auth, events, sse, quotas }));
 
+  /** Start-up lines on stdout, as an operator reads them (scripts/dev.ts says where the engine came from). */
+  function announce() {
+    if (settings.announce.engine) {
+      process.stdout.write(`Engine: ${settings.dockerHost ?? 'unix:///var/run/docker.sock'} (${settings.announce.engineOrigin})\n`);
+    }
+    if (settings.announce.token && deps.config.apiSecretGenerated) {
+      // The token alone on its line, so `tail -1` or a script can take it as is.
+      const token = mintToken(deps.config.apiSecret, { sub: 'admin', role: 'admin', ttlSeconds: 24 * 3600 });
+      process.stdout.write(`Dev admin token (24 h), on the next line:\n${token}\n`);
+    }
+  }
+
+  const unsubscribe: (() => void)[] = [];
   return {
     app,
     workspaces,
     async start() {
-      // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
+      // Subscriptions before the first await: main.ts calls start() right after the app listens, so no
+      // event of a request is missed (webhook deliveries, the event stream's ring).
+      unsubscribe.push(events.listen(deps.bus));
+      outbox.listen(deps.bus); // outbox.stop() unsubscribes
+      announce();
       agent.recover();
       targets.start();
-      // Deliveries a previous run left pending go out again (events became deliveries from creation on).
-      webhooks.start();
+      // Deliveries a previous run left pending go out again.
+      outbox.start();
+      // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
       await workspaces.startUp().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
     },
     async stop() {
       hub.closeAll();
       await agent.close();
-      events.close();
+      for (const off of unsubscribe.splice(0)) off();
       await workspaces.close();
-      await webhooks.stop();
+      await outbox.stop();
       targets.stop();
     },
   };

@@ -1,10 +1,10 @@
 // The workspaces service's own environment variables, parsed once (a bad value stops start-up naming it).
 import { ConfigError, readBool, readInt, readString, type Env } from '../../platform/config';
-import { BUN_IMAGE, MINIMAL_IMAGE } from './engine/images';
-import { DEFAULT_TEMPLATES_DIR } from './engine/bun-image';
+import { BUN_IMAGE, MINIMAL_IMAGE } from './images/minimal-image';
+import { DEFAULT_TEMPLATES_DIR } from './images/bun-image';
 import type { QuotaLimits } from './quotas';
-import type { FirewallMode } from './engine/firewall';
-import { formatCidr, parseCidr, SUBNET_PREFIX } from './engine/subnets';
+import type { FirewallMode } from './network/firewall';
+import { formatCidr, parseCidr, SUBNET_PREFIX } from './network/subnets';
 
 function readImageRef(env: Env, name: string, fallback: string): string {
   const v = readString(env, name, fallback);
@@ -44,6 +44,8 @@ export interface CloneSettings {
   concurrency: number;
   /** APP_CLONE_QUEUE: clones waiting for a place; past it a create with a repo answers 503 with Retry-After. */
   maxWaiting: number;
+  /** The PATH git is found and runs with: Keel's own PATH (its other variables never reach git). */
+  searchPath: string;
 }
 
 function readFirewallMode(env: Env): FirewallMode {
@@ -103,6 +105,12 @@ export interface WorkspacesConfig {
   logMaxFiles: number;
   /** Size cap of the volume and the container's writable layer (engine storage quotas); empty: none. */
   diskLimit: string;
+  /**
+   * What start-up prints on stdout: the engine line (`Engine: <host> (<origin>)`, not under
+   * NODE_ENV=test) and, when the API secret was generated (dev), the admin token. APP_QUIET_TOKEN
+   * (any value) silences both; KEEL_ENGINE_ORIGIN is where scripts/dev.ts found the engine.
+   */
+  announce: { engine: boolean; token: boolean; engineOrigin: string };
 }
 
 export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
@@ -123,6 +131,7 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
       maxBytes: readInt(env, 'APP_CLONE_MAX_MB', 1024, 1, 1_048_576) * 1024 * 1024,
       concurrency: readInt(env, 'APP_CLONE_CONCURRENCY', 4, 1, 64),
       maxWaiting: readInt(env, 'APP_CLONE_QUEUE', 16, 0, 10_000),
+      searchPath: env.PATH || '/usr/bin:/bin',
     },
     quotas: {
       workspaces: readInt(env, 'APP_QUOTA_WORKSPACES', 20, 0, 1_000_000),
@@ -143,5 +152,10 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     logMaxSize: readEngineSize(env, 'APP_WORKSPACE_LOG_MAX_SIZE', '10m') || '10m',
     logMaxFiles: readInt(env, 'APP_WORKSPACE_LOG_MAX_FILES', 3, 1, 100),
     diskLimit: readEngineSize(env, 'APP_WORKSPACE_DISK_LIMIT', ''),
+    announce: {
+      engine: !env.APP_QUIET_TOKEN && env.NODE_ENV !== 'test',
+      token: !env.APP_QUIET_TOKEN,
+      engineOrigin: env.KEEL_ENGINE_ORIGIN || (env.DOCKER_HOST ? 'DOCKER_HOST' : "Docker's default socket"),
+    },
   };
 }

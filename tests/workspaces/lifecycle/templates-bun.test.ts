@@ -12,9 +12,9 @@ import { createMemoryEngine } from '../../helpers/memory-engine';
 import { bunTypescriptImage, type CommandResult } from '../../helpers/once';
 import { closeAndClean } from '../../helpers/workspaces';
 import { EngineError } from '../../../src/services/workspaces/engine/engine';
-import { findBun, registryAnswers, sharedLibraries } from '../../../src/services/workspaces/engine/bun-image';
-import { buildTemplateImage } from '../../../src/services/workspaces/engine/template-image';
-import { templates } from '../../../src/services/workspaces/lifecycle/templates';
+import { findBun, registryAnswers, sharedLibraries } from '../../../src/services/workspaces/images/bun-image';
+import { buildTemplateImage } from '../../../src/services/workspaces/images/template-image';
+import { createTemplateRegistry } from '../../../src/services/workspaces/images/templates';
 import { loadWorkspacesConfig } from '../../../src/services/workspaces/workspaces.config';
 
 const ROOT = join(import.meta.dir, '../../..');
@@ -126,7 +126,7 @@ describe('where a registry answers', () => {
       const log = { info() {}, warn: (m: string) => void warnings.push(m) };
       const settings = loadWorkspacesConfig({ APP_REGISTRY_PROBE_URL: `http://127.0.0.1:${registry.port}/v2/` });
       const tag = 'keel/bun-typescript-fallback:memory';
-      expect(await buildTemplateImage(engine, templates.get('bun-typescript')!, tag, settings, log)).toBe(true);
+      expect(await buildTemplateImage(engine, createTemplateRegistry().get('bun-typescript')!, tag, settings, log)).toBe(true);
       expect(probes).toBe(1);
       expect(engine.calls.filter((c) => c === 'buildImage' || c === 'importImage')).toEqual(['buildImage', 'importImage']);
       expect(engine.images.has(tag)).toBe(true);

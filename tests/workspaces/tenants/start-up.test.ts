@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { dirname, join } from 'node:path';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { removeRules } from '../../../src/services/workspaces/engine/firewall';
+import { removeRules } from '../../../src/services/workspaces/network/firewall';
 import { startTestPlatform, TEST_SECRET, type TestPlatform } from '../../helpers/platform';
 import { docker, inspect, keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';
 import { mintToken } from '../../../src/platform/auth/workspace-token';

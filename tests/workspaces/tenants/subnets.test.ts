@@ -1,7 +1,7 @@
 // The subnet arithmetic behind per-workspace networks: /28 blocks carved from the pool, skipping
 // every subnet the engine already uses, starting at a block chosen by the workspace id.
 import { describe, expect, test } from 'bun:test';
-import { contains, overlaps, parseCidr, subnetCandidates } from '../../../src/services/workspaces/engine/subnets';
+import { contains, overlaps, parseCidr, subnetCandidates } from '../../../src/services/workspaces/network/subnets';
 import { startTestPlatform } from '../../helpers/platform';
 import { docker } from '../../helpers/docker';
 import { closeAndClean, waitStatus } from '../../helpers/workspaces';

@@ -4,6 +4,7 @@
 import { AppError, toEnvelope } from '../../../platform/errors';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger, errorFields } from '../../../platform/runtime';
+import type { Access } from '../access';
 import type { AgentConfig } from './agent.config';
 import type { AgentContext, AgentEvent, AssistantReply, CreateSessionInput, Message, Session, SessionListEntry, ToolCall, Usage } from './agent.model';
 import type { AgentStore } from './agent.store';
@@ -13,18 +14,13 @@ import type { Providers } from './providers/providers';
 import { workspaceTools, type TakeExecSlot, type WorkspaceShell } from './tools';
 import { createAgentUsage } from './agent.usage';
 
-/** What sessions need of the workspaces: the workspace if the actor may see it, else WORKSPACE_NOT_FOUND. */
-export interface OwnedWorkspaces {
-  getOwned(actor: Actor, id: string): { id: string } | Promise<{ id: string }>;
-}
-
 export interface AgentServiceDeps {
   store: AgentStore;
   providers: Providers;
   shell: WorkspaceShell;
   /** An exec slot of the actor's quota for each command a tool runs. */
   takeExecSlot: TakeExecSlot;
-  workspaces: OwnedWorkspaces;
+  access: Pick<Access, 'getOwned'>;
   config: AgentConfig;
   clock: Clock;
   log: Logger;
@@ -253,7 +249,7 @@ export function createAgentService(deps: AgentServiceDeps) {
   return {
     async create(actor: Actor, input: CreateSessionInput): Promise<Session> {
       deps.providers.check(input.model);
-      await deps.workspaces.getOwned(actor, input.workspaceId);
+      deps.access.getOwned(actor, input.workspaceId);
       const at = isoNow(clock);
       const context = input.context ?? {};
       const row: AgentSessionRow = {

@@ -26,21 +26,22 @@ export interface WorkspaceEvents {
   follow(actor: Actor, lastEventId: string | undefined, signal: AbortSignal): AsyncGenerator<SseEvent>;
   /** Open followers, for tests and operators. */
   readonly followers: number;
-  close(): void;
+  /** Keeps every `evt.workspace.*` of `bus` from now on; returns the unsubscribe. */
+  listen(bus: Bus): () => void;
 }
 
-export function createWorkspaceEvents(deps: { bus: Bus; clock: Clock; ringSize?: number }): WorkspaceEvents {
+export function createWorkspaceEvents(deps: { clock: Clock; ringSize?: number }): WorkspaceEvents {
   const size = deps.ringSize ?? EVENT_RING_SIZE;
   const ring: Entry[] = [];
   let next = Math.floor(deps.clock.now()) * 1000;
   const listeners = new Set<(e: Entry) => void>();
 
-  const off = deps.bus.subscribe('evt.workspace.*', (payload) => {
-    const entry: Entry = { id: next++, payload: payload as WorkspaceEventPayload };
+  function keep(payload: WorkspaceEventPayload) {
+    const entry: Entry = { id: next++, payload };
     ring.push(entry);
     if (ring.length > size) ring.shift();
     for (const l of listeners) l(entry);
-  });
+  }
 
   const frame = (e: Entry): SseEvent => ({ id: e.id, event: 'workspace', data: e.payload });
 
@@ -79,6 +80,6 @@ export function createWorkspaceEvents(deps: { bus: Bus; clock: Clock; ringSize?:
     get followers() {
       return listeners.size;
     },
-    close: off,
+    listen: (bus) => bus.subscribe('evt.workspace.*', (payload) => keep(payload as WorkspaceEventPayload)),
   };
 }

@@ -66,11 +66,11 @@ interface Running {
   resume(): void;
 }
 
-export function createExecService(deps: { engine: Engine; workspaces: Pick<Access, 'runningContainer'> }) {
+export function createExecService(deps: { engine: Engine; access: Pick<Access, 'runningContainer'> }) {
   const { engine } = deps;
   let active = 0;
 
-  const runningContainer = (actor: Actor, id: string) => deps.workspaces.runningContainer(actor, id);
+  const runningContainer = (actor: Actor, id: string) => deps.access.runningContainer(actor, id);
 
   /** Starts the command; `onOutput` sees the command's own bytes (the wrapper's pid line removed). */
   async function launch(containerId: string, input: ExecInput, onOutput: (s: StdStream, b: Uint8Array) => void): Promise<Running> {

@@ -1,7 +1,7 @@
 // The workspace API's request and response schemas: the single source of validation, types and OpenAPI.
 import { t, type Static } from 'elysia';
 import { Type } from '@sinclair/typebox';
-import { DEFAULT_TEMPLATE } from './templates';
+import { DEFAULT_TEMPLATE } from '../images/templates';
 import { WORKSPACE_STATUSES } from '../workspaces.tables';
 
 /** Lowercase letters, digits, `.`, `_`, `-`; starts with a letter or digit; 1-63 characters (a DNS label's length). */

@@ -10,7 +10,7 @@ import type { Actor } from '../../../platform/auth/workspace-token';
 import { errorFields, type Clock, type Logger } from '../../../platform/runtime';
 import { engineFailure, type Access } from '../access';
 import type { Engine } from '../engine/engine';
-import { createFirewall } from '../engine/firewall';
+import { createFirewall } from '../network/firewall';
 import { createReservations } from './ports';
 import { createProvisioner } from './provision';
 import { createReconciler } from './reconcile';
@@ -19,7 +19,7 @@ import { repoUrlProblem, type RepoRequest } from './repo-clone';
 import { createStateMachine } from './state-machine';
 import { createStats } from './stats';
 import { createTaskQueue } from './task-queue';
-import { DEFAULT_TEMPLATE, templates } from './templates';
+import { DEFAULT_TEMPLATE, type TemplateRegistry } from '../images/templates';
 import { createdView, workspaceView, type CreatedView } from './views';
 import { codeSecret } from './code-secret';
 import type { CreateWorkspaceInput } from './lifecycle.model';
@@ -36,6 +36,8 @@ export interface LifecycleDeps {
   engine: Engine;
   access: Access;
   quotas: Quotas;
+  /** The templates a workspace can be created from (images/templates.ts). */
+  templates: TemplateRegistry;
   /** Marks this Keel's containers and volumes, so several Keels (or test runs) can share one engine. */
   instance: string;
   /** Key of the per-workspace code-server secrets (code-secret.ts). */
@@ -57,7 +59,7 @@ const cloneQueueFull = () =>
   });
 
 export function createLifecycle(deps: LifecycleDeps) {
-  const { engine, access, log, instance, quotas } = deps;
+  const { engine, access, log, instance, quotas, templates } = deps;
   const [portLo, portHi] = deps.settings.workspacePortRange;
   const clonePolicy: TargetPolicy = { denyPrivate: deps.settings.clone.denyPrivate, deny: deps.cloneDeny };
   // One queue for every actor's clones: a bounded number run, a bounded number wait, the rest are refused.
@@ -65,7 +67,7 @@ export function createLifecycle(deps: LifecycleDeps) {
   const host = deps.settings.publicHost;
   const records = createRecords(deps);
   const queue = createTaskQueue(log);
-  const stats = createStats(deps);
+  const stats = createStats({ engine, clock: deps.clock, log, templates, running: records.running });
   const reservations = createReservations({
     db: deps.db,
     clock: deps.clock,
@@ -74,7 +76,7 @@ export function createLifecycle(deps: LifecycleDeps) {
     inserted: (tx, row) => records.recordEvent(tx, 'created', row),
   });
   const firewall = createFirewall({ instance, log, mode: deps.settings.firewall, dockerHost: deps.settings.dockerHost, pool: deps.settings.subnetPool });
-  const provisioner = createProvisioner({ engine, records, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy });
+  const provisioner = createProvisioner({ engine, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy });
   const view = (row: WorkspaceRow) => workspaceView(row, host, codeSecret(deps.codeKey, row.id));
 
   async function destroy(row: WorkspaceRow, removeVolume: boolean): Promise<void> {
@@ -91,8 +93,8 @@ export function createLifecycle(deps: LifecycleDeps) {
     await provisioner.removeNetwork(row.id).catch((e) => log.warn('workspace network not removed', { workspace: row.id, ...errorFields(e) }));
   }
 
-  const machine = createStateMachine({ engine, records, queue, provisioner, stats, settings: deps.settings, log, quotas, destroy });
-  const reconciler = createReconciler({ engine, records, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork });
+  const machine = createStateMachine({ engine, records, access, queue, provisioner, stats, templates, settings: deps.settings, log, quotas, destroy });
+  const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork });
 
   return {
     list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }) {
@@ -113,7 +115,7 @@ export function createLifecycle(deps: LifecycleDeps) {
     async create(actor: Actor, input: CreateWorkspaceInput): Promise<CreatedView> {
       const template = templates.get(input.template ?? DEFAULT_TEMPLATE);
       if (!template) {
-        throw new AppError('INVALID_REQUEST', 400, 'unknown template', { details: { property: '/template', known: [...templates.keys()] } });
+        throw new AppError('INVALID_REQUEST', 400, 'unknown template', { details: { property: '/template', known: templates.names() } });
       }
       if (input.port !== undefined && !actor.admin && (input.port < portLo || input.port > portHi)) {
         throw new AppError('INVALID_REQUEST', 400, `port must be within APP_WORKSPACE_PORT_RANGE (${portLo}-${portHi})`, {
@@ -165,7 +167,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       let failure: unknown;
       let refused: unknown;
       await queue.enqueue(id, async () => {
-        const row = records.row(id);
+        const row = access.row(id);
         if (!row) return;
         const keep = !volumes && row.type !== 'temporary';
         // A kept volume counts against its owner's APP_QUOTA_VOLUMES from before anything is removed:
@@ -181,7 +183,7 @@ export function createLifecycle(deps: LifecycleDeps) {
         try {
           await destroy(row, !keep);
         } catch (e) {
-          if (keep && records.row(id)) records.unkeepVolume(row.volume);
+          if (keep && access.row(id)) records.unkeepVolume(row.volume);
           failure = e;
         }
       });
@@ -190,8 +192,10 @@ export function createLifecycle(deps: LifecycleDeps) {
       return { id, deleted: true };
     },
 
-    /** Start-up: follow engine events, then reconcile every workspace (finishing what a crash cut short). */
+    /** Start-up: sample stats, follow engine events, then reconcile every workspace (finishing what a crash cut short). */
     async startUp(): Promise<void> {
+      // Sampling first: engine trouble below must not leave GET without stats once the engine answers.
+      stats.start();
       const isolation = await firewall.status();
       if (!isolation.active) {
         log.warn(`workspace network isolation: ${isolation.reason}; ${deps.settings.firewall === 'required' ? 'creating workspaces is refused (503 ISOLATION_UNAVAILABLE)' : 'workspaces reach the Keel host and metadata addresses'} (docs/security.md)`);
@@ -205,6 +209,7 @@ export function createLifecycle(deps: LifecycleDeps) {
     /** Stops following events and waits (bounded) for queued engine work. */
     async close(): Promise<void> {
       reconciler.stop();
+      stats.stop();
       // A clone in flight is cut short; the workspace stays `creating` and the next start-up settles it.
       provisioner.cancelAll();
       await queue.drain(CLOSE_WAIT_MS);

@@ -1,41 +1,16 @@
 // Names and host ports of workspaces: a port is free when no workspace reserves it and no process on
-// the host holds it. The host check binds the port on every IPv4 address for a moment, which fails
-// when any listener (loopback or wildcard) has it. A reservation is the inserted row.
-import { createServer } from 'node:net';
+// the host holds it (network/host-ports.ts). A reservation is the inserted row.
 import { eq } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
 import type { Db } from '../../../platform/db';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock } from '../../../platform/runtime';
+import { allocatePorts, hostPortFree } from '../network/host-ports';
 import { scrubUrls } from './repo-clone';
-import type { Template } from './templates';
+import type { Template } from '../images/templates';
 import type { CreateWorkspaceInput } from './lifecycle.model';
 import type { Quotas } from '../quotas';
 import { workspaces, type WorkspaceRow } from '../workspaces.tables';
-
-export function hostPortFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen({ port, host: '0.0.0.0', exclusive: true }, () => srv.close(() => resolve(true)));
-  });
-}
-
-/**
- * The first `count` ports of [lo, hi] that are neither in `reserved` nor held on the host,
- * scanning from a rotating start so freed ports are not reused at once.
- */
-export async function allocatePorts(range: [number, number], reserved: Set<number>, count: number, startHint = 0): Promise<number[] | null> {
-  const [lo, hi] = range;
-  const size = hi - lo + 1;
-  const out: number[] = [];
-  for (let i = 0; i < size && out.length < count; i++) {
-    const port = lo + ((startHint + i) % size);
-    if (reserved.has(port)) continue;
-    if (await hostPortFree(port)) out.push(port);
-  }
-  return out.length === count ? out : null;
-}
 
 export function createReservations(deps: {
   db: Db;

@@ -3,15 +3,17 @@
 // finishes a creation that a crash of Keel cut short.
 import { errorFields, type Logger } from '../../../platform/runtime';
 import { EngineError, LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/engine';
-import { buildTemplateImage, templateImage } from '../engine/template-image';
-import { CloneError, cloneRepo, scrubUrls, tarDirectory, type RepoRequest } from './repo-clone';
+import { buildTemplateImage, templateImage } from '../images/template-image';
+import { CloneError, cloneRepo, scrubUrls, type RepoRequest } from './repo-clone';
+import { tarDirectory } from '../images/tar';
 import { MiB, MOUNT_PATH } from './stats';
 import { supervisorScript } from './supervisor';
 import { CODE_SECRET_ENV, codeSecret } from './code-secret';
-import { createWorkspaceNetworks, networkName } from './workspace-network';
-import type { Firewall } from '../engine/firewall';
-import type { Template } from './templates';
+import { createWorkspaceNetworks, networkName } from '../network/workspace-network';
+import type { Firewall } from '../network/firewall';
+import type { Template } from '../images/templates';
 import type { Records } from './records';
+import type { Access } from '../access';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow } from '../workspaces.tables';
 import type { TargetPolicy } from '../../../platform/net/address-policy';
@@ -24,7 +26,7 @@ export function failureReason(e: unknown, log: Logger): string {
   return scrubUrls(e instanceof Error ? e.message : String(e)).slice(0, 500);
 }
 
-export function createProvisioner(deps: { engine: Engine; records: Records; settings: WorkspacesConfig; log: Logger; instance: string; firewall: Firewall; codeKey: Buffer; clonePolicy: TargetPolicy }) {
+export function createProvisioner(deps: { engine: Engine; records: Records; access: Access; settings: WorkspacesConfig; log: Logger; instance: string; firewall: Firewall; codeKey: Buffer; clonePolicy: TargetPolicy }) {
   const { engine, records, settings, log } = deps;
   const networks = createWorkspaceNetworks({ engine, firewall: deps.firewall, settings });
   const imageReady = new Map<string, Promise<void>>();
@@ -41,7 +43,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
 
   const imageOf = (template: Template) => templateImage(template, settings);
 
-  /** The template's image: present, built by Keel (engine/template-image.ts), or pulled. One attempt at a time per image. */
+  /** The template's image: present, built by Keel (images/template-image.ts), or pulled. One attempt at a time per image. */
   function ensureImage(template: Template): Promise<void> {
     const image = imageOf(template);
     let p = imageReady.get(image);
@@ -115,11 +117,18 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
   }
 
   async function copyRepo(containerId: string, template: Template, repo: RepoRequest, signal: AbortSignal) {
-    const clone = await cloneRepo({ ...repo, timeoutMs: settings.cloneTimeoutMs, maxBytes: settings.clone.maxBytes, policy: deps.clonePolicy, signal });
+    const clone = await cloneRepo({ ...repo, timeoutMs: settings.cloneTimeoutMs, maxBytes: settings.clone.maxBytes, policy: deps.clonePolicy, searchPath: settings.clone.searchPath, signal });
     try {
       const [uid, gid] = template.user.split(':').map(Number);
       const tar = tarDirectory(clone.dir, uid!, gid!);
-      await Promise.all([engine.putArchive(containerId, MOUNT_PATH, tar.stream), tar.done]);
+      const packed = tar.done.catch((e) => {
+        throw new CloneError(`packing the repo failed: ${(e as Error).message.slice(0, 200)}`);
+      });
+      const copied = engine.putArchive(containerId, MOUNT_PATH, tar.stream).catch((e) => {
+        tar.stream.destroy(); // the walk stops: nothing reads what it would write
+        throw e;
+      });
+      await Promise.all([copied, packed]);
     } finally {
       clone.cleanup();
     }
@@ -137,7 +146,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
      * delete arriving meanwhile cancels it (answered as `cancelled`).
      */
     async provision(id: string, template: Template, repo: RepoRequest | undefined): Promise<{ containerId: string } | 'cancelled'> {
-      const row = records.row(id);
+      const row = deps.access.row(id);
       if (!row) return 'cancelled';
       const abort = new AbortController();
       inFlight.set(id, abort);
@@ -150,7 +159,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; sett
         records.update(id, { provisioned: true });
         return { containerId };
       } catch (e) {
-        const current = records.row(id);
+        const current = deps.access.row(id);
         if (current?.containerId && !current.provisioned) {
           await engine.remove(current.containerId).catch(() => {});
           records.update(id, { containerId: null });

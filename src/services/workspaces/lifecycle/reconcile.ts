@@ -3,9 +3,10 @@
 // of Keel cut short and removes this instance's engine objects that no workspace owns.
 import { errorFields, type Logger } from '../../../platform/runtime';
 import type { Engine, ManagedObject } from '../engine/engine';
-import type { Firewall } from '../engine/firewall';
+import type { Firewall } from '../network/firewall';
 import type { Provisioner } from './provision';
 import type { Records } from './records';
+import type { Access } from '../access';
 import type { StateMachine } from './state-machine';
 import type { TaskQueue } from './task-queue';
 import type { WorkspaceRow } from '../workspaces.tables';
@@ -17,6 +18,7 @@ const inProgress = (row: WorkspaceRow | undefined) => !!row && IN_PROGRESS.has(r
 export function createReconciler(deps: {
   engine: Engine;
   records: Records;
+  access: Access;
   queue: TaskQueue;
   machine: StateMachine;
   log: Logger;
@@ -34,7 +36,7 @@ export function createReconciler(deps: {
       id,
       async () => {
         // An operation queued or running settles the status itself when it ends.
-        if (queue.busy(id) || inProgress(records.row(id))) return;
+        if (queue.busy(id) || inProgress(deps.access.row(id))) return;
         await machine.settle(id);
       },
       false,
@@ -62,13 +64,13 @@ export function createReconciler(deps: {
     const found = await managed();
     if (opts.startUp) {
       for (const c of found?.containers ?? []) {
-        const row = records.row(c.workspaceId);
+        const row = deps.access.row(c.workspaceId);
         if (row && !row.containerId && row.status === 'creating') records.update(row.id, { containerId: c.id });
       }
     }
     await Promise.all(
       records.ids().map((id) => {
-        const row = records.row(id);
+        const row = deps.access.row(id);
         if (!row || queue.busy(id)) return;
         // While Keel runs, an in-progress status belongs to an operation about to be queued: leave it.
         if (inProgress(row)) return opts.startUp ? machine.resume(row) : undefined;
@@ -82,7 +84,7 @@ export function createReconciler(deps: {
     }
     if (!found) return;
     for (const c of found.containers) {
-      const row = records.row(c.workspaceId);
+      const row = deps.access.row(c.workspaceId);
       // A second container of a workspace (made by a start that a crash cut short before recording it) goes too.
       const superseded = !!row?.containerId && row.containerId !== c.id && !queue.busy(row.id);
       if (!owned.has(c.workspaceId) || superseded) {

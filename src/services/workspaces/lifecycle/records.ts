@@ -26,6 +26,7 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
     .orderBy(...order)
     .prepare();
   const listedAll = db.select().from(workspaces).where(filters).orderBy(...order).prepare();
+  const runningRows = db.select().from(workspaces).where(eq(workspaces.status, 'running')).prepare();
 
   const outbox = createEventOutbox({ db, table: workspaceEventOutbox, bus: deps.bus, clock, log });
   type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
@@ -46,12 +47,13 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
     outbox.kick();
   }
 
+  /** Writes `set` and answers the row as written (one statement: no second read). */
   function update(id: string, set: Partial<WorkspaceRow>): WorkspaceRow {
-    db.update(workspaces)
+    return db.update(workspaces)
       .set({ ...set, updatedAt: isoNow(clock) })
       .where(eq(workspaces.id, id))
-      .run();
-    return access.row(id)!;
+      .returning()
+      .get()!;
   }
 
   /** Updates the row and writes the events of the change in one transaction; the row after. */
@@ -66,7 +68,6 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
   }
 
   return {
-    row: access.row,
     publish,
     update,
     change,
@@ -82,6 +83,9 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
       const f = { status: filter.status ?? null, type: filter.type ?? null };
       return actor.admin ? listedAll.all(f) : listedOwn.all({ ...f, owner: actor.id });
     },
+
+    /** Every running workspace, whoever owns it (the stats sampler's round). */
+    running: (): WorkspaceRow[] => runningRows.all(),
 
     ids(): string[] {
       return db.select({ id: workspaces.id }).from(workspaces).all().map((r) => r.id);

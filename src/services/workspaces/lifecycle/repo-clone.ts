@@ -14,8 +14,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadable } from 'node:stream/web';
 import { literalRefusal, parseIpLiteral, REFUSAL_TEXT, resolveAllowed, TargetRefused, type Resolver, type TargetPolicy } from '../../../platform/net/address-policy';
 import type { QueueTicket } from '../../../platform/bounded-queue';
 
@@ -160,6 +158,8 @@ export interface CloneOptions {
   signal?: AbortSignal;
   /** Name resolution (the system resolver by default). */
   resolve?: Resolver;
+  /** The PATH git runs with (CloneSettings.searchPath, from the Keel process's PATH). */
+  searchPath: string;
 }
 
 /** Bytes a directory tree takes on disk (allocated blocks; a file that vanishes meanwhile counts nothing). */
@@ -185,9 +185,9 @@ export async function diskUsage(dir: string): Promise<number> {
 }
 
 /** git's configuration for one clone, given through its environment (GIT_CONFIG_COUNT), never argv. */
-function gitEnv(home: string, config: [string, string][]): Record<string, string> {
+function gitEnv(home: string, config: [string, string][], searchPath: string): Record<string, string> {
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    PATH: searchPath,
     HOME: home,
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_SYSTEM: '/dev/null',
@@ -294,7 +294,7 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
       config.push(['http.curloptResolve', `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}:${pinned.join(',')}`]);
     }
     if (target.authorization) config.push(['http.extraHeader', `Authorization: ${target.authorization}`]);
-    const env = gitEnv(home, config);
+    const env = gitEnv(home, config, opts.searchPath);
 
     // Two steps, each bounded where it writes (docs/security.md, "Size, time and concurrency"):
     // the fetch (no checkout) writes one pack, which no file size limit lets grow past the cap; the
@@ -363,19 +363,4 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
     if (opts.signal?.aborted) throw new CloneError('git clone was cancelled');
     throw e;
   });
-}
-
-/** A tar stream of `dir`'s contents, every entry owned by uid:gid, for the engine's putArchive. */
-export function tarDirectory(dir: string, uid: number, gid: number): { stream: Readable; done: Promise<void> } {
-  const proc = Bun.spawn(['tar', '-C', dir, `--owner=${uid}`, `--group=${gid}`, '--numeric-owner', '-cf', '-', '.'], {
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  const stream = Readable.fromWeb(proc.stdout as unknown as WebReadable);
-  const done = (async () => {
-    const err = await new Response(proc.stderr).text();
-    if ((await proc.exited) !== 0) throw new CloneError(`packing the repo failed: ${err.trim().slice(0, 200)}`);
-  })();
-  return { stream, done };
 }

@@ -10,9 +10,10 @@ import { workspaceNotFound } from '../access';
 import { EngineError, type Engine } from '../engine/engine';
 import { failureReason, type Provisioner } from './provision';
 import type { Records } from './records';
+import type { Access } from '../access';
 import type { Stats } from './stats';
 import type { TaskQueue } from './task-queue';
-import { templates, type Template } from './templates';
+import type { Template, TemplateRegistry } from '../images/templates';
 import type { RepoRequest } from './repo-clone';
 import type { Quotas } from '../quotas';
 import type { WorkspacesConfig } from '../workspaces.config';
@@ -31,9 +32,11 @@ type Settled = 'running' | 'stopped';
 export function createStateMachine(deps: {
   engine: Engine;
   records: Records;
+  access: Access;
   queue: TaskQueue;
   provisioner: Provisioner;
   stats: Stats;
+  templates: TemplateRegistry;
   settings: WorkspacesConfig;
   log: Logger;
   quotas: Quotas;
@@ -53,7 +56,7 @@ export function createStateMachine(deps: {
    * that is stopped when it should run is a failure with the engine's exit code, not a quiet `stopped`.
    */
   async function settle(id: string, expect?: Settled): Promise<void> {
-    const row = records.row(id);
+    const row = deps.access.row(id);
     if (!row?.containerId) return;
     const state = await engine.inspect(row.containerId);
     if (!state) {
@@ -74,14 +77,15 @@ export function createStateMachine(deps: {
       return;
     }
     if (row.status === 'running') return;
-    records.change(id, { status: 'running', reason: null }, row.status === 'restarting' ? ['restarted', 'started'] : ['started']);
+    const after = records.change(id, { status: 'running', reason: null }, row.status === 'restarting' ? ['restarted', 'started'] : ['started']);
+    deps.stats.begin(after);
   }
 
   /** The one path of every operation: queue the engine call, settle from the engine, or mark failed. */
   function run(id: string, work: (row: WorkspaceRow) => Promise<void>, expect: Settled): Promise<void> {
     return queue.enqueue(id, async () => {
       try {
-        const row = records.row(id);
+        const row = deps.access.row(id);
         if (!row) return;
         await work(row);
         await settle(id, expect);
@@ -92,7 +96,7 @@ export function createStateMachine(deps: {
   }
 
   function templateOf(row: WorkspaceRow): Template {
-    const template = templates.get(row.template);
+    const template = deps.templates.get(row.template);
     if (!template) throw new Error(`template ${row.template} no longer exists`);
     return template;
   }
@@ -129,8 +133,8 @@ export function createStateMachine(deps: {
       });
     if (!allowed.includes(row.status)) throw refuse(row.status);
     const move = () => records.moveStatus(row.id, allowed, to);
-    if (!(actor ? deps.quotas.admitRunning(actor, records.row(row.id) ?? row, move) : move())) {
-      const now = records.row(row.id);
+    if (!(actor ? deps.quotas.admitRunning(actor, deps.access.row(row.id) ?? row, move) : move())) {
+      const now = deps.access.row(row.id);
       if (!now) throw workspaceNotFound();
       throw refuse(now.status);
     }

@@ -6,7 +6,7 @@ import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Clock, Logger } from '../../../platform/runtime';
 import { runState, type Engine, type LogStreamHandle } from '../engine/engine';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
-import type { OwnedWorkspaces } from './logs.service';
+import type { Access } from '../access';
 
 export type EndReason = 'stopped' | 'deleted' | 'error';
 
@@ -40,11 +40,11 @@ const RESTART_WAIT_MS = 60_000;
 const SETTLE_MS = 5_000;
 const SYSTEM: Actor = { id: 'keel-logs', admin: true };
 
-export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock; workspaces: OwnedWorkspaces }) {
+export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock; access: Pick<Access, 'getOwned'> }) {
   /** The workspace's lifecycle status, or null when it is gone. */
   const statusOf = async (workspaceId: string): Promise<string | null> => {
     try {
-      return (await deps.workspaces.getOwned(SYSTEM, workspaceId)).status;
+      return deps.access.getOwned(SYSTEM, workspaceId).status;
     } catch {
       return null;
     }

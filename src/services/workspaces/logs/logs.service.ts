@@ -9,12 +9,7 @@ import { EngineError, runState, type Engine } from '../engine/engine';
 import type { EndReason, LogHub } from './logs.hub';
 import { LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
 import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
-import { engineFailure } from '../access';
-
-/** What logs and exec need of the lifecycle: the workspace if the actor may see it, else WORKSPACE_NOT_FOUND. */
-export interface OwnedWorkspaces {
-  getOwned(actor: Actor, id: string): Promise<{ id: string; containerId: string | null; status: string }> | { id: string; containerId: string | null; status: string };
-}
+import { engineFailure, type Access } from '../access';
 
 export interface LogsRequest {
   tail?: number;
@@ -32,7 +27,7 @@ function endEvent(reason: EndReason): SseEvent {
 const FILTER_WIDENING = [4, 32];
 const LONG_LINE_PIECES = 16;
 
-export function createLogsService(deps: { engine: Engine; hub: LogHub; workspaces: OwnedWorkspaces }) {
+export function createLogsService(deps: { engine: Engine; hub: LogHub; access: Pick<Access, 'getOwned'> }) {
   const { engine, hub } = deps;
 
   /** The last `tail` lines (of `service` when given), oldest first. A container that is gone has none. */
@@ -113,7 +108,7 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; workspace
 
   return {
     async snapshot(actor: Actor, id: string, q: LogsRequest): Promise<LogEntry[]> {
-      const ws = await deps.workspaces.getOwned(actor, id);
+      const ws = deps.access.getOwned(actor, id);
       return (await readTail(ws.containerId, q.tail ?? LOG_TAIL_DEFAULT, q.service)).map(toEntry);
     },
 
@@ -123,7 +118,7 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; workspace
      * Ends without a last event when `signal` aborts (client gone, shutdown, dropped by the adapter).
      */
     async follow(actor: Actor, id: string, q: LogsRequest, signal: AbortSignal): Promise<AsyncIterable<SseItem>> {
-      const ws = await deps.workspaces.getOwned(actor, id);
+      const ws = deps.access.getOwned(actor, id);
       return followLines(ws.id, ws.containerId, q, signal);
     },
 

@@ -368,14 +368,14 @@ export function createOutbox(deps: OutboxDeps) {
     redeliver,
     failPending,
     /**
-     * Turns evt.workspace.* into deliveries from now on. Called when the service is created, before it
-     * listens, so no event of an early request is missed; rows wait for start() to be sent.
+     * Turns evt.workspace.* into deliveries from now on. The service's start() calls it before its first
+     * await, right after the app listens, so no event of a request is missed.
      */
-    listen() {
+    listen(bus: Bus) {
       // One durable consumer for every workspace event, so they arrive in the order they happened (at
       // least once: on NATS from JetStream, also those published while this service was down). The
       // deliveries and the event id are written in one transaction: a redelivered event makes none.
-      unsubscribe ??= deps.bus.consume<WorkspaceSubject>('webhooks', 'evt.workspace.*', (p) => {
+      unsubscribe ??= bus.consume<WorkspaceSubject>('webhooks', 'evt.workspace.*', (p) => {
         seen.once(p.eventId, () => {
           enqueueEvent(p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
         });

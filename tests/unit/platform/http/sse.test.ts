@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createSse, encodeEvent, HEARTBEAT_MAX_MS, lastEventId, type SseItem } from '../../../../src/platform/http/sse';
 import { createInbox } from '../../../../src/platform/inbox';
-import { loadLogsExecConfig } from '../../../../src/services/workspaces/logs/logs.config';
+import { loadStreamsConfig } from '../../../../src/services/workspaces/streams.config';
 import { waitFor } from '../../../helpers/wait';
 import { sseReader } from '../../../helpers/sse';
 
@@ -147,8 +147,8 @@ describe('heartbeat', () => {
     for (const heartbeatMs of [HEARTBEAT_MAX_MS + 1, 60_000, 0, 99, 1.5, Number.NaN]) {
       expect(() => createSse({ shutdown: shutdown.signal, heartbeatMs })).toThrow(RangeError);
     }
-    expect(() => loadLogsExecConfig({ APP_WORKSPACE_SSE_HEARTBEAT_MS: '60000' })).toThrow('APP_WORKSPACE_SSE_HEARTBEAT_MS');
-    expect(loadLogsExecConfig({ APP_WORKSPACE_SSE_HEARTBEAT_MS: String(HEARTBEAT_MAX_MS) }).heartbeatMs).toBe(HEARTBEAT_MAX_MS);
+    expect(() => loadStreamsConfig({ APP_WORKSPACE_SSE_HEARTBEAT_MS: '60000' })).toThrow('APP_WORKSPACE_SSE_HEARTBEAT_MS');
+    expect(loadStreamsConfig({ APP_WORKSPACE_SSE_HEARTBEAT_MS: String(HEARTBEAT_MAX_MS) }).heartbeatMs).toBe(HEARTBEAT_MAX_MS);
   });
 });
 

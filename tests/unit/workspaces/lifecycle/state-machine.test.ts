@@ -16,6 +16,7 @@ import { createAccess } from '../../../../src/services/workspaces/access';
 import { createQuotas } from '../../../../src/services/workspaces/quotas';
 import { createLifecycle, type Lifecycle } from '../../../../src/services/workspaces/lifecycle/lifecycle.service';
 import { loadWorkspacesConfig } from '../../../../src/services/workspaces/workspaces.config';
+import { createTemplateRegistry } from '../../../../src/services/workspaces/images/templates';
 import { createMemoryEngine, type MemoryEngine } from '../../../helpers/memory-engine';
 import { waitFor } from '../../../helpers/wait';
 
@@ -41,7 +42,7 @@ async function startLifecycle() {
   engine = createMemoryEngine({ images: [settings.minimalImage, settings.bunImage] });
   const access = createAccess(db);
   const quotas = createQuotas({ db, limits: settings.quotas });
-  lifecycle = createLifecycle({ db, bus, log, clock: systemClock, settings, engine, access, quotas, instance: 'keel_unit', codeKey: Buffer.alloc(32, 7) });
+  lifecycle = createLifecycle({ db, bus, log, clock: systemClock, settings, engine, access, quotas, templates: createTemplateRegistry(), instance: 'keel_unit', codeKey: Buffer.alloc(32, 7) });
   await lifecycle.startUp();
 }
 

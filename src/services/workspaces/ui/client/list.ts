@@ -9,7 +9,11 @@ import { actionButtons } from './actions';
 import { announce, h, uid } from './dom';
 import type { Store, Workspace } from './store';
 
-const TEMPLATES = ['bun-typescript', 'minimal'];
+/** An entry of GET /api/templates, as far as the create form uses it. */
+interface TemplateInfo {
+  name: string;
+  description: string;
+}
 
 export function listPage(store: Store, signal: AbortSignal): HTMLElement {
   const error = h('p', { role: 'alert', class: 'error' });
@@ -103,7 +107,12 @@ function createForm(store: Store, showError: (m: string) => void): HTMLFormEleme
     return h('div', { class: 'field' }, h('label', { for: id }, label), input, hintEl);
   };
   const name = h('input', { name: 'name', required: true, pattern: '[a-z0-9][a-z0-9._\\-]{0,62}', autocomplete: 'off', spellcheck: 'false' });
-  const templates = h('datalist', { id: 'templates' }, TEMPLATES.map((t) => h('option', { value: t })));
+  // The choices come from the server's template registry (GET /api/templates); the field stays free text.
+  const templates = h('datalist', { id: 'templates' });
+  api<{ templates: TemplateInfo[] }>('GET', '/api/templates').then(
+    (r) => templates.replaceChildren(...r.templates.map((t) => h('option', { value: t.name, label: `${t.name}: ${t.description}` }))),
+    (err) => showError(`Templates: ${messageOf(err)}`),
+  );
   const template = h('input', { name: 'template', list: 'templates', value: 'bun-typescript', required: true, autocomplete: 'off' });
   const type = h('select', { name: 'type' }, h('option', { value: 'persistent' }, 'persistent'), h('option', { value: 'temporary' }, 'temporary'));
   const repo = h('input', { name: 'repo', type: 'text', inputmode: 'url', autocomplete: 'off', placeholder: 'https://… (optional)' });

@@ -1,9 +1,9 @@
 // Each workspace's own network: a user-defined bridge named keel-<workspace id>, labelled like its
 // container and volume, with a /28 from APP_WORKSPACE_SUBNET_POOL, and Keel's firewall rules on its
-// bridge (engine/firewall.ts). Made before the container, removed after it (docs/security.md).
+// bridge (network/firewall.ts). Made before the container, removed after it (docs/security.md).
 import { EngineError, type Engine, type NetworkInfo } from '../engine/engine';
-import type { Firewall } from '../engine/firewall';
-import { parseCidr, subnetCandidates } from '../engine/subnets';
+import type { Firewall } from './firewall';
+import { parseCidr, subnetCandidates } from './subnets';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow } from '../workspaces.tables';
 

@@ -2,10 +2,10 @@
 // built offline; `bun-typescript` from its Dockerfile where a registry answers, else offline from
 // this machine's parts (bun-image.ts); any other template's image is pulled.
 import type { Logger } from '../../../platform/runtime';
-import type { Template } from '../lifecycle/templates';
+import type { Template } from './templates';
 import type { WorkspacesConfig } from '../workspaces.config';
-import type { Engine } from './engine';
-import { buildMinimalImage } from './images';
+import type { Engine } from '../engine/engine';
+import { buildMinimalImage } from './minimal-image';
 import { buildBunDockerfileImage, buildBunOfflineImage, offlineParts, registryAnswers } from './bun-image';
 
 type Settings = Pick<WorkspacesConfig, 'minimalImage' | 'bunImage' | 'busyboxPath' | 'bunPath' | 'templatesDir' | 'registryProbeUrl'>;

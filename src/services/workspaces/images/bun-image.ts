@@ -8,8 +8,8 @@ import { existsSync, readFileSync, readdirSync, realpathSync, statSync } from 'n
 import { arch } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { tarArchive, type TarEntry } from './tar';
-import { minimalRootfsEntries } from './images';
-import type { Engine } from './engine';
+import { minimalRootfsEntries } from './minimal-image';
+import type { Engine } from '../engine/engine';
 
 const REPO_ROOT = resolve(import.meta.dir, '../../../..');
 /** The checkout's templates folder: APP_TEMPLATES_DIR's default (a compiled Keel binary has none beside it). */
@@ -114,7 +114,7 @@ export async function bunOfflineRootfs(parts: OfflineParts): Promise<Buffer> {
   const server = readFileSync(join(parts.templatesDir, 'bun-typescript', 'code-server.ts'));
   added.push({ type: 'file', path: 'opt/keel/code-server.ts', mode: 0o644, data: server });
   const entries = [...base, ...added];
-  return tarArchive([...base, ...parents(entries), ...added]);
+  return await tarArchive([...base, ...parents(entries), ...added]);
 }
 
 const OFFLINE_CHANGES = [
@@ -137,7 +137,7 @@ export async function buildBunOfflineImage(engine: Engine, ref: string, parts: O
 export async function buildBunDockerfileImage(engine: Engine, ref: string, templatesDir: string): Promise<void> {
   const dir = join(templatesDir, 'bun-typescript');
   const entries: TarEntry[] = readdirSync(dir).map((name) => ({ type: 'file', path: name, mode: 0o644, data: readFileSync(join(dir, name)) }));
-  await engine.buildImage(tarArchive(entries), ref);
+  await engine.buildImage(await tarArchive(entries), ref);
 }
 
 /**

@@ -1,4 +1,5 @@
-// Workspace templates, declared as data in templates/<name>/template.json and checked once at load.
+// Workspace templates, declared as data in templates/<name>/template.json, checked once and kept in a
+// registry that index.ts builds and passes to the features (lifecycle, stats, GET /api/templates).
 // A template names its image, main command, environment, working directory, the services the
 // supervisor runs beside the main command, the container ports behind the workspace URLs, and limits.
 import { t, type Static } from 'elysia';
@@ -13,7 +14,7 @@ export const TemplateSchema = t.Object({
   description: t.String(),
   image: t.String({ minLength: 1 }),
   /**
-   * Present when Keel builds the image itself (engine/template-image.ts): `minimal` offline from
+   * Present when Keel builds the image itself (images/template-image.ts): `minimal` offline from
    * busybox-static; `bun-typescript` from its Dockerfile where a registry answers, else offline from
    * this machine's bun. Absent: the image must be present or pullable.
    */
@@ -34,16 +35,25 @@ export type Template = Static<typeof TemplateSchema>;
 
 export const DEFAULT_TEMPLATE = 'bun-typescript';
 
-function load(raw: unknown[]): Map<string, Template> {
-  const out = new Map<string, Template>();
+/** The templates shipped in templates/: the registry index.ts passes to the features that read them. */
+export const BUILTIN_TEMPLATES: readonly unknown[] = [bunTypescript, minimal];
+
+/** Checks each declaration against TemplateSchema once; a bad one stops start-up naming it. */
+export function createTemplateRegistry(raw: readonly unknown[] = BUILTIN_TEMPLATES) {
+  const byName = new Map<string, Template>();
   for (const r of raw) {
     if (!Value.Check(TemplateSchema, r)) {
       const first = [...Value.Errors(TemplateSchema, r)][0];
       throw new Error(`template ${(r as { name?: string }).name ?? '?'} is invalid at ${first?.path}: ${first?.message}`);
     }
-    out.set(r.name, r);
+    byName.set(r.name, r);
   }
-  return out;
+  if (!byName.has(DEFAULT_TEMPLATE)) throw new Error(`the default template ${DEFAULT_TEMPLATE} is not declared`);
+  return {
+    get: (name: string): Template | undefined => byName.get(name),
+    names: (): string[] => [...byName.keys()],
+    all: (): Template[] => [...byName.values()],
+  };
 }
 
-export const templates: ReadonlyMap<string, Template> = load([bunTypescript, minimal]);
+export type TemplateRegistry = ReturnType<typeof createTemplateRegistry>;

@@ -3,7 +3,7 @@
 // /workspace, /tmp and /home/keel, imported into the engine with `docker import`. No registry needed.
 import { readFileSync } from 'node:fs';
 import { tarArchive, type TarEntry } from './tar';
-import type { Engine } from './engine';
+import type { Engine } from '../engine/engine';
 
 export const MINIMAL_IMAGE = 'keel/minimal:1';
 // :2 since its code server asks for the workspace's secret (:1 images serve anyone: never reuse them).
@@ -28,7 +28,7 @@ async function appletPaths(busybox: string): Promise<string[]> {
 
 /** The root filesystem tar of the minimal image. */
 export async function minimalRootfs(busybox: string): Promise<Buffer> {
-  return tarArchive(await minimalRootfsEntries(busybox));
+  return await tarArchive(await minimalRootfsEntries(busybox));
 }
 
 /** The minimal root filesystem as tar entries, which other offline images (bun-typescript) build on. */

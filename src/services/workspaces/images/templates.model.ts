@@ -1,0 +1,17 @@
+// Schemas of GET /api/templates: the templates a workspace can be created from.
+import { t, type Static } from 'elysia';
+
+export const TemplateInfo = t.Object({
+  name: t.String({ description: 'What `template` takes in POST /api/workspaces' }),
+  description: t.String(),
+  offline: t.Boolean({ description: 'Keel makes the image itself, with no registry (the first create builds it)' }),
+  imagePresent: t.Union([t.Boolean(), t.Null()], {
+    description: "The engine holds the template's image now, so a create neither builds nor pulls it; null when the engine does not answer",
+  }),
+});
+export type TemplateInfo = Static<typeof TemplateInfo>;
+
+export const TemplateList = t.Object({
+  templates: t.Array(TemplateInfo),
+  default: t.String({ description: 'The template a create without `template` uses' }),
+});
