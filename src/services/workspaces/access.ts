@@ -25,7 +25,8 @@ export function engineFailure(e: unknown): AppError {
   return new AppError('ENGINE_ERROR', 502, `the Docker engine refused the operation: ${e instanceof Error ? e.message : String(e)}`.slice(0, 400));
 }
 
-export function createAccess(db: Db) {
+/** `used` hears every workspace an actor reached through getOwned (the idle countdown's API activity). */
+export function createAccess(db: Db, used: (id: string) => void = () => {}) {
   // Prepared once: every request reads a workspace by id (building drizzle SQL per call costs more than running it).
   const byId = db.select().from(workspaces).where(eq(workspaces.id, sql.placeholder('id'))).prepare();
 
@@ -36,6 +37,7 @@ export function createAccess(db: Db) {
   function getOwned(actor: Actor, id: string): WorkspaceRow {
     const found = row(id);
     if (!found || !canAccess(actor, found.owner)) throw workspaceNotFound();
+    used(id);
     return found;
   }
 

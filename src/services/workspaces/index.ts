@@ -77,7 +77,8 @@ const loadSettings = (env: Env): Settings => ({
 
 export function createWorkspacesService(deps: ServiceDeps, { settings, streamSettings, webhooksSettings, agentSettings }: Settings): Service & { workspaces: Lifecycle } {
   const engine = createEngine(settings.dockerHost);
-  const access = createAccess(deps.db);
+  // Every API call on a workspace (exec, logs and agent turns included) resets its idle countdown.
+  const access = createAccess(deps.db, (id) => workspaces.touch(id));
   const quotas = createQuotas({ db: deps.db, limits: settings.quotas });
   // Clones and webhooks never reach the workspace networks or any workspace container (targets.ts).
   // Keel's own ports: every service's configured one, and this app's as bound (`0` picks one at listen).

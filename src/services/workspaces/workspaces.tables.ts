@@ -1,9 +1,9 @@
 // The tables the workspaces service owns: a workspace, its owner, its reserved host ports and the
 // container/volume that back it. Status is the last state settled from the engine (or an operation in flight).
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { index, integer, real, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 import { eventOutboxTable } from '../../platform/bus/outbox-table';
 
-export const WORKSPACE_STATUSES = ['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed'] as const;
+export const WORKSPACE_STATUSES = ['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed', 'paused'] as const;
 export type WorkspaceStatus = (typeof WORKSPACE_STATUSES)[number];
 export type WorkspaceType = 'persistent' | 'temporary';
 
@@ -30,6 +30,10 @@ export const workspaces = sqliteTable(
     repoBranch: text('repo_branch'),
     /** Why the workspace is `failed` (engine or git message, secrets scrubbed). */
     reason: text('reason'),
+    /** Minutes without activity after which a running workspace is stopped (0: never); fractions allowed. */
+    autoStopMinutes: real('auto_stop_minutes').notNull().default(0),
+    /** Why Keel stopped the workspace on its own (`idle`); cleared when it runs again. */
+    stopReason: text('stop_reason').$type<'idle'>(),
     createdAt: text('created_at').notNull(),
     updatedAt: text('updated_at').notNull(),
   },

@@ -178,6 +178,15 @@ export function createEngine(dockerHost?: string): Engine {
       await call(() => docker.getContainer(id).restart({ t: graceSeconds }));
     },
 
+    // No inspect first: resume is on a user's critical path (200 ms); the state machine knows the state.
+    async pause(id: string): Promise<void> {
+      await call(() => docker.getContainer(id).pause());
+    },
+
+    async unpause(id: string): Promise<void> {
+      await call(() => docker.getContainer(id).unpause());
+    },
+
     async remove(id: string): Promise<void> {
       await callOr(404, undefined, () => docker.getContainer(id).remove({ force: true, v: true }));
     },
@@ -187,6 +196,7 @@ export function createEngine(dockerHost?: string): Engine {
       if (!info) return null;
       return {
         running: info.State.Running && !info.State.Restarting,
+        paused: info.State.Paused,
         exitCode: info.State.ExitCode,
         oomKilled: info.State.OOMKilled,
         error: info.State.Error ?? '',

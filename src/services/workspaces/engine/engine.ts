@@ -71,7 +71,9 @@ export interface NetworkInfo {
 }
 
 export interface ContainerState {
+  /** True for a paused container too (its processes exist, frozen); `paused` tells them apart. */
   running: boolean;
+  paused: boolean;
   exitCode: number;
   oomKilled: boolean;
   error: string;
@@ -162,6 +164,10 @@ export interface Engine {
   /** SIGKILL; a container that does not run is fine. */
   kill(id: string): Promise<void>;
   restart(id: string, graceSeconds: number): Promise<void>;
+  /** Freezes every process of a running container (cgroup freezer): memory kept, no CPU. */
+  pause(id: string): Promise<void>;
+  /** Thaws a paused container. */
+  unpause(id: string): Promise<void>;
   /** Removes a container (running or not) and its anonymous volumes; an absent one is fine. */
   remove(id: string): Promise<void>;
   /** The container's state, or null when the engine has no such container. The one "does it run?" question. */

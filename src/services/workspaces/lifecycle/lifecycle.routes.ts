@@ -117,6 +117,25 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       ...transition,
       detail: { summary: 'Restart a workspace', description: `From running or stopped. ${TRANSITIONS} A restart from stopped takes a running place. ${QUOTAS}` },
     })
+    .post('/api/workspaces/:id/pause', ({ actor, params }) => ws.pause(actor, params.id), {
+      ...transition,
+      detail: {
+        summary: 'Pause a running workspace (docker pause)',
+        description:
+          'From running. Every process is frozen (no CPU), memory and state are kept, and the workspace still counts against APP_QUOTA_RUNNING. ' +
+          'Answers once done with `{id, status: "paused"}` and sends `workspace.paused`; exec, logs and agent turns answer 409 `WORKSPACE_NOT_RUNNING` while paused. ' +
+          'A move the current status does not allow answers 409 `INVALID_TRANSITION`. Stop and delete work from paused.',
+      },
+    })
+    .post('/api/workspaces/:id/resume', ({ actor, params }) => ws.resume(actor, params.id), {
+      ...transition,
+      detail: {
+        summary: 'Resume a paused workspace (docker unpause)',
+        description:
+          'From paused. The processes continue where they were; answers once done with `{id, status: "running"}` (milliseconds) and sends `workspace.resumed`. ' +
+          'A move the current status does not allow answers 409 `INVALID_TRANSITION`.',
+      },
+    })
     .get('/api/quotas', ({ actor }) => ws.quotas(actor), {
       response: { 200: QuotaView, 401: ErrorEnvelope, 429: ErrorEnvelope },
       detail: {

@@ -18,6 +18,7 @@ import { createRecords } from './records';
 import { repoUrlProblem, type RepoRequest } from './repo-clone';
 import { createStateMachine } from './state-machine';
 import { createStats } from './stats';
+import { createActivity } from './activity';
 import { createTaskQueue } from './task-queue';
 import { DEFAULT_TEMPLATE, type TemplateRegistry } from '../images/templates';
 import { createdView, workspaceView, type CreatedView } from './views';
@@ -72,6 +73,7 @@ export function createLifecycle(deps: LifecycleDeps) {
     db: deps.db,
     clock: deps.clock,
     portRange: deps.settings.workspacePortRange,
+    autoStopMinutes: deps.settings.autoStopMinutes,
     quotas,
     inserted: (tx, row) => records.recordEvent(tx, 'created', row),
   });
@@ -88,12 +90,14 @@ export function createLifecycle(deps: LifecycleDeps) {
     if (removeVolume) await engine.removeVolume(row.volume);
     records.delete(row, !removeVolume);
     stats.forget(row, { disk: true });
+    activity.forget(row.id);
     // After the row: the workspace is gone once its container is. A network left by a failure here has
     // no workspace, so the next reconciliation removes it with its rules.
     await provisioner.removeNetwork(row.id).catch((e) => log.warn('workspace network not removed', { workspace: row.id, ...errorFields(e) }));
   }
 
   const machine = createStateMachine({ engine, records, access, queue, provisioner, stats, templates, settings: deps.settings, log, quotas, destroy });
+  const activity = createActivity({ clock: deps.clock, log, running: records.running, stopIdle: machine.stopIdle });
   const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork });
 
   return {
@@ -151,6 +155,16 @@ export function createLifecycle(deps: LifecycleDeps) {
     start: (actor: Actor, id: string) => machine.start(actor, access.getOwned(actor, id)),
     stop: (actor: Actor, id: string, force: boolean) => machine.stop(access.getOwned(actor, id), force),
     restart: (actor: Actor, id: string) => machine.restart(actor, access.getOwned(actor, id)),
+    pause: (actor: Actor, id: string) => machine.freeze(access.getOwned(actor, id), 'pause'),
+    resume: (actor: Actor, id: string) => machine.freeze(access.getOwned(actor, id), 'resume'),
+
+    /**
+     * Records use of a workspace now, resetting its idle countdown (autoStopMinutes). API calls on a
+     * workspace, exec, logs and agent turns count already (they go through access); a feature that
+     * sees use outside them (terminal input, preview traffic, file changes) calls this. Cheap (an
+     * in-memory write), safe to call per request; an unknown id is harmless.
+     */
+    touch: (id: string) => activity.touch(id),
 
     /** The actor's quotas and what it uses of each (admins are not limited). */
     quotas(actor: Actor) {
@@ -204,11 +218,13 @@ export function createLifecycle(deps: LifecycleDeps) {
       records.startRelay();
       reconciler.watch();
       await reconciler.reconcileAll({ startUp: true });
+      activity.start();
     },
 
     /** Stops following events and waits (bounded) for queued engine work. */
     async close(): Promise<void> {
       reconciler.stop();
+      activity.stop();
       stats.stop();
       // A clone in flight is cut short; the workspace stays `creating` and the next start-up settles it.
       provisioner.cancelAll();

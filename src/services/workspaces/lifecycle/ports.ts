@@ -17,6 +17,8 @@ export function createReservations(deps: {
   clock: Clock;
   portRange: [number, number];
   quotas: Quotas;
+  /** `autoStopMinutes` of a create that names none (APP_AUTO_STOP_MINUTES). */
+  autoStopMinutes: number;
   /** Writes what goes with the new row in its transaction (the workspace.created event). */
   inserted(tx: Parameters<Parameters<Db['transaction']>[0]>[0], row: WorkspaceRow): void;
 }) {
@@ -72,6 +74,8 @@ export function createReservations(deps: {
       repoUrl: input.repo ? scrubUrls(input.repo.url) : null,
       repoBranch: input.repo?.branch ?? null,
       reason: null,
+      autoStopMinutes: input.autoStopMinutes ?? deps.autoStopMinutes,
+      stopReason: null,
       createdAt: now,
       updatedAt: now,
     };

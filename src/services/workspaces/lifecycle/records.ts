@@ -10,7 +10,7 @@ import { isoNow, type Clock, type Logger } from '../../../platform/runtime';
 import type { Access } from '../access';
 import { retainedVolumes, workspaceEventOutbox, workspaces, type WorkspaceRow, type WorkspaceStatus, type WorkspaceType } from '../workspaces.tables';
 
-export type WorkspaceEvent = 'created' | 'started' | 'stopped' | 'restarted' | 'deleted' | 'failed';
+export type WorkspaceEvent = 'created' | 'started' | 'stopped' | 'restarted' | 'deleted' | 'failed' | 'paused' | 'resumed';
 
 export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logger; access: Access }) {
   const { db, clock, log, access } = deps;
