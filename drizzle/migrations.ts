@@ -47,5 +47,11 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795644916315,
     "breakpoints": true,
     "sql": "CREATE INDEX `webhooks_deliveries_registration_due_idx` ON `webhooks_deliveries` (`registration_id`,`next_attempt_at`) WHERE status = 'pending' AND head = 1;"
+  },
+  {
+    "tag": "0008_nervous_zaran",
+    "when": 1795645413144,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `workspaces_workspaces` ADD `auto_stop_minutes` real DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE `workspaces_workspaces` ADD `stop_reason` text;"
   }
 ];
