@@ -13,8 +13,8 @@ const MIN_SWEEP_MS = 1_000;
 export function createActivity(deps: {
   clock: Clock;
   log: Logger;
-  /** Running workspaces, whoever owns them. */
-  running(): WorkspaceRow[];
+  /** Workspaces running or on their way to, whoever owns them. */
+  awake(): WorkspaceRow[];
   /** Stops a workspace found idle (the state machine's idle stop; refused quietly if its status moved). */
   stopIdle(row: WorkspaceRow): void;
 }) {
@@ -22,6 +22,7 @@ export function createActivity(deps: {
   const last = new Map<string, number>();
   const startedAt = clock.now();
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let nextAt = Infinity;
 
   /** When `row` was last used: a touch, its last status change, or Keel's start-up, whichever is latest. */
   const lastUse = (row: WorkspaceRow) => Math.max(last.get(row.id) ?? 0, Date.parse(row.updatedAt) || 0, startedAt);
@@ -29,17 +30,23 @@ export function createActivity(deps: {
   function sweep(): number {
     const now = clock.now();
     let shortest = Infinity;
-    for (const row of deps.running()) {
+    // Those on their way to running count for the period: their countdown starts soon.
+    for (const row of deps.awake()) {
       if (!(row.autoStopMinutes > 0)) continue;
       const limitMs = row.autoStopMinutes * 60_000;
       shortest = Math.min(shortest, limitMs);
-      if (now - lastUse(row) >= limitMs) deps.stopIdle(row);
+      if (row.status === 'running' && now - lastUse(row) >= limitMs) deps.stopIdle(row);
     }
     // A sixth of the shortest limit: a workspace stops at most ~17 % after its time, never before.
-    return Math.min(MAX_SWEEP_MS, Math.max(MIN_SWEEP_MS, shortest / 6));
+    return period(shortest);
   }
 
+  /** A sixth of the limit, within the bounds above. */
+  const period = (limitMs: number) => Math.min(MAX_SWEEP_MS, Math.max(MIN_SWEEP_MS, limitMs / 6));
+
   function schedule(ms: number) {
+    if (timer) clearTimeout(timer);
+    nextAt = clock.now() + ms;
     timer = setTimeout(() => {
       let next = MAX_SWEEP_MS;
       try {
@@ -60,6 +67,15 @@ export function createActivity(deps: {
      */
     touch(id: string) {
       last.set(id, clock.now());
+    },
+    /**
+     * A workspace with this limit is about to run (create, start): sweeps come sooner if it needs them,
+     * else a 3-second limit would wait out the 30-second period chosen when nothing needed less.
+     */
+    expect(autoStopMinutes: number) {
+      if (!timer || !(autoStopMinutes > 0)) return;
+      const ms = period(autoStopMinutes * 60_000);
+      if (clock.now() + ms < nextAt) schedule(ms);
     },
     forget(id: string) {
       last.delete(id);

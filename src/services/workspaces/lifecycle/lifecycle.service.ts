@@ -97,7 +97,7 @@ export function createLifecycle(deps: LifecycleDeps) {
   }
 
   const machine = createStateMachine({ engine, records, access, queue, provisioner, stats, templates, settings: deps.settings, log, quotas, destroy });
-  const activity = createActivity({ clock: deps.clock, log, running: records.running, stopIdle: machine.stopIdle });
+  const activity = createActivity({ clock: deps.clock, log, awake: records.awake, stopIdle: machine.stopIdle });
   const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork });
 
   return {
@@ -145,6 +145,7 @@ export function createLifecycle(deps: LifecycleDeps) {
         records.relay();
         const repo: RepoRequest | undefined = input.repo && ticket ? { url: input.repo.url, branch: input.repo.branch, ticket } : undefined;
         machine.create(row, repo);
+        activity.expect(row.autoStopMinutes);
         return createdView(row, host, codeSecret(deps.codeKey, row.id));
       } catch (e) {
         ticket?.release();
@@ -152,9 +153,19 @@ export function createLifecycle(deps: LifecycleDeps) {
       }
     },
 
-    start: (actor: Actor, id: string) => machine.start(actor, access.getOwned(actor, id)),
+    start(actor: Actor, id: string) {
+      const row = access.getOwned(actor, id);
+      const started = machine.start(actor, row);
+      activity.expect(row.autoStopMinutes);
+      return started;
+    },
     stop: (actor: Actor, id: string, force: boolean) => machine.stop(access.getOwned(actor, id), force),
-    restart: (actor: Actor, id: string) => machine.restart(actor, access.getOwned(actor, id)),
+    restart(actor: Actor, id: string) {
+      const row = access.getOwned(actor, id);
+      const restarted = machine.restart(actor, row);
+      activity.expect(row.autoStopMinutes);
+      return restarted;
+    },
     pause: (actor: Actor, id: string) => machine.freeze(access.getOwned(actor, id), 'pause'),
     resume: (actor: Actor, id: string) => machine.freeze(access.getOwned(actor, id), 'resume'),
 

@@ -27,6 +27,7 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
     .prepare();
   const listedAll = db.select().from(workspaces).where(filters).orderBy(...order).prepare();
   const runningRows = db.select().from(workspaces).where(eq(workspaces.status, 'running')).prepare();
+  const awakeRows = db.select().from(workspaces).where(inArray(workspaces.status, ['creating', 'starting', 'restarting', 'running'])).prepare();
 
   const outbox = createEventOutbox({ db, table: workspaceEventOutbox, bus: deps.bus, clock, log });
   type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
@@ -86,6 +87,8 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
 
     /** Every running workspace, whoever owns it (the stats sampler's round). */
     running: (): WorkspaceRow[] => runningRows.all(),
+    /** Every workspace running or on its way to (the idle sweep's round). */
+    awake: (): WorkspaceRow[] => awakeRows.all(),
 
     ids(): string[] {
       return db.select({ id: workspaces.id }).from(workspaces).all().map((r) => r.id);
