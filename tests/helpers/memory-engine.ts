@@ -185,6 +185,22 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
       c.running = true;
       emit(c, 'start');
     },
+    // Snapshots are tested against the real engine only (tests/workspaces/lifecycle/snapshots.test.ts).
+    async commit() {
+      throw new EngineError('the memory engine makes no snapshots', 'refused');
+    },
+    async getArchive() {
+      throw new EngineError('the memory engine makes no snapshots', 'refused');
+    },
+    async imageSize(ref) {
+      return images.has(ref) ? 0 : null;
+    },
+    async removeImage(ref) {
+      images.delete(ref);
+    },
+    async listSnapshotImages() {
+      return [];
+    },
     async pause(id) {
       enter('pause');
       const c = container(id);

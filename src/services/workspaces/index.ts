@@ -32,6 +32,7 @@ import { logsRoutes } from './logs/logs.routes';
 import { loadStreamsConfig, type StreamsConfig } from './streams.config';
 import { loadWorkspacesConfig, type WorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
+import { snapshotsRoutes } from './lifecycle/snapshots.routes';
 import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
 import { listScope } from './lifecycle/views';
 import { loadCodeKey } from './lifecycle/code-secret';
@@ -97,6 +98,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     quotas,
     templates: registry,
     instance: instanceId(deps.config.dataDir, deps.clock),
+    snapshotDir: join(deps.config.dataDir, 'snapshots'),
     codeKey: loadCodeKey(deps.config.dataDir),
     cloneDeny: targets.deny,
   });
@@ -157,11 +159,13 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
       { name: 'events', description: 'Workspace events, live' },
       { name: 'volumes', description: 'Volumes kept by deletes, counted against APP_QUOTA_VOLUMES' },
+      { name: 'snapshots', description: 'Snapshots of workspaces (file system and volume) and forks, counted against APP_QUOTA_SNAPSHOTS' },
     ],
   })
     .use(uiRoutes({ assets: uiAssets }))
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces, lists }))
+    .use(snapshotsRoutes({ auth, workspaces }))
     .use(templatesRoutes({ auth, templates }))
     .use(volumesRoutes({ auth, volumes }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))

@@ -20,6 +20,7 @@ import {
 } from './engine';
 import { call, callOr, engineError } from './docker-calls';
 import { networkCalls } from './docker-networks';
+import { imageCalls } from './docker-images';
 import { frameSplitter, jsonLineSplitter, lineSplitter, logMessageJoiner } from './frames';
 
 /** The dockerode client, for the engine files split out of this one (docker-networks.ts). */
@@ -70,6 +71,7 @@ export function createEngine(dockerHost?: string): Engine {
 
   const engine: Engine = {
     ...networkCalls(docker),
+    ...imageCalls(docker),
 
     async ping() {
       // Bounded: an engine that accepts the connection and never answers is as good as none.

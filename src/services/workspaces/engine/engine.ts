@@ -7,6 +7,7 @@ export const LABEL_WORKSPACE = 'dev.keel.workspace';
 export const LABEL_OWNER = 'dev.keel.owner';
 export const LABEL_INSTANCE = 'dev.keel.instance';
 export const LABEL_TEMPLATE = 'dev.keel.template';
+export const LABEL_SNAPSHOT = 'dev.keel.snapshot';
 
 /**
  * Why an engine call failed, as far as callers care: `unavailable` (no engine answers), `not-found`
@@ -174,6 +175,17 @@ export interface Engine {
   inspect(id: string): Promise<ContainerState | null>;
   /** One sample of the container's counters (no two-sample wait: the caller keeps the previous one). */
   stats(id: string): Promise<RawStats>;
+
+  /** `docker commit` (the container paused meanwhile) to the image `ref` carrying `labels`. */
+  commit(id: string, ref: string, labels: Record<string, string>): Promise<void>;
+  /** A tar of `path` in the container (volumes included), its last path element at the root of the tar. */
+  getArchive(id: string, path: string): Promise<Readable>;
+  /** The image's size in bytes, or null when the engine has no such image. */
+  imageSize(ref: string): Promise<number | null>;
+  /** Removes an image; an absent one is fine; one a container uses answers EngineError `conflict`. */
+  removeImage(ref: string): Promise<void>;
+  /** Snapshot images (LABEL_SNAPSHOT) carrying the managed label and `instance`'s label. */
+  listSnapshotImages(instance: string): Promise<{ ref: string; snapshotId: string }[]>;
 
   /** Containers carrying the managed label and `instance`'s label. */
   listManaged(instance: string): Promise<ManagedObject[]>;

@@ -47,6 +47,13 @@ export const CreateWorkspaceBody = t.Object(
       }),
     ),
     repo: t.Optional(RepoSchema),
+    snapshot: t.Optional(
+      t.String({
+        minLength: 1,
+        maxLength: 64,
+        description: "a snapshot's id (GET /api/snapshots): the workspace starts with its file system and volume, on its template; `template` and `repo` are then ignored. Not yours or absent: 404 SNAPSHOT_NOT_FOUND",
+      }),
+    ),
     autoStopMinutes: t.Optional(
       t.Number({
         minimum: 0,

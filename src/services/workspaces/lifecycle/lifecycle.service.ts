@@ -19,6 +19,7 @@ import { repoUrlProblem, type RepoRequest } from './repo-clone';
 import { createStateMachine } from './state-machine';
 import { createStats } from './stats';
 import { createActivity } from './activity';
+import { createSnapshots, snapshotNotFound } from './snapshots';
 import { createTaskQueue } from './task-queue';
 import { DEFAULT_TEMPLATE, type TemplateRegistry } from '../images/templates';
 import { createdView, workspaceView, type CreatedView } from './views';
@@ -41,6 +42,8 @@ export interface LifecycleDeps {
   templates: TemplateRegistry;
   /** Marks this Keel's containers and volumes, so several Keels (or test runs) can share one engine. */
   instance: string;
+  /** Where snapshot volume archives are kept (`$APP_DATA_DIR/snapshots`). */
+  snapshotDir: string;
   /** Key of the per-workspace code-server secrets (code-secret.ts). */
   codeKey: Buffer;
   /** Addresses a repo clone may never reach beyond the platform's rules (targets.ts). */
@@ -78,7 +81,8 @@ export function createLifecycle(deps: LifecycleDeps) {
     inserted: (tx, row) => records.recordEvent(tx, 'created', row),
   });
   const firewall = createFirewall({ instance, log, mode: deps.settings.firewall, dockerHost: deps.settings.dockerHost, pool: deps.settings.subnetPool });
-  const provisioner = createProvisioner({ engine, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy });
+  const snapshots = createSnapshots({ db: deps.db, engine, access, queue, clock: deps.clock, log, instance, dir: deps.snapshotDir, quota: deps.settings.snapshotQuota });
+  const provisioner = createProvisioner({ engine, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy, snapshots });
   const view = (row: WorkspaceRow) => workspaceView(row, host, codeSecret(deps.codeKey, row.id));
 
   async function destroy(row: WorkspaceRow, removeVolume: boolean): Promise<void> {
@@ -100,7 +104,7 @@ export function createLifecycle(deps: LifecycleDeps) {
   const activity = createActivity({ clock: deps.clock, log, awake: records.awake, stopIdle: machine.stopIdle });
   const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork });
 
-  return {
+  const lifecycle = {
     list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }) {
       return records.list(actor, filter).map(view);
     },
@@ -117,6 +121,16 @@ export function createLifecycle(deps: LifecycleDeps) {
      * answers `creating` at once. Whatever is refused, nothing is stored.
      */
     async create(actor: Actor, input: CreateWorkspaceInput): Promise<CreatedView> {
+      if (input.snapshot) {
+        // A snapshot brings its template and its files: no repo is cloned over them.
+        let source;
+        try {
+          source = snapshots.getOwned(actor, input.snapshot);
+        } catch {
+          throw snapshotNotFound();
+        }
+        input = { ...input, template: source.template, repo: undefined };
+      }
       const template = templates.get(input.template ?? DEFAULT_TEMPLATE);
       if (!template) {
         throw new AppError('INVALID_REQUEST', 400, 'unknown template', { details: { property: '/template', known: templates.names() } });
@@ -177,6 +191,40 @@ export function createLifecycle(deps: LifecycleDeps) {
      */
     touch: (id: string) => activity.touch(id),
 
+    snapshots: {
+      list: (actor: Actor) => snapshots.list(actor).map(snapshots.view),
+      get: (actor: Actor, id: string) => snapshots.view(snapshots.getOwned(actor, id)),
+      create: async (actor: Actor, workspaceId: string, name: string) => snapshots.view(await snapshots.create(actor, workspaceId, name)),
+      remove: (actor: Actor, id: string) => snapshots.remove(actor, id),
+    },
+
+    /**
+     * `count` new workspaces `<name>-1` ... `<name>-<count>` from one snapshot (named `name`) of the
+     * workspace. The names and the actor's workspace and running quotas are checked for all of them
+     * before anything is made: a fork is refused whole (409, 429) rather than left half done.
+     */
+    async fork(actor: Actor, id: string, input: { name: string; count: number }): Promise<{ workspaces: CreatedView[] }> {
+      const names = Array.from({ length: input.count }, (_, i) => `${input.name}-${i + 1}`);
+      for (const n of names) {
+        if (n.length > 63) throw new AppError('INVALID_REQUEST', 400, 'name plus the "-<n>" suffix must fit in 63 characters', { details: { property: '/name' } });
+        if (records.nameTaken(n)) throw new AppError('WORKSPACE_EXISTS', 409, 'a workspace with this name already exists', { details: { name: n } });
+      }
+      if (!actor.admin) {
+        const used = quotas.usage(actor);
+        if (used.workspaces + input.count > quotas.limits.workspaces) {
+          throw new AppError('QUOTA_EXCEEDED', 429, `a fork of ${input.count} would pass APP_QUOTA_WORKSPACES`, { details: { quota: 'workspaces', limit: quotas.limits.workspaces } });
+        }
+        if (used.running + input.count > quotas.limits.running) {
+          throw new AppError('QUOTA_EXCEEDED', 429, `a fork of ${input.count} would pass APP_QUOTA_RUNNING`, { details: { quota: 'running', limit: quotas.limits.running } });
+        }
+      }
+      const source = access.getOwned(actor, id);
+      const snap = await snapshots.create(actor, id, input.name);
+      const made: CreatedView[] = [];
+      for (const name of names) made.push(await lifecycle.create(actor, { name, snapshot: snap.id, type: source.type, autoStopMinutes: source.autoStopMinutes }));
+      return { workspaces: made };
+    },
+
     /** The actor's quotas and what it uses of each (admins are not limited). */
     quotas(actor: Actor) {
       return { exempt: actor.admin, limits: { ...quotas.limits }, used: quotas.usage(actor) };
@@ -229,6 +277,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       records.startRelay();
       reconciler.watch();
       await reconciler.reconcileAll({ startUp: true });
+      await snapshots.reconcile();
       activity.start();
     },
 
@@ -243,6 +292,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       await records.stopRelay();
     },
   };
+  return lifecycle;
 }
 
 export type Lifecycle = ReturnType<typeof createLifecycle>;

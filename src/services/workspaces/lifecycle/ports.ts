@@ -76,6 +76,7 @@ export function createReservations(deps: {
       reason: null,
       autoStopMinutes: input.autoStopMinutes ?? deps.autoStopMinutes,
       stopReason: null,
+      snapshotId: input.snapshot ?? null,
       createdAt: now,
       updatedAt: now,
     };

@@ -90,6 +90,8 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
     /** Every workspace running or on its way to (the idle sweep's round). */
     awake: (): WorkspaceRow[] => awakeRows.all(),
 
+    nameTaken: (name: string): boolean => !!db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, name)).get(),
+
     ids(): string[] {
       return db.select({ id: workspaces.id }).from(workspaces).all().map((r) => r.id);
     },

@@ -42,7 +42,7 @@ async function startLifecycle() {
   engine = createMemoryEngine({ images: [settings.minimalImage, settings.bunImage] });
   const access = createAccess(db);
   const quotas = createQuotas({ db, limits: settings.quotas });
-  lifecycle = createLifecycle({ db, bus, log, clock: systemClock, settings, engine, access, quotas, templates: createTemplateRegistry(), instance: 'keel_unit', codeKey: Buffer.alloc(32, 7) });
+  lifecycle = createLifecycle({ db, bus, log, clock: systemClock, settings, engine, access, quotas, templates: createTemplateRegistry(), instance: 'keel_unit', snapshotDir: join(dataDir, 'snapshots'), codeKey: Buffer.alloc(32, 7) });
   await lifecycle.startUp();
 }
 
