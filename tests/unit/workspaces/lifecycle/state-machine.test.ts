@@ -144,7 +144,7 @@ describe('stop, start and restart', () => {
     await settled(w.id, 'stopped');
     const e = await refusal(() => lifecycle.stop(alice, w.id, false));
     expect(e.code).toBe('INVALID_TRANSITION');
-    expect(e.details).toEqual({ status: 'stopped', operation: 'stop', allowedFrom: ['running', 'starting', 'restarting'] });
+    expect(e.details).toEqual({ status: 'stopped', operation: 'stop', allowedFrom: ['running', 'starting', 'restarting', 'paused'] });
   });
 
   test('start runs a stopped workspace again in the same container', async () => {
