@@ -2,6 +2,7 @@
 // by the platform's SSE adapter from the service's AsyncIterable of events (each with its `id:`).
 import { Elysia } from 'elysia';
 import { AppError } from '../../../platform/errors';
+import '../workspaces.errors';
 import { lastEventId, type Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { ErrorEnvelope } from '../lifecycle/lifecycle.model';
@@ -27,7 +28,7 @@ import type { Quotas } from '../quotas';
 /** `Last-Event-ID` (wins) or `?after=N`; 0 replays the whole log. */
 function resumePoint(header: string | undefined, after: number | undefined): number {
   if (header === undefined) return after ?? 0;
-  if (!/^\d{1,15}$/.test(header)) throw new AppError('INVALID_REQUEST', 400, 'Last-Event-ID must be an event id (a whole number)', { details: { header: 'last-event-id' } });
+  if (!/^\d{1,15}$/.test(header)) throw new AppError('INVALID_REQUEST', 'Last-Event-ID must be an event id (a whole number)', { header: 'last-event-id' });
   return Number(header);
 }
 

@@ -1,5 +1,6 @@
 // HTTP wiring of command execution: a JSON result, or SSE output with `stream: true`.
 import { AppError, toEnvelope } from '../../../platform/errors';
+import '../workspaces.errors';
 import { Elysia } from 'elysia';
 import type { Sse } from '../../../platform/http/sse';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecEventStream, ExecResult, type ExecResult as ExecResultT } from './exec.model';
@@ -8,7 +9,7 @@ import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth'
 import type { Quotas } from '../quotas';
 import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
 
-const SHUTDOWN_EVENT = { event: 'error', data: toEnvelope(new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; the command was stopped')) };
+const SHUTDOWN_EVENT = { event: 'error', data: toEnvelope(new AppError('SHUTTING_DOWN', 'Keel is shutting down; the command was stopped')) };
 
 export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; sse: Sse; quotas: Quotas }) {
   return new Elysia({ name: 'workspaces.exec' })

@@ -1,6 +1,7 @@
 // HTTP wiring of workspace logs (JSON and live SSE) and of the stream counters admins read.
 import { Elysia, t } from 'elysia';
 import { AppError } from '../../../platform/errors';
+import '../workspaces.errors';
 import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { FOLLOWER_BACKLOG, LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
@@ -49,7 +50,7 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
     .get(
       '/api/system/streams',
       ({ actor }) => {
-        if (!actor.admin) throw new AppError('FORBIDDEN', 403, 'only admins may read stream counters');
+        if (!actor.admin) throw new AppError('FORBIDDEN', 'only admins may read stream counters');
         return { ...deps.logs.stats(), execs: deps.exec.active };
       },
       {

@@ -2,6 +2,7 @@
 // targets and event names, the delivery log, ping and redelivery. Sending is outbox.ts's job.
 import { and, asc, desc, eq, lt, sql } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
+import '../workspaces.errors';
 import type { Db } from '../../../platform/db';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
@@ -28,9 +29,9 @@ export interface WebhooksServiceDeps {
   outbox: Outbox;
 }
 
-const notFound = () => new AppError('WEBHOOK_NOT_FOUND', 404, 'webhook not found');
-const deliveryNotFound = () => new AppError('DELIVERY_NOT_FOUND', 404, 'delivery not found');
-const invalid = (message: string, property: string) => new AppError('INVALID_REQUEST', 400, message, { details: { property } });
+const notFound = () => new AppError('WEBHOOK_NOT_FOUND', 'webhook not found');
+const deliveryNotFound = () => new AppError('DELIVERY_NOT_FOUND', 'delivery not found');
+const invalid = (message: string, property: string) => new AppError('INVALID_REQUEST', message, { property });
 
 /** The one view of a registration: never the secret. */
 export function webhookView(r: RegistrationRow): WebhookView {
@@ -71,9 +72,7 @@ function checkEvents(events: string[]): string[] {
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
     if (e !== '*' && !known.has(e)) {
-      throw new AppError('INVALID_REQUEST', 400, `events/${i} is not a known event name`, {
-        details: { property: `/events/${i}`, known: [...WEBHOOK_EVENTS, '*'] },
-      });
+      throw new AppError('INVALID_REQUEST', `events/${i} is not a known event name`, { property: `/events/${i}`, known: [...WEBHOOK_EVENTS, '*'] });
     }
   }
   return events.includes('*') ? ['*'] : [...new Set(events)];
@@ -111,9 +110,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
 
   function requireActive(reg: RegistrationRow) {
     if (!reg.active) {
-      throw new AppError('WEBHOOK_INACTIVE', 409, 'the webhook is disabled; turn it on with PATCH {"active": true} first', {
-        details: { disabledReason: reg.disabledReason ?? 'manual' },
-      });
+      throw new AppError('WEBHOOK_INACTIVE', 'the webhook is disabled; turn it on with PATCH {"active": true} first', { disabledReason: reg.disabledReason ?? 'manual' });
     }
   }
 
@@ -124,7 +121,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
       const events = checkEvents(input.events);
       const owned = db.select({ n: sql<number>`count(*)` }).from(registrations).where(eq(registrations.owner, actor.id)).get()?.n ?? 0;
       if (owned >= MAX_REGISTRATIONS_PER_ACTOR) {
-        throw new AppError('WEBHOOK_LIMIT_REACHED', 409, `an actor may have at most ${MAX_REGISTRATIONS_PER_ACTOR} webhooks`);
+        throw new AppError('WEBHOOK_LIMIT_REACHED', `an actor may have at most ${MAX_REGISTRATIONS_PER_ACTOR} webhooks`);
       }
       const now = isoNow(clock);
       const row = db
@@ -210,7 +207,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
       requireActive(reg);
       const d = getDelivery(actor, id, deliveryId);
       if (outbox.redeliver(d.seq) === 'in-flight') {
-        throw new AppError('DELIVERY_IN_FLIGHT', 409, 'an attempt of this delivery is in flight; redeliver it once that attempt ends');
+        throw new AppError('DELIVERY_IN_FLIGHT', 'an attempt of this delivery is in flight; redeliver it once that attempt ends');
       }
       return deliveryView(db.select().from(deliveries).where(eq(deliveries.seq, d.seq)).get()!);
     },
