@@ -26,6 +26,18 @@ export const ProblemSchema = t.Object(
   { additionalProperties: true, description: 'RFC 9457 Problem Details (application/problem+json)' },
 );
 
+/** The workspace API's error envelope, for `response` declarations in OpenAPI. */
+export const ErrorEnvelope = t.Object(
+  {
+    error: t.Object({
+      code: t.String({ description: 'stable machine-readable code, e.g. WORKSPACE_NOT_FOUND' }),
+      message: t.String(),
+      details: t.Record(t.String(), t.Unknown()),
+    }),
+  },
+  { description: 'error envelope' },
+);
+
 interface Issue {
   in: string;
   property: string;

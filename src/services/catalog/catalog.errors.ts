@@ -2,6 +2,7 @@
 // platform's, and what it means on the wire. The problem+json renderer and the OpenAPI description
 // both read this table: a throw site names a code, never a status. The codes are fixed by the spec.
 import { defineErrors } from '../../platform/errors';
+import { operationsFor } from '../../platform/http/openapi-errors';
 import { busErrors, problemPlatformErrors } from '../../platform/platform.errors';
 
 /** Found by the operator, not by retrying the same request. */
@@ -25,3 +26,6 @@ const own = defineErrors({
 /** The catalog's table: the platform's problem codes, the bus's, and the service's own. */
 export const catalogErrors = { ...problemPlatformErrors, ...busErrors, ...own };
 export type CatalogErrorCode = keyof typeof catalogErrors;
+
+/** A route's operationId and the codes it answers beyond the platform's (spread into its `detail`). */
+export const catalogOperation = operationsFor(catalogErrors);

@@ -26,6 +26,8 @@ import {
 import type { Caller, IdentityCore } from './identity.service';
 import type { IdentityConfig } from './identity.config';
 import type { KeyStore } from './keys';
+import { identityErrors, identityOperation as op } from './identity.errors';
+import * as identityModels from './identity.model';
 
 
 /**
@@ -84,6 +86,9 @@ function clientBudget(spec: IdentityConfig['sessionRate'], clock: ServiceDeps['c
   });
 }
 
+/** What the admin and caller checks answer: no or a bad token, an ended session, not an admin. */
+const ADMIN = ['unauthenticated', 'reauth-required', 'forbidden'] as const;
+
 // Answers that carry a secret (an API key, a refresh token) must not be kept by any cache.
 const noStore = { 'cache-control': 'no-store' };
 
@@ -92,6 +97,8 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
   return createServiceApp(deps, {
     name: 'identity',
     style: 'problem',
+    errors: identityErrors,
+    models: [identityModels],
     title: 'Keel identity service',
     description:
       'Actors with policies and API keys, sessions with EdDSA access tokens and rotating refresh tokens, and the JWKS that verifies them. Admin routes take a workspace-API admin token (HS256) or an access token with the admin:identity policy.',
@@ -109,12 +116,12 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
       return { keys: keys.publicJwks() };
     }, {
       response: { 200: JwksSchema },
-      detail: { tags: ['keys'], summary: 'Public keys (Ed25519) that verify access tokens', security: [] },
+      detail: { ...op('getJwks'), tags: ['keys'], summary: 'Public keys (Ed25519) that verify access tokens', security: [] },
     })
     .post('/keys/rotate', async () => keys.rotate(), {
       auth: 'admin',
       response: { 200: RotatedKey, ...adminErrors, 409: ProblemSchema },
-      detail: {
+      detail: { ...op('rotateSigningKey', [...ADMIN, 'IDENTITY_KEYS_EXTERNAL']),
         tags: ['keys'],
         summary: 'Rotate the signing key',
         description: 'New tokens are signed with a new key; the previous one stays in the JWKS until previousPublishedUntil (APP_IDENTITY_KEY_OVERLAP_S), so the tokens it signed stay valid until they expire. 409 IDENTITY_KEYS_EXTERNAL when the key comes from APP_IDENTITY_SIGNING_KEY.',
@@ -127,25 +134,25 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
       auth: 'admin',
       body: CreateActorBody,
       response: { 201: ActorWithKey, ...adminErrors },
-      detail: { tags: ['actors'], summary: 'Create an actor', description: 'Answers the API key once; only its hash is kept.' },
+      detail: { ...op('createActor', ADMIN), tags: ['actors'], summary: 'Create an actor', description: 'Answers the API key once; only its hash is kept.' },
     })
     .get('/actors', () => ({ actors: core.listActors() }), {
       auth: 'admin',
       response: { 200: t.Object({ actors: t.Array(ActorSchema) }), ...adminErrors },
-      detail: { tags: ['actors'], summary: 'List actors' },
+      detail: { ...op('listActors', ADMIN), tags: ['actors'], summary: 'List actors' },
     })
     .get('/actors/:id', ({ params }) => ({ actor: core.getActor(params.id) }), {
       auth: 'admin',
       params: IdParams,
       response: { 200: t.Object({ actor: ActorSchema }), ...adminErrors, 404: ProblemSchema },
-      detail: { tags: ['actors'], summary: 'Get an actor' },
+      detail: { ...op('getActor', [...ADMIN, 'IDENTITY_ACTOR_NOT_FOUND']), tags: ['actors'], summary: 'Get an actor' },
     })
     .patch('/actors/:id', ({ params, body }) => ({ actor: core.updateActor(params.id, body) }), {
       auth: 'admin',
       params: IdParams,
       body: UpdateActorBody,
       response: { 200: t.Object({ actor: ActorSchema }), ...adminErrors, 404: ProblemSchema },
-      detail: {
+      detail: { ...op('updateActor', [...ADMIN, 'IDENTITY_ACTOR_NOT_FOUND']),
         tags: ['actors'],
         summary: 'Rename, disable or re-enable an actor, or change its policies',
         description: 'Disabling or changing policies ends the actor\'s sessions: they answer 401 reauth-required (reason actor-disabled or policies-changed).',
@@ -158,7 +165,7 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
       auth: 'admin',
       params: IdParams,
       response: { 200: ActorWithKey, ...adminErrors, 404: ProblemSchema },
-      detail: {
+      detail: { ...op('rotateActorKey', [...ADMIN, 'IDENTITY_ACTOR_NOT_FOUND']),
         tags: ['actors'],
         summary: 'Rotate an actor\'s API key',
         description: 'Answers the new key once. The old key stops working now; sessions it opened answer 401 reauth-required (reason key-rotated).',
@@ -171,7 +178,7 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
       clientBudget: true,
       body: CreateSessionBody,
       response: { 201: TokenPair, 401: ProblemSchema, 422: ProblemSchema, 429: ProblemSchema },
-      detail: { tags: ['sessions'], summary: 'Open a session with an API key', security: [] },
+      detail: { ...op('createSession', ['unauthenticated', 'rate-limited']), tags: ['sessions'], summary: 'Open a session with an API key', security: [] },
     })
     .post('/sessions/refresh', async ({ body, set }) => {
       Object.assign(set.headers, noStore);
@@ -180,7 +187,7 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
       clientBudget: true,
       body: RefreshBody,
       response: { 200: TokenPair, 401: ProblemSchema, 422: ProblemSchema, 429: ProblemSchema },
-      detail: {
+      detail: { ...op('refreshSession', ['unauthenticated', 'reauth-required', 'rate-limited']),
         tags: ['sessions'],
         summary: 'Exchange a refresh token for a new access and refresh token',
         description: 'Each refresh token works once. Presenting a used one revokes the session (401 reauth-required, reason refresh-reuse).',
@@ -194,7 +201,7 @@ export function createIdentityApp(deps: ServiceDeps, config: IdentityConfig, cor
       auth: 'caller',
       params: IdParams,
       response: { 204: t.Undefined(), 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema },
-      detail: {
+      detail: { ...op('revokeSession', [...ADMIN, 'IDENTITY_SESSION_NOT_FOUND']),
         tags: ['sessions'],
         summary: 'Revoke a session',
         description: 'With an access token of the same actor, or as admin. Another actor\'s session answers 404. Guards refuse the session within their live-cache time (2 s).',

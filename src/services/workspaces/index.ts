@@ -12,6 +12,13 @@ import { newId, errorFields } from '../../platform/runtime';
 import type { Env } from '../../platform/config';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
+import { workspaceErrors } from './workspaces.errors';
+import * as lifecycleModels from './lifecycle/lifecycle.model';
+import * as logsModels from './logs/logs.model';
+import * as execModels from './exec/exec.model';
+import * as agentModels from './agent/agent.model';
+import * as webhooksModels from './webhooks/webhooks.model';
+import * as eventsModels from './events/events.model';
 import { createQuotas } from './quotas';
 import { createEngine } from './engine/docker';
 import { createWorkspaceEvents } from './events/events.service';
@@ -110,6 +117,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, lxSetting
   const app = createServiceApp(deps, {
     name: 'workspaces',
     style: 'envelope',
+    errors: workspaceErrors,
+    models: [lifecycleModels, logsModels, execModels, agentModels, webhooksModels, eventsModels],
     title: 'Keel workspace API',
     description:
       'Containerized development workspaces on a Docker engine: lifecycle, logs, command execution and agent sessions. ' +

@@ -2,6 +2,7 @@
 // means on the wire. The error renderer and the OpenAPI description both read this table: a throw
 // site names a code, never a status. The codes are fixed by the spec (../shared/spec/).
 import { defineErrors } from '../../platform/errors';
+import { operationsFor } from '../../platform/http/openapi-errors';
 import { envelopePlatformErrors } from '../../platform/platform.errors';
 
 const own = defineErrors({
@@ -29,3 +30,6 @@ const own = defineErrors({
 /** The workspace API's table: the platform's envelope codes and the service's own. */
 export const workspaceErrors = { ...envelopePlatformErrors, ...own };
 export type WorkspaceErrorCode = keyof typeof workspaceErrors;
+
+/** A route's operationId and the codes it answers beyond the platform's (spread into its `detail`). */
+export const workspaceOperation = operationsFor(workspaceErrors);

@@ -100,17 +100,6 @@ export const DeleteQuery = t.Object({ volumes: t.Optional(t.Boolean({ default: f
 export const ActionResult = t.Object({ id: t.String(), status: WorkspaceStatusSchema });
 export const DeleteResult = t.Object({ id: t.String(), deleted: t.Literal(true) });
 
-export const ErrorEnvelope = t.Object(
-  {
-    error: t.Object({
-      code: t.String({ description: 'stable machine-readable code, e.g. WORKSPACE_NOT_FOUND' }),
-      message: t.String(),
-      details: t.Record(t.String(), t.Unknown()),
-    }),
-  },
-  { description: 'error envelope' },
-);
-
 const QuotaCounts = t.Object({
   workspaces: JsonInteger({ description: 'workspaces held, whatever their status' }),
   running: JsonInteger({ description: 'workspaces creating, starting, restarting or running' }),

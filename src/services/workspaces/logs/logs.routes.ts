@@ -8,7 +8,9 @@ import { FOLLOWER_BACKLOG, LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQue
 import type { LogsService } from './logs.service';
 import type { ExecService } from '../exec/exec.service';
 import type { Quotas } from '../quotas';
-import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
+import { ErrorEnvelope } from '../../../platform/http/errors';
+import { IdParams } from '../lifecycle/lifecycle.model';
+import { workspaceOperation as op } from '../workspaces.errors';
 
 export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; sse: Sse; quotas: Quotas }) {
   return new Elysia({ name: 'workspaces.logs' })
@@ -35,7 +37,7 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
         params: IdParams,
         query: LogsQuery,
         response: { 200: LogsResponse, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
-        detail: {
+        detail: { ...op('getWorkspaceLogs', ['WORKSPACE_NOT_FOUND', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           tags: ['logs'],
           responses: { 200: LogsEventStream },
           summary: 'Logs of a workspace (JSON, or a live SSE stream with follow=true)',
@@ -55,7 +57,7 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
       },
       {
         response: { 200: StreamStats, 401: ErrorEnvelope, 403: ErrorEnvelope },
-        detail: {
+        detail: { ...op('getStreamStats', ['FORBIDDEN']),
           tags: ['logs'],
           summary: 'Open engine log streams, log followers and running execs (admins)',
           description: 'Counters of what Keel holds open, so operators and tests can see that closed clients released everything.',
