@@ -13,6 +13,9 @@ export type { CatalogPaths, IdentityPaths, SourcesPaths, WorkersPaths, Workspace
 type WorkspaceSchemas = WorkspacesComponents['schemas'];
 export type Workspace = WorkspaceSchemas['Workspace'];
 export type WorkspaceWithStats = WorkspaceSchemas['WorkspaceWithStats'];
+export type CreatedWorkspace = WorkspaceSchemas['CreatedWorkspace'];
+export type WorkspaceList = WorkspaceSchemas['WorkspaceList'];
+export type StreamStats = WorkspaceSchemas['StreamStats'];
 export type WorkspaceStatus = Workspace['status'];
 export type CreateWorkspaceBody = WorkspaceSchemas['CreateWorkspaceBody'];
 export type ExecBody = WorkspaceSchemas['ExecBody'];
@@ -34,6 +37,7 @@ export type Work = CatalogComponents['schemas']['Work'];
 export type Problem = CatalogComponents['schemas']['Problem'];
 export type Actor = IdentityComponents['schemas']['Actor'];
 export type TokenPair = IdentityComponents['schemas']['TokenPair'];
+export type ActorWithKey = IdentityComponents['schemas']['ActorWithKey'];
 
 export type KeelService = 'workspaces' | 'catalog' | 'identity' | 'sources' | 'workers';
 
