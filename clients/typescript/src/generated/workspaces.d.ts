@@ -526,7 +526,18 @@ export interface components {
                 };
             };
         };
-        /** @description unknown fields are ignored */
+        /**
+         * @description unknown fields are ignored
+         * @example {
+         *       "name": "demo",
+         *       "template": "minimal",
+         *       "type": "persistent",
+         *       "repo": {
+         *         "url": "https://github.com/oven-sh/bun",
+         *         "branch": "main"
+         *       }
+         *     }
+         */
         CreateWorkspaceBody: {
             /** @description unique among all workspaces */
             name: string;
@@ -543,6 +554,17 @@ export interface components {
                 branch?: string;
             };
         };
+        /**
+         * @example {
+         *       "id": "ws_1m8k2x9q",
+         *       "name": "demo",
+         *       "status": "creating",
+         *       "port": 20000,
+         *       "template": "minimal",
+         *       "type": "persistent",
+         *       "createdAt": "2026-01-05T10:00:00.000Z"
+         *     }
+         */
         CreatedWorkspace: {
             id: string;
             name: string;
@@ -563,6 +585,28 @@ export interface components {
             /** @description size of /workspace / size of the filesystem holding it; "unknown" while stopped and never measured */
             disk: string;
         };
+        /**
+         * @example {
+         *       "id": "ws_1m8k2x9q",
+         *       "name": "demo",
+         *       "status": "running",
+         *       "port": 20000,
+         *       "template": "minimal",
+         *       "type": "persistent",
+         *       "createdAt": "2026-01-05T10:00:00.000Z",
+         *       "containerId": "4f1c2d3e5a6b",
+         *       "urls": {
+         *         "codeServer": "http://keel:3f9a...@localhost:20000",
+         *         "rdp": "rdp://localhost:20000",
+         *         "ssh": "ssh://localhost:20000"
+         *       },
+         *       "stats": {
+         *         "cpu": "1.25%",
+         *         "memory": "12.4MiB / 256MiB",
+         *         "disk": "4.1MiB / 58.3GiB"
+         *       }
+         *     }
+         */
         WorkspaceWithStats: {
             id: string;
             name: string;
@@ -681,6 +725,16 @@ export interface components {
                 followers: number;
             }[];
         };
+        /**
+         * @example {
+         *       "command": "echo hello from $(hostname)",
+         *       "workdir": "/workspace",
+         *       "timeout": 10000,
+         *       "env": {
+         *         "GREETING": "hi"
+         *       }
+         *     }
+         */
         ExecBody: {
             /** @description run by `sh -c` in the workspace */
             command: string;
@@ -701,6 +755,17 @@ export interface components {
              */
             stream?: boolean;
         };
+        /**
+         * @example {
+         *       "exitCode": 0,
+         *       "stdout": "hello from demo\n",
+         *       "stderr": "",
+         *       "duration": 54,
+         *       "timedOut": false,
+         *       "stdoutTruncated": false,
+         *       "stderrTruncated": false
+         *     }
+         */
         ExecResult: {
             /** @description the command's exit status; 124 at the timeout */
             exitCode: number;
@@ -714,6 +779,17 @@ export interface components {
             stdoutTruncated: boolean;
             stderrTruncated: boolean;
         };
+        /**
+         * @example {
+         *       "exitCode": 0,
+         *       "stdout": "hello from demo\n",
+         *       "stderr": "",
+         *       "duration": 54,
+         *       "timedOut": false,
+         *       "stdoutTruncated": false,
+         *       "stderrTruncated": false
+         *     }
+         */
         ExecExit: {
             /** @description the command's exit status; 124 at the timeout */
             exitCode: number;
@@ -745,6 +821,12 @@ export interface components {
             event: "error";
             data: components["schemas"]["ErrorEnvelope"];
         };
+        /**
+         * @example {
+         *       "workspaceId": "ws_1m8k2x9q",
+         *       "model": "openai/gpt-4o-mini"
+         *     }
+         */
         CreateSessionBody: {
             /** @description a workspace the caller owns (it need not be running yet) */
             workspaceId: string;
@@ -854,6 +936,12 @@ export interface components {
             /** @enum {boolean} */
             deleted: true;
         };
+        /**
+         * @example {
+         *       "message": "List the files in /workspace and say what the project is",
+         *       "stream": true
+         *     }
+         */
         SendMessageBody: {
             message: string;
             /**
@@ -1328,12 +1416,12 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "x",
-                 *       "template": "bun-typescript",
+                 *       "name": "demo",
+                 *       "template": "minimal",
                  *       "type": "persistent",
-                 *       "port": 1024,
                  *       "repo": {
-                 *         "url": "x"
+                 *         "url": "https://github.com/oven-sh/bun",
+                 *         "branch": "main"
                  *       }
                  *     }
                  */
@@ -1349,13 +1437,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "string",
-                     *       "name": "string",
+                     *       "id": "ws_1m8k2x9q",
+                     *       "name": "demo",
                      *       "status": "creating",
-                     *       "port": 0,
-                     *       "template": "string",
+                     *       "port": 20000,
+                     *       "template": "minimal",
                      *       "type": "persistent",
-                     *       "createdAt": "2026-01-01T00:00:00.000Z"
+                     *       "createdAt": "2026-01-05T10:00:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["CreatedWorkspace"];
@@ -1592,24 +1680,23 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "string",
-                     *       "name": "string",
-                     *       "status": "creating",
-                     *       "port": 0,
-                     *       "template": "string",
+                     *       "id": "ws_1m8k2x9q",
+                     *       "name": "demo",
+                     *       "status": "running",
+                     *       "port": 20000,
+                     *       "template": "minimal",
                      *       "type": "persistent",
-                     *       "createdAt": "2026-01-01T00:00:00.000Z",
-                     *       "containerId": "string",
+                     *       "createdAt": "2026-01-05T10:00:00.000Z",
+                     *       "containerId": "4f1c2d3e5a6b",
                      *       "urls": {
-                     *         "codeServer": "string",
-                     *         "rdp": "string",
-                     *         "ssh": "string"
+                     *         "codeServer": "http://keel:3f9a...@localhost:20000",
+                     *         "rdp": "rdp://localhost:20000",
+                     *         "ssh": "ssh://localhost:20000"
                      *       },
-                     *       "reason": "string",
                      *       "stats": {
-                     *         "cpu": "string",
-                     *         "memory": "string",
-                     *         "disk": "string"
+                     *         "cpu": "1.25%",
+                     *         "memory": "12.4MiB / 256MiB",
+                     *         "disk": "4.1MiB / 58.3GiB"
                      *       }
                      *     }
                      */
@@ -2946,11 +3033,12 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "command": "x",
-                 *       "workdir": "x",
-                 *       "timeout": 30000,
-                 *       "env": {},
-                 *       "stream": false
+                 *       "command": "echo hello from $(hostname)",
+                 *       "workdir": "/workspace",
+                 *       "timeout": 10000,
+                 *       "env": {
+                 *         "GREETING": "hi"
+                 *       }
                  *     }
                  */
                 "application/json": components["schemas"]["ExecBody"];
@@ -2966,9 +3054,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "exitCode": 0,
-                     *       "stdout": "string",
-                     *       "stderr": "string",
-                     *       "duration": 0,
+                     *       "stdout": "hello from demo\n",
+                     *       "stderr": "",
+                     *       "duration": 54,
                      *       "timedOut": false,
                      *       "stdoutTruncated": false,
                      *       "stderrTruncated": false
@@ -3376,9 +3464,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "workspaceId": "x",
-                 *       "model": "xxx",
-                 *       "context": {}
+                 *       "workspaceId": "ws_1m8k2x9q",
+                 *       "model": "openai/gpt-4o-mini"
                  *     }
                  */
                 "application/json": components["schemas"]["CreateSessionBody"];
@@ -3899,8 +3986,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "message": "x",
-                 *       "stream": false
+                 *       "message": "List the files in /workspace and say what the project is",
+                 *       "stream": true
                  *     }
                  */
                 "application/json": components["schemas"]["SendMessageBody"];

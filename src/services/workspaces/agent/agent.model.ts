@@ -49,7 +49,7 @@ export const CreateSessionBody = t.Object(
     }),
     context: t.Optional(AgentContext),
   },
-  strict,
+  { ...strict, examples: [{ workspaceId: 'ws_1m8k2x9q', model: 'openai/gpt-4o-mini' }] },
 );
 export type CreateSessionInput = Static<typeof CreateSessionBody>;
 
@@ -58,7 +58,7 @@ export const SendMessageBody = t.Object(
     message: t.String({ minLength: 1, maxLength: MESSAGE_MAX_CHARS }),
     stream: t.Optional(t.Boolean({ default: false, description: 'true: answer text/event-stream (see the 200 response)' })),
   },
-  strict,
+  { ...strict, examples: [{ message: 'List the files in /workspace and say what the project is', stream: true }] },
 );
 
 export const ListQuery = t.Object({

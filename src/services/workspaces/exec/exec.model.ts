@@ -40,7 +40,7 @@ export const ExecBody = t.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ command: 'echo hello from $(hostname)', workdir: '/workspace', timeout: 10000, env: { GREETING: 'hi' } }] },
 );
 export type ExecInput = Static<typeof ExecBody>;
 
@@ -54,7 +54,7 @@ export const ExecResult = t.Object({
   timedOut: t.Boolean(),
   stdoutTruncated: t.Boolean(),
   stderrTruncated: t.Boolean(),
-});
+}, { examples: [{ exitCode: 0, stdout: 'hello from demo\n', stderr: '', duration: 54, timedOut: false, stdoutTruncated: false, stderrTruncated: false }] });
 export type ExecResult = Static<typeof ExecResult>;
 
 /** The `exit` event of a streaming exec: the result without the output. */
