@@ -25,6 +25,7 @@ export type QuotaView = WorkspaceSchemas['QuotaView'];
 export type AgentSession = WorkspaceSchemas['Session'];
 export type AgentSessionListEntry = WorkspaceSchemas['SessionListEntry'];
 export type AgentMessage = WorkspaceSchemas['Message'];
+export type AgentToolCall = WorkspaceSchemas['ToolCall'];
 export type AssistantReply = WorkspaceSchemas['AssistantReply'];
 export type Webhook = WorkspaceSchemas['Webhook'];
 export type ErrorEnvelope = WorkspaceSchemas['ErrorEnvelope'];

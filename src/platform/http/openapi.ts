@@ -89,7 +89,7 @@ export function buildDocument(app: AnyElysia, opts: OpenapiOptions): Document {
       },
     }),
   ) as Document;
-  const routes = app.routes as InternalRoute[];
+  const routes = app.routes;
   requireOperationIds(doc, new Set(routes.map((r) => (r.hooks?.detail as { operationId?: string } | undefined)?.operationId).filter((id): id is string => !!id)));
   addDetailResponses(doc, routes);
   addJsonRequestBodies(doc, routes);
