@@ -103,6 +103,7 @@ describe('a document generators love', () => {
     for (const service of SERVICES) {
       const ids = operations(docs[service]).map(({ op }) => op.operationId);
       expect(ids.sort(), service).toEqual([...OPERATION_IDS[service]].sort());
+      for (const { where, op } of operations(docs[service])) expect((op as any)['x-keel-implicit-operation-id'], `${service} ${where}`).toBeUndefined();
     }
   });
 

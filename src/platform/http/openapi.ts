@@ -54,11 +54,13 @@ function addJsonRequestBodies(doc: Document, routes: InternalRoute[]) {
   }
 }
 
-/** Every operation needs an explicit operationId: SDK method names must not change when a path does. */
-function requireOperationIds(doc: Document, explicit: Set<string>) {
-  for (const { path, method, op } of operationsOf(doc)) {
-    if (!op.operationId || !explicit.has(op.operationId)) throw new Error(`${method.toUpperCase()} ${path} has no explicit operationId (see operation() in platform/http/openapi.ts)`);
-  }
+/**
+ * Every operation needs an explicit operationId (`operation(id, codes)`): SDK method names must not
+ * change when a path does. One without keeps the generator's path-derived id, flagged for review;
+ * tests/platform/openapi.test.ts holds the list of ids and fails on it.
+ */
+function flagImplicitOperationIds(doc: Document, explicit: Set<string>) {
+  for (const { op } of operationsOf(doc)) if (!op.operationId || !explicit.has(op.operationId)) op['x-keel-implicit-operation-id'] = true;
 }
 
 export interface OpenapiOptions {
@@ -90,7 +92,7 @@ export function buildDocument(app: AnyElysia, opts: OpenapiOptions): Document {
     }),
   ) as Document;
   const routes = app.routes;
-  requireOperationIds(doc, new Set(routes.map((r) => (r.hooks?.detail as { operationId?: string } | undefined)?.operationId).filter((id): id is string => !!id)));
+  flagImplicitOperationIds(doc, new Set(routes.map((r) => (r.hooks?.detail as { operationId?: string } | undefined)?.operationId).filter((id): id is string => !!id)));
   addDetailResponses(doc, routes);
   addJsonRequestBodies(doc, routes);
   normalizeSchemas(doc);
