@@ -16,6 +16,7 @@ import { defineService, type Service, type ServiceDeps } from '../../platform/se
 import { createAccess } from './access';
 import { workspaceErrors } from './workspaces.errors';
 import * as lifecycleModels from './lifecycle/lifecycle.model';
+import * as snapshotsModels from './lifecycle/snapshots.model';
 import * as logsModels from './logs/logs.model';
 import * as execModels from './exec/exec.model';
 import * as agentModels from './agent/agent.model';
@@ -156,7 +157,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     name: 'workspaces',
     style: 'envelope',
     errors: workspaceErrors,
-    models: [lifecycleModels, logsModels, execModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels],
+    models: [lifecycleModels, snapshotsModels, logsModels, execModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels],
     title: 'Keel workspace API',
     description:
       'Containerized development workspaces on a Docker engine: lifecycle, logs, command execution and agent sessions. ' +

@@ -120,7 +120,8 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     })
     .post('/api/workspaces/:id/pause', ({ actor, params }) => ws.pause(actor, params.id), {
       ...transition,
-      detail: {
+      response: { ...transition.response, 502: ErrorEnvelope, 503: ErrorEnvelope },
+      detail: { ...op('pauseWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
         summary: 'Pause a running workspace (docker pause)',
         description:
           'From running. Every process is frozen (no CPU), memory and state are kept, and the workspace still counts against APP_QUOTA_RUNNING. ' +
@@ -130,7 +131,8 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     })
     .post('/api/workspaces/:id/resume', ({ actor, params }) => ws.resume(actor, params.id), {
       ...transition,
-      detail: {
+      response: { ...transition.response, 502: ErrorEnvelope, 503: ErrorEnvelope },
+      detail: { ...op('resumeWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
         summary: 'Resume a paused workspace (docker unpause)',
         description:
           'From paused. The processes continue where they were; answers once done with `{id, status: "running"}` (milliseconds) and sends `workspace.resumed`. ' +

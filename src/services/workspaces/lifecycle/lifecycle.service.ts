@@ -199,16 +199,16 @@ export function createLifecycle(deps: LifecycleDeps) {
     async fork(actor: Actor, id: string, input: { name: string; count: number }): Promise<{ workspaces: CreatedView[] }> {
       const names = Array.from({ length: input.count }, (_, i) => `${input.name}-${i + 1}`);
       for (const n of names) {
-        if (n.length > 63) throw new AppError('INVALID_REQUEST', 400, 'name plus the "-<n>" suffix must fit in 63 characters', { details: { property: '/name' } });
-        if (records.nameTaken(n)) throw new AppError('WORKSPACE_EXISTS', 409, 'a workspace with this name already exists', { details: { name: n } });
+        if (n.length > 63) throw new AppError('INVALID_REQUEST', 'name plus the "-<n>" suffix must fit in 63 characters', { property: '/name' });
+        if (records.nameTaken(n)) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name already exists', { name: n });
       }
       if (!actor.admin) {
         const used = quotas.usage(actor);
         if (used.workspaces + input.count > quotas.limits.workspaces) {
-          throw new AppError('QUOTA_EXCEEDED', 429, `a fork of ${input.count} would pass APP_QUOTA_WORKSPACES`, { details: { quota: 'workspaces', limit: quotas.limits.workspaces } });
+          throw new AppError('QUOTA_EXCEEDED', `a fork of ${input.count} would pass APP_QUOTA_WORKSPACES`, { quota: 'workspaces', limit: quotas.limits.workspaces });
         }
         if (used.running + input.count > quotas.limits.running) {
-          throw new AppError('QUOTA_EXCEEDED', 429, `a fork of ${input.count} would pass APP_QUOTA_RUNNING`, { details: { quota: 'running', limit: quotas.limits.running } });
+          throw new AppError('QUOTA_EXCEEDED', `a fork of ${input.count} would pass APP_QUOTA_RUNNING`, { quota: 'running', limit: quotas.limits.running });
         }
       }
       const source = access.getOwned(actor, id);

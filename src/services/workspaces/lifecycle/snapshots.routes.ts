@@ -3,7 +3,9 @@
 import { Elysia } from 'elysia';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import type { Lifecycle } from './lifecycle.service';
-import { ErrorEnvelope, IdParams } from './lifecycle.model';
+import { ErrorEnvelope } from '../../../platform/http/errors';
+import { workspaceOperation as op } from '../workspaces.errors';
+import { IdParams } from './lifecycle.model';
 import { CreateSnapshotBody, ForkBody, ForkResult, Snapshot, SnapshotDeleted, SnapshotIdParams, SnapshotList } from './snapshots.model';
 
 const QUOTA = 'A non-admin actor holds at most APP_QUOTA_SNAPSHOTS (20) snapshots: past it 429 `QUOTA_EXCEEDED` with `details: {quota: "snapshots", limit}`.';
@@ -25,6 +27,7 @@ export function snapshotsRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: L
         body: CreateSnapshotBody,
         response: { 201: Snapshot, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
         detail: {
+          ...op('createSnapshot', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           summary: "Snapshot a workspace: its container's file system and its volume",
           description:
             'From running, paused or stopped (else 409 `INVALID_TRANSITION`). The container is committed to an image (its processes paused for the ' +
@@ -45,6 +48,7 @@ export function snapshotsRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: L
         body: ForkBody,
         response: { 201: ForkResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
         detail: {
+          ...op('forkWorkspace', ['WORKSPACE_NOT_FOUND', 'WORKSPACE_EXISTS', 'INVALID_TRANSITION', 'QUOTA_EXCEEDED', 'PORT_UNAVAILABLE', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE', 'ISOLATION_UNAVAILABLE']),
           summary: 'Fork a workspace into 1-10 new ones from one snapshot of it',
           description:
             'Takes one snapshot named `name` (listed, counted, deletable once its workspaces are gone), then creates `<name>-1` ... `<name>-<count>` ' +
@@ -55,17 +59,18 @@ export function snapshotsRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: L
     )
     .get('/api/snapshots', ({ actor }) => ({ snapshots: ws.snapshots.list(actor) }), {
       response: { 200: SnapshotList, 401: ErrorEnvelope, 429: ErrorEnvelope },
-      detail: { summary: 'List your snapshots (admins: all), oldest first' },
+      detail: { ...op('listSnapshots'), summary: 'List your snapshots (admins: all), oldest first' },
     })
     .get('/api/snapshots/:id', ({ actor, params }) => ws.snapshots.get(actor, params.id), {
       params: SnapshotIdParams,
       response: { 200: Snapshot, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
-      detail: { summary: 'A snapshot (another actor\'s: 404 `SNAPSHOT_NOT_FOUND`)' },
+      detail: { ...op('getSnapshot', ['SNAPSHOT_NOT_FOUND']), summary: 'A snapshot (another actor\'s: 404 `SNAPSHOT_NOT_FOUND`)' },
     })
     .delete('/api/snapshots/:id', ({ actor, params }) => ws.snapshots.remove(actor, params.id), {
       params: SnapshotIdParams,
       response: { 200: SnapshotDeleted, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
       detail: {
+        ...op('deleteSnapshot', ['SNAPSHOT_NOT_FOUND', 'SNAPSHOT_IN_USE', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
         summary: 'Delete a snapshot: its image leaves the engine, its volume archive the disk',
         description: '409 `SNAPSHOT_IN_USE` with `details.workspaces` while workspaces made from it exist (their containers run its image): delete those first.',
       },

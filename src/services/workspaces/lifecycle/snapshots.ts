@@ -20,7 +20,7 @@ import { snapshots, workspaces, type SnapshotRow } from '../workspaces.tables';
 /** Statuses a workspace can be snapshotted from: its container exists and is not being changed. */
 const SNAPSHOT_FROM = ['running', 'paused', 'stopped'] as const;
 
-export const snapshotNotFound = () => new AppError('SNAPSHOT_NOT_FOUND', 404, 'snapshot not found');
+export const snapshotNotFound = () => new AppError('SNAPSHOT_NOT_FOUND', 'snapshot not found');
 
 export function createSnapshots(deps: {
   db: Db;
@@ -43,9 +43,7 @@ export function createSnapshots(deps: {
   const countOf = (owner: string) => db.select({ n: count() }).from(snapshots).where(eq(snapshots.owner, owner)).get()?.n ?? 0;
 
   const overQuota = () =>
-    new AppError('QUOTA_EXCEEDED', 429, `at most ${deps.quota} snapshots per actor (APP_QUOTA_SNAPSHOTS); delete one first`, {
-      details: { quota: 'snapshots', limit: deps.quota },
-    });
+    new AppError('QUOTA_EXCEEDED', `at most ${deps.quota} snapshots per actor (APP_QUOTA_SNAPSHOTS); delete one first`, { quota: 'snapshots', limit: deps.quota });
 
   function getOwned(actor: Actor, id: string): SnapshotRow {
     const row = byId.get({ id });
@@ -78,9 +76,7 @@ export function createSnapshots(deps: {
     async create(actor: Actor, workspaceId: string, name: string): Promise<SnapshotRow> {
       const ws = deps.access.getOwned(actor, workspaceId);
       const refuse = (status: string) =>
-        new AppError('INVALID_TRANSITION', 409, `cannot snapshot a workspace that is ${status}`, {
-          details: { status, operation: 'snapshot', allowedFrom: [...SNAPSHOT_FROM] },
-        });
+        new AppError('INVALID_TRANSITION', `cannot snapshot a workspace that is ${status}`, { status, operation: 'snapshot', allowedFrom: [...SNAPSHOT_FROM] });
       if (!(SNAPSHOT_FROM as readonly string[]).includes(ws.status)) throw refuse(ws.status);
       if (!actor.admin && countOf(ws.owner) >= deps.quota) throw overQuota();
       let result: SnapshotRow | undefined;
@@ -118,9 +114,7 @@ export function createSnapshots(deps: {
       const row = getOwned(actor, id);
       const users = db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.snapshotId, id)).all().map((w) => w.id);
       if (users.length > 0) {
-        throw new AppError('SNAPSHOT_IN_USE', 409, 'workspaces made from this snapshot still exist (their containers use its image); delete them first', {
-          details: { workspaces: users },
-        });
+        throw new AppError('SNAPSHOT_IN_USE', 'workspaces made from this snapshot still exist (their containers use its image); delete them first', { workspaces: users });
       }
       try {
         await removeObjects(row.id, row.image);

@@ -195,9 +195,7 @@ export function createStateMachine(deps: {
     async freeze(row: WorkspaceRow, operation: 'pause' | 'resume'): Promise<{ id: string; status: WorkspaceStatus }> {
       const allowed = ALLOWED_FROM[operation];
       const refuse = (status: WorkspaceStatus) =>
-        new AppError('INVALID_TRANSITION', 409, `cannot ${operation} a workspace that is ${status}`, {
-          details: { status, operation, allowedFrom: [...allowed] },
-        });
+        new AppError('INVALID_TRANSITION', `cannot ${operation} a workspace that is ${status}`, { status, operation, allowedFrom: [...allowed] });
       if (!(allowed as readonly string[]).includes(row.status)) throw refuse(row.status);
       let failure: unknown;
       let status: WorkspaceStatus = row.status;
