@@ -142,57 +142,58 @@ export async function run(): Promise<Record<string, unknown>> {
     const out: Record<string, unknown> = {};
     if (PARTS.has('3')) out.resume = await resumeLatency(keel, first, image);
     if (PARTS.has('4')) out.fork = await forkOfTen(keel, first, created);
-    if (!PARTS.has('1') && !PARTS.has('2')) return out;
-    // 1. the list endpoint with 50 workspaces
-    for (let i = 1; i < WORKSPACES; i += 10) {
-      const batch = Array.from({ length: Math.min(10, WORKSPACES - i) }, (_, k) => keel.workspace(`bench-${i + k}`));
-      for (const w of await Promise.all(batch)) created.push(w.id);
-    }
-    const token = keel.token();
-    const listUrl = `${keel.url}/api/workspaces`;
-    const listRes = await fetch(listUrl, { headers: { authorization: `Bearer ${token}` } });
-    const listBody = await listRes.text();
-    const count = (JSON.parse(listBody) as WorkspaceList).workspaces.length;
-    if (count !== WORKSPACES) throw new Error(`expected ${WORKSPACES} workspaces in the list, got ${count}`);
-    const baseline = await startBaseline(listBody);
-    let keelLoad, bareLoad;
-    try {
-      const headers = { authorization: `Bearer ${token}` };
-      bareLoad = await load(() => fetch(baseline.url + '/api/workspaces', { headers }).then((r) => r.arrayBuffer()), { total: REQUESTS, concurrency: CONCURRENCY });
-      keelLoad = await load(() => fetch(listUrl, { headers }).then((r) => r.arrayBuffer()), { total: REQUESTS, concurrency: CONCURRENCY });
-    } finally {
-      baseline.stop();
-    }
-    printTable(`GET /api/workspaces, ${WORKSPACES} workspaces (${(listBody.length / 1024).toFixed(1)} KiB), ${REQUESTS} requests over ${CONCURRENCY} loops`, [
-      { target: 'keel', rps: round(keelLoad.rps, 0), p50Ms: round(keelLoad.p50Ms), p99Ms: round(keelLoad.p99Ms) },
-      { target: 'bare Bun.serve (same JSON)', rps: round(bareLoad.rps, 0), p50Ms: round(bareLoad.p50Ms), p99Ms: round(bareLoad.p99Ms) },
-    ]);
-    const listRatio = keelLoad.rps / bareLoad.rps;
-    console.log(`keel serves ${round(listRatio * 100, 1)}% of the bare server's requests/s; p99 ${round(keelLoad.p99Ms / bareLoad.p99Ms, 2)}x`);
+    if (PARTS.has('2')) {
+      // 2. create-to-running
+      const api: number[] = [];
+      for (let i = 0; i < CREATE_RUNS; i++) {
+        const r = await createToRunning(keel, `bench-create-${i}`);
+        api.push(r.ms);
+        created.push(r.id);
+      }
+      const bare: number[] = [];
+      for (let i = 0; i < CREATE_RUNS; i++) bare.push(dockerRunOnce(i, image));
+      const a = summarize(api);
+      const b = summarize(bare);
+      printTable(`create-to-running, median of ${CREATE_RUNS}`, [
+        { path: 'POST /api/workspaces -> running', medianMs: round(a.medianMs, 0), maxMs: round(a.maxMs, 0) },
+        { path: 'docker run -d (same image, volume, port, limits)', medianMs: round(b.medianMs, 0), maxMs: round(b.maxMs, 0) },
+      ]);
+      const createRatio = a.medianMs / b.medianMs;
+      console.log(`create-to-running through Keel takes ${round(createRatio, 2)}x docker run -d`);
 
-    // 2. create-to-running
-    const api: number[] = [];
-    for (let i = 0; i < CREATE_RUNS; i++) {
-      const r = await createToRunning(keel, `bench-create-${i}`);
-      api.push(r.ms);
-      created.push(r.id);
+      out.createToRunning = { runs: CREATE_RUNS, apiMedianMs: round(a.medianMs, 0), dockerRunMedianMs: round(b.medianMs, 0), ratio: round(createRatio, 2) };
     }
-    const bare: number[] = [];
-    for (let i = 0; i < CREATE_RUNS; i++) bare.push(dockerRunOnce(i, image));
-    const a = summarize(api);
-    const b = summarize(bare);
-    printTable(`create-to-running, median of ${CREATE_RUNS}`, [
-      { path: 'POST /api/workspaces -> running', medianMs: round(a.medianMs, 0), maxMs: round(a.maxMs, 0) },
-      { path: 'docker run -d (same image, volume, port, limits)', medianMs: round(b.medianMs, 0), maxMs: round(b.maxMs, 0) },
-    ]);
-    const createRatio = a.medianMs / b.medianMs;
-    console.log(`create-to-running through Keel takes ${round(createRatio, 2)}x docker run -d`);
+    if (PARTS.has('1')) {
+      // 1. the list endpoint with 50 workspaces
+      for (let i = 1; i < WORKSPACES; i += 10) {
+        const batch = Array.from({ length: Math.min(10, WORKSPACES - i) }, (_, k) => keel.workspace(`bench-${i + k}`));
+        for (const w of await Promise.all(batch)) created.push(w.id);
+      }
+      const token = keel.token();
+      const listUrl = `${keel.url}/api/workspaces`;
+      const listRes = await fetch(listUrl, { headers: { authorization: `Bearer ${token}` } });
+      const listBody = await listRes.text();
+      const count = (JSON.parse(listBody) as WorkspaceList).workspaces.length;
+      if (count !== WORKSPACES) throw new Error(`expected ${WORKSPACES} workspaces in the list, got ${count}`);
+      const baseline = await startBaseline(listBody);
+      let keelLoad, bareLoad;
+      try {
+        const headers = { authorization: `Bearer ${token}` };
+        bareLoad = await load(() => fetch(baseline.url + '/api/workspaces', { headers }).then((r) => r.arrayBuffer()), { total: REQUESTS, concurrency: CONCURRENCY });
+        keelLoad = await load(() => fetch(listUrl, { headers }).then((r) => r.arrayBuffer()), { total: REQUESTS, concurrency: CONCURRENCY });
+      } finally {
+        baseline.stop();
+      }
+      printTable(`GET /api/workspaces, ${WORKSPACES} workspaces (${(listBody.length / 1024).toFixed(1)} KiB), ${REQUESTS} requests over ${CONCURRENCY} loops`, [
+        { target: 'keel', rps: round(keelLoad.rps, 0), p50Ms: round(keelLoad.p50Ms), p99Ms: round(keelLoad.p99Ms) },
+        { target: 'bare Bun.serve (same JSON)', rps: round(bareLoad.rps, 0), p50Ms: round(bareLoad.p50Ms), p99Ms: round(bareLoad.p99Ms) },
+      ]);
+      const listRatio = keelLoad.rps / bareLoad.rps;
+      console.log(`keel serves ${round(listRatio * 100, 1)}% of the bare server's requests/s; p99 ${round(keelLoad.p99Ms / bareLoad.p99Ms, 2)}x`);
 
-    return {
-      ...out,
-      list: { workspaces: WORKSPACES, requests: REQUESTS, concurrency: CONCURRENCY, keel: keelLoad, bare: bareLoad, rpsRatio: round(listRatio, 3) },
-      createToRunning: { runs: CREATE_RUNS, apiMedianMs: round(a.medianMs, 0), dockerRunMedianMs: round(b.medianMs, 0), ratio: round(createRatio, 2) },
-    };
+      out.list = { workspaces: WORKSPACES, requests: REQUESTS, concurrency: CONCURRENCY, keel: keelLoad, bare: bareLoad, rpsRatio: round(listRatio, 3) };
+    }
+    return out;
   } finally {
     for (const id of created) await keel.api(`/api/workspaces/${id}?volumes=true`, { method: 'DELETE' }).catch(() => {});
     const snaps = (await (await keel.api('/api/snapshots')).json().catch(() => ({ snapshots: [] }))) as { snapshots: { id: string }[] };
