@@ -51,7 +51,7 @@ export interface paths {
         put?: never;
         /**
          * Create a workspace
-         * @description Answers 201 with status `creating`; the image is made ready (the `minimal` image is built offline on first use), the volume and container are created, `repo` is cloned into /workspace on the Keel host, and the workspace starts. Any failure ends in status `failed` with `reason`. 409 `WORKSPACE_EXISTS` when the name is taken (names are unique across all owners), 409 `PORT_UNAVAILABLE` when `port` is reserved by another workspace or held by any process on the host, 400 `INVALID_REQUEST` for a malformed body, an unknown template, a `port` outside APP_WORKSPACE_PORT_RANGE (admins excepted), a repo URL that is not http://, https:// or git://, or a repo host that is an IP literal in a link-local or metadata range (any spelling). 503 `ENGINE_UNAVAILABLE` (with Retry-After) when no container engine answers, 503 `CLONE_QUEUE_FULL` (with Retry-After) when too many repo clones run or wait (APP_CLONE_CONCURRENCY, APP_CLONE_QUEUE): nothing is created, retry later. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses. 503 `ISOLATION_UNAVAILABLE` when Keel cannot firewall workspace networks here and APP_WORKSPACE_FIREWALL=required (docs/security.md): nothing is created. A creation cut short by a crash of Keel is finished when Keel starts again (see docs/workspaces.md, "Crash recovery").
+         * @description Answers 201 with status `creating`; the image is made ready (the `minimal` image is built offline on first use), the volume and container are created, `repo` is cloned into /workspace on the Keel host, and the workspace starts. Any failure ends in status `failed` with `reason`. 409 `WORKSPACE_EXISTS` when the name is taken (names are unique across all owners), 409 `PORT_UNAVAILABLE` when `port` is reserved by another workspace or held by any process on the host, 400 `INVALID_REQUEST` for a malformed body, an unknown template, a `port` outside APP_WORKSPACE_PORT_RANGE (admins excepted), a repo URL that is not http://, https:// or git://, or a repo host that is an IP literal in a link-local or metadata range (any spelling). 503 `ENGINE_UNAVAILABLE` (with Retry-After) when no container engine answers, 503 `CLONE_QUEUE_FULL` (with Retry-After) when too many repo clones run or wait (APP_CLONE_CONCURRENCY, APP_CLONE_QUEUE): nothing is created, retry later. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting, running or paused; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses. 503 `ISOLATION_UNAVAILABLE` when Keel cannot firewall workspace networks here and APP_WORKSPACE_FIREWALL=required (docs/security.md): nothing is created. A creation cut short by a crash of Keel is finished when Keel starts again (see docs/workspaces.md, "Crash recovery").
          */
         post: operations["createWorkspace"];
         delete?: never;
@@ -92,7 +92,7 @@ export interface paths {
         put?: never;
         /**
          * Start a stopped (or failed) workspace
-         * @description From stopped or failed (a container removed outside Keel is recreated over the kept volume). Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses.
+         * @description From stopped or failed (a container removed outside Keel is recreated over the kept volume). Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting, running or paused; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses.
          */
         post: operations["startWorkspace"];
         delete?: never;
@@ -112,7 +112,7 @@ export interface paths {
         put?: never;
         /**
          * Stop a workspace (force=true: SIGKILL)
-         * @description From running, starting or restarting (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress.
+         * @description From running, starting, restarting or paused (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress.
          */
         post: operations["stopWorkspace"];
         delete?: never;
@@ -132,7 +132,7 @@ export interface paths {
         put?: never;
         /**
          * Restart a workspace
-         * @description From running or stopped. Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress. A restart from stopped takes a running place. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses.
+         * @description From running or stopped. Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress. A restart from stopped takes a running place. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting, running or paused; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses.
          */
         post: operations["restartWorkspace"];
         delete?: never;
@@ -839,7 +839,7 @@ export interface components {
             limits: {
                 /** @description workspaces held, whatever their status */
                 workspaces: number;
-                /** @description workspaces creating, starting, restarting or running */
+                /** @description workspaces creating, starting, restarting, running or paused */
                 running: number;
                 /** @description exec calls in flight */
                 execs: number;
@@ -851,7 +851,7 @@ export interface components {
             used: {
                 /** @description workspaces held, whatever their status */
                 workspaces: number;
-                /** @description workspaces creating, starting, restarting or running */
+                /** @description workspaces creating, starting, restarting, running or paused */
                 running: number;
                 /** @description exec calls in flight */
                 execs: number;

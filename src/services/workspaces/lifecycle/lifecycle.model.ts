@@ -135,7 +135,7 @@ export const DeleteResult = t.Object({ id: t.String(), deleted: t.Literal(true) 
 
 const QuotaCounts = t.Object({
   workspaces: JsonInteger({ description: 'workspaces held, whatever their status' }),
-  running: JsonInteger({ description: 'workspaces creating, starting, restarting or running' }),
+  running: JsonInteger({ description: 'workspaces creating, starting, restarting, running or paused' }),
   execs: JsonInteger({ description: 'exec calls in flight' }),
   streams: JsonInteger({ description: 'open log follows, streaming execs and agent streams' }),
   volumes: JsonInteger({ description: 'volumes kept by deletes of persistent workspaces (GET /api/volumes lists them)' }),

@@ -21,7 +21,7 @@ import {
 } from './lifecycle.model';
 
 const QUOTAS =
-  'A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past ' +
+  'A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting, running or paused; past ' +
   'either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. ' +
   'GET /api/quotas says what the caller uses.';
 
@@ -111,7 +111,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       query: StopQuery,
       detail: { ...op('stopWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION']),
         summary: 'Stop a workspace (force=true: SIGKILL)',
-        description: `From running, starting or restarting (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. ${TRANSITIONS}`,
+        description: `From running, starting, restarting or paused (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. ${TRANSITIONS}`,
       },
     })
     .post('/api/workspaces/:id/restart', ({ actor, params }) => ws.restart(actor, params.id), {
