@@ -4,11 +4,12 @@ import { createServiceApp } from '../../platform/http/service-app';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { checkJobHandlers } from './jobs';
 import { createLibraryScanJob } from './jobs/library-scan';
+import type { JobQueue } from './queue';
 import { createJobRunner } from './runner';
 import { loadWorkersConfig, type WorkersConfig } from './workers.config';
 import { createWorkers } from './workers.service';
 
-export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Service {
+export async function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Promise<Service> {
   const log = deps.log.child({ worker: cfg.workerId });
   const handlers = checkJobHandlers([
     createLibraryScanJob({
@@ -19,7 +20,12 @@ export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Ser
     }),
   ]);
   // A new job wakes the runner at once rather than at its next poll.
-  const workers = createWorkers({ db: deps.db, bus: deps.bus, clock: deps.clock, log, onSubmit: () => runner.wake() });
+  const onSubmit = () => runner.wake();
+  const workers: JobQueue =
+    cfg.queue === 'jetstream'
+      ? // Loaded only when asked for, like the NATS bus: the embedded default never loads the client.
+        await (await import('./queue-jetstream')).createJetStreamQueue({ url: deps.config.bus, bus: deps.bus, clock: deps.clock, log, leaseMs: cfg.leaseMs, onSubmit })
+      : createWorkers({ db: deps.db, bus: deps.bus, clock: deps.clock, log, onSubmit });
   const runner = createJobRunner({
     queue: workers,
     handlers,
@@ -49,6 +55,7 @@ export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Ser
     async stop() {
       stopListening?.();
       await runner.stop();
+      await workers.close?.();
     },
   };
 }

@@ -1,10 +1,16 @@
 // The workers service's own environment: runner bounds and the library crawl. Parsed once at start-up.
 import { hostname } from 'node:os';
-import { readDirList, readInt, readString, type Env } from '../../platform/config';
+import { ConfigError, readDirList, readInt, readString, type Env } from '../../platform/config';
 
 export interface WorkersConfig {
   /** APP_MEDIA_ROOTS, the same list (and order) as the catalog's: a scan job walks them. */
   mediaRoots: string[];
+  /**
+   * APP_WORKERS_QUEUE: where jobs wait. `jetstream` (the default when APP_BUS is a nats:// URL):
+   * a JetStream work-queue stream that workers on every machine share; `database` (the default
+   * otherwise): the workers_jobs table, shared by processes on one database.
+   */
+  queue: 'database' | 'jetstream';
   /** This worker's name in job leases (several processes may share one database). */
   workerId: string;
   concurrency: number;
@@ -20,7 +26,12 @@ export interface WorkersConfig {
 
 export function loadWorkersConfig(env: Env = process.env): WorkersConfig {
   const random = Buffer.from(crypto.getRandomValues(new Uint8Array(4))).toString('hex');
+  const nats = (env.APP_BUS ?? '').startsWith('nats://');
+  const queue = readString(env, 'APP_WORKERS_QUEUE', nats ? 'jetstream' : 'database');
+  if (queue !== 'database' && queue !== 'jetstream') throw new ConfigError('APP_WORKERS_QUEUE', 'must be database or jetstream');
+  if (queue === 'jetstream' && !nats) throw new ConfigError('APP_WORKERS_QUEUE', 'jetstream needs APP_BUS to be a nats:// URL');
   return {
+    queue,
     mediaRoots: readDirList(env, 'APP_MEDIA_ROOTS'),
     workerId: readString(env, 'APP_WORKER_ID', `${hostname()}-${process.pid}-${random}`),
     concurrency: readInt(env, 'APP_WORKERS_CONCURRENCY', 2, 1, 64),
