@@ -1,6 +1,7 @@
 // Composition root of the workers service: the job queue (answering the workers' bus commands),
 // the job handlers (checked at boot: one per job type) and the runner that executes them.
 import { createServiceApp } from '../../platform/http/service-app';
+import { errorFields } from '../../platform/runtime';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { checkJobHandlers } from './jobs';
 import { createLibraryScanJob } from './jobs/library-scan';
@@ -21,11 +22,21 @@ export async function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig
   ]);
   // A new job wakes the runner at once rather than at its next poll.
   const onSubmit = () => runner.wake();
-  const workers: JobQueue =
-    cfg.queue === 'jetstream'
-      ? // Loaded only when asked for, like the NATS bus: the embedded default never loads the client.
-        await (await import('./queue-jetstream')).createJetStreamQueue({ url: deps.config.bus, bus: deps.bus, clock: deps.clock, log, leaseMs: cfg.leaseMs, onSubmit })
-      : createWorkers({ db: deps.db, bus: deps.bus, clock: deps.clock, log, onSubmit });
+  const inDatabase = () => createWorkers({ db: deps.db, bus: deps.bus, clock: deps.clock, log, onSubmit });
+  let workers: JobQueue;
+  if (cfg.queue === 'database') workers = inDatabase();
+  else {
+    try {
+      // Loaded only when asked for, like the NATS bus: the embedded default never loads the client.
+      const { createJetStreamQueue } = await import('./queue-jetstream');
+      workers = await createJetStreamQueue({ url: deps.config.bus, bus: deps.bus, clock: deps.clock, log, leaseMs: cfg.leaseMs, onSubmit });
+    } catch (e) {
+      // Asked for by name, JetStream must be there; by default the database queue stands in.
+      if (cfg.queue === 'jetstream') throw new Error(`APP_WORKERS_QUEUE=jetstream: the NATS server of APP_BUS gives no JetStream (${(e as Error).name})`);
+      log.warn('JetStream is not available on the NATS server (start it with -js): jobs wait in the database queue', errorFields(e));
+      workers = inDatabase();
+    }
+  }
   const runner = createJobRunner({
     queue: workers,
     handlers,
