@@ -206,8 +206,9 @@ export async function createJetStreamQueue(deps: JetStreamQueueDeps): Promise<Jo
       consumers.add(name);
     }
     // A subscription of its own (noMux): the message comes on its own subject, which the shared
-    // request inbox would not match.
-    const m = await nc.request(`$JS.API.CONSUMER.MSG.NEXT.${JOB_STREAM}.${name}`, enc.encode(JSON.stringify({ batch: 1, no_wait: true })), { timeout: 5000, noMux: true });
+    // request inbox would not match. A short expiry rather than no_wait: nats-server 2.9 left one of
+    // two no_wait pulls on one consumer unanswered when they came together (two workers).
+    const m = await nc.request(`$JS.API.CONSUMER.MSG.NEXT.${JOB_STREAM}.${name}`, enc.encode(JSON.stringify({ batch: 1, expires: 200 * NS })), { timeout: 5000, noMux: true });
     // No message: a status reply (404 no messages, 408) with no acknowledgement subject.
     if (!m.reply || (m.headers && m.headers.code >= 300)) return undefined;
     return m;
