@@ -8,6 +8,7 @@ import type { JobView } from '../../src/platform/bus/subjects';
 import { waitForScan, postLibraryScan } from '../helpers/library';
 import { catalogToken, mediaFixtures, tempMediaRoot } from '../helpers/media';
 import { startTestNats, type TestNats } from '../helpers/nats';
+import { freePort } from '../../scripts/machine';
 import { BUN, startKeel, type KeelProcess } from '../helpers/process';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
 
@@ -126,3 +127,22 @@ describe('jobs on a JetStream work queue', () => {
     expect(await p.bus.request('cmd.workers.cancel', { id: '../x y' }).catch((e) => e.code)).toBe('WORKERS_JOB_NOT_FOUND');
   }, 60_000);
 });
+
+test('on a NATS server without JetStream the workers keep their jobs in the database, unless told to use JetStream', async () => {
+  const port = await freePort();
+  const monitor = await freePort();
+  const plain = Bun.spawn(['nats-server', '-a', '127.0.0.1', '-p', String(port), '-m', String(monitor)], { stdout: 'ignore', stderr: 'ignore' });
+  try {
+    const env = { ...workerEnv(), APP_BUS: `nats://127.0.0.1:${port}` };
+    for (let i = 0; i < 100 && !(await fetch(`http://127.0.0.1:${monitor}/healthz`).then((r) => r.ok, () => false)); i++) await Bun.sleep(50);
+    const auto = await startKeel([BUN, 'run', 'src/main.ts'], env, ['workers']);
+    workers.push(auto);
+    expect(auto.stderr()).toContain('JetStream is not available on the NATS server (start it with -js): jobs wait in the database queue');
+    await stopWorkers();
+    const insisted = await startKeel([BUN, 'run', 'src/main.ts'], { ...env, APP_WORKERS_QUEUE: 'jetstream' }, ['workers']).catch((e: Error) => e.message);
+    expect(insisted).toContain('APP_WORKERS_QUEUE=jetstream: the NATS server of APP_BUS has no JetStream (start it with -js)');
+  } finally {
+    plain.kill();
+    await plain.exited;
+  }
+}, 60_000);

@@ -27,14 +27,15 @@ export async function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig
   let workers: JobQueue;
   if (cfg.queue === 'database') workers = inDatabase();
   else {
+    // Loaded only when asked for, like the NATS bus: the embedded default never loads the client.
+    const { createJetStreamQueue, JetStreamUnavailable } = await import('./queue-jetstream');
     try {
-      // Loaded only when asked for, like the NATS bus: the embedded default never loads the client.
-      const { createJetStreamQueue } = await import('./queue-jetstream');
       workers = await createJetStreamQueue({ url: deps.config.bus, bus: deps.bus, clock: deps.clock, log, leaseMs: cfg.leaseMs, onSubmit });
     } catch (e) {
-      // Asked for by name, JetStream must be there; by default the database queue stands in.
-      if (cfg.queue === 'jetstream') throw new Error(`APP_WORKERS_QUEUE=jetstream: the NATS server of APP_BUS gives no JetStream (${(e as Error).name})`);
-      log.warn('JetStream is not available on the NATS server (start it with -js): jobs wait in the database queue', errorFields(e));
+      // Only a server without JetStream lets the database queue stand in, and only when not asked for by name.
+      if (!(e instanceof JetStreamUnavailable)) throw e;
+      if (cfg.queue === 'jetstream') throw new Error('APP_WORKERS_QUEUE=jetstream: the NATS server of APP_BUS has no JetStream (start it with -js)');
+      log.warn('JetStream is not available on the NATS server (start it with -js): jobs wait in the database queue', errorFields(e.cause));
       workers = inDatabase();
     }
   }

@@ -43,6 +43,13 @@ export interface JetStreamQueueDeps {
   onSubmit: () => void;
 }
 
+/** The NATS server answers but has no JetStream (started without -js): the database queue may stand in. */
+export class JetStreamUnavailable extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the NATS server has no JetStream');
+  }
+}
+
 /** A subject token for a tenant: hex, so any tenant name is one valid token. */
 const tenantToken = (tenant: string) => createHash('sha256').update(tenant).digest('hex').slice(0, 32);
 const pendingKey = (key: string) => `pending.${createHash('sha256').update(key).digest('hex')}`;
@@ -55,7 +62,13 @@ export async function createJetStreamQueue(deps: JetStreamQueueDeps): Promise<Jo
   const { clock, log, leaseMs } = deps;
   const { servers, user, pass } = parseBusUrl(deps.url);
   const nc: NatsConnection = await connect({ servers, user, pass, name: 'keel-workers-queue', maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-  const jsm: JetStreamManager = await jetstreamManager(nc, { timeout: 5000 });
+  let jsm: JetStreamManager;
+  try {
+    jsm = await jetstreamManager(nc, { timeout: 5000 });
+  } catch (e) {
+    await nc.close();
+    throw new JetStreamUnavailable(e);
+  }
   const js: JetStreamClient = jetstream(nc);
   const streamConfig = {
     name: JOB_STREAM,
