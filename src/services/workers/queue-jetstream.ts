@@ -5,26 +5,26 @@
 //   (ack_wait = APP_WORKERS_LEASE_MS): the heartbeat sends "in progress", and a worker that dies stops
 //   sending it, so the server hands the message to another worker (redelivery). A retry is a
 //   negative acknowledgement with the backoff as its delay.
-// - the key-value bucket KEEL_JOBS_STATE holds each job's state (the same row as the database
-//   queue), changed only by compare-and-set on its revision, so a worker that lost the message to
+// - the stream KEEL_JOBS_STATE holds each job's state (the same row as the database queue), one
+//   record per subject changed only by compare-and-set on its revision (jetstream-state.ts), so a worker that lost the message to
 //   another sees it (lease-lost) and a cancel from any process reaches the worker that runs it.
 // Dedup by key: `pending.<sha256(key)>` is created atomically next to a queued job and removed when
 // it is claimed; the stream message's Nats-Msg-Id is the job id, so a retried publish stores it once.
 // Fairness: one durable consumer per tenant (work-queue streams take consumers on disjoint
 // subjects); a claim takes the tenants with waiting messages in turn.
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
 import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { createHash } from 'node:crypto';
 import type { Bus } from '../../platform/bus/bus';
 import { parseBusUrl } from '../../platform/bus/nats';
 import type { JobProgress, JobSubmission, JobView } from '../../platform/bus/subjects';
 import { errorFields, newId, type Clock, type Logger } from '../../platform/runtime';
+import { openStateStore } from './jetstream-state';
 import type { JobQueue, JobRow, Outcome } from './queue';
 import { checkSubmission, jobNotFound, toJobView } from './workers.service';
 
 export const JOB_STREAM = 'KEEL_JOBS';
-export const JOB_STATE_BUCKET = 'KEEL_JOBS_STATE';
+export const JOB_STATE_STREAM = 'KEEL_JOBS_STATE';
 const SUBJECT_PREFIX = 'keel.jobs.';
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -86,7 +86,7 @@ export async function createJetStreamQueue(deps: JetStreamQueueDeps): Promise<Jo
       await jsm.streams.info(JOB_STREAM).catch(() => Promise.reject(e2));
     });
   }
-  const kv: KV = await new Kvm(js).create(JOB_STATE_BUCKET, { history: 1, storage: StorageType.File, ttl: deps.keepMs ?? 7 * 24 * 3600_000 });
+  const state = await openStateStore(jsm, js, { stream: JOB_STATE_STREAM, prefix: 'keel.jobstate', keepMs: deps.keepMs ?? 7 * 24 * 3600_000 });
 
   /** The ack subject of each job this process holds. */
   const held = new Map<string, string>();
@@ -94,9 +94,8 @@ export async function createJetStreamQueue(deps: JetStreamQueueDeps): Promise<Jo
   let turn = 0;
 
   async function read(id: string): Promise<{ row: JobRow; rev: number } | undefined> {
-    const e = await kv.get(jobKey(id));
-    if (!e || e.operation !== 'PUT') return undefined;
-    return { row: e.json<JobRow>(), rev: e.revision };
+    const r = await state.read(jobKey(id));
+    return r && { row: JSON.parse(r.value) as JobRow, rev: r.rev };
   }
 
   /** Compare-and-set on the job's state: `change` sees the current row, answers the new one or nothing. */
@@ -106,13 +105,9 @@ export async function createJetStreamQueue(deps: JetStreamQueueDeps): Promise<Jo
       if (!cur) return undefined;
       const next = fn(cur.row);
       if (!next) return undefined;
-      try {
-        await kv.update(jobKey(id), JSON.stringify(next), cur.rev);
-        return next;
-      } catch (e) {
-        if (i === 19) throw e; // someone else kept changing it
-      }
+      if (await state.update(jobKey(id), JSON.stringify(next), cur.rev)) return next;
     }
+    throw new Error('the job changed twenty times while this process tried to change it');
   }
 
   async function announce(row: JobRow | undefined) {
@@ -129,29 +124,21 @@ export async function createJetStreamQueue(deps: JetStreamQueueDeps): Promise<Jo
     if (row.key === null) return true;
     const k = pendingKey(row.key);
     for (;;) {
-      try {
-        await kv.create(k, row.id);
-        return true;
-      } catch {
-        const e = await kv.get(k);
-        if (!e || e.operation !== 'PUT') continue; // removed in between: try again
-        const other = await read(e.string());
-        if (other && other.row.status === 'queued' && other.row.id !== row.id) return false;
-        // A stale marker (its job was claimed or ended): take it over.
-        try {
-          await kv.update(k, row.id, e.revision);
-          return true;
-        } catch {
-          // changed in between: look again
-        }
-      }
+      if (await state.create(k, row.id)) return true;
+      const e = await state.read(k);
+      if (!e) continue; // removed in between: try again
+      const other = await read(e.value);
+      if (other && other.row.status === 'queued' && other.row.id !== row.id) return false;
+      // A stale marker (its job was claimed or ended): take it over, unless it changed in between.
+      if (await state.update(k, row.id, e.rev)) return true;
     }
   }
 
   async function releaseKey(row: JobRow) {
     if (row.key === null) return;
-    const e = await kv.get(pendingKey(row.key));
-    if (e && e.operation === 'PUT' && e.string() === row.id) await kv.delete(pendingKey(row.key), { previousSeq: e.revision }).catch(() => {});
+    const e = await state.read(pendingKey(row.key));
+    // Conditional: a marker another job took over in between stays.
+    if (e && e.value === row.id) await state.remove(pendingKey(row.key), e.rev);
   }
 
   async function submit(input: JobSubmission): Promise<{ job: JobView; deduplicated: boolean }> {
@@ -162,11 +149,12 @@ export async function createJetStreamQueue(deps: JetStreamQueueDeps): Promise<Jo
       runAt: now, leaseOwner: null, leaseUntil: null, cancelRequested: false, progress: {}, error: null,
       createdAt: now, updatedAt: now, startedAt: null, finishedAt: null,
     };
-    await kv.create(jobKey(row.id), JSON.stringify(row));
+    if (!(await state.create(jobKey(row.id), JSON.stringify(row)))) throw new Error('a job id was given twice');
     if (!(await holdKey(row))) {
-      await kv.delete(jobKey(row.id));
-      const e = await kv.get(pendingKey(row.key!));
-      const pending = e && e.operation === 'PUT' ? await read(e.string()) : undefined;
+      const mine = await state.read(jobKey(row.id));
+      if (mine) await state.remove(jobKey(row.id), mine.rev);
+      const e = await state.read(pendingKey(row.key!));
+      const pending = e ? await read(e.value) : undefined;
       if (pending?.row.status === 'queued') return { job: toJobView(pending.row), deduplicated: true };
       return submit(input); // claimed in between: queue ours
     }
