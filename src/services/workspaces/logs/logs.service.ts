@@ -8,7 +8,7 @@ import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, runState, type Engine } from '../engine/engine';
 import type { EndReason, LogHub } from './logs.hub';
 import { LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
-import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
+import { pieceParser, toEntry, type ParsedLine } from './logs.parse';
 import { engineFailure, type Access } from '../access';
 
 export interface LogsRequest {
@@ -23,41 +23,48 @@ function endEvent(reason: EndReason): SseEvent {
   return { event: 'end', data: { reason } };
 }
 
-/** Tail sizes tried, as multiples of the wanted count, before reading the whole log for a service filter. */
-const FILTER_WIDENING = [4, 32];
-const LONG_LINE_PIECES = 16;
+/** Engine messages (16 KiB at most) one entry (64 KiB at most) may span, a cut character included. */
+const MESSAGES_PER_ENTRY = 5;
 
 export function createLogsService(deps: { engine: Engine; hub: LogHub; access: Pick<Access, 'getOwned'> }) {
   const { engine, hub } = deps;
 
-  /** The last `tail` lines (of `service` when given), oldest first. A container that is gone has none. */
+  /** The last `tail` entries (of `service` when given), oldest first. A container that is gone has none. */
   async function readTail(containerId: string | null, tail: number, service?: string): Promise<ParsedLine[]> {
     if (!containerId || tail <= 0) return [];
     const read = async (n: number | 'all') => {
-      const out: ParsedLine[] = [];
-      let seen = 0;
+      // Only the last `tail` entries are kept, whatever the read spans: memory is tail entries at most.
+      let kept: { line: ParsedLine; first: boolean }[] = [];
+      const parse = pieceParser();
+      const lines = { stdout: 0, stderr: 0 };
+      let messages = 0;
       try {
-        await engine.logStream(containerId, { follow: false, tail: n }, (s, l) => {
-          seen++;
-          const p = parseEngineLine(s, l);
-          if (service === undefined || p.service === service) out.push(p);
+        const h = await engine.logStream(containerId, { follow: false, tail: n }, (s, piece) => {
+          if (piece.index === 0) lines[s]++;
+          const p = parse(s, piece);
+          if (service !== undefined && p.service !== service) return;
+          kept.push({ line: p, first: lines[s] <= 1 });
+          if (kept.length >= 2 * tail + 1024) kept = kept.slice(-tail);
         });
+        await h.done;
+        messages = h.messages;
       } catch (e) {
         if (e instanceof EngineError && e.kind === 'not-found') return { lines: [], complete: true };
         throw engineFailure(e);
       }
-      // Fewer lines than asked for means the log holds no more.
-      return { lines: out, complete: n === 'all' || seen < n };
+      // Fewer messages than asked for means the log holds no more. Otherwise each stream's first line
+      // may have begun before the read: its entries are dropped rather than shown cut differently.
+      const complete = n === 'all' || messages < n;
+      return { lines: (complete ? kept : kept.filter((k) => !k.first)).slice(-tail).map((k) => k.line), complete };
     };
-    // The engine counts a long line's 16 KiB pieces as lines of their own: read a few more so the
-    // oldest line returned is whole (lines up to 256 KiB).
-    if (service === undefined) return (await read(tail + LONG_LINE_PIECES)).lines.slice(-tail);
-    // The engine's tail counts lines of every service: widen until enough lines of this one are found.
-    for (const k of FILTER_WIDENING) {
-      const r = await read(tail * k);
-      if (r.lines.length >= tail || r.complete) return r.lines.slice(-tail);
+    // The engine's tail counts its messages (a long line is one per 16 KiB, an entry up to 5 of them),
+    // and lines of every service: widen until enough entries are found, then read the whole log.
+    const first = tail * MESSAGES_PER_ENTRY + 16;
+    for (const n of [first, first * 8, first * 64]) {
+      const r = await read(n);
+      if (r.lines.length >= tail || r.complete) return r.lines;
     }
-    return (await read('all')).lines.slice(-tail);
+    return (await read('all')).lines;
   }
 
   /** The tail, then live lines until the engine stream ends for good or `signal` aborts. */
@@ -91,8 +98,10 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
         const pending = held;
         held = null;
         for (const p of snap) yield { data: toEntry(p) };
-        const last = snap.at(-1)?.ts ?? '';
-        for (const p of pending) if (p.ts > last) yield { data: toEntry(p) };
+        // Keys are ordered within one engine stream: compare each held entry with its stream's last.
+        const last = { stdout: '', stderr: '' };
+        for (const p of snap) last[p.stream] = p.key;
+        for (const p of pending) if (p.key > last[p.stream]) yield { data: toEntry(p) };
         yield* inbox;
       } finally {
         leave();
