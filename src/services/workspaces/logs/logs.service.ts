@@ -7,7 +7,7 @@ import type { SseEvent, SseItem } from '../../../platform/http/sse';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, runState, type Engine } from '../engine/engine';
 import type { EndReason, LogHub } from './logs.hub';
-import { LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
+import { FOLLOWER_BACKLOG, FOLLOWER_BACKLOG_MAX, LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
 import { pieceParser, toEntry, type ParsedLine } from './logs.parse';
 import { engineFailure, type Access } from '../access';
 
@@ -79,14 +79,29 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
         return;
       }
       // Join the live stream first and hold its lines, so nothing written while the tail is read is
-      // lost; then yield the tail and the held lines newer than it.
+      // lost; then yield the tail and the held lines newer than it. Only the newest FOLLOWER_BACKLOG_MAX
+      // bytes are held (a flood must not grow memory while the tail is read); if older held lines
+      // were needed after all, the follower is as far behind as a slow reader, and told so.
       const inbox = createInbox<SseItem>(signal);
-      let held: ParsedLine[] | null = [];
+      let held: { line: ParsedLine; bytes: number }[] | null = [];
+      let heldFrom = 0;
+      let heldBytes = 0;
+      const lost = { stdout: '', stderr: '' };
       const leave = await hub.join(workspaceId, containerId, {
         service: q.service,
         deliver(line, frame) {
-          if (held) held.push(line);
-          else inbox.push(frame, frame.byteLength);
+          if (!held) return inbox.push(frame, frame.byteLength);
+          held.push({ line, bytes: frame.byteLength });
+          heldBytes += frame.byteLength;
+          while (heldBytes > FOLLOWER_BACKLOG_MAX && held.length - heldFrom > 1) {
+            const old = held[heldFrom++]!;
+            heldBytes -= old.bytes;
+            lost[old.line.stream] = old.line.key;
+          }
+          if (heldFrom > 1024 && heldFrom * 2 > held.length) {
+            held = held.slice(heldFrom);
+            heldFrom = 0;
+          }
         },
         end(reason) {
           inbox.push(endEvent(reason));
@@ -95,13 +110,17 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
       });
       try {
         const snap = await readTail(containerId, tail, q.service);
-        const pending = held;
+        const pending = held.slice(heldFrom);
         held = null;
         for (const p of snap) yield { data: toEntry(p) };
         // Keys are ordered within one engine stream: compare each held entry with its stream's last.
         const last = { stdout: '', stderr: '' };
         for (const p of snap) last[p.stream] = p.key;
-        for (const p of pending) if (p.key > last[p.stream]) yield { data: toEntry(p) };
+        if (lost.stdout > last.stdout || lost.stderr > last.stderr) {
+          yield FOLLOWER_BACKLOG.dropEvent;
+          return;
+        }
+        for (const { line } of pending) if (line.key > last[line.stream]) yield { data: toEntry(line) };
         yield* inbox;
       } finally {
         leave();
