@@ -209,10 +209,20 @@ export async function createJetStreamQueue(deps: JetStreamQueueDeps): Promise<Jo
     // A subscription of its own (noMux): the message comes on its own subject, which the shared
     // request inbox would not match. A short expiry rather than no_wait: nats-server 2.9 left one of
     // two no_wait pulls on one consumer unanswered when they came together (two workers).
-    const m = await nc.request(`$JS.API.CONSUMER.MSG.NEXT.${JOB_STREAM}.${name}`, enc.encode(JSON.stringify({ batch: 1, expires: 200 * NS })), { timeout: 5000, noMux: true });
-    // No message: a status reply (404 no messages, 408) with no acknowledgement subject.
-    if (!m.reply || (m.headers && m.headers.code >= 300)) return undefined;
-    return m;
+    let m: Msg;
+    try {
+      m = await nc.request(`$JS.API.CONSUMER.MSG.NEXT.${JOB_STREAM}.${name}`, enc.encode(JSON.stringify({ batch: 1, expires: 200 * NS })), { timeout: 5000, noMux: true });
+    } catch (e) {
+      consumers.delete(name); // gone (a server that lost its store): made again at the next claim
+      throw e;
+    }
+    // No message: a status reply (404 no messages, 408 expired) with no acknowledgement subject;
+    // any other status (409: the consumer was deleted) makes it again at the next claim.
+    if (m.headers && m.headers.code >= 300) {
+      if (m.headers.code !== 404 && m.headers.code !== 408) consumers.delete(name);
+      return undefined;
+    }
+    return m.reply ? m : undefined;
   }
 
   async function claimOne(msg: Msg, workerId: string): Promise<JobRow | undefined> {
