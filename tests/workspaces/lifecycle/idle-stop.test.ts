@@ -36,8 +36,9 @@ describe('idle stop', () => {
   test('a workspace left unused for its autoStopMinutes is stopped with stopReason "idle" and workspace.stopped', async () => {
     const ws = await createRunning(p, 'forgotten', { body: { autoStopMinutes: 0.05 }, timeoutMs: 90_000 });
     expect(ws.autoStopMinutes).toBe(0.05);
-    // Its last use was the status poll that saw it running: the countdown starts there.
+    // One last use, timed from before it is sent (Keel records it when the call arrives, later).
     const lastUse = Date.now();
+    expect((await exec(ws.id)).status).toBe(200);
     const stopped = await waitFor('the idle workspace to stop', async () => {
       const w = await listed(ws.id);
       return w?.status === 'stopped' ? w : null;
