@@ -27,7 +27,7 @@ function endEvent(reason: EndReason): SseEvent {
 const FILTER_WIDENING = [4, 32];
 const LONG_LINE_PIECES = 16;
 
-export function createLogsService(deps: { engine: Engine; hub: LogHub; access: Pick<Access, 'getOwned'> }) {
+export function createLogsService(deps: { engine: Engine; hub: LogHub; access: Pick<Access, 'getOwned' | 'engineReady'> }) {
   const { engine, hub } = deps;
 
   /** The last `tail` lines (of `service` when given), oldest first. A container that is gone has none. */
@@ -108,7 +108,7 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
 
   return {
     async snapshot(actor: Actor, id: string, q: LogsRequest): Promise<LogEntry[]> {
-      const ws = deps.access.getOwned(actor, id);
+      const ws = deps.access.engineReady(deps.access.getOwned(actor, id));
       return (await readTail(ws.containerId, q.tail ?? LOG_TAIL_DEFAULT, q.service)).map(toEntry);
     },
 
@@ -118,7 +118,7 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
      * Ends without a last event when `signal` aborts (client gone, shutdown, dropped by the adapter).
      */
     async follow(actor: Actor, id: string, q: LogsRequest, signal: AbortSignal): Promise<AsyncIterable<SseItem>> {
-      const ws = deps.access.getOwned(actor, id);
+      const ws = deps.access.engineReady(deps.access.getOwned(actor, id));
       return followLines(ws.id, ws.containerId, q, signal);
     },
 
