@@ -57,11 +57,11 @@ export function createAccess(db: Db, opts: { engineReady?: (row: WorkspaceRow) =
 
   /** The container of a workspace the actor may see that is `running`, else 404 or 409 WORKSPACE_NOT_RUNNING. */
   function runningContainer(actor: Actor, id: string): string {
-    const ws = getOwned(actor, id);
+    // The engine first: while it does not answer, the stored status may no longer be true.
+    const ws = engineReady(getOwned(actor, id));
     if (ws.status !== 'running' || !ws.containerId) {
       throw new AppError('WORKSPACE_NOT_RUNNING', 409, `the workspace is ${ws.status}; start it to run commands`, { details: { status: ws.status } });
     }
-    engineReady(ws);
     return ws.containerId;
   }
 
