@@ -30,7 +30,8 @@ export function createWorkspaceNetworks(deps: { engine: Engine; engines: Engines
         throw e;
       }
     }
-    throw new EngineError(`no free /28 left in the engine's share of APP_WORKSPACE_SUBNET_POOL (${pool}) for the workspace's network`, 'refused');
+    const share = deps.engines.names.length > 1 ? `, engine ${deps.engines.nameOf(row.engine)}'s share` : '';
+    throw new EngineError(`no free /28 left in APP_WORKSPACE_SUBNET_POOL (${pool}${share}) for the workspace's network`, 'refused');
   }
 
   return {
