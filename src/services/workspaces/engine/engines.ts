@@ -46,9 +46,21 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     // Asked again at once: a blip (one refused connection) does not hold its workspaces for a whole period.
     recheck();
   }
+  // One round of pings at a time; a round asked for meanwhile runs after it (its answers may be stale).
   let checking: Promise<void> | undefined;
+  let again = false;
   const recheck = () => {
-    checking ??= check().finally(() => (checking = undefined));
+    if (checking) {
+      again = true;
+      return;
+    }
+    checking = check().finally(() => {
+      checking = undefined;
+      if (again) {
+        again = false;
+        recheck();
+      }
+    });
   };
 
   /** Throws EngineError `unavailable` when the engine is not configured or known not to answer. */
