@@ -215,6 +215,8 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     at,
     nameOf,
     requireUp,
+    /** Whether the engine a row records answers, as far as Keel knows. */
+    isUp: (recorded: string | null | undefined) => raw.has(nameOf(recorded)) && !down.has(nameOf(recorded)),
     settingsOf: (recorded: string | null | undefined) => deps.settings.find((s) => s.name === nameOf(recorded)) ?? deps.settings[0]!,
 
     /**

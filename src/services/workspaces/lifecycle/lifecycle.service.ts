@@ -96,7 +96,7 @@ export function createLifecycle(deps: LifecycleDeps) {
   }
 
   const machine = createStateMachine({ engine, records, access, queue, provisioner, stats, templates, settings: deps.settings, log, quotas, destroy });
-  const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork });
+  const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork, engineUp: (row) => engines.isUp(row.engine) });
 
   return {
     list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }) {
@@ -216,8 +216,9 @@ export function createLifecycle(deps: LifecycleDeps) {
           log.warn(`workspace network isolation: ${isolation.reason}; ${e.firewall === 'required' ? 'creating workspaces is refused (503 ISOLATION_UNAVAILABLE)' : 'workspaces reach the Keel host and metadata addresses'} (docs/security.md)`, { engine: e.name });
         }
       }
-      // An engine back after an outage: its workspaces are settled from what it reports now.
-      engines.onBack(() => void reconciler.reconcileAll({ startUp: false }).catch((e) => log.warn('reconciliation failed', errorFields(e))));
+      // An engine back after an outage: its workspaces are settled from what it reports now, and an
+      // operation its outage left in progress is finished, as at start-up (one queued now is busy and left alone).
+      engines.onBack(() => void reconciler.reconcileAll({ startUp: true }).catch((e) => log.warn('reconciliation failed', errorFields(e))));
       engines.start();
       // Events a crash left unsent go out first, then each new one as it commits.
       records.startRelay();
