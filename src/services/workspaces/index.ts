@@ -200,7 +200,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   /** Start-up lines on stdout, as an operator reads them (scripts/dev.ts says where the engine came from). */
   function announce() {
     if (settings.announce.engine) {
-      process.stdout.write(`Engine: ${settings.dockerHost ?? 'unix:///var/run/docker.sock'} (${settings.announce.engineOrigin})\n`);
+      const several = settings.engines.length > 1 ? settings.engines.map((e) => `${e.name}=${e.host}`).join(', ') : null;
+      process.stdout.write(several ? `Engines: ${several} (APP_ENGINES)\n` : `Engine: ${settings.dockerHost ?? 'unix:///var/run/docker.sock'} (${settings.announce.engineOrigin})\n`);
     }
     if (settings.announce.token && deps.config.apiSecretGenerated) {
       // The token alone on its line, so `tail -1` or a script can take it as is.

@@ -262,6 +262,7 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
       if (timer) return;
       recheck();
       timer = setInterval(recheck, deps.checkSeconds * 1000);
+      timer.unref?.();
     },
 
     stop() {
