@@ -31,6 +31,9 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
   const names = deps.settings.map((s) => s.name);
   const raw = new Map(deps.settings.map((s) => [s.name, deps.connect(s)]));
   const down = new Set<string>();
+  // With one engine there is nowhere else to go: every call tries it, as if no outage were known (a
+  // blip on a busy engine then fails one call, not every call until the next check).
+  const gate = names.length > 1;
   const backListeners: ((name: string) => void)[] = [];
   /** Containers and volumes seen in an engine's lists, for calls no row can place (objects no workspace owns). */
   const seen = new Map<string, string>();
@@ -67,7 +70,7 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
   function requireUp(recorded: string | null | undefined): string {
     const name = nameOf(recorded);
     if (!raw.has(name)) throw new EngineError(`the workspace's engine ${name} is not in APP_ENGINES`, 'unavailable');
-    if (down.has(name)) throw new EngineError(`the workspace's engine ${name} does not answer`, 'unavailable');
+    if (gate && down.has(name)) throw new EngineError(`the workspace's engine ${name} does not answer`, 'unavailable');
     return name;
   }
 
@@ -78,7 +81,7 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
         const v = Reflect.get(target, prop, receiver);
         if (typeof v !== 'function') return v;
         return (...args: unknown[]) => {
-          if (down.has(name)) return Promise.reject(new EngineError(`the engine ${name} does not answer`, 'unavailable'));
+          if (gate && down.has(name)) return Promise.reject(new EngineError(`the engine ${name} does not answer`, 'unavailable'));
           const out = v.apply(target, args);
           return out instanceof Promise ? out.catch((e: unknown) => {
             if (unavailable(e)) markDown(name, e);
@@ -93,12 +96,13 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
   /** The engine `recorded` names; EngineError `unavailable` when it is not configured or known not to answer. */
   const at = (recorded: string | null | undefined): Engine => guarded.get(requireUp(recorded))!;
 
-  const up = () => names.filter((n) => !down.has(n));
+  const up = () => names.filter((n) => !gate || !down.has(n));
 
   /** Every answering engine's answer, joined; an engine that fails is left out (and marked down when gone). */
   async function each<T>(fn: (e: Engine, name: string) => Promise<T[]>): Promise<T[]> {
     const parts = await Promise.all(up().map((n) => fn(at(n), n).catch((e) => {
-      if (!unavailable(e)) throw e;
+      // One engine: its failure is the caller's to see, as before there were several.
+      if (!unavailable(e) || !gate) throw e;
       return [] as T[];
     })));
     return parts.flat();
@@ -216,7 +220,7 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     nameOf,
     requireUp,
     /** Whether the engine a row records answers, as far as Keel knows. */
-    isUp: (recorded: string | null | undefined) => raw.has(nameOf(recorded)) && !down.has(nameOf(recorded)),
+    isUp: (recorded: string | null | undefined) => raw.has(nameOf(recorded)) && !(gate && down.has(nameOf(recorded))),
     settingsOf: (recorded: string | null | undefined) => deps.settings.find((s) => s.name === nameOf(recorded)) ?? deps.settings[0]!,
 
     /**
