@@ -47,5 +47,11 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795644916315,
     "breakpoints": true,
     "sql": "CREATE INDEX `webhooks_deliveries_registration_due_idx` ON `webhooks_deliveries` (`registration_id`,`next_attempt_at`) WHERE status = 'pending' AND head = 1;"
+  },
+  {
+    "tag": "0008_lazy_vengeance",
+    "when": 1795645501800,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `workspaces_workspaces` ADD `engine` text;"
   }
 ];
