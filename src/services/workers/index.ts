@@ -3,7 +3,9 @@
 import { createServiceApp } from '../../platform/http/service-app';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { checkJobHandlers } from './jobs';
+import { join } from 'node:path';
 import { createLibraryScanJob } from './jobs/library-scan';
+import { createPlaybackSegmentJob } from './jobs/playback-segment';
 import { createJobRunner } from './runner';
 import { loadWorkersConfig, type WorkersConfig } from './workers.config';
 import { createWorkers } from './workers.service';
@@ -16,6 +18,12 @@ export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Ser
       probesPerRoot: cfg.probesPerRoot,
       batchSize: cfg.batchSize,
       indexTimeoutMs: cfg.indexTimeoutMs,
+    }),
+    createPlaybackSegmentJob({
+      mediaRoots: cfg.mediaRoots,
+      cacheDir: join(deps.config.dataDir, 'playback-cache'),
+      ffmpegPath: cfg.ffmpegPath,
+      timeoutMs: cfg.segmentTimeoutMs,
     }),
   ]);
   // A new job wakes the runner at once rather than at its next poll.
