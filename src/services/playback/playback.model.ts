@@ -1,12 +1,12 @@
 // The playback service's shapes (t.*): validation, types and OpenAPI from one place.
 import { t, type Static } from 'elysia';
 
-export const PLAYBACK_MODES = ['direct', 'hls'] as const;
+export const PLAYBACK_MODES = ['hls', 'direct'] as const;
 
 export const CreateSessionBody = t.Object(
   {
     assetId: t.String({ minLength: 1, maxLength: 128, description: 'a catalog asset id' }),
-    mode: t.Optional(t.UnionEnum(PLAYBACK_MODES, { description: 'direct: the file itself with Range; hls (default): playlists and segments' })),
+    mode: t.Optional(t.UnionEnum(PLAYBACK_MODES, { default: 'hls', description: 'direct: the file itself with Range; hls (default): playlists and segments' })),
   },
   { additionalProperties: false },
 );
