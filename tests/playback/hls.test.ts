@@ -20,7 +20,7 @@ beforeAll(async () => {
   media = tempMediaRoot();
   const files = { mp4: fx.mp4, mkv: fx.mkv, transcode: fx.transcode, seek: fx.mkv, ahead: fx.mp4, crowd: fx.mkv } as const;
   for (const [name, file] of Object.entries(files)) media.place(`hls/${name}${file.slice(file.lastIndexOf('.'))}`, file);
-  ({ p, token } = await startPlaybackPlatform(media.root));
+  ({ p, token } = await startPlaybackPlatform(media.root, { APP_PLAYBACK_THUMBNAIL_INTERVAL_S: '4' }));
   p.bus.subscribe('evt.workers.jobProgress', ({ job }) => void jobs.push(job));
   for (const [name, file] of Object.entries(files)) {
     const s = await scanAsset(p, token, `hls/${name}${file.slice(file.lastIndexOf('.'))}`);
@@ -131,5 +131,33 @@ describe('segments', () => {
       jobs.filter((j) => j.type === 'playback.segment' && (j.payload as { assetId: string; index: number }).assetId === a.id && (j.payload as { index: number }).index === 1).map((j) => j.id),
     );
     expect(made.size).toBe(1);
+  });
+});
+
+describe('trickplay', () => {
+  test('thumbnails.vtt has a cue every 4 s pointing into a sprite sheet of exactly that layout', async () => {
+    const a = assets.mkv;
+    const s = await openPlayback(p, token, a.id);
+    const vtt = await fetch(s.url.replace(/master\.m3u8$/, 'thumbnails.vtt'));
+    expect(vtt.status).toBe(200);
+    expect(vtt.headers.get('content-type')).toStartWith('text/vtt');
+    const text = await vtt.text();
+    expect(text.startsWith('WEBVTT\n')).toBe(true);
+    const cues = [...text.matchAll(/^(\d\d:\d\d:\d\d\.\d{3}) --> (\d\d:\d\d:\d\d\.\d{3})\nthumbnails\.jpg#xywh=(\d+),(\d+),(\d+),(\d+)$/gm)];
+    expect(cues.length).toBe(Math.ceil(a.durationMs / 4000));
+    expect(cues.map((c) => c[1])).toEqual(cues.map((_, i) => `00:00:${String(i * 4).padStart(2, '0')}.000`));
+    const sprite = await fetch(s.url.replace(/master\.m3u8$/, 'thumbnails.jpg'));
+    expect(sprite.status).toBe(200);
+    expect(sprite.headers.get('content-type')).toBe('image/jpeg');
+    const file = join(p.dataDir, 'sprite.jpg');
+    await Bun.write(file, await sprite.arrayBuffer());
+    const { width, height } = ffprobeJson(file, ['-show_streams']).streams[0] as { width: number; height: number };
+    // 320x240 source: 160x120 thumbnails, all in one row (up to ten fit in a row).
+    expect({ width, height }).toEqual({ width: cues.length * 160, height: 120 });
+    for (const c of cues) {
+      const [x, y, w, h] = c.slice(3, 7).map(Number) as [number, number, number, number];
+      expect(x + w).toBeLessThanOrEqual(width);
+      expect(y + h).toBeLessThanOrEqual(height);
+    }
   });
 });

@@ -127,6 +127,19 @@ export interface PlaybackSegmentJob {
   output: string;
 }
 
+/** A trickplay sprite of the file at `root`/`path`: a thumbnail every `intervalS`, `columns` x `rows`, each `width` x `height`. */
+export interface PlaybackThumbnailsJob {
+  assetId: string;
+  root: number;
+  path: string;
+  intervalS: number;
+  width: number;
+  height: number;
+  columns: number;
+  rows: number;
+  output: string;
+}
+
 /** What one library scan walks: a folder ('' for all of it) on a media root, by index. */
 export interface ScanTarget {
   root: number;
@@ -139,9 +152,11 @@ export interface WorkerJobs {
   'library.scan': { scanId: string; targets: ScanTarget[] };
   /** Make one HLS segment of an asset with ffmpeg into the playback cache (docs/playback.md). */
   'playback.segment': PlaybackSegmentJob;
+  /** Make the trickplay sprite of an asset into the playback cache (docs/playback.md). */
+  'playback.thumbnails': PlaybackThumbnailsJob;
 }
 export type JobType = keyof WorkerJobs;
-export const JOB_TYPES = ['library.scan', 'playback.segment'] as const satisfies readonly JobType[];
+export const JOB_TYPES = ['library.scan', 'playback.segment', 'playback.thumbnails'] as const satisfies readonly JobType[];
 
 export type JobStatus = 'queued' | 'running' | 'done' | 'failed' | 'cancelled';
 

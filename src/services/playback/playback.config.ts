@@ -14,6 +14,8 @@ export interface PlaybackConfig {
   cacheBytes: number;
   /** How long a request waits for its segment's job. */
   segmentWaitMs: number;
+  /** Trickplay: one thumbnail every this many seconds. */
+  thumbnailIntervalS: number;
 }
 
 export function loadPlaybackConfig(env: Env = process.env): PlaybackConfig {
@@ -24,5 +26,6 @@ export function loadPlaybackConfig(env: Env = process.env): PlaybackConfig {
     segmentsAhead: readInt(env, 'APP_PLAYBACK_AHEAD', 2, 0, 10),
     cacheBytes: readInt(env, 'APP_PLAYBACK_CACHE_BYTES', 2 * 1024 ** 3, 1024 * 1024, Number.MAX_SAFE_INTEGER),
     segmentWaitMs: readInt(env, 'APP_PLAYBACK_SEGMENT_WAIT_MS', 120_000, 1000, 3_600_000),
+    thumbnailIntervalS: readInt(env, 'APP_PLAYBACK_THUMBNAIL_INTERVAL_S', 10, 1, 600),
   };
 }

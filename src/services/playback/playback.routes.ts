@@ -87,6 +87,26 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
         description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404).',
       },
     })
+    .get('/play/:token/thumbnails.vtt', async ({ params }) => new Response(await playback.thumbnails(params.token), { headers: { 'content-type': 'text/vtt; charset=utf-8', 'cache-control': 'no-cache' } }), {
+      params: TokenParams,
+      response: { ...notFound, 409: ProblemSchema },
+      detail: {
+        operationId: 'getThumbnailsVtt',
+        tags: ['play'],
+        summary: 'Trickplay: WebVTT cues pointing at thumbnails.jpg#xywh=x,y,w,h, one per APP_PLAYBACK_THUMBNAIL_INTERVAL_S',
+        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_THUMBNAILS_NOT_FOUND (404: no video).',
+      },
+    })
+    .get('/play/:token/thumbnails.jpg', async ({ params }) => new Response(Bun.file(await playback.sprite(params.token)), { headers: { 'content-type': 'image/jpeg', 'cache-control': 'private, max-age=3600' } }), {
+      params: TokenParams,
+      response: { ...notFound, 409: ProblemSchema, 503: ProblemSchema },
+      detail: {
+        operationId: 'getThumbnailsSprite',
+        tags: ['play'],
+        summary: 'Trickplay: the sprite sheet of thumbnails (image/jpeg), made by a workers job on first request',
+        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_THUMBNAILS_NOT_FOUND (404), PLAYBACK_SEGMENT_FAILED (503, retryable).',
+      },
+    })
     .get(
       '/play/:token/:name',
       async ({ params, request }) => {

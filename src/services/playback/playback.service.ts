@@ -5,7 +5,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Bus } from '../../platform/bus/bus';
-import type { PlayableAsset, PlaybackSegmentJob, SourceBinding } from '../../platform/bus/subjects';
+import type { JobSubmission, PlayableAsset, PlaybackSegmentJob, SourceBinding } from '../../platform/bus/subjects';
 import { AppError } from '../../platform/errors';
 import { isInside } from '../../platform/paths';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
@@ -13,6 +13,7 @@ import { cutSegments, masterPlaylist, mediaPlaylist, type Segment } from './hls'
 import type { PlaybackConfig } from './playback.config';
 import type { PlaybackSession } from './playback.model';
 import type { SegmentCache } from './segment-cache';
+import { spritePlan, thumbnailsVtt } from './trickplay';
 import type { UrlSigner } from './url-token';
 
 export const assetNotFound = () => new AppError('PLAYBACK_ASSET_NOT_FOUND', 404, 'No such asset');
@@ -23,6 +24,7 @@ export const sourceUnavailable = () =>
 // A bad, forged or expired URL and a URL of the other mode all look alike: the caller learns nothing.
 export const sessionNotFound = () => new AppError('PLAYBACK_SESSION_NOT_FOUND', 404, 'No such playback session, or it has expired');
 export const segmentNotFound = () => new AppError('PLAYBACK_SEGMENT_NOT_FOUND', 404, 'No such segment in this playlist');
+export const noThumbnails = () => new AppError('PLAYBACK_THUMBNAILS_NOT_FOUND', 404, 'The asset has no video to make thumbnails of');
 export const segmentFailed = (why: string) =>
   new AppError('PLAYBACK_SEGMENT_FAILED', 503, `The segment could not be made (${why}); ask again`, {
     retryable: true,
@@ -128,10 +130,9 @@ export function createPlayback(deps: PlaybackDeps) {
     return mediaPlaylist((await segmentsOf(token)).segments);
   }
 
-  /** Waits for the job to write the segment; fails when the job ends without it. */
-  async function make(key: string, payload: PlaybackSegmentJob): Promise<string> {
-    // One attempt per job: a segment that failed is made again by the next request, not after a backoff.
-    const { job } = await bus.request('cmd.workers.submit', { type: 'playback.segment', payload, key: `playback:${key}`, maxAttempts: 1 });
+  /** Waits for the job to write the file `key` of the cache; fails when the job ends without it. */
+  async function make(key: string, submission: JobSubmission): Promise<string> {
+    const { job } = await bus.request('cmd.workers.submit', submission);
     const deadline = clock.now() + config.segmentWaitMs;
     let nextCheck = clock.now() + 200;
     for (;;) {
@@ -161,7 +162,8 @@ export function createPlayback(deps: PlaybackDeps) {
         assetId: l.asset.assetId, root: l.binding.root, path: l.binding.path, index: seg.index,
         startMs: seg.startMs, endMs: seg.endMs, method, output: key,
       };
-      pending = make(key, payload).finally(() => inflight.delete(key));
+      // One attempt per job: a segment that failed is made again by the next request, not after a backoff.
+      pending = make(key, { type: 'playback.segment', payload, key: `playback:${key}`, maxAttempts: 1 }).finally(() => inflight.delete(key));
       inflight.set(key, pending);
     }
     return pending;
@@ -180,7 +182,38 @@ export function createPlayback(deps: PlaybackDeps) {
     return cache.pathOf(key);
   }
 
-  return { createSession, directFile, master, media, segment };
+  /** The trickplay sprite of an HLS session's asset, made (once) on first request. */
+  async function sprite(token: string): Promise<string> {
+    const { assetId } = claimsOf(token, 'hls');
+    const l = await locate(assetId);
+    const plan = spritePlan(l.asset, config.thumbnailIntervalS);
+    if (!plan) throw noThumbnails();
+    const key = cache.key(assetId, `thumbnails-${plan.intervalS}s-${plan.width}x${plan.height}.jpg`);
+    if (!cache.has(key)) {
+      let pending = inflight.get(key);
+      if (!pending) {
+        const { count: _, ...layout } = plan;
+        const payload = { assetId, root: l.binding.root, path: l.binding.path, ...layout, output: key };
+        pending = make(key, { type: 'playback.thumbnails', payload, key: `playback:${key}`, maxAttempts: 1 }).finally(() => inflight.delete(key));
+        inflight.set(key, pending);
+      }
+      await pending;
+    }
+    cache.touch(key);
+    return cache.pathOf(key);
+  }
+
+  /** The WebVTT of thumbnail cues; the sprite is started at once, as a player asks for it next. */
+  async function thumbnails(token: string): Promise<string> {
+    const { assetId } = claimsOf(token, 'hls');
+    const l = await locate(assetId);
+    const plan = spritePlan(l.asset, config.thumbnailIntervalS);
+    if (!plan) throw noThumbnails();
+    sprite(token).catch((e) => deps.log.debug('thumbnails made ahead failed', { error: String(e) }));
+    return thumbnailsVtt(plan, l.asset.durationMs, 'thumbnails.jpg');
+  }
+
+  return { createSession, directFile, master, media, segment, sprite, thumbnails };
 }
 
 export type Playback = ReturnType<typeof createPlayback>;

@@ -6,12 +6,19 @@ import { checkJobHandlers } from './jobs';
 import { join } from 'node:path';
 import { createLibraryScanJob } from './jobs/library-scan';
 import { createPlaybackSegmentJob } from './jobs/playback-segment';
+import { createPlaybackThumbnailsJob } from './jobs/playback-thumbnails';
 import { createJobRunner } from './runner';
 import { loadWorkersConfig, type WorkersConfig } from './workers.config';
 import { createWorkers } from './workers.service';
 
 export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Service {
   const log = deps.log.child({ worker: cfg.workerId });
+  const media = {
+    mediaRoots: cfg.mediaRoots,
+    cacheDir: join(deps.config.dataDir, 'playback-cache'),
+    ffmpegPath: cfg.ffmpegPath,
+    timeoutMs: cfg.segmentTimeoutMs,
+  };
   const handlers = checkJobHandlers([
     createLibraryScanJob({
       mediaRoots: cfg.mediaRoots,
@@ -19,12 +26,8 @@ export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Ser
       batchSize: cfg.batchSize,
       indexTimeoutMs: cfg.indexTimeoutMs,
     }),
-    createPlaybackSegmentJob({
-      mediaRoots: cfg.mediaRoots,
-      cacheDir: join(deps.config.dataDir, 'playback-cache'),
-      ffmpegPath: cfg.ffmpegPath,
-      timeoutMs: cfg.segmentTimeoutMs,
-    }),
+    createPlaybackSegmentJob(media),
+    createPlaybackThumbnailsJob(media),
   ]);
   // A new job wakes the runner at once rather than at its next poll.
   const workers = createWorkers({ db: deps.db, bus: deps.bus, clock: deps.clock, log, onSubmit: () => runner.wake() });
