@@ -61,8 +61,8 @@ describe('bun run dev on a fresh data dir', () => {
     expect(at).toBeGreaterThanOrEqual(0);
     token = lines[at + 1]!;
     expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
-    await waitFor('every service to listen', () => Object.keys(urls).length === 5 || exitCode !== null, 30_000);
-    expect(Object.keys(urls).sort()).toEqual(['catalog', 'identity', 'sources', 'workers', 'workspaces']);
+    await waitFor('every service to listen', () => Object.keys(urls).length === 6 || exitCode !== null, 30_000);
+    expect(Object.keys(urls).sort()).toEqual(['catalog', 'identity', 'playback', 'sources', 'workers', 'workspaces']);
     expect(await engineAnswers(shared)).toBe(true);
   }, 90_000);
 
