@@ -12,7 +12,7 @@ type Playable = BusQueries['qry.catalog.playable'];
 export function createPlayableAnswerer(deps: { db: Db }) {
   function playable(req: Playable['request']): Playable['reply'] {
     if (typeof req?.assetId !== 'string' || req.assetId.length < 1 || req.assetId.length > 128) {
-      throw new AppError('CATALOG_REQUEST_INVALID', 422, 'qry.catalog.playable needs an assetId of 1 to 128 characters');
+      throw new AppError('CATALOG_REQUEST_INVALID', 'qry.catalog.playable needs an assetId of 1 to 128 characters');
     }
     const row = deps.db
       .select({ asset: catalogAssets, index: catalogMediaIndexes })

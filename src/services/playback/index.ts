@@ -5,6 +5,8 @@ import { bearerGuard } from '../../platform/http/bearer-guard';
 import { createServiceApp } from '../../platform/http/service-app';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { loadPlaybackConfig, type PlaybackConfig } from './playback.config';
+import { playbackErrors } from './playback.errors';
+import * as playbackModels from './playback.model';
 import { playbackRoutes } from './playback.routes';
 import { createPlayback } from './playback.service';
 import { createSegmentCache } from './segment-cache';
@@ -25,6 +27,8 @@ export function createPlaybackService(deps: ServiceDeps, cfg: PlaybackConfig): S
   const app = createServiceApp(deps, {
     name: 'playback',
     style: 'problem',
+    errors: playbackErrors,
+    models: [playbackModels],
     title: 'Keel playback',
     description:
       'Playback sessions for catalog assets: direct play with Range, and HLS whose segments are cut at the indexed keyframes. ' +

@@ -1,8 +1,9 @@
 // The playback service over HTTP: POST /sessions behind the Bearer guard, and the session URLs, which
 // carry their credential in the path (players cannot send headers). Byte ranges are HTTP: here.
 import { Elysia } from 'elysia';
-import { guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
+import { GUARD_CODES, guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
 import { ProblemSchema } from '../../platform/http/errors';
+import { playbackOperation as op } from './playback.errors';
 import { CreateSessionBody, CreateSessionResponse, TokenFileParams, TokenParams } from './playback.model';
 import { segmentNotFound, type Playback } from './playback.service';
 
@@ -52,7 +53,7 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
       body: CreateSessionBody,
       response: { 201: CreateSessionResponse, 400: ProblemSchema, 422: ProblemSchema, ...notFound, 409: ProblemSchema, ...guardResponses, 504: ProblemSchema },
       detail: {
-        operationId: 'createPlaybackSession',
+        ...op('createPlaybackSession', [...GUARD_CODES, 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE', 'BUS_NO_ANSWERER', 'BUS_TIMEOUT', 'BUS_UNAVAILABLE']),
         tags: ['sessions'],
         summary: 'Open a playback session for an asset',
         security: [{ bearer: [] }],
@@ -71,7 +72,7 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
       params: TokenParams,
       response: { ...notFound, 409: ProblemSchema },
       detail: {
-        operationId: 'getMasterPlaylist',
+        ...op('getMasterPlaylist', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE']),
         tags: ['play'],
         summary: 'The master playlist of an HLS session (application/vnd.apple.mpegurl)',
         description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404: unknown, forged or expired URL).',
@@ -81,7 +82,7 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
       params: TokenParams,
       response: { ...notFound, 409: ProblemSchema },
       detail: {
-        operationId: 'getMediaPlaylist',
+        ...op('getMediaPlaylist', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE']),
         tags: ['play'],
         summary: 'The media playlist: segments cut at the indexed keyframes (about 6 s each)',
         description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404).',
@@ -91,7 +92,7 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
       params: TokenParams,
       response: { ...notFound, 409: ProblemSchema },
       detail: {
-        operationId: 'getThumbnailsVtt',
+        ...op('getThumbnailsVtt', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_THUMBNAILS_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE']),
         tags: ['play'],
         summary: 'Trickplay: WebVTT cues pointing at thumbnails.jpg#xywh=x,y,w,h, one per APP_PLAYBACK_THUMBNAIL_INTERVAL_S',
         description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_THUMBNAILS_NOT_FOUND (404: no video).',
@@ -101,7 +102,7 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
       params: TokenParams,
       response: { ...notFound, 409: ProblemSchema, 503: ProblemSchema },
       detail: {
-        operationId: 'getThumbnailsSprite',
+        ...op('getThumbnailsSprite', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_THUMBNAILS_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE', 'PLAYBACK_SEGMENT_FAILED']),
         tags: ['play'],
         summary: 'Trickplay: the sprite sheet of thumbnails (image/jpeg), made by a workers job on first request',
         description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_THUMBNAILS_NOT_FOUND (404), PLAYBACK_SEGMENT_FAILED (503, retryable).',
@@ -123,7 +124,7 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
         params: TokenFileParams,
         response: { ...notFound, 409: ProblemSchema, 503: ProblemSchema },
         detail: {
-          operationId: 'getPlaybackFile',
+          ...op('getPlaybackFile', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SEGMENT_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE', 'PLAYBACK_SEGMENT_FAILED']),
           tags: ['play'],
           summary: 'A segment of an HLS session (segment-<n>.ts, video/mp2t) or the file of a direct session (file.<ext>, Range: 206)',
           description:

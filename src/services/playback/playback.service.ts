@@ -16,21 +16,13 @@ import type { SegmentCache } from './segment-cache';
 import { spritePlan, thumbnailsVtt } from './trickplay';
 import type { UrlSigner } from './url-token';
 
-export const assetNotFound = () => new AppError('PLAYBACK_ASSET_NOT_FOUND', 404, 'No such asset');
-export const noCapabilities = () =>
-  new AppError('PLAYBACK_NO_CAPABILITIES', 409, 'The asset has no media index (indexed=false): there is nothing to play');
-export const sourceUnavailable = () =>
-  new AppError('PLAYBACK_SOURCE_UNAVAILABLE', 409, 'No readable copy of the asset is available now', { category: 'recoverable' });
-// A bad, forged or expired URL and a URL of the other mode all look alike: the caller learns nothing.
-export const sessionNotFound = () => new AppError('PLAYBACK_SESSION_NOT_FOUND', 404, 'No such playback session, or it has expired');
-export const segmentNotFound = () => new AppError('PLAYBACK_SEGMENT_NOT_FOUND', 404, 'No such segment in this playlist');
-export const noThumbnails = () => new AppError('PLAYBACK_THUMBNAILS_NOT_FOUND', 404, 'The asset has no video to make thumbnails of');
-export const segmentFailed = (why: string) =>
-  new AppError('PLAYBACK_SEGMENT_FAILED', 503, `The segment could not be made (${why}); ask again`, {
-    retryable: true,
-    category: 'transient',
-    headers: { 'retry-after': '1' },
-  });
+export const assetNotFound = () => new AppError('PLAYBACK_ASSET_NOT_FOUND', 'No such asset');
+export const noCapabilities = () => new AppError('PLAYBACK_NO_CAPABILITIES', 'The asset has no media index (indexed=false): there is nothing to play');
+export const sourceUnavailable = () => new AppError('PLAYBACK_SOURCE_UNAVAILABLE', 'No readable copy of the asset is available now');
+export const sessionNotFound = () => new AppError('PLAYBACK_SESSION_NOT_FOUND', 'No such playback session, or it has expired');
+export const segmentNotFound = () => new AppError('PLAYBACK_SEGMENT_NOT_FOUND', 'No such segment in this playlist');
+export const noThumbnails = () => new AppError('PLAYBACK_THUMBNAILS_NOT_FOUND', 'The asset has no video to make thumbnails of');
+export const segmentFailed = (why: string) => new AppError('PLAYBACK_SEGMENT_FAILED', `The segment could not be made (${why}); ask again`);
 
 export interface PlaybackDeps {
   bus: Bus;

@@ -772,6 +772,7 @@ export interface components {
             service: string;
             /** @enum {string} */
             level: "debug" | "info" | "warn" | "error";
+            /** @description at most 64 KiB (65,536 bytes) of UTF-8: a longer line arrives as consecutive entries, in order, cut between characters, with the same timestamp, service and level; their messages joined are the line */
             message: string;
         };
         LogsResponse: {
@@ -795,6 +796,7 @@ export interface components {
                 /** @description `main` for the container's main process, else the name of a service the template declares */
                 service: string;
                 level: components["schemas"]["LogLevel"];
+                /** @description at most 64 KiB (65,536 bytes) of UTF-8: a longer line arrives as consecutive entries, in order, cut between characters, with the same timestamp, service and level; their messages joined are the line */
                 message: string;
             };
         } | {

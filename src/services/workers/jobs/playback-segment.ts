@@ -16,7 +16,7 @@ export interface PlaybackSegmentDeps {
   timeoutMs: number;
 }
 
-const failed = (message: string, retryable = true) => new AppError('PLAYBACK_SEGMENT_FAILED', 502, message, { retryable });
+const failed = (message: string, retryable = true) => new AppError(retryable ? 'PLAYBACK_FFMPEG_FAILED' : 'PLAYBACK_SOURCE_UNREADABLE', message);
 
 /**
  * ffmpeg's arguments for one segment. Timestamps stay those of the source (-copyts, mpegts_copyts)

@@ -8,7 +8,7 @@ import { isInside } from '../../../platform/paths';
 import type { JobHandler } from './index';
 import type { PlaybackSegmentDeps } from './playback-segment';
 
-const failed = (message: string, retryable = true) => new AppError('PLAYBACK_THUMBNAILS_FAILED', 502, message, { retryable });
+const failed = (message: string, retryable = true) => new AppError(retryable ? 'PLAYBACK_FFMPEG_FAILED' : 'PLAYBACK_SOURCE_UNREADABLE', message);
 
 export function thumbnailArgs(job: PlaybackThumbnailsJob, input: string, out: string): string[] {
   const filter = `fps=1/${job.intervalS},scale=${job.width}:${job.height},tile=${job.columns}x${job.rows}`;
