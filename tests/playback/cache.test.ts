@@ -1,9 +1,12 @@
 // The segment cache's size bound, and a segment job whose ffmpeg is killed with SIGKILL mid-transcode:
-// the request that waited is told to ask again, and the next request gets the whole segment.
+// the request that waited is told to ask again, and the next request gets the whole segment. On a
+// private nats-server with JetStream, so the jobs go through the workers' JetStream queue (the other
+// playback tests use the database queue).
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { playbackFixtures, tempMediaRoot } from '../helpers/media';
+import { startTestNats, type TestNats } from '../helpers/nats';
 import { openPlayback, scanAsset, segmentUrls, startPlaybackPlatform } from '../helpers/playback';
 import type { TestPlatform } from '../helpers/platform';
 
@@ -11,6 +14,7 @@ const BOUND = 1024 * 1024;
 let p: TestPlatform;
 let token: string;
 let media: ReturnType<typeof tempMediaRoot>;
+let nats: TestNats;
 
 beforeAll(async () => {
   const fx = playbackFixtures();
@@ -18,11 +22,13 @@ beforeAll(async () => {
   for (const n of ['a', 'b', 'c']) media.place(`cache/${n}.mp4`, fx.mp4);
   media.place('cache/killed.mkv', fx.transcode);
   // No segment made ahead: each job here is one a request asked for.
-  ({ p, token } = await startPlaybackPlatform(media.root, { APP_PLAYBACK_CACHE_BYTES: String(BOUND), APP_PLAYBACK_AHEAD: '0' }));
+  nats = await startTestNats();
+  ({ p, token } = await startPlaybackPlatform(media.root, { APP_BUS: nats.url, APP_WORKERS_QUEUE: 'jetstream', APP_PLAYBACK_CACHE_BYTES: String(BOUND), APP_PLAYBACK_AHEAD: '0' }));
 });
 
 afterAll(async () => {
   await p?.close();
+  await nats?.close();
   if (media) rmSync(media.root, { recursive: true, force: true });
 });
 
