@@ -53,5 +53,11 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795645501800,
     "breakpoints": true,
     "sql": "ALTER TABLE `workspaces_workspaces` ADD `engine` text;"
+  },
+  {
+    "tag": "0009_sparkling_ricochet",
+    "when": 1795648335739,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `workspaces_snapshots` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`name` text NOT NULL,\n\t`owner` text NOT NULL,\n\t`workspace_id` text NOT NULL,\n\t`template` text NOT NULL,\n\t`image` text NOT NULL,\n\t`size_bytes` integer NOT NULL,\n\t`created_at` text NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `workspaces_snapshots_owner_idx` ON `workspaces_snapshots` (`owner`,`created_at`);--> statement-breakpoint\nALTER TABLE `workspaces_workspaces` ADD `auto_stop_minutes` real DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE `workspaces_workspaces` ADD `stop_reason` text;--> statement-breakpoint\nALTER TABLE `workspaces_workspaces` ADD `snapshot_id` text;"
   }
 ];
