@@ -27,6 +27,7 @@ describe('create', () => {
       workspaceId: rig.ws,
       model: 'openai/echo',
       status: 'active',
+      toolApproval: 'never',
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
       usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
       busy: false,
