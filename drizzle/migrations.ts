@@ -47,5 +47,11 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795644916315,
     "breakpoints": true,
     "sql": "CREATE INDEX `webhooks_deliveries_registration_due_idx` ON `webhooks_deliveries` (`registration_id`,`next_attempt_at`) WHERE status = 'pending' AND head = 1;"
+  },
+  {
+    "tag": "0008_abnormal_hobgoblin",
+    "when": 1795645499375,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `agent_approvals` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`session_id` text NOT NULL,\n\t`message_id` text NOT NULL,\n\t`tool_call_id` text NOT NULL,\n\t`name` text NOT NULL,\n\t`input` text NOT NULL,\n\t`status` text NOT NULL,\n\t`reason` text,\n\t`decided_by` text,\n\t`created_at` text NOT NULL,\n\t`expires_at` text NOT NULL,\n\t`decided_at` text,\n\tFOREIGN KEY (`session_id`) REFERENCES `agent_sessions`(`id`) ON UPDATE no action ON DELETE cascade\n);\n--> statement-breakpoint\nCREATE INDEX `agent_approvals_session_idx` ON `agent_approvals` (`session_id`,`status`);--> statement-breakpoint\nALTER TABLE `agent_sessions` ADD `tool_approval` text DEFAULT '\"never\"' NOT NULL;"
   }
 ];
