@@ -14,6 +14,16 @@ import { newId, errorFields, type Clock } from '../../platform/runtime';
 import type { Env } from '../../platform/config';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
+import { workspaceErrors } from './workspaces.errors';
+import * as lifecycleModels from './lifecycle/lifecycle.model';
+import * as logsModels from './logs/logs.model';
+import * as execModels from './exec/exec.model';
+import * as agentModels from './agent/agent.model';
+import * as usageModels from './usage/usage.model';
+import * as webhooksModels from './webhooks/webhooks.model';
+import * as eventsModels from './events/events.model';
+import * as volumesModels from './volumes/volumes.model';
+import * as templatesModels from './images/templates.model';
 import { createQuotas } from './quotas';
 import { createTargetGuard } from './targets';
 import { createEngine } from './engine/docker';
@@ -148,6 +158,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const app = createServiceApp(deps, {
     name: 'workspaces',
     style: 'envelope',
+    errors: workspaceErrors,
+    models: [lifecycleModels, logsModels, execModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels, usageModels],
     title: 'Keel workspace API',
     description:
       'Containerized development workspaces on a Docker engine: lifecycle, logs, command execution and agent sessions. ' +

@@ -108,13 +108,13 @@ export function createApprovals(deps: { store: AgentStore; clock: Clock; timeout
     /** A person's decision; the session was checked to be the caller's. */
     decide(sessionId: string, aid: string, by: string, input: DecisionInput): Approval {
       const row = store.approval(aid);
-      if (!row || row.sessionId !== sessionId) throw new AppError('APPROVAL_NOT_FOUND', 404, 'approval not found in this session');
+      if (!row || row.sessionId !== sessionId) throw new AppError('APPROVAL_NOT_FOUND', 'approval not found in this session');
       if (row.status !== 'pending' || !waiting.has(sessionId)) {
-        throw new AppError('APPROVAL_DECIDED', 409, 'this approval is not waiting for a decision any more', { details: { id: aid, status: row.status } });
+        throw new AppError('APPROVAL_DECIDED', 'this approval is not waiting for a decision any more', { id: aid, status: row.status });
       }
       const status = input.decision === 'approve' ? 'approved' : 'denied';
       if (!settle(aid, status, input.decision === 'deny' ? (input.reason ?? null) : null, by)) {
-        throw new AppError('APPROVAL_DECIDED', 409, 'this approval is not waiting for a decision any more', { details: { id: aid, status: store.approval(aid)?.status ?? 'denied' } });
+        throw new AppError('APPROVAL_DECIDED', 'this approval is not waiting for a decision any more', { id: aid, status: store.approval(aid)?.status ?? 'denied' });
       }
       return approvalView(store.approval(aid)!);
     },

@@ -1,5 +1,6 @@
 // Schemas of the logs API: the Log entry, the logs query and the stream counters.
 import { t, type Static } from 'elysia';
+import { ErrorEnvelope } from '../../../platform/http/errors';
 
 export const LOG_TAIL_DEFAULT = 50;
 export const LOG_TAIL_MAX = 5000;
@@ -45,6 +46,17 @@ export type LogsQuery = Static<typeof LogsQuery>;
 
 export const LogsResponse = t.Object({ logs: t.Array(LogEntry) });
 
+/** The events of a log follow as data: what a client reads from each `event:` and `data:`. */
+export const LogEventSchema = t.Union(
+  [
+    t.Object({ event: t.Literal('message', { description: 'no event line: SSE calls it message' }), data: LogEntry }),
+    t.Object({ event: t.Literal('end'), data: t.Object({ reason: t.Union([t.Literal('stopped'), t.Literal('deleted'), t.Literal('not-running'), t.Literal('shutdown')]) }) }),
+    t.Object({ event: t.Literal('dropped'), data: t.Object({ reason: t.Literal('slow-reader'), message: t.String() }) }),
+    t.Object({ event: t.Literal('error'), data: ErrorEnvelope }),
+  ],
+  { description: 'One Server-Sent Event of a log follow: `event` is its event line, `data` the JSON of its data line' },
+);
+
 /** The follow=true answer, for OpenAPI: SSE has no schema of its own, so a described string. */
 export const LogsEventStream = {
   description: 'JSON with `logs`; with follow=true a text/event-stream',
@@ -59,6 +71,7 @@ export const LogsEventStream = {
           '`event: dropped` (data `{"reason":"slow-reader","message":...}`, the client left more than 1 MiB unread) or ' +
           '`event: error` (data: the error body, the engine failed).',
       },
+      'x-event-schema': LogEventSchema,
       example:
         ': connected\n\n' +
         'data: {"timestamp":"2026-01-05T10:00:00.000Z","service":"main","level":"info","message":"keel: workspace ready"}\n\n' +

@@ -1,7 +1,8 @@
 // HTTP of usage reports.
 import { Elysia } from 'elysia';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../lifecycle/lifecycle.model';
+import { ErrorEnvelope } from '../../../platform/http/errors';
+import { workspaceOperation as op } from '../workspaces.errors';
 import { UsageQuery, UsageReport } from './usage.model';
 import type { Usage } from './usage.service';
 
@@ -11,7 +12,7 @@ export function usageRoutes(deps: { auth: WorkspaceAuthPlugin; usage: Usage }) {
     .get('/api/usage', ({ actor, query }) => deps.usage.report(actor, query), {
       query: UsageQuery,
       response: { 200: UsageReport, 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope },
-      detail: {
+      detail: { ...op('getUsage', ['FORBIDDEN']),
         tags: ['usage'],
         summary: "An actor's usage over a time range: tokens by model, command seconds, workspace running minutes",
         description:

@@ -24,7 +24,7 @@ export interface UsageDeps {
 /** A date means its UTC day's start (`end`: the next day's); a time is taken as given. */
 function instant(value: string, end: boolean): number {
   const ms = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
-  if (Number.isNaN(ms)) throw new AppError('INVALID_REQUEST', 400, 'from and to must be ISO dates or UTC times', { details: { fields: ['from', 'to'] } });
+  if (Number.isNaN(ms)) throw new AppError('INVALID_REQUEST', 'from and to must be ISO dates or UTC times', { fields: ['from', 'to'] });
   return value.length === 10 && end ? ms + DAY_MS : ms;
 }
 
@@ -54,12 +54,12 @@ export function createUsage(deps: UsageDeps) {
 
     report(caller: Actor, q: UsageQuery): UsageReport {
       const actor = q.actor ?? caller.id;
-      if (actor !== caller.id && !caller.admin) throw new AppError('FORBIDDEN', 403, "only admins may read another actor's usage");
+      if (actor !== caller.id && !caller.admin) throw new AppError('FORBIDDEN', "only admins may read another actor's usage");
       const now = clock.now();
       const today = now - (now % DAY_MS);
       const fromMs = q.from ? instant(q.from, false) : today;
       const toMs = q.to ? instant(q.to, true) : today + DAY_MS;
-      if (toMs <= fromMs) throw new AppError('INVALID_REQUEST', 400, 'to must be after from', { details: { fields: ['from', 'to'] } });
+      if (toMs <= fromMs) throw new AppError('INVALID_REQUEST', 'to must be after from', { fields: ['from', 'to'] });
       const from = new Date(fromMs).toISOString();
       const to = new Date(toMs).toISOString();
 
