@@ -59,6 +59,7 @@ import { createAgentService } from './agent/agent.service';
 import { createAgentStore } from './agent/agent.store';
 import { createUsage } from './usage/usage.service';
 import { usageRoutes } from './usage/usage.routes';
+import { mcpRoutes } from './mcp/mcp.routes';
 import { createProviders } from './agent/providers/providers';
 
 /** This Keel's identity on the engine, kept in the data dir so a restart recognizes its containers. */
@@ -171,6 +172,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       { name: 'exec', description: 'Commands in a workspace' },
       { name: 'agent', description: 'Agent sessions that act in their workspace' },
       { name: 'usage', description: 'What each actor spent: tokens, command time, running time' },
+      { name: 'mcp', description: 'Keel as a Model Context Protocol server' },
       { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
       { name: 'events', description: 'Workspace events, live' },
       { name: 'volumes', description: 'Volumes kept by deletes, counted against APP_QUOTA_VOLUMES' },
@@ -185,6 +187,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     .use(execRoutes({ auth, exec, sse, quotas }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
     .use(usageRoutes({ auth, usage }))
+    .use(mcpRoutes({ auth, workspaces, exec, quotas }))
     .use(webhooksRoutes({ auth, webhooks }))
     .use(eventsRoutes({ auth, events, sse, quotas }));
 

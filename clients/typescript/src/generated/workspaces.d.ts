@@ -463,6 +463,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Model Context Protocol endpoint (Streamable HTTP): workspaces as tools for any MCP client
+         * @description The same Bearer token as the HTTP API. Tools: `list_workspaces`, `create_workspace`, `start_workspace`, `stop_workspace`, `delete_workspace`, `exec`; each acts as the token's actor (another actor's workspace is WORKSPACE_NOT_FOUND) under the same quotas. A refused call is a tool result with `isError: true` whose text is the HTTP error envelope. Stateless: no `Mcp-Session-Id`; GET and DELETE answer 405. See docs/agent.md, "Keel as an MCP server".
+         */
+        post: operations["mcp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/webhooks": {
         parameters: {
             query?: never;
@@ -5786,6 +5806,153 @@ export interface operations {
                              * @enum {string}
                              */
                             code: "FORBIDDEN";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description a JSON-RPC 2.0 message (or batch) of the Model Context Protocol */
+        requestBody: {
+            content: {
+                /** @example null */
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description the JSON-RPC answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example null */
+                    "application/json": unknown;
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: the request body is over 4 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "the request body is over 4 MiB",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
+                             * @enum {string}
+                             */
+                            code: "PAYLOAD_TOO_LARGE";
                             message: string;
                             details: {
                                 [key: string]: unknown;
