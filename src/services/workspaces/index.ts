@@ -143,6 +143,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     clock: deps.clock,
     log: deps.log.child({ feature: 'agent' }),
     shutdown: deps.shutdown,
+    mcpPolicy: policy,
   });
   // The list's serialised answers per actor and filter, until the next write (docs/performance.md);
   // a repeated list request is answered from the auth hook, before routing (`early`).

@@ -1006,6 +1006,18 @@ export interface components {
             event: "error";
             data: components["schemas"]["ErrorEnvelope"];
         };
+        McpServer: {
+            /** @description its tools are offered as `<name>__<tool>` (letters, digits, `-`, single `_`) */
+            name: string;
+            /** @description Streamable HTTP endpoint, http(s); the rules of webhook targets apply (never metadata, link-local, a workspace network or Keel's own ports) */
+            url: string;
+            /** @description sent with every request (e.g. Authorization); never shown back */
+            headers?: {
+                [key: string]: string;
+            };
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * @example {
          *       "workspaceId": "ws_1m8k2x9q",
@@ -1032,6 +1044,8 @@ export interface components {
             };
             /** @description Which tool calls wait for a person's decision before they run: `never` (default), `always`, or the names of the tools (e.g. `["run_command", "write_file"]`). A waiting call pauses the turn (session status `awaiting_approval`, an `approval` event) until POST .../approvals/{aid} decides it. */
             toolApproval?: "never" | "always" | string[];
+            /** @description MCP servers whose tools the model may call, under the session's toolApproval */
+            mcpServers?: components["schemas"]["McpServer"][];
         } & {
             [key: string]: unknown;
         };
@@ -1083,6 +1097,11 @@ export interface components {
             /** @enum {string} */
             status: "active" | "awaiting_approval";
             toolApproval: components["schemas"]["ToolApproval"];
+            /** @description the session's MCP servers (their headers are not shown) */
+            mcpServers: {
+                name: string;
+                url: string;
+            }[];
             /** @description ISO 8601 UTC */
             createdAt: string;
             /** @description totals over every turn of the session */
@@ -1105,6 +1124,11 @@ export interface components {
             /** @enum {string} */
             status: "active" | "awaiting_approval";
             toolApproval: components["schemas"]["ToolApproval"];
+            /** @description the session's MCP servers (their headers are not shown) */
+            mcpServers: {
+                name: string;
+                url: string;
+            }[];
             /** @description ISO 8601 UTC */
             createdAt: string;
             /** @description totals over every turn of the session */
@@ -4018,6 +4042,12 @@ export interface operations {
                      *           "model": "string",
                      *           "status": "active",
                      *           "toolApproval": "never",
+                     *           "mcpServers": [
+                     *             {
+                     *               "name": "string",
+                     *               "url": "string"
+                     *             }
+                     *           ],
                      *           "createdAt": "string",
                      *           "usage": {
                      *             "promptTokens": 0,
@@ -4158,6 +4188,12 @@ export interface operations {
                      *       "model": "string",
                      *       "status": "active",
                      *       "toolApproval": "never",
+                     *       "mcpServers": [
+                     *         {
+                     *           "name": "string",
+                     *           "url": "string"
+                     *         }
+                     *       ],
                      *       "createdAt": "string",
                      *       "usage": {
                      *         "promptTokens": 0,
@@ -4356,6 +4392,12 @@ export interface operations {
                      *       "model": "string",
                      *       "status": "active",
                      *       "toolApproval": "never",
+                     *       "mcpServers": [
+                     *         {
+                     *           "name": "string",
+                     *           "url": "string"
+                     *         }
+                     *       ],
                      *       "createdAt": "string",
                      *       "usage": {
                      *         "promptTokens": 0,

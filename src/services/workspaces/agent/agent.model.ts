@@ -54,6 +54,16 @@ export const ToolApproval = t.Union(
 );
 export type ToolApproval = Static<typeof ToolApproval>;
 
+export const McpServer = t.Object(
+  {
+    name: t.String({ pattern: '^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$', maxLength: 32, description: 'its tools are offered as `<name>__<tool>` (letters, digits, `-`, single `_`)' }),
+    url: t.String({ minLength: 8, maxLength: 2048, description: 'Streamable HTTP endpoint, http(s); the rules of webhook targets apply (never metadata, link-local, a workspace network or Keel\'s own ports)' }),
+    headers: t.Optional(t.Record(t.String({ pattern: '^[A-Za-z0-9-]{1,64}$' }), t.String({ maxLength: 4096 }), { maxProperties: 20, description: 'sent with every request (e.g. Authorization); never shown back' })),
+  },
+  strict,
+);
+export type McpServer = Static<typeof McpServer>;
+
 export const CreateSessionBody = t.Object(
   {
     workspaceId: t.String({ minLength: 1, maxLength: 128, description: 'a workspace the caller owns (it need not be running yet)' }),
@@ -65,6 +75,7 @@ export const CreateSessionBody = t.Object(
     }),
     context: t.Optional(AgentContext),
     toolApproval: t.Optional(ToolApproval),
+    mcpServers: t.Optional(t.Array(McpServer, { maxItems: 8, description: "MCP servers whose tools the model may call, under the session's toolApproval" })),
   },
   { ...strict, examples: [{ workspaceId: 'ws_1m8k2x9q', model: 'openai/gpt-4o-mini' }] },
 );
@@ -136,6 +147,7 @@ const sessionFields = {
   model: t.String(),
   status: t.Union([t.Literal('active'), t.Literal('awaiting_approval')], { description: '`awaiting_approval` while a tool call of the turn in flight waits for a decision' }),
   toolApproval: ToolApproval,
+  mcpServers: t.Array(t.Object({ name: t.String(), url: t.String() }), { description: 'the session\'s MCP servers (their headers are not shown)' }),
   createdAt: t.String({ description: 'ISO 8601 UTC' }),
   usage: t.Object(Usage.properties, { description: 'totals over every turn of the session' }),
   busy: t.Boolean({ description: 'a turn is in flight (follow it with GET .../events)' }),

@@ -7,15 +7,18 @@ import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger, errorFields } from '../../../platform/runtime';
 import type { Access } from '../access';
 import type { AgentConfig } from './agent.config';
-import type { AgentContext, AgentEvent, Approval, AssistantReply, CreateSessionInput, DecisionInput, Message, Session, SessionListEntry, ToolCall, Usage } from './agent.model';
+import type { AgentContext, AgentEvent, Approval, AssistantReply, CreateSessionInput, DecisionInput, Message, Session, SessionListEntry, Usage } from './agent.model';
 import type { AgentStore } from './agent.store';
 import type { AgentMessageRow, AgentSessionRow } from './agent.tables';
 import { runTurn, systemPrompt, toModelMessages, zeroUsage, type StopReason, type TurnOutcome, type TurnProgress } from './agent.turn';
 import { createApprovals, parsePolicy, SUSPENDED, withApproval } from './approvals';
+import { checkMcpServers, connectMcpServers } from './mcp-client';
+import type { TargetPolicy } from '../../../platform/net/address-policy';
 import type { Providers } from './providers/providers';
 import { workspaceTools, type TakeExecSlot, type WorkspaceShell } from './tools';
 import { createAgentUsage } from './agent.usage';
 import { followEvents, replayTurn } from './agent.log';
+import { newLiveTurn, type LiveTurn, type TurnEnd } from './agent.live';
 
 export interface AgentServiceDeps {
   store: AgentStore;
@@ -29,33 +32,9 @@ export interface AgentServiceDeps {
   log: Logger;
   /** Aborted when Keel begins to stop: turns end at once as `interrupted` (requests waiting on them answer). */
   shutdown: AbortSignal;
+  /** Where a session's MCP servers may be: the webhook targets' rules. */
+  mcpPolicy: TargetPolicy;
 }
-
-interface LiveTurn {
-  sessionId: string;
-  /** Who the turn's tokens are counted against (the caller), and the session's model. */
-  actor: string;
-  model: string;
-  messageId: string;
-  /** The session's last event id before this turn: the turn's events come after it. */
-  afterEventId: number;
-  nextSeq: number;
-  /** Every event of this turn, in order: followers read from here once they caught up with the log. */
-  events: AgentEvent[];
-  ended: boolean;
-  content: string;
-  toolCalls: ToolCall[];
-  usage: Usage;
-  controller: AbortController;
-  /** Tool calls of the turn wait for a decision now. */
-  awaiting: boolean;
-  /** Resolved at the next event; followers wait on it together. */
-  wake?: PromiseWithResolvers<void>;
-  result: Promise<{ reply: AssistantReply; error?: AppError }>;
-}
-
-/** What ending a turn needs: a live one, or one found unfinished at start-up. */
-type TurnEnd = Pick<LiveTurn, 'sessionId' | 'actor' | 'model' | 'messageId' | 'nextSeq' | 'events' | 'ended' | 'wake'>;
 
 const notFound = () => new AppError('SESSION_NOT_FOUND', 'agent session not found');
 
@@ -101,6 +80,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       model: row.model,
       status: row.status,
       toolApproval: parsePolicy(row.toolApproval),
+      mcpServers: (JSON.parse(row.mcpServers) as { name: string; url: string }[]).map(({ name, url }) => ({ name, url })),
       createdAt: row.createdAt,
       usage: { promptTokens: row.promptTokens, completionTokens: row.completionTokens, totalTokens: row.totalTokens },
       busy: !!live,
@@ -138,13 +118,14 @@ export function createAgentService(deps: AgentServiceDeps) {
         timer = setTimeout(() => live.controller.abort('time-limit' satisfies StopReason), Math.max(0, left));
       };
       arm();
+      const mcp = await connectMcpServers(JSON.parse(row.mcpServers), deps.mcpPolicy, config.mcpTimeoutMs);
       try {
         outcome = await runTurn(deps.providers, {
           model: row.model,
-          system: systemPrompt(row.workspaceId, JSON.parse(row.context) as AgentContext),
+          system: systemPrompt(row.workspaceId, JSON.parse(row.context) as AgentContext, mcp.notes),
           history: toModelMessages(history),
           message,
-          tools: withApproval(workspaceTools(deps.shell, deps.takeExecSlot, actor, row.workspaceId), parsePolicy(row.toolApproval)),
+          tools: withApproval({ ...mcp.tools, ...workspaceTools(deps.shell, deps.takeExecSlot, actor, row.workspaceId) }, parsePolicy(row.toolApproval)),
           resume,
           async awaitDecisions(calls) {
             clearTimeout(timer);
@@ -177,6 +158,7 @@ export function createAgentService(deps: AgentServiceDeps) {
         });
       } finally {
         clearTimeout(timer);
+        await mcp.close();
       }
     }
     if (live.controller.signal.reason === SUSPENDED) return suspend(live, outcome);
@@ -251,24 +233,9 @@ export function createAgentService(deps: AgentServiceDeps) {
     deps.log.info('agent turn waiting for approval taken up again', { session: m.sessionId, message: m.id });
   }
 
-  function startLive(sessionId: string, actor: string, model: string, messageId: string, afterEventId: number, nextSeq: number, p?: TurnProgress): LiveTurn {
-    const live: LiveTurn = {
-      sessionId,
-      actor,
-      model,
-      messageId,
-      afterEventId,
-      nextSeq,
-      events: [],
-      ended: false,
-      content: p?.content ?? '',
-      toolCalls: p ? [...p.toolCalls] : [],
-      usage: p ? { ...p.usage } : zeroUsage(),
-      controller: new AbortController(),
-      awaiting: false,
-      result: undefined as never,
-    };
-    turns.set(sessionId, live);
+  function startLive(...args: Parameters<typeof newLiveTurn>): LiveTurn {
+    const live = newLiveTurn(...args);
+    turns.set(live.sessionId, live);
     return live;
   }
 
@@ -283,6 +250,7 @@ export function createAgentService(deps: AgentServiceDeps) {
     async create(actor: Actor, input: CreateSessionInput): Promise<Session> {
       deps.providers.check(input.model);
       deps.access.getOwned(actor, input.workspaceId);
+      checkMcpServers(input.mcpServers ?? [], deps.mcpPolicy);
       const at = isoNow(clock);
       const context = input.context ?? {};
       const row: AgentSessionRow = {
@@ -293,6 +261,7 @@ export function createAgentService(deps: AgentServiceDeps) {
         context: JSON.stringify(context),
         status: 'active',
         toolApproval: JSON.stringify(input.toolApproval ?? 'never'),
+        mcpServers: JSON.stringify(input.mcpServers ?? []),
         promptTokens: 0,
         completionTokens: 0,
         totalTokens: 0,

@@ -18,6 +18,8 @@ export const agentSessions = sqliteTable(
     status: text('status').$type<'active' | 'awaiting_approval'>().notNull(),
     /** JSON: `"never"`, `"always"` or an array of tool names whose calls wait for a decision. */
     toolApproval: text('tool_approval').notNull().default('"never"'),
+    /** JSON `[{name, url, headers?}]`: MCP servers whose tools the session's model may call. */
+    mcpServers: text('mcp_servers').notNull().default('[]'),
     /** Sums over every turn of the session. */
     promptTokens: integer('prompt_tokens').notNull().default(0),
     completionTokens: integer('completion_tokens').notNull().default(0),

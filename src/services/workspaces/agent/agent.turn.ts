@@ -182,11 +182,12 @@ function stopReason(reason: unknown): FinishReason {
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 2000);
 
 /** Keel's part of the system text, then the session's context. */
-export function systemPrompt(workspaceId: string, context: AgentContext): string {
+export function systemPrompt(workspaceId: string, context: AgentContext, mcpNotes: string[] = []): string {
   const lines = [
     `You are an assistant working in the development workspace ${workspaceId}, a Linux container.`,
     'Use the tools run_command, read_file, write_file and list_directory to act in it; they reach only that workspace.',
   ];
+  if (mcpNotes.length) lines.push(...mcpNotes);
   if (context.system) lines.push('', context.system);
   if (context.instructions?.length) lines.push('', 'Instructions:', ...context.instructions.map((i) => `- ${i}`));
   const notes = Object.entries(context.notes ?? {});
