@@ -59,5 +59,11 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795646191820,
     "breakpoints": true,
     "sql": "CREATE TABLE `usage_exec` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`actor` text NOT NULL,\n\t`workspace_id` text NOT NULL,\n\t`duration_ms` integer NOT NULL,\n\t`at` text NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `usage_exec_actor_at_idx` ON `usage_exec` (`actor`,`at`);--> statement-breakpoint\nCREATE TABLE `usage_running` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`owner` text NOT NULL,\n\t`workspace_id` text NOT NULL,\n\t`started_at` text NOT NULL,\n\t`ended_at` text\n);\n--> statement-breakpoint\nCREATE INDEX `usage_running_owner_idx` ON `usage_running` (`owner`,`started_at`);--> statement-breakpoint\nCREATE INDEX `usage_running_open_idx` ON `usage_running` (`workspace_id`,`ended_at`);"
+  },
+  {
+    "tag": "0010_ordinary_whirlwind",
+    "when": 1795647189884,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `agent_sessions` ADD `mcp_servers` text DEFAULT '[]' NOT NULL;"
   }
 ];

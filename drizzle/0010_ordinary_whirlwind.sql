@@ -1,0 +1,1 @@
+ALTER TABLE `agent_sessions` ADD `mcp_servers` text DEFAULT '[]' NOT NULL;
