@@ -28,6 +28,7 @@ describe('create', () => {
       model: 'openai/echo',
       status: 'active',
       toolApproval: 'never',
+      mcpServers: [],
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
       usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
       busy: false,
