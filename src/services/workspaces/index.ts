@@ -115,7 +115,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     cloneDeny: targets.deny,
     onEvent: usage.onWorkspaceEvent,
   });
-  const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, access });
+  const hub = createLogHub({ engine, log: deps.log, clock: deps.clock });
   const logs = createLogsService({ engine, hub, access });
   const exec = createExecService({ engine, access, onExecEnd: usage.recordExec });
   const volumes = createVolumes({ db: deps.db, engine });
@@ -126,7 +126,6 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const policy: TargetPolicy = { denyPrivate: webhooksSettings.denyPrivate, deny: targets.deny };
   const outbox = createOutbox({
     db: deps.db,
-    bus: deps.bus,
     clock: deps.clock,
     log: webhooksLog,
     config: webhooksSettings,
@@ -212,6 +211,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       // Subscriptions before the first await: main.ts calls start() right after the app listens, so no
       // event of a request is missed (webhook deliveries, the event stream's ring).
       unsubscribe.push(events.listen(deps.bus));
+      // The log hub learns from the workspaces' events when a stopped container runs again.
+      unsubscribe.push(hub.listen(deps.bus));
       outbox.listen(deps.bus); // outbox.stop() unsubscribes
       announce();
       agent.recover();

@@ -23,13 +23,17 @@ export const LogEntry = t.Object({
   timestamp: t.String({ format: 'date-time', description: 'when the engine received the line (ISO 8601 UTC, ms)' }),
   service: t.String({ description: '`main` for the container\'s main process, else the name of a service the template declares' }),
   level: LogLevelSchema,
-  message: t.String(),
+  message: t.String({
+    description:
+      'at most 64 KiB (65,536 bytes) of UTF-8: a longer line arrives as consecutive entries, in order, cut between characters, ' +
+      'with the same timestamp, service and level; their messages joined are the line',
+  }),
 });
 export type LogEntry = Static<typeof LogEntry>;
 
 export const LogsQuery = t.Object({
   tail: t.Optional(
-    t.Integer({ minimum: 0, maximum: LOG_TAIL_MAX, default: LOG_TAIL_DEFAULT, description: `last lines to return (after the service filter); 0-${LOG_TAIL_MAX}` }),
+    t.Integer({ minimum: 0, maximum: LOG_TAIL_MAX, default: LOG_TAIL_DEFAULT, description: `last entries to return (after the service filter; a line longer than 64 KiB is several); 0-${LOG_TAIL_MAX}` }),
   ),
   follow: t.Optional(
     t.Boolean({
