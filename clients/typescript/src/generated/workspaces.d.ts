@@ -301,7 +301,7 @@ export interface paths {
         put?: never;
         /**
          * Create an agent session bound to a workspace
-         * @description Answers 201 with `Location: /api/agent/sessions/{id}`. The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn.
+         * @description Answers 201 with `Location: /api/agent/sessions/{id}`. The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn. `toolApproval` (optional) names the tool calls that wait for a person (GET/POST .../approvals); `mcpServers` (optional) adds the tools of those MCP servers as `<name>__<tool>` (URLs as webhook targets; a literal address Keel may not reach is 400).
          *
          *     Errors: 400 INVALID_REQUEST (bad field, or a model whose provider is not configured: the message and `details.configured` name the configured ones), 404 WORKSPACE_NOT_FOUND, 429 QUOTA_EXCEEDED (`details: {quota: "sessions", limit}`: the caller holds APP_QUOTA_SESSIONS sessions already; admin tokens are exempt).
          */
@@ -854,6 +854,7 @@ export interface components {
             service: string;
             /** @enum {string} */
             level: "debug" | "info" | "warn" | "error";
+            /** @description at most 64 KiB (65,536 bytes) of UTF-8: a longer line arrives as consecutive entries, in order, cut between characters, with the same timestamp, service and level; their messages joined are the line */
             message: string;
         };
         LogsResponse: {
@@ -877,6 +878,7 @@ export interface components {
                 /** @description `main` for the container's main process, else the name of a service the template declares */
                 service: string;
                 level: components["schemas"]["LogLevel"];
+                /** @description at most 64 KiB (65,536 bytes) of UTF-8: a longer line arrives as consecutive entries, in order, cut between characters, with the same timestamp, service and level; their messages joined are the line */
                 message: string;
             };
         } | {
