@@ -1,1 +1,0 @@
-ALTER TABLE `agent_sessions` ADD `mcp_servers` text DEFAULT '[]' NOT NULL;
