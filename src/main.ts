@@ -10,6 +10,7 @@ import { catalogService } from './services/catalog';
 import { sourcesService } from './services/sources';
 import { workersService } from './services/workers';
 import { identityService } from './services/identity';
+import { playbackService } from './services/playback';
 
 const definitions: Record<ServiceName, ServiceDefinition<any>> = {
   identity: identityService,
@@ -17,6 +18,7 @@ const definitions: Record<ServiceName, ServiceDefinition<any>> = {
   catalog: catalogService,
   sources: sourcesService,
   workers: workersService,
+  playback: playbackService,
 };
 
 export interface Platform {
