@@ -55,9 +55,9 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "sql": "ALTER TABLE `workspaces_workspaces` ADD `engine` text;"
   },
   {
-    "tag": "0009_sparkling_ricochet",
-    "when": 1795648335739,
+    "tag": "0009_plain_boomerang",
+    "when": 1795648294363,
     "breakpoints": true,
-    "sql": "CREATE TABLE `workspaces_snapshots` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`name` text NOT NULL,\n\t`owner` text NOT NULL,\n\t`workspace_id` text NOT NULL,\n\t`template` text NOT NULL,\n\t`image` text NOT NULL,\n\t`size_bytes` integer NOT NULL,\n\t`created_at` text NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `workspaces_snapshots_owner_idx` ON `workspaces_snapshots` (`owner`,`created_at`);--> statement-breakpoint\nALTER TABLE `workspaces_workspaces` ADD `auto_stop_minutes` real DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE `workspaces_workspaces` ADD `stop_reason` text;--> statement-breakpoint\nALTER TABLE `workspaces_workspaces` ADD `snapshot_id` text;"
+    "sql": "CREATE TABLE `agent_approvals` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`session_id` text NOT NULL,\n\t`message_id` text NOT NULL,\n\t`tool_call_id` text NOT NULL,\n\t`name` text NOT NULL,\n\t`input` text NOT NULL,\n\t`status` text NOT NULL,\n\t`reason` text,\n\t`decided_by` text,\n\t`created_at` text NOT NULL,\n\t`expires_at` text NOT NULL,\n\t`decided_at` text,\n\tFOREIGN KEY (`session_id`) REFERENCES `agent_sessions`(`id`) ON UPDATE no action ON DELETE cascade\n);\n--> statement-breakpoint\nCREATE INDEX `agent_approvals_session_idx` ON `agent_approvals` (`session_id`,`status`);--> statement-breakpoint\nCREATE TABLE `usage_exec` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`actor` text NOT NULL,\n\t`workspace_id` text NOT NULL,\n\t`duration_ms` integer NOT NULL,\n\t`at` text NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `usage_exec_actor_at_idx` ON `usage_exec` (`actor`,`at`);--> statement-breakpoint\nCREATE TABLE `usage_running` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`owner` text NOT NULL,\n\t`workspace_id` text NOT NULL,\n\t`started_at` text NOT NULL,\n\t`ended_at` text\n);\n--> statement-breakpoint\nCREATE INDEX `usage_running_owner_idx` ON `usage_running` (`owner`,`started_at`);--> statement-breakpoint\nCREATE INDEX `usage_running_open_idx` ON `usage_running` (`workspace_id`,`ended_at`);--> statement-breakpoint\nALTER TABLE `agent_sessions` ADD `tool_approval` text DEFAULT '\"never\"' NOT NULL;--> statement-breakpoint\nALTER TABLE `agent_sessions` ADD `mcp_servers` text DEFAULT '[]' NOT NULL;"
   }
 ];

@@ -419,7 +419,7 @@ export interface paths {
         put?: never;
         /**
          * Create an agent session bound to a workspace
-         * @description Answers 201 with `Location: /api/agent/sessions/{id}`. The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn.
+         * @description Answers 201 with `Location: /api/agent/sessions/{id}`. The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn. `toolApproval` (optional) names the tool calls that wait for a person (GET/POST .../approvals); `mcpServers` (optional) adds the tools of those MCP servers as `<name>__<tool>` (URLs as webhook targets; a literal address Keel may not reach is 400).
          *
          *     Errors: 400 INVALID_REQUEST (bad field, or a model whose provider is not configured: the message and `details.configured` name the configured ones), 404 WORKSPACE_NOT_FOUND, 429 QUOTA_EXCEEDED (`details: {quota: "sessions", limit}`: the caller holds APP_QUOTA_SESSIONS sessions already; admin tokens are exempt).
          */
@@ -513,6 +513,88 @@ export interface paths {
          * @description Aborts the provider call and kills a running command (its whole process group), then answers once the turn has ended with a `done` whose `finishReason` is `cancelled` (partial content and usage kept). `cancelled: false` when no turn was in flight.
          */
         post: operations["cancelAgentTurn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/sessions/{id}/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Tool calls waiting for a decision (toolApproval)
+         * @description The calls of the turn in flight that wait for a person, oldest first (`?status=all`: decided ones too). While one waits the session's status is `awaiting_approval` and its stream has sent an `approval` event. Undecided after APP_AGENT_APPROVAL_TIMEOUT seconds (default 3600) a call is denied. Another actor's session is 404 SESSION_NOT_FOUND.
+         */
+        get: operations["listAgentApprovals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent/sessions/{id}/approvals/{aid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve or deny a waiting tool call
+         * @description `approve`: the call runs and the turn goes on. `deny`: the call does not run; the model reads a tool result saying it was denied, with `reason`, and the turn goes on. Answers the decided approval. Errors: 404 SESSION_NOT_FOUND, 404 APPROVAL_NOT_FOUND, 409 APPROVAL_DECIDED (decided already, timed out, or its turn ended).
+         */
+        post: operations["decideAgentApproval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An actor's usage over a time range: tokens by model, command seconds, workspace running minutes
+         * @description Default range: the current UTC day. `from` and `to` take ISO dates (`to=2026-11-30` includes that day) or UTC times. Tokens are those of agent turns that ended in the range (the records APP_AGENT_DAILY_TOKENS sums); execSeconds the wall time of commands that ended in it; runningMinutes the part of the range the actor's workspaces were running. `actor` (admins only) reads another actor's usage.
+         *
+         *     Errors: 400 INVALID_REQUEST (a bad date, or `to` not after `from`), 403 FORBIDDEN (`actor` other than the caller, without an admin token).
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Model Context Protocol endpoint (Streamable HTTP): workspaces as tools for any MCP client
+         * @description The same Bearer token as the HTTP API. Tools: `list_workspaces`, `create_workspace`, `start_workspace`, `stop_workspace`, `delete_workspace`, `exec`; each acts as the token's actor (another actor's workspace is WORKSPACE_NOT_FOUND) under the same quotas. A refused call is a tool result with `isError: true` whose text is the HTTP error envelope. Stateless: no `Mcp-Session-Id`; GET and DELETE answer 405. See docs/agent.md, "Keel as an MCP server".
+         */
+        post: operations["mcp"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1099,6 +1181,18 @@ export interface components {
             event: "error";
             data: components["schemas"]["ErrorEnvelope"];
         };
+        McpServer: {
+            /** @description its tools are offered as `<name>__<tool>` (letters, digits, `-`, single `_`) */
+            name: string;
+            /** @description Streamable HTTP endpoint, http(s); the rules of webhook targets apply (never metadata, link-local, a workspace network or Keel's own ports) */
+            url: string;
+            /** @description sent with every request (e.g. Authorization); never shown back */
+            headers?: {
+                [key: string]: string;
+            };
+        } & {
+            [key: string]: unknown;
+        };
         /**
          * @example {
          *       "workspaceId": "ws_1m8k2x9q",
@@ -1123,9 +1217,15 @@ export interface components {
             } & {
                 [key: string]: unknown;
             };
+            /** @description Which tool calls wait for a person's decision before they run: `never` (default), `always`, or the names of the tools (e.g. `["run_command", "write_file"]`). A waiting call pauses the turn (session status `awaiting_approval`, an `approval` event) until POST .../approvals/{aid} decides it. */
+            toolApproval?: "never" | "always" | string[];
+            /** @description MCP servers whose tools the model may call, under the session's toolApproval */
+            mcpServers?: components["schemas"]["McpServer"][];
         } & {
             [key: string]: unknown;
         };
+        /** @description Which tool calls wait for a person's decision before they run: `never` (default), `always`, or the names of the tools (e.g. `["run_command", "write_file"]`). A waiting call pauses the turn (session status `awaiting_approval`, an `approval` event) until POST .../approvals/{aid} decides it. */
+        ToolApproval: "never" | "always" | string[];
         /** @description What the model sees on every turn, as system text: `system`, then `instructions` as a list, then `notes` as `name: value` lines. Unknown fields are refused. */
         AgentContext: {
             /** @description system prompt, placed after Keel's own (which names the workspace and its tools) */
@@ -1170,7 +1270,13 @@ export interface components {
             workspaceId: string;
             model: string;
             /** @enum {string} */
-            status: "active";
+            status: "active" | "awaiting_approval";
+            toolApproval: components["schemas"]["ToolApproval"];
+            /** @description the session's MCP servers (their headers are not shown) */
+            mcpServers: {
+                name: string;
+                url: string;
+            }[];
             /** @description ISO 8601 UTC */
             createdAt: string;
             /** @description totals over every turn of the session */
@@ -1191,7 +1297,13 @@ export interface components {
             workspaceId: string;
             model: string;
             /** @enum {string} */
-            status: "active";
+            status: "active" | "awaiting_approval";
+            toolApproval: components["schemas"]["ToolApproval"];
+            /** @description the session's MCP servers (their headers are not shown) */
+            mcpServers: {
+                name: string;
+                url: string;
+            }[];
             /** @description ISO 8601 UTC */
             createdAt: string;
             /** @description totals over every turn of the session */
@@ -1280,6 +1392,59 @@ export interface components {
             id: string;
             /** @description true when a turn was in flight and is now ended */
             cancelled: boolean;
+        };
+        /** @description A tool call that waits for (or was given) a decision; `{id, toolCallId, name, input}` is also the data of an `approval` event */
+        Approval: {
+            /** @description the approval id: decide it with POST /api/agent/sessions/{id}/approvals/{aid} */
+            id: string;
+            toolCallId: string;
+            /** @description the tool the model called */
+            name: string;
+            /** @description the arguments the model gave */
+            input: unknown;
+            /** @enum {string} */
+            status: "pending" | "approved" | "denied";
+            /** @description denied: the reason the model was given */
+            reason: string | null;
+            /** @description ISO 8601 UTC */
+            createdAt: string;
+            /** @description ISO 8601 UTC: undecided by then, the call is denied (APP_AGENT_APPROVAL_TIMEOUT) */
+            expiresAt: string;
+            decidedAt: string | null;
+        };
+        ApprovalList: {
+            approvals: components["schemas"]["Approval"][];
+        };
+        DecisionBody: {
+            decision: "approve" | "deny";
+            /** @description deny: told to the model as the tool's result */
+            reason?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description One actor's usage over a time range */
+        UsageReport: {
+            actor: string;
+            /** @description ISO 8601 UTC, included */
+            from: string;
+            /** @description ISO 8601 UTC, excluded */
+            to: string;
+            tokens: {
+                /** @description per `provider/name`: the tokens of agent turns that ended in the range */
+                byModel: {
+                    [key: string]: {
+                        promptTokens: string | number;
+                        completionTokens: string | number;
+                        totalTokens: string | number;
+                    };
+                };
+                /** @description the sum of every model's totalTokens (what APP_AGENT_DAILY_TOKENS counts) */
+                total: string | number;
+            };
+            /** @description wall time of the commands the actor ran (exec, streaming exec, agent tools) that ended in the range */
+            execSeconds: number;
+            /** @description time the actor's workspaces ran within the range, summed over workspaces */
+            runningMinutes: number;
         };
         /** @description unknown fields are ignored */
         CreateWebhookBody: {
@@ -5672,6 +5837,13 @@ export interface operations {
                      *           "workspaceId": "string",
                      *           "model": "string",
                      *           "status": "active",
+                     *           "toolApproval": "never",
+                     *           "mcpServers": [
+                     *             {
+                     *               "name": "string",
+                     *               "url": "string"
+                     *             }
+                     *           ],
                      *           "createdAt": "string",
                      *           "usage": {
                      *             "promptTokens": 0,
@@ -5811,6 +5983,13 @@ export interface operations {
                      *       "workspaceId": "string",
                      *       "model": "string",
                      *       "status": "active",
+                     *       "toolApproval": "never",
+                     *       "mcpServers": [
+                     *         {
+                     *           "name": "string",
+                     *           "url": "string"
+                     *         }
+                     *       ],
                      *       "createdAt": "string",
                      *       "usage": {
                      *         "promptTokens": 0,
@@ -6008,6 +6187,13 @@ export interface operations {
                      *       "workspaceId": "string",
                      *       "model": "string",
                      *       "status": "active",
+                     *       "toolApproval": "never",
+                     *       "mcpServers": [
+                     *         {
+                     *           "name": "string",
+                     *           "url": "string"
+                     *         }
+                     *       ],
                      *       "createdAt": "string",
                      *       "usage": {
                      *         "promptTokens": 0,
@@ -6914,6 +7100,697 @@ export interface operations {
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listAgentApprovals: {
+        parameters: {
+            query?: {
+                status?: "pending" | "all";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "approvals": [
+                     *         {
+                     *           "id": "string",
+                     *           "toolCallId": "string",
+                     *           "name": "string",
+                     *           "input": null,
+                     *           "status": "pending",
+                     *           "reason": "string",
+                     *           "createdAt": "string",
+                     *           "expiresAt": "string",
+                     *           "decidedAt": "string"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApprovalList"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `SESSION_NOT_FOUND`: no agent session with this id in the workspace */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "SESSION_NOT_FOUND",
+                     *         "message": "no agent session with this id in the workspace",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
+                             * @enum {string}
+                             */
+                            code: "SESSION_NOT_FOUND";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    decideAgentApproval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                aid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "decision": "approve",
+                 *       "reason": "x"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DecisionBody"];
+            };
+        };
+        responses: {
+            /** @description A tool call that waits for (or was given) a decision; `{id, toolCallId, name, input}` is also the data of an `approval` event */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "toolCallId": "string",
+                     *       "name": "string",
+                     *       "input": null,
+                     *       "status": "pending",
+                     *       "reason": "string",
+                     *       "createdAt": "string",
+                     *       "expiresAt": "string",
+                     *       "decidedAt": "string"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Approval"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `SESSION_NOT_FOUND`: no agent session with this id in the workspace; `APPROVAL_NOT_FOUND`: no tool-call approval with this id in the agent session */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "SESSION_NOT_FOUND",
+                     *         "message": "no agent session with this id in the workspace",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description SESSION_NOT_FOUND: no agent session with this id in the workspace; APPROVAL_NOT_FOUND: no tool-call approval with this id in the agent session
+                             * @enum {string}
+                             */
+                            code: "SESSION_NOT_FOUND" | "APPROVAL_NOT_FOUND";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `APPROVAL_DECIDED`: the approval is not waiting any more: decided, timed out, or its turn ended (details.status) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "APPROVAL_DECIDED",
+                     *         "message": "the approval is not waiting any more: decided, timed out, or its turn ended (details.status)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description APPROVAL_DECIDED: the approval is not waiting any more: decided, timed out, or its turn ended (details.status)
+                             * @enum {string}
+                             */
+                            code: "APPROVAL_DECIDED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: the request body is over 4 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "the request body is over 4 MiB",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
+                             * @enum {string}
+                             */
+                            code: "PAYLOAD_TOO_LARGE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                from?: string;
+                to?: string;
+                actor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One actor's usage over a time range */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "actor": "string",
+                     *       "from": "string",
+                     *       "to": "string",
+                     *       "tokens": {
+                     *         "byModel": {},
+                     *         "total": 0
+                     *       },
+                     *       "execSeconds": 0,
+                     *       "runningMinutes": 0
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UsageReport"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `FORBIDDEN`: the token is valid but may not do this (admins only) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "the token is valid but may not do this (admins only)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description FORBIDDEN: the token is valid but may not do this (admins only)
+                             * @enum {string}
+                             */
+                            code: "FORBIDDEN";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description a JSON-RPC 2.0 message (or batch) of the Model Context Protocol */
+        requestBody: {
+            content: {
+                /** @example null */
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description the JSON-RPC answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example null */
+                    "application/json": unknown;
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: the request body is over 4 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "the request body is over 4 MiB",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
+                             * @enum {string}
+                             */
+                            code: "PAYLOAD_TOO_LARGE";
                             message: string;
                             details: {
                                 [key: string]: unknown;
