@@ -22,6 +22,7 @@ import {
 } from './engine';
 import { call, callOr, engineError } from './docker-calls';
 import { networkCalls } from './docker-networks';
+import { imageCalls } from './docker-images';
 import { frameSplitter, jsonLineSplitter, logPieceAssembler, rawLogAssembler, type LogPiece } from './frames';
 
 /** The dockerode client, for the engine files split out of this one (docker-networks.ts). */
@@ -80,6 +81,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
 
   const engine: Engine = {
     ...networkCalls(docker),
+    ...imageCalls(docker),
 
     async ping() {
       // Bounded: an engine that accepts the connection and never answers is as good as none.
@@ -193,6 +195,15 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
       await call(() => docker.getContainer(id).restart({ t: graceSeconds }));
     },
 
+    // No inspect first: resume is on a user's critical path (200 ms); the state machine knows the state.
+    async pause(id: string): Promise<void> {
+      await call(() => docker.getContainer(id).pause());
+    },
+
+    async unpause(id: string): Promise<void> {
+      await call(() => docker.getContainer(id).unpause());
+    },
+
     async remove(id: string): Promise<void> {
       await callOr(404, undefined, () => docker.getContainer(id).remove({ force: true, v: true }));
     },
@@ -202,6 +213,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
       if (!info) return null;
       return {
         running: info.State.Running && !info.State.Restarting,
+        paused: info.State.Paused,
         exitCode: info.State.ExitCode,
         oomKilled: info.State.OOMKilled,
         error: info.State.Error ?? '',
