@@ -24,6 +24,8 @@ import { createWorkspaceEvents } from './events/events.service';
 import { eventsRoutes } from './events/events.routes';
 import { uiAssets } from './ui/ui.assets';
 import { uiRoutes } from './ui/ui.routes';
+import { createFilesService } from './files/files.service';
+import { filesRoutes, streamedFileUpload } from './files/files.routes';
 import { createExecService } from './exec/exec.service';
 import { execRoutes } from './exec/exec.routes';
 import { createLogHub } from './logs/logs.hub';
@@ -102,6 +104,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, access });
   const logs = createLogsService({ engine, hub, access });
   const exec = createExecService({ engine, access });
+  const files = createFilesService({ engine, access, maxBytes: settings.fileMaxBytes });
   const volumes = createVolumes({ db: deps.db, engine });
   const events = createWorkspaceEvents({ clock: deps.clock });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: streamSettings.heartbeatMs, log: deps.log });
@@ -121,6 +124,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     store: createAgentStore(deps.db),
     providers: createProviders(agentSettings.providers),
     shell: exec,
+    files,
     takeExecSlot: (actor) => quotas.take(actor, 'execs'),
     access,
     config: agentSettings,
@@ -152,11 +156,13 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       { name: 'workspaces', description: 'Workspace lifecycle' },
       { name: 'logs', description: 'Workspace logs' },
       { name: 'exec', description: 'Commands in a workspace' },
+      { name: 'files', description: "A workspace's files, streamed both ways" },
       { name: 'agent', description: 'Agent sessions that act in their workspace' },
       { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
       { name: 'events', description: 'Workspace events, live' },
       { name: 'volumes', description: 'Volumes kept by deletes, counted against APP_QUOTA_VOLUMES' },
     ],
+    streamedBodies: streamedFileUpload,
   })
     .use(uiRoutes({ assets: uiAssets }))
     .use(auth)
@@ -165,6 +171,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     .use(volumesRoutes({ auth, volumes }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
     .use(execRoutes({ auth, exec, sse, quotas }))
+    .use(filesRoutes({ auth, files }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
     .use(webhooksRoutes({ auth, webhooks }))
     .use(eventsRoutes({ auth, events, sse, quotas }));
@@ -185,6 +192,9 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   return {
     app,
     workspaces,
+    // Bun lets any body through: uploads are counted by their route (413 FILE_TOO_LARGE), every other
+    // body by the platform's limit as it is read (413 PAYLOAD_TOO_LARGE), both in the envelope.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     async start() {
       // Subscriptions before the first await: main.ts calls start() right after the app listens, so no
       // event of a request is missed (webhook deliveries, the event stream's ring).

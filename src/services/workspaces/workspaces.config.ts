@@ -111,6 +111,8 @@ export interface WorkspacesConfig {
    * (any value) silences both; KEEL_ENGINE_ORIGIN is where scripts/dev.ts found the engine.
    */
   announce: { engine: boolean; token: boolean; engineOrigin: string };
+  /** APP_FILE_MAX_BYTES: the largest file an upload may write (PUT .../files); default 1 GiB. */
+  fileMaxBytes: number;
 }
 
 export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
@@ -152,6 +154,7 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     logMaxSize: readEngineSize(env, 'APP_WORKSPACE_LOG_MAX_SIZE', '10m') || '10m',
     logMaxFiles: readInt(env, 'APP_WORKSPACE_LOG_MAX_FILES', 3, 1, 100),
     diskLimit: readEngineSize(env, 'APP_WORKSPACE_DISK_LIMIT', ''),
+    fileMaxBytes: readInt(env, 'APP_FILE_MAX_BYTES', 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
     announce: {
       engine: !env.APP_QUIET_TOKEN && env.NODE_ENV !== 'test',
       token: !env.APP_QUIET_TOKEN,

@@ -11,13 +11,15 @@ import type { AgentStore } from './agent.store';
 import type { AgentMessageRow, AgentSessionRow } from './agent.tables';
 import { runTurn, systemPrompt, toModelMessages, zeroUsage, type Part, type StopReason, type TurnOutcome } from './agent.turn';
 import type { Providers } from './providers/providers';
-import { workspaceTools, type TakeExecSlot, type WorkspaceShell } from './tools';
+import { workspaceTools, type TakeExecSlot, type WorkspaceFiles, type WorkspaceShell } from './tools';
 import { createAgentUsage } from './agent.usage';
 
 export interface AgentServiceDeps {
   store: AgentStore;
   providers: Providers;
   shell: WorkspaceShell;
+  /** The files feature: read_file, write_file and list_directory stream through it. */
+  files: WorkspaceFiles;
   /** An exec slot of the actor's quota for each command a tool runs. */
   takeExecSlot: TakeExecSlot;
   access: Pick<Access, 'getOwned'>;
@@ -128,7 +130,7 @@ export function createAgentService(deps: AgentServiceDeps) {
           system: systemPrompt(row.workspaceId, JSON.parse(row.context) as AgentContext),
           history: toModelMessages(history),
           message,
-          tools: workspaceTools(deps.shell, deps.takeExecSlot, actor, row.workspaceId),
+          tools: workspaceTools(deps.shell, deps.files, deps.takeExecSlot, actor, row.workspaceId),
           maxSteps: config.maxSteps,
           tokenBudget: budget,
           maxRetries: config.providerRetries,

@@ -52,6 +52,29 @@ function streamEnd(stream: NodeJS.ReadableStream, onEnd: () => void): Promise<vo
   });
 }
 
+/** Writes to an exec's hijacked socket, waiting for 'drain' when the engine is behind (uploads stay bounded in memory). */
+function socketWriter(stream: NodeJS.WritableStream & { destroyed?: boolean }) {
+  return {
+    write(bytes: Uint8Array): Promise<void> {
+      if (stream.destroyed) return Promise.reject(new EngineError('the process closed its input', 'failed'));
+      if (stream.write(bytes)) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const done = (e?: Error) => {
+          stream.off('drain', ok);
+          stream.off('close', closed);
+          e ? reject(e) : resolve();
+        };
+        const ok = () => done();
+        const closed = () => done(new EngineError('the process closed its input', 'failed'));
+        stream.on('drain', ok);
+        stream.on('close', closed);
+      });
+    },
+    // Half-close: the process reads EOF while its output still arrives.
+    end: () => stream.end(),
+  };
+}
+
 export function createEngine(dockerHost?: string): Engine {
   const docker = new Docker(connection(dockerHost));
 
@@ -320,11 +343,14 @@ export function createEngine(dockerHost?: string): Engine {
 
     async execStart(
       containerId: string,
-      opts: { cmd: string[]; env?: string[] },
+      opts: { cmd: string[]; env?: string[]; stdin?: boolean },
       onChunk: (stream: StdStream, bytes: Uint8Array) => void,
     ): Promise<ExecHandle> {
-      const exec = await call(() => docker.getContainer(containerId).exec({ Cmd: opts.cmd, Env: opts.env, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false }));
-      const stream = (await call(() => exec.start({ hijack: true, stdin: false }))) as NodeJS.ReadableStream & { destroy(): void; pause(): void; resume(): void };
+      const withStdin = opts.stdin === true;
+      const exec = await call(() =>
+        docker.getContainer(containerId).exec({ Cmd: opts.cmd, Env: opts.env, AttachStdout: true, AttachStderr: true, AttachStdin: withStdin, Tty: false }),
+      );
+      const stream = (await call(() => exec.start({ hijack: true, stdin: withStdin }))) as NodeJS.ReadWriteStream & { destroy(): void; pause(): void; resume(): void };
       const split = frameSplitter(onChunk);
       // Set by close() too: output after it is discarded.
       let ended = false;
@@ -344,6 +370,7 @@ export function createEngine(dockerHost?: string): Engine {
           const info = await call(() => exec.inspect());
           return info.Running ? null : info.ExitCode ?? null;
         },
+        ...(withStdin ? { stdin: socketWriter(stream) } : {}),
       };
     },
 
