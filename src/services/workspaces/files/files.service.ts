@@ -17,6 +17,23 @@ export const WORKSPACE_DIR = '/workspace';
 const EXIT_MISSING = 44;
 /** Bytes a download keeps queued for a slow client before the engine stream is held back. */
 const DOWNLOAD_QUEUE_BYTES = 1024 * 1024;
+/**
+ * Bytes moved between two forced garbage collections. A transfer retains nothing, but every chunk it
+ * passed on is garbage the collector lets pile up: measured on 500 MB, Keel's RSS grew ~90 MB without
+ * this, ~60 MB with asynchronous collections, under 20 MB with a full one every 16 MB (a few ms each).
+ */
+const COLLECT_EVERY_BYTES = 16 * 1024 * 1024;
+
+/** Counts bytes moved and runs a full collection every COLLECT_EVERY_BYTES. */
+function churnGuard() {
+  let since = 0;
+  return (bytes: number) => {
+    since += bytes;
+    if (since < COLLECT_EVERY_BYTES) return;
+    since = 0;
+    Bun.gc(true);
+  };
+}
 
 // $1 = path. Answers "D" and one `stat` line per entry (symlinks as themselves), or "F" and the size
 // of what the path leads to (symlinks followed, inside the container).
@@ -133,6 +150,7 @@ export function createFilesService(deps: { engine: Engine; access: Pick<Access, 
       let handle: ExecHandle | undefined;
       let controller!: ReadableStreamDefaultController<Uint8Array>;
       let cancelled = false;
+      const moved = churnGuard();
       const stream = new ReadableStream<Uint8Array>(
         {
           start: (c) => void (controller = c),
@@ -148,6 +166,7 @@ export function createFilesService(deps: { engine: Engine; access: Pick<Access, 
         handle = await engine.execStart(containerId, { cmd }, (s, b) => {
           if (s !== 'stdout' || cancelled) return;
           controller.enqueue(b);
+          moved(b.byteLength);
           if ((controller.desiredSize ?? 0) <= 0) handle?.pause();
         });
       } catch (e) {
@@ -178,6 +197,7 @@ export function createFilesService(deps: { engine: Engine; access: Pick<Access, 
         throw execFailure(e);
       }
       let size = 0;
+      const moved = churnGuard();
       const failed = async (e: unknown): Promise<never> => {
         h.close();
         await engine.execCollect(containerId, ['rm', '-f', '--', tmp]).catch(() => undefined);
@@ -189,6 +209,7 @@ export function createFilesService(deps: { engine: Engine; access: Pick<Access, 
             size += chunk.byteLength;
             if (size > deps.maxBytes) throw tooLarge(deps.maxBytes);
             await h.stdin!.write(chunk);
+            moved(chunk.byteLength);
           }
         }
         h.stdin!.end();
