@@ -26,6 +26,8 @@ import { uiAssets } from './ui/ui.assets';
 import { uiRoutes } from './ui/ui.routes';
 import { createFilesService } from './files/files.service';
 import { filesRoutes, streamedFileUpload } from './files/files.routes';
+import { createProcessesService } from './processes/processes.service';
+import { processesRoutes, streamedStdin } from './processes/processes.routes';
 import { createExecService } from './exec/exec.service';
 import { execRoutes } from './exec/exec.routes';
 import { createLogHub } from './logs/logs.hub';
@@ -105,6 +107,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const logs = createLogsService({ engine, hub, access });
   const exec = createExecService({ engine, access });
   const files = createFilesService({ engine, access, maxBytes: settings.fileMaxBytes });
+  const processes = createProcessesService({ db: deps.db, engine, access, clock: deps.clock, settings: settings.processes });
   const volumes = createVolumes({ db: deps.db, engine });
   const events = createWorkspaceEvents({ clock: deps.clock });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: streamSettings.heartbeatMs, log: deps.log });
@@ -157,12 +160,13 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       { name: 'logs', description: 'Workspace logs' },
       { name: 'exec', description: 'Commands in a workspace' },
       { name: 'files', description: "A workspace's files, streamed both ways" },
+      { name: 'processes', description: 'Commands that outlive their request: output kept and followed, stdin, signals' },
       { name: 'agent', description: 'Agent sessions that act in their workspace' },
       { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
       { name: 'events', description: 'Workspace events, live' },
       { name: 'volumes', description: 'Volumes kept by deletes, counted against APP_QUOTA_VOLUMES' },
     ],
-    streamedBodies: streamedFileUpload,
+    streamedBodies: (request) => streamedFileUpload(request) || streamedStdin(request),
   })
     .use(uiRoutes({ assets: uiAssets }))
     .use(auth)
@@ -172,6 +176,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
     .use(execRoutes({ auth, exec, sse, quotas }))
     .use(filesRoutes({ auth, files }))
+    .use(processesRoutes({ auth, processes, sse, quotas }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
     .use(webhooksRoutes({ auth, webhooks }))
     .use(eventsRoutes({ auth, events, sse, quotas }));
@@ -201,6 +206,9 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       unsubscribe.push(events.listen(deps.bus));
       outbox.listen(deps.bus); // outbox.stop() unsubscribes
       announce();
+      // Processes a previous run followed are no longer followed: visibly lost, never "running".
+      const lost = processes.markLost();
+      if (lost) deps.log.info('processes of a previous run marked lost', { count: lost });
       agent.recover();
       targets.start();
       // Deliveries a previous run left pending go out again.
@@ -210,6 +218,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     },
     async stop() {
       hub.closeAll();
+      processes.close();
       await agent.close();
       for (const off of unsubscribe.splice(0)) off();
       await workspaces.close();
