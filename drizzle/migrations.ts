@@ -47,5 +47,11 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795644916315,
     "breakpoints": true,
     "sql": "CREATE INDEX `webhooks_deliveries_registration_due_idx` ON `webhooks_deliveries` (`registration_id`,`next_attempt_at`) WHERE status = 'pending' AND head = 1;"
+  },
+  {
+    "tag": "0008_simple_colossus",
+    "when": 1795646399935,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `workspaces_processes` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`workspace_id` text NOT NULL,\n\t`owner` text NOT NULL,\n\t`name` text,\n\t`command` text NOT NULL,\n\t`status` text NOT NULL,\n\t`exit_code` integer,\n\t`started_at` text NOT NULL,\n\t`ended_at` text\n);\n--> statement-breakpoint\nCREATE INDEX `workspaces_processes_workspace_idx` ON `workspaces_processes` (`workspace_id`,`started_at`);--> statement-breakpoint\nCREATE INDEX `workspaces_processes_status_idx` ON `workspaces_processes` (`status`);"
   }
 ];
