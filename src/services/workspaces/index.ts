@@ -28,6 +28,9 @@ import { createFilesService } from './files/files.service';
 import { filesRoutes, streamedFileUpload } from './files/files.routes';
 import { createProcessesService } from './processes/processes.service';
 import { processesRoutes, streamedStdin } from './processes/processes.routes';
+import { createPreviewsService } from './previews/previews.service';
+import { createPreviewProxy } from './previews/previews.proxy';
+import { previewsRoutes } from './previews/previews.routes';
 import { createExecService } from './exec/exec.service';
 import { execRoutes } from './exec/exec.routes';
 import { createLogHub } from './logs/logs.hub';
@@ -108,6 +111,11 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const exec = createExecService({ engine, access });
   const files = createFilesService({ engine, access, maxBytes: settings.fileMaxBytes });
   const processes = createProcessesService({ db: deps.db, engine, access, clock: deps.clock, settings: settings.processes });
+  // Previews are a second listener of this service (not a service of their own): links, activity and
+  // the proxy all need the workspace rows and the engine, which only this service owns.
+  let previewPort = settings.previewPort;
+  const previews = createPreviewsService({ db: deps.db, clock: deps.clock, access, baseUrl: () => `http://${settings.publicHost}:${previewPort}` });
+  const previewProxy = createPreviewProxy({ previews, engine, access, log: deps.log });
   const volumes = createVolumes({ db: deps.db, engine });
   const events = createWorkspaceEvents({ clock: deps.clock });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: streamSettings.heartbeatMs, log: deps.log });
@@ -161,6 +169,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       { name: 'exec', description: 'Commands in a workspace' },
       { name: 'files', description: "A workspace's files, streamed both ways" },
       { name: 'processes', description: 'Commands that outlive their request: output kept and followed, stdin, signals' },
+      { name: 'previews', description: "Links to a workspace's ports, served by Keel on APP_PREVIEW_PORT" },
       { name: 'agent', description: 'Agent sessions that act in their workspace' },
       { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
       { name: 'events', description: 'Workspace events, live' },
@@ -177,6 +186,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     .use(execRoutes({ auth, exec, sse, quotas }))
     .use(filesRoutes({ auth, files }))
     .use(processesRoutes({ auth, processes, sse, quotas }))
+    .use(previewsRoutes({ auth, previews }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
     .use(webhooksRoutes({ auth, webhooks }))
     .use(eventsRoutes({ auth, events, sse, quotas }));
@@ -209,6 +219,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       // Processes a previous run followed are no longer followed: visibly lost, never "running".
       const lost = processes.markLost();
       if (lost) deps.log.info('processes of a previous run marked lost', { count: lost });
+      previewPort = previewProxy.listen(deps.config.host, settings.previewPort);
+      deps.log.info('preview listener', { url: `http://${deps.config.host}:${previewPort}` });
       agent.recover();
       targets.start();
       // Deliveries a previous run left pending go out again.
@@ -219,6 +231,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     async stop() {
       hub.closeAll();
       processes.close();
+      previewProxy.stop();
       await agent.close();
       for (const off of unsubscribe.splice(0)) off();
       await workspaces.close();

@@ -214,6 +214,7 @@ export function createEngine(dockerHost?: string): Engine {
         oomKilled: info.State.OOMKilled,
         error: info.State.Error ?? '',
         networks: Object.keys(info.NetworkSettings?.Networks ?? {}),
+        address: Object.values(info.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress,
       };
     },
 

@@ -77,6 +77,8 @@ export interface ContainerState {
   error: string;
   /** Names of the networks the container is attached to. */
   networks: string[];
+  /** Its IPv4 address on its network (previews reach its ports there); absent when it has none. */
+  address?: string;
 }
 
 /** A container or volume carrying this Keel instance's labels; `id` is the volume name for volumes. */
