@@ -58,7 +58,8 @@ export function createPreviewProxy(deps: { previews: PreviewsService; engine: En
     if (req.headers.get('upgrade')?.toLowerCase() === 'websocket') {
       const protocols = (req.headers.get('sec-websocket-protocol') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
       const data: Relay = { target: `ws://${addr}:${link.port}${path}`, protocols, workspaceId: link.workspaceId, queued: [] };
-      if (srv.upgrade(req, { data })) return undefined;
+      // A client that asked for subprotocols needs one chosen in the answer; the workspace's server is asked for the same list.
+      if (srv.upgrade(req, { data, headers: protocols[0] ? { 'sec-websocket-protocol': protocols[0] } : undefined })) return undefined;
       return fail(new AppError('INVALID_REQUEST', 400, 'the WebSocket upgrade was refused'));
     }
 
