@@ -14,6 +14,7 @@ import { createFfprobe } from '../src/services/catalog/media-engine/ffprobe';
 import { containerIndexKeyframes } from '../src/services/catalog/media-engine/keyframes';
 import { mediaFixtures } from '../tests/helpers/media';
 import { load, printTable, round, summarize } from './lib';
+import type { ActorWithKey, TokenPair } from '../clients/typescript/src';
 
 const SECRET = 'd'.repeat(64);
 
@@ -34,12 +35,12 @@ async function scanToken(identity: string, name: string): Promise<string> {
     method: 'POST',
     headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
     body: JSON.stringify({ name, policies: ['resource:asset:scan'] }),
-  }).then((r) => r.json())) as { apiKey: string };
+  }).then((r) => r.json())) as ActorWithKey;
   const { accessToken } = (await fetch(identity + '/sessions', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ apiKey }),
-  }).then((r) => r.json())) as { accessToken: string };
+  }).then((r) => r.json())) as TokenPair;
   return accessToken;
 }
 

@@ -4,6 +4,7 @@
 // Prints medians, p99s and their ratios (API / CLI; below 1 means the API is faster).
 import { round, summarize } from './lib';
 import { startKeelProcess } from './keel-process';
+import type { ExecResult } from '../clients/typescript/src';
 
 const RUNS = Number(process.env.BENCH_EXEC_RUNS ?? 100);
 const WARMUP = 10;
@@ -25,7 +26,7 @@ export async function run(): Promise<Record<string, unknown>> {
     const ws = await keel.workspace(`bench-exec-${Date.now().toString(36)}`);
     const viaApi = async () => {
       const res = await keel.api(`/api/workspaces/${ws.id}/exec`, { method: 'POST', json: { command: 'true' } });
-      const body = (await res.json()) as { exitCode: number };
+      const body = (await res.json()) as ExecResult;
       if (res.status !== 200 || body.exitCode !== 0) throw new Error(`exec failed: ${res.status}`);
     };
     const viaStream = async () => {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mintToken } from '../src/platform/auth/workspace-token';
 import { BUN, startKeel } from '../tests/helpers/process';
+import type { CreatedWorkspace, WorkspaceWithStats } from '../clients/typescript/src';
 
 const SECRET = 'b'.repeat(64);
 /** Benchmarks measure one actor's load (1,000 followers, 50 workspaces): the per-actor limits are lifted. */
@@ -70,12 +71,12 @@ export async function startKeelProcess(env: Record<string, string> = {}, service
     async workspace(name) {
       const res = await api('/api/workspaces', { method: 'POST', json: { name, template: 'minimal' } });
       if (res.status !== 201) throw new Error(`create failed: ${res.status} ${await res.text()}`);
-      const { id } = (await res.json()) as { id: string };
+      const { id } = (await res.json()) as CreatedWorkspace;
       created.push(id);
       const until = Date.now() + 120_000;
       for (;;) {
-        const w = (await (await api(`/api/workspaces/${id}`)).json()) as { status: string; containerId: string };
-        if (w.status === 'running') return { id, containerId: w.containerId };
+        const w = (await (await api(`/api/workspaces/${id}`)).json()) as WorkspaceWithStats;
+        if (w.status === 'running' && w.containerId) return { id, containerId: w.containerId };
         if (w.status === 'failed' || Date.now() > until) throw new Error(`workspace did not run: ${w.status}`);
         await Bun.sleep(200);
       }

@@ -6,6 +6,7 @@
 // stays cheap and the numbers are Keel's.
 import { openRawStream, round, summarize } from './lib';
 import { startKeelProcess, type KeelProcess } from './keel-process';
+import type { LogEntry, StreamStats } from '../clients/typescript/src';
 
 const FOLLOWERS = Number(process.env.BENCH_FOLLOWERS ?? 1000);
 const LINES = Number(process.env.BENCH_FANOUT_LINES ?? 20);
@@ -27,7 +28,7 @@ async function openFollower(keel: KeelProcess, id: string): Promise<Follower> {
       const start = text.lastIndexOf('data: ', i);
       const end = text.indexOf('\n', i);
       if (start < 0 || end < 0) break;
-      const entry = JSON.parse(text.slice(start + 6, end)) as { timestamp: string; message: string };
+      const entry = JSON.parse(text.slice(start + 6, end)) as LogEntry;
       if (!seen.has(entry.message)) seen.set(entry.message, { at, engineTs: Date.parse(entry.timestamp) });
       from = end;
     }
@@ -37,7 +38,7 @@ async function openFollower(keel: KeelProcess, id: string): Promise<Follower> {
 }
 
 async function streams(keel: KeelProcess) {
-  return (await (await keel.api('/api/system/streams', { as: 'admin' })).json()) as { engineStreams: number; followers: number };
+  return (await (await keel.api('/api/system/streams', { as: 'admin' })).json()) as StreamStats;
 }
 
 async function waitFollowers(keel: KeelProcess, n: number) {

@@ -16,6 +16,7 @@ import { printTable, round } from './lib';
 import { httpStages } from './readpath-http-stages';
 import { stageProfile } from './readpath-stages';
 import { ensureWrk, wrk, type WrkResult } from './wrk';
+import type { WorkspaceList } from '../clients/typescript/src';
 
 const WORKSPACES = 50;
 const WORKS = 100_000;
@@ -94,7 +95,7 @@ export async function run(): Promise<Record<string, unknown>> {
     const auth = { authorization: `Bearer ${keel.token(OWNER)}` };
     const listRes = await fetch(keel.url + '/api/workspaces', { headers: auth });
     const listBody = await listRes.text();
-    const count = (JSON.parse(listBody) as { workspaces: unknown[] }).workspaces.length;
+    const count = (JSON.parse(listBody) as WorkspaceList).workspaces.length;
     if (count !== WORKSPACES) throw new Error(`expected ${WORKSPACES} workspaces in the list, got ${count}`);
     const catalog = keel.urls.catalog!;
     const pageBody = await (await fetch(catalog + '/works?pageSize=200')).text();

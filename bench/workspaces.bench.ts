@@ -6,6 +6,7 @@
 //     against `docker run -d` of the same image with the same volume, port, limits and init.
 import { load, printTable, round, summarize } from './lib';
 import { startKeelProcess, type KeelProcess } from './keel-process';
+import type { CreatedWorkspace, WorkspaceList } from '../clients/typescript/src';
 
 const WORKSPACES = 50;
 const REQUESTS = 4000;
@@ -33,9 +34,9 @@ async function createToRunning(keel: KeelProcess, name: string): Promise<{ ms: n
   const t0 = performance.now();
   const res = await keel.api('/api/workspaces', { method: 'POST', json: { name, template: 'minimal', type: 'persistent' } });
   if (res.status !== 201) throw new Error(`create: ${res.status} ${await res.text()}`);
-  const { id } = (await res.json()) as { id: string };
+  const { id } = (await res.json()) as CreatedWorkspace;
   for (;;) {
-    const list = (await (await keel.api('/api/workspaces?status=running')).json()) as { workspaces: { id: string }[] };
+    const list = (await (await keel.api('/api/workspaces?status=running')).json()) as WorkspaceList;
     if (list.workspaces.some((w) => w.id === id)) return { ms: performance.now() - t0, id };
     if (performance.now() - t0 > 60_000) throw new Error('workspace did not reach running in 60 s');
     await Bun.sleep(20);
@@ -69,7 +70,7 @@ export async function run(): Promise<Record<string, unknown>> {
     const listUrl = `${keel.url}/api/workspaces`;
     const listRes = await fetch(listUrl, { headers: { authorization: `Bearer ${token}` } });
     const listBody = await listRes.text();
-    const count = (JSON.parse(listBody) as { workspaces: unknown[] }).workspaces.length;
+    const count = (JSON.parse(listBody) as WorkspaceList).workspaces.length;
     if (count !== WORKSPACES) throw new Error(`expected ${WORKSPACES} workspaces in the list, got ${count}`);
     const baseline = await startBaseline(listBody);
     let keelLoad, bareLoad;

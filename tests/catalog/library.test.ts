@@ -8,6 +8,7 @@ import type { BusEvents } from '../../src/platform/bus/subjects';
 import { getLibraryScan, postLibraryScan, scanLibrary, waitForScan } from '../helpers/library';
 import { catalogToken, mediaFixtures, tempMediaRoot, type MediaFixtures } from '../helpers/media';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { dereferencedDocument } from '../helpers/openapi';
 
 let p: TestPlatform;
 let fx: MediaFixtures;
@@ -230,8 +231,8 @@ describe('requests', () => {
   });
 
   test('the scan routes are in the OpenAPI description with their errors', async () => {
-    const doc = await (await fetch(p.url('catalog') + '/openapi.json')).json();
-    expect(Object.keys(doc.paths['/library/scans'].post.responses).sort()).toEqual(['202', '400', '401', '403', '404', '422', '429', '503', '504']);
+    const doc = await dereferencedDocument(p.url('catalog'));
+    expect(Object.keys(doc.paths['/library/scans'].post.responses).sort()).toEqual(['202', '400', '401', '403', '404', '413', '422', '429', '503', '504']);
     expect(Object.keys(doc.paths['/library/scans/{id}'].get.responses)).toContain('404');
     const summary = doc.paths['/works/{id}/assets'].get.responses['200'].content['application/json'].schema;
     expect(JSON.stringify(summary)).toContain('"available"');

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { catalogToken, mediaFixtures, patientScan, tempMediaRoot } from '../helpers/media';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { dereferencedDocument } from '../helpers/openapi';
 
 let p: TestPlatform;
 let root: ReturnType<typeof tempMediaRoot>;
@@ -269,7 +270,7 @@ describe('problem model, probes and OpenAPI of the media services', () => {
   }
 
   test('the OpenAPI description covers every catalog route with its schemas and error responses', async () => {
-    const doc = (await get('/openapi.json')).body;
+    const doc = await dereferencedDocument(p.url('catalog'));
     const paths = doc.paths;
     const expected: Record<string, [string, string[]]> = {
       '/scan': ['post', ['200', '401', '403', '404', '409', '422', '429']],

@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { closeAndClean, createRunning } from '../helpers/workspaces';
 import { anyJson, bodyFor, FUZZ_RUNS, FUZZ_SEED, MARKER } from './arbitraries';
+import { dereferencedDocument } from '../helpers/openapi';
 
 let p: TestPlatform;
 let id: string;
@@ -18,7 +19,7 @@ beforeAll(async () => {
   // A port range of its own: other test files (and other runs on a shared engine) hold ports of the default one.
   p = await startTestPlatform({ services: ['workspaces'], env: { APP_WORKSPACE_PORT_RANGE: '24600-24649' } });
   id = (await createRunning(p, `fuzz-exec-${Date.now().toString(36)}`)).id;
-  const doc = (await (await fetch(p.url('workspaces') + '/openapi.json')).json()) as any;
+  const doc = await dereferencedDocument(p.url('workspaces'));
   schema = doc.paths['/api/workspaces/{id}/exec'].post.requestBody.content['application/json'].schema;
 }, 120_000);
 afterAll(() => closeAndClean(p));

@@ -13,6 +13,7 @@ import type { ServiceName } from '../../src/platform/config';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { createActor, openSession } from '../helpers/identity';
 import { bodyFor, FUZZ_RUNS, FUZZ_SEED, MARKER, pathParam, queryFor, type FuzzBody } from './arbitraries';
+import { dereferencedDocument } from '../helpers/openapi';
 
 const SERVICES: ServiceName[] = ['workspaces', 'catalog', 'identity', 'sources', 'workers'];
 /** One route each document must list, so a document that lost its paths cannot pass as "fuzzed everything". */
@@ -62,9 +63,7 @@ interface Route {
 }
 
 async function routesOf(service: ServiceName): Promise<Route[]> {
-  const res = await fetch(p.url(service) + '/openapi.json');
-  expect(res.status).toBe(200);
-  const doc = (await res.json()) as { paths: Record<string, Record<string, any>> };
+  const doc = (await dereferencedDocument(p.url(service))) as { paths: Record<string, Record<string, any>> };
   const routes: Route[] = [];
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {

@@ -216,7 +216,7 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
     openLogStreams: 0,
     async logStream() {
       enter('logStream');
-      return { done: Promise.resolve(), close() {} };
+      return { done: Promise.resolve(), close() {}, messages: 0 };
     },
     async execStart() {
       enter('execStart');

@@ -58,7 +58,7 @@ test('the binary mints tokens with the same secret', () => {
 test('the binary runs the same CLI: --version names its commit, a wrong command exits 2 with the usage', () => {
   const version = Bun.spawnSync([binary, '--version'], { stdout: 'pipe', stderr: 'pipe' });
   expect(version.exitCode).toBe(0);
-  expect(version.stdout.toString()).toMatch(/^keel \d+\.\d+\.\d+ \(commit (?!dev\b)\S+, train \S+\)\n$/);
+  expect(version.stdout.toString()).toMatch(/^keel \d+\.\d+\.\d+ \(commit (?!dev\b)\S+\)\n$/);
   const wrong = Bun.spawnSync([binary, 'launch'], { stdout: 'pipe', stderr: 'pipe' });
   expect(wrong.exitCode).toBe(2);
   expect(wrong.stderr.toString()).toContain('usage:\n  keel [serve]');

@@ -4,7 +4,7 @@
 // openapi-typescript builds its output with the TypeScript 5 compiler API, which TypeScript 7 (the
 // project's tsc) no longer ships: it is bundled here against the `typescript5` dev dependency.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { copyFileSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
@@ -51,7 +51,7 @@ test(
   async () => {
     const doc = await (await fetch(p.url('workspaces') + '/openapi.json')).json();
     const { default: openapiTS, astToString } = await loadOpenapiTypescript();
-    writeFileSync(join(dir, 'api.ts'), astToString(await openapiTS(doc)));
+    writeFileSync(join(dir, 'api.ts'), astToString(await openapiTS(doc, { defaultNonNullable: false })));
     copyFileSync(join(import.meta.dir, 'openapi-client/program.ts.txt'), join(dir, 'program.ts'));
     writeFileSync(
       join(dir, 'tsconfig.json'),
@@ -80,3 +80,96 @@ test(
   },
   180_000,
 );
+
+/** Programs against the committed client package, one per service: each must compile strictly. */
+const PROGRAMS: Record<string, string> = {
+  workspaces: `
+    import { createKeelClient, readEvents, type ExecEvent, type Workspace } from '@keel/client';
+    const keel = createKeelClient({ token: 't' });
+    const got = await keel.workspaces.GET('/api/workspaces/{id}', { params: { path: { id: 'ws_1' } } });
+    if (got.error) {
+      const code: 'WORKSPACE_NOT_FOUND' | 'INVALID_REQUEST' | 'UNAUTHORIZED' | 'RATE_LIMITED' = got.error.error.code;
+      console.log(code);
+    } else {
+      const ws: Workspace = got.data;
+      const status: 'creating' | 'starting' | 'running' | 'stopping' | 'stopped' | 'restarting' | 'failed' = ws.status;
+      console.log(status);
+    }
+    const run = await keel.workspaces.POST('/api/workspaces/{id}/exec', { params: { path: { id: 'ws_1' } }, body: { command: 'ls', stream: true }, parseAs: 'stream' });
+    for await (const e of readEvents<ExecEvent>(run.response)) {
+      if (e.event === 'exit') { const exitCode: number = e.data.exitCode; console.log(exitCode); }
+      else if (e.event === 'stdout' || e.event === 'stderr') { const text: string = e.data.data; console.log(text); }
+    }
+  `,
+  catalog: `
+    import { createKeelClient, type Work } from '@keel/client';
+    const keel = createKeelClient({ urls: { catalog: 'http://127.0.0.1:3101' }, token: async () => 'access-token' });
+    const page = await keel.catalog.GET('/works', { params: { query: { page: 1, pageSize: 10 } } });
+    if (page.data) { const works: Work[] = page.data.works; console.log(works.length, page.data.total); }
+    const scan = await keel.catalog.POST('/scan', { body: { path: 'movies/a.mkv' } });
+    if (scan.error) { const code: string = scan.error.code; const status: number = scan.error.status; console.log(code, status); }
+  `,
+  identity: `
+    import { createKeelClient, type TokenPair } from '@keel/client';
+    const keel = createKeelClient();
+    const opened = await keel.identity.POST('/sessions', { body: { apiKey: 'key' } });
+    if (opened.data) { const pair: TokenPair = opened.data; console.log(pair.accessToken); }
+    else if (opened.error) { const code: 'unauthenticated' | 'rate-limited' | 'validation' | 'parse' | 'payload-too-large' = opened.error.code; console.log(code); }
+  `,
+  sources: `
+    import { createKeelClient } from '@keel/client';
+    const health = await createKeelClient().sources.GET('/health');
+    if (health.data) { const ok: 'ok' = health.data.status; console.log(ok); }
+  `,
+  workers: `
+    import { createKeelClient } from '@keel/client';
+    const version = await createKeelClient().workers.GET('/version');
+    if (version.data) { const component: string = version.data.component; console.log(component); }
+  `,
+};
+
+/** The first TypeScript block of the package's README: what people copy must compile. */
+const README_EXAMPLE = () => {
+  const text = readFileSync(join(REPO, 'clients/typescript/README.md'), 'utf8');
+  return text.match(/```ts\n([\s\S]*?)```/)![1]!;
+};
+
+test(
+  'the committed client package compiles strictly in a program for each service and in its README example',
+  async () => {
+    const programs = { ...PROGRAMS, readme: README_EXAMPLE() };
+    for (const [name, source] of Object.entries(programs)) writeFileSync(join(dir, `client-${name}.ts`), `export {};\n${source}`);
+    writeFileSync(
+      join(dir, 'tsconfig.client.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ESNext', module: 'ESNext', moduleResolution: 'bundler', lib: ['ESNext', 'DOM'], types: ['bun'],
+          strict: true, noUncheckedIndexedAccess: true, noEmit: true, skipLibCheck: true,
+          paths: { '@keel/client': [join(REPO, 'clients/typescript/src/index.ts')] },
+        },
+        files: Object.keys(programs).map((n) => `client-${n}.ts`),
+      }),
+    );
+    const tsc = await run([join(REPO, 'node_modules/.bin/tsc'), '-p', 'tsconfig.client.json']);
+    expect(tsc.out + tsc.err).toBe('');
+    expect(tsc.code).toBe(0);
+  },
+  120_000,
+);
+
+test('a program that misuses the client does not compile: the types are not any', async () => {
+  writeFileSync(join(dir, 'client-wrong.ts'), `export {};\n${PROGRAMS.workspaces!.replace("const ws: Workspace = got.data;", "const ws: number = got.data;")}`);
+  writeFileSync(
+    join(dir, 'tsconfig.wrong.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ESNext', module: 'ESNext', moduleResolution: 'bundler', lib: ['ESNext', 'DOM'], types: ['bun'], strict: true, noEmit: true, skipLibCheck: true,
+        paths: { '@keel/client': [join(REPO, 'clients/typescript/src/index.ts')] },
+      },
+      files: ['client-wrong.ts'],
+    }),
+  );
+  const tsc = await run([join(REPO, 'node_modules/.bin/tsc'), '-p', 'tsconfig.wrong.json']);
+  expect(tsc.out).toContain("is not assignable to type 'number'");
+  expect(tsc.code).not.toBe(0);
+}, 120_000);

@@ -1,13 +1,17 @@
 // Every service's /openapi.json is a valid OpenAPI 3.0 document (swagger-parser), so clients and
 // generators can read it, and it describes the JSON bodies the hardened parser takes and refuses.
+// What generators need besides: stable operationIds, named components behind $ref, each operation's
+// error codes as enums (from the service's error table), and an example on every JSON body.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import type { ServiceName } from '../../src/platform/config';
+import { errorSpec } from '../../src/platform/errors';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
 
 const SERVICES: ServiceName[] = ['workspaces', 'catalog', 'identity', 'sources', 'workers'];
-type Operation = { requestBody?: { content?: Record<string, unknown> }; responses: Record<string, { content?: Record<string, { schema?: unknown }> }> };
-type Doc = { openapi: string; paths: Record<string, Record<string, Operation>> };
+type Media = { schema?: any; example?: unknown };
+type Operation = { operationId?: string; requestBody?: { content?: Record<string, Media> }; responses: Record<string, { content?: Record<string, Media> }> };
+type Doc = { openapi: string; paths: Record<string, Record<string, Operation>>; components?: { schemas?: Record<string, any> } };
 
 let p: TestPlatform;
 const docs = {} as Record<ServiceName, Doc>;
@@ -60,5 +64,131 @@ describe('each service publishes a valid OpenAPI 3.0 document', () => {
       }
     }
     expect(bodies).toBeGreaterThanOrEqual(6);
+  });
+});
+
+/**
+ * The operationIds SDKs name their methods after. Changing one breaks every generated client: this
+ * list changes only on purpose (a new route adds its id here).
+ */
+const OPERATION_IDS: Record<ServiceName, string[]> = {
+  workspaces: [
+    'getHealth', 'getVersion', 'listWorkspaces', 'createWorkspace', 'getWorkspace', 'deleteWorkspace', 'startWorkspace', 'stopWorkspace',
+    'restartWorkspace', 'getQuotas', 'getWorkspaceLogs', 'getStreamStats', 'execCommand', 'createAgentSession', 'listAgentSessions',
+    'getAgentSession', 'deleteAgentSession', 'sendAgentMessage', 'streamAgentEvents', 'cancelAgentTurn', 'createWebhook', 'listWebhooks',
+    'getWebhook', 'updateWebhook', 'deleteWebhook', 'pingWebhook', 'listWebhookDeliveries', 'getWebhookDelivery', 'redeliverWebhookDelivery',
+    'streamEvents', 'listTemplates', 'listVolumes', 'deleteVolume',
+    'readWorkspaceFile', 'writeWorkspaceFile', 'deleteWorkspaceFile', 'moveWorkspaceFile',
+    'startWorkspaceProcess', 'listWorkspaceProcesses', 'getWorkspaceProcess', 'readWorkspaceProcessOutput', 'writeWorkspaceProcessStdin', 'signalWorkspaceProcess',
+    'createWorkspacePreview', 'listWorkspacePreviews', 'revokeWorkspacePreview',
+  ],
+  catalog: ['getHealth', 'getVersion', 'listKinds', 'listWorks', 'getWork', 'listWorkAssets', 'listWorkRelations', 'scanFile', 'startLibraryScan', 'getLibraryScan'],
+  identity: [
+    'getHealth', 'getVersion', 'getJwks', 'rotateSigningKey', 'createActor', 'listActors', 'getActor', 'updateActor', 'rotateActorKey',
+    'createSession', 'refreshSession', 'revokeSession',
+  ],
+  sources: ['getHealth', 'getVersion'],
+  workers: ['getHealth', 'getVersion'],
+};
+
+const media = (style: 'envelope' | 'problem') => (style === 'envelope' ? 'application/json' : 'application/problem+json');
+const styleOf = (service: ServiceName) => (service === 'workspaces' ? 'envelope' : 'problem');
+
+/** The `code` enum of an error response's schema (inline envelope, or Problem with its code narrowed). */
+function codesOf(schema: any): string[] | undefined {
+  if (schema?.properties?.error?.properties?.code?.enum) return schema.properties.error.properties.code.enum;
+  const narrowed = (schema?.allOf ?? []).find((s: any) => s.properties?.code?.enum);
+  return narrowed?.properties.code.enum;
+}
+
+describe('a document generators love', () => {
+  test('every operation of every service has its explicit, stable operationId', () => {
+    for (const service of SERVICES) {
+      const ids = operations(docs[service]).map(({ op }) => op.operationId);
+      expect(ids.sort(), service).toEqual([...OPERATION_IDS[service]].sort());
+      for (const { where, op } of operations(docs[service])) expect((op as any)['x-keel-implicit-operation-id'], `${service} ${where}`).toBeUndefined();
+    }
+  });
+
+  test('every error response lists its codes as an enum, each a code the table gives that status', () => {
+    let responses = 0;
+    for (const service of SERVICES) {
+      for (const { where, op } of operations(docs[service])) {
+        for (const [status, response] of Object.entries(op.responses)) {
+          if (Number(status) < 400) continue;
+          responses++;
+          const codes = codesOf(response.content?.[media(styleOf(service))]?.schema);
+          expect(codes, `${service} ${where} ${status}`).toBeArray();
+          for (const code of codes!) expect(errorSpec(code)?.status, `${service} ${where} ${status} ${code}`).toBe(Number(status));
+        }
+      }
+    }
+    expect(responses).toBeGreaterThan(150);
+  });
+
+  test("getWorkspace's 404 answers exactly WORKSPACE_NOT_FOUND, and a real 404 carries that code", async () => {
+    const op = docs.workspaces.paths['/api/workspaces/{id}']!.get!;
+    expect(codesOf(op.responses['404']!.content!['application/json']!.schema)).toEqual(['WORKSPACE_NOT_FOUND']);
+    const res = await p.api('workspaces', '/api/workspaces/ws_nope', { as: 'alice' });
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as any).error.code).toBe('WORKSPACE_NOT_FOUND');
+  });
+
+  test('a guarded catalog route documents the guard refusals and its domain codes under their statuses', () => {
+    const op = docs.catalog.paths['/scan']!.post!;
+    const at = (status: string) => codesOf(op.responses[status]!.content!['application/problem+json']!.schema);
+    expect(at('401')).toEqual(['unauthenticated', 'reauth-required']);
+    expect(at('404')).toEqual(expect.arrayContaining(['CATALOG_PATH_NOT_FOUND', 'CATALOG_WORK_NOT_FOUND']));
+    expect(at('504')).toEqual(['MEDIA_PROBE_TIMEOUT', 'BUS_TIMEOUT']);
+  });
+
+  test('shapes are named components referred to with $ref, and every reference resolves', () => {
+    const create = docs.workspaces.paths['/api/workspaces']!.post!;
+    expect(create.requestBody!.content!['application/json']!.schema).toEqual({ $ref: '#/components/schemas/CreateWorkspaceBody' });
+    expect(create.responses['201']!.content!['application/json']!.schema).toEqual({ $ref: '#/components/schemas/CreatedWorkspace' });
+    expect(Object.keys(docs.workspaces.components!.schemas!)).toEqual(
+      expect.arrayContaining(['Workspace', 'ExecResult', 'Session', 'Webhook', 'ErrorEnvelope', 'QuotaView']),
+    );
+    expect(Object.keys(docs.catalog.components!.schemas!)).toEqual(expect.arrayContaining(['Work', 'Problem', 'ScanBody']));
+    for (const service of SERVICES) {
+      const text = JSON.stringify(docs[service]);
+      for (const [, name] of text.matchAll(/"#\/components\/schemas\/([^"]+)"/g)) expect(docs[service].components?.schemas?.[name!], `${service} ${name}`).toBeDefined();
+    }
+  });
+
+  test('every JSON request and response body has an example; error examples carry a documented code', () => {
+    for (const service of SERVICES) {
+      for (const { where, op } of operations(docs[service])) {
+        const bodies = [op.requestBody, ...Object.values(op.responses)].flatMap((b) => Object.entries(b?.content ?? {}));
+        for (const [type, m] of bodies) {
+          if (!type.includes('json')) continue;
+          expect(m.example, `${service} ${where} ${type}`).toBeDefined();
+        }
+        for (const [status, response] of Object.entries(op.responses)) {
+          const m = response.content?.[media(styleOf(service))];
+          if (Number(status) < 400 || !m) continue;
+          const code = styleOf(service) === 'envelope' ? (m.example as any).error.code : (m.example as any).code;
+          expect(codesOf(m.schema)).toContain(code);
+        }
+      }
+    }
+  });
+
+  test('each event stream names the schema of its events, one member per event name', () => {
+    const streams: [string, string, string, string[]][] = [
+      ['/api/agent/sessions/{id}/events', 'get', 'AgentEvent', ['delta', 'tool', 'done', 'error']],
+      ['/api/agent/sessions/{id}/messages', 'post', 'AgentEvent', ['delta', 'tool', 'done', 'error']],
+      ['/api/workspaces/{id}/exec', 'post', 'ExecEvent', ['stdout', 'stderr', 'exit', 'error']],
+      ['/api/workspaces/{id}/logs', 'get', 'LogEvent', ['message', 'end', 'dropped', 'error']],
+      ['/api/events', 'get', 'WorkspaceStreamEvent', ['workspace', 'ready', 'reset', 'end', 'dropped']],
+    ];
+    const schemas = docs.workspaces.components!.schemas!;
+    for (const [path, method, name, events] of streams) {
+      const media = docs.workspaces.paths[path]![method]!.responses['200']!.content!['text/event-stream'] as any;
+      expect(media['x-event-schema'], path).toEqual({ $ref: `#/components/schemas/${name}` });
+      expect(schemas[name].anyOf.map((m: any) => m.properties.event.enum[0]), name).toEqual(events);
+    }
+    const done = schemas.AgentEvent.anyOf.find((m: any) => m.properties.event.enum[0] === 'done');
+    expect(done.properties.data).toEqual({ $ref: '#/components/schemas/AssistantReply' });
   });
 });

@@ -1,23 +1,15 @@
 // The refusals of media-service authentication, as AppErrors (problem+json codes of the media spec),
-// so the identity service and the Bearer guard refuse in the same words.
+// so the identity service and the Bearer guard refuse in the same words. Statuses and headers are in
+// platform.errors.ts.
 import { AppError } from '../errors';
+import '../platform.errors';
 
-export const unauthenticated = (message = 'A valid Bearer access token is required') =>
-  new AppError('unauthenticated', 401, message, { headers: { 'www-authenticate': 'Bearer' }, category: 'recoverable' });
+export const unauthenticated = (message = 'A valid Bearer access token is required') => new AppError('unauthenticated', message);
 
 export const reauthRequired = (reason: string) =>
-  new AppError('reauth-required', 401, 'The session has ended; create a new session with your API key', {
-    details: { reason },
-    headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
-    category: 'recoverable',
-  });
+  new AppError('reauth-required', 'The session has ended; create a new session with your API key', { reason });
 
-export const forbidden = () => new AppError('forbidden', 403, 'The access token lacks the policy this route requires');
+export const forbidden = () => new AppError('forbidden', 'The access token lacks the policy this route requires');
 
 /** The bus did not answer a key or session query: fail closed, retryable. */
-export const identityUnavailable = () =>
-  new AppError('identity-unavailable', 503, 'The identity service did not answer; retry shortly', {
-    retryable: true,
-    category: 'transient',
-    headers: { 'retry-after': '1' },
-  });
+export const identityUnavailable = () => new AppError('identity-unavailable', 'The identity service did not answer; retry shortly');

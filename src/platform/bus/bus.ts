@@ -1,6 +1,7 @@
 // One bus interface for request/reply and publish/subscribe; memory.ts and nats.ts implement it
 // with the same subjects and JSON payloads, so a service can move process by changing APP_BUS.
 import { AppError } from '../errors';
+import '../platform.errors';
 import type { BusEvents, BusQueries, DURABLE_EVENTS } from './subjects';
 
 export type { BusEvents, BusQueries } from './subjects';
@@ -66,16 +67,17 @@ export function busFailure(e: unknown): BusFailure {
   return { code: 'BUS_HANDLER_FAILED', status: 500, message: 'the answering service failed' };
 }
 
+/** The answerer's status and retryable are used only where this process declares no table for the code. */
 export function failureError(f: BusFailure): AppError {
-  return new AppError(f.code, f.status, f.message, { details: f.details, retryable: f.retryable });
+  return new AppError(f.code, f.message, f.details, { remote: { status: f.status, retryable: f.retryable } });
 }
 
 export const busTimeout = (subject: string) =>
-  new AppError('BUS_TIMEOUT', 504, `no answer on ${subject} in time`, { retryable: true, category: 'transient' });
+  new AppError('BUS_TIMEOUT', `no answer on ${subject} in time`);
 export const busUnavailable = (subject: string) =>
-  new AppError('BUS_UNAVAILABLE', 503, `the bus is not connected; ${subject} cannot be asked now`, { retryable: true, category: 'transient' });
+  new AppError('BUS_UNAVAILABLE', `the bus is not connected; ${subject} cannot be asked now`);
 export const busNoAnswerer = (subject: string) =>
-  new AppError('BUS_NO_ANSWERER', 503, `no service answers ${subject}`, { retryable: true, category: 'transient' });
+  new AppError('BUS_NO_ANSWERER', `no service answers ${subject}`);
 
 /** NATS subject matching: `*` is one token, `>` the rest. */
 export function subjectMatches(pattern: string, subject: string): boolean {

@@ -29,6 +29,9 @@ import { createTokenBucket, rateLimited, type BucketSpec } from './rate-limit';
 /** Spread into a guarded route's `response`: the denials the guard may answer. */
 export const guardResponses = { 401: ProblemSchema, 403: ProblemSchema, 429: ProblemSchema, 503: ProblemSchema };
 
+/** The codes of a guarded route's `operation(id, codes)` (plus `rate-limited` where it has a `rateLimit`). */
+export const GUARD_CODES = ['unauthenticated', 'reauth-required', 'forbidden', 'identity-unavailable'] as const;
+
 export interface RateLimitSpec {
   /** Token bucket per actor. */
   perActor: BucketSpec;

@@ -3,6 +3,7 @@
 // broken JSON) and anything unexpected pass through here; no stack trace or received value leaks.
 import { Elysia, t, ValidationError } from 'elysia';
 import { AppError, toEnvelope, toProblem } from '../errors';
+import '../platform.errors';
 import { isJsonMediaType, JsonRefusal, MAX_JSON_DEPTH, parseJsonBody } from '../json';
 import { createLogger, errorFields, type Logger } from '../runtime';
 
@@ -23,6 +24,18 @@ export const ProblemSchema = t.Object(
     detail: t.Optional(t.String({ description: 'validation, outside production only' })),
   },
   { additionalProperties: true, description: 'RFC 9457 Problem Details (application/problem+json)' },
+);
+
+/** The workspace API's error envelope, for `response` declarations in OpenAPI. */
+export const ErrorEnvelope = t.Object(
+  {
+    error: t.Object({
+      code: t.String({ description: 'stable machine-readable code, e.g. WORKSPACE_NOT_FOUND' }),
+      message: t.String(),
+      details: t.Record(t.String(), t.Unknown()),
+    }),
+  },
+  { description: 'error envelope' },
 );
 
 interface Issue {
@@ -70,16 +83,14 @@ export function toAppError(code: string | number, error: unknown, style: ErrorSt
   if (code === 'VALIDATION' && error instanceof ValidationError) {
     const issues = validationIssues(error);
     if (style === 'envelope') {
-      return new AppError('INVALID_REQUEST', 400, `invalid ${issues[0]?.in ?? 'request'}: ${issues[0]?.property ?? ''} ${issues[0]?.detail ?? ''}`.trim(), {
-        details: { errors: issues },
+      return new AppError('INVALID_REQUEST', `invalid ${issues[0]?.in ?? 'request'}: ${issues[0]?.property ?? ''} ${issues[0]?.detail ?? ''}`.trim(), {
+        errors: issues,
       });
     }
     const first = issues[0];
-    return new AppError('validation', 422, 'Request validation failed', {
-      details: {
-        on: first?.in ?? 'body',
-        ...(production || !first ? {} : { property: first.property, detail: first.detail }),
-      },
+    return new AppError('validation', 'Request validation failed', {
+      on: first?.in ?? 'body',
+      ...(production || !first ? {} : { property: first.property, detail: first.detail }),
     });
   }
   if (code === 'PARSE') {
@@ -89,25 +100,25 @@ export function toAppError(code: string | number, error: unknown, style: ErrorSt
     if (refusal instanceof JsonRefusal) {
       const details = { reason: refusal.reason, ...(refusal.reason === 'depth' ? { limit: MAX_JSON_DEPTH } : {}) };
       return style === 'envelope'
-        ? new AppError('INVALID_REQUEST', 400, refusal.message, { details })
-        : new AppError('parse', 400, refusal.message[0]!.toUpperCase() + refusal.message.slice(1), { details });
+        ? new AppError('INVALID_REQUEST', refusal.message, details)
+        : new AppError('parse', refusal.message[0]!.toUpperCase() + refusal.message.slice(1), details);
     }
     return style === 'envelope'
-      ? new AppError('INVALID_REQUEST', 400, 'the request body is not valid JSON')
-      : new AppError('parse', 400, 'The request body could not be parsed');
+      ? new AppError('INVALID_REQUEST', 'the request body is not valid JSON')
+      : new AppError('parse', 'The request body could not be parsed');
   }
   if (code === 'NOT_FOUND') {
     return style === 'envelope'
-      ? new AppError('NOT_FOUND', 404, 'no such route')
-      : new AppError('not-found', 404, 'No such route');
+      ? new AppError('NOT_FOUND', 'no such route')
+      : new AppError('not-found', 'No such route');
   }
   if (code === 'INVALID_COOKIE_SIGNATURE' || code === 'INVALID_FILE_TYPE') {
-    return new AppError(style === 'envelope' ? 'INVALID_REQUEST' : 'validation', style === 'envelope' ? 400 : 422, 'invalid request');
+    return new AppError(style === 'envelope' ? 'INVALID_REQUEST' : 'validation', 'invalid request');
   }
   log.error('unhandled error', { code: String(code), ...errorFields(error) });
   return style === 'envelope'
-    ? new AppError('INTERNAL_ERROR', 500, 'internal server error')
-    : new AppError('internal', 500, 'Internal server error', { retryable: true, category: 'transient' });
+    ? new AppError('INTERNAL_ERROR', 'internal server error')
+    : new AppError('internal', 'Internal server error');
 }
 
 export function render(e: AppError, style: ErrorStyle, path: string | undefined): Response {
@@ -194,8 +205,8 @@ class BodyTooLarge extends Error {
 }
 const tooLarge = (style: ErrorStyle) =>
   style === 'envelope'
-    ? new AppError('PAYLOAD_TOO_LARGE', 413, `request bodies are limited to ${MAX_BODY_BYTES} bytes`)
-    : new AppError('payload-too-large', 413, `Request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+    ? new AppError('PAYLOAD_TOO_LARGE', `request bodies are limited to ${MAX_BODY_BYTES} bytes`)
+    : new AppError('payload-too-large', `Request bodies are limited to ${MAX_BODY_BYTES} bytes`);
 
 /**
  * Refuses HEAD on every route (405 with `Allow: GET`, rendered by the service's error model): the
@@ -204,7 +215,7 @@ const tooLarge = (style: ErrorStyle) =>
 export function headNotEnabled() {
   return new Elysia({ name: 'platform.head-not-enabled' }).onRequest(({ request }) => {
     if (request.method === 'HEAD') {
-      throw new AppError('method-not-allowed', 405, 'HEAD is not enabled on this service', { headers: { allow: 'GET' } });
+      throw new AppError('method-not-allowed', 'HEAD is not enabled on this service');
     }
   });
 }

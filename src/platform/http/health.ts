@@ -2,6 +2,7 @@
 import { Elysia, t } from 'elysia';
 import pkg from '../../../package.json';
 import type { Clock } from '../runtime';
+import { operation } from './openapi-errors';
 
 declare const KEEL_COMMIT: string | undefined;
 
@@ -24,10 +25,10 @@ export function healthRoutes(component: string, clock: Clock, build: { commit?: 
     .get(
       '/health',
       () => ({ status: 'ok' as const, timestamp: clock.now(), uptime: process.uptime(), version: VERSION }),
-      { response: HealthSchema, detail: { summary: 'Liveness probe', security: [] } },
+      { response: HealthSchema, detail: { ...operation('getHealth'), summary: 'Liveness probe', security: [] } },
     )
     .get('/version', () => ({ commit, component, train: build.train, version: VERSION }), {
       response: VersionSchema,
-      detail: { summary: 'Build version', security: [] },
+      detail: { ...operation('getVersion'), summary: 'Build version', security: [] },
     });
 }

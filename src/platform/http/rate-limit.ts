@@ -1,16 +1,12 @@
 // Rate-limit algorithms: fixed window for the workspace API (CONTRACT.md), token bucket for the
 // budgets of the media services, and the media services' 429 refusal. Time comes from the Clock.
 import { AppError } from '../errors';
+import '../platform.errors';
 import type { Clock } from '../runtime';
 
 /** 429 rate-limited (problem+json) with Retry-After. */
 export const rateLimited = (retryAfter: number, limit: number) =>
-  new AppError('rate-limited', 429, 'Rate limit exceeded', {
-    details: { limit, retryAfter },
-    headers: { 'retry-after': String(retryAfter) },
-    retryable: true,
-    category: 'transient',
-  });
+  new AppError('rate-limited', 'Rate limit exceeded', { limit, retryAfter }, { retryAfter });
 
 export interface Decision {
   allowed: boolean;

@@ -6,6 +6,7 @@
 import { Elysia } from 'elysia';
 import { actorOf, createHs256Verifier, TokenError, type Actor } from '../auth/workspace-token';
 import { AppError } from '../errors';
+import '../platform.errors';
 import { systemClock, type Clock } from '../runtime';
 import { createFixedWindow, type Decision } from './rate-limit';
 import type { HeaderPairs } from './response-cache';
@@ -73,21 +74,16 @@ export function workspaceAuth(opts: WorkspaceAuthOptions) {
       set.headers['x-ratelimit-remaining'] = String(d.remaining);
       set.headers['x-ratelimit-reset'] = String(d.resetAt);
       if (!d.allowed) {
-        throw new AppError('RATE_LIMITED', 429, 'rate limit exceeded; retry after the window resets', {
-          details: { limit: d.limit, retryAfter: d.retryAfter },
-          headers: { 'retry-after': String(d.retryAfter) },
-        });
+        throw new AppError('RATE_LIMITED', 'rate limit exceeded; retry after the window resets', { limit: d.limit, retryAfter: d.retryAfter }, { retryAfter: d.retryAfter });
       }
       if (actor) actors.set(request, actor);
       else if (new URL(request.url).pathname.startsWith(prefix)) {
-        throw new AppError('UNAUTHORIZED', 401, failure ?? 'a Bearer token is required', {
-          headers: { 'www-authenticate': 'Bearer' },
-        });
+        throw new AppError('UNAUTHORIZED', failure ?? 'a Bearer token is required');
       }
     })
     .resolve({ as: 'scoped' }, ({ request }) => {
       const actor = actors.get(request);
-      if (!actor) throw new AppError('UNAUTHORIZED', 401, 'a Bearer token is required');
+      if (!actor) throw new AppError('UNAUTHORIZED', 'a Bearer token is required');
       return { actor };
     });
 }

@@ -1,13 +1,14 @@
 // The catalog over HTTP: routes and schemas wiring only; the rules live in catalog.service.ts.
 // POST /scan sits in its own group behind the Bearer guard (policy resource:asset:scan, scan budget).
 import { Elysia, t } from 'elysia';
-import { guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
+import { GUARD_CODES, guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
 import { ProblemSchema } from '../../platform/http/errors';
 import { conditionalGet, type HeaderPairs, type ResponseCache } from '../../platform/http/response-cache';
 import {
   AssetSummarySchema, KindSchema, RelationSchema, ScanBody, ScanResponse, WorkIdParams, WorkSchema, WorksQuery,
 } from './catalog.model';
 import type { CatalogService } from './catalog.service';
+import { catalogOperation as op } from './catalog.errors';
 import { libraryRoutes } from './library/library.routes';
 import type { LibraryService } from './library/library.service';
 
@@ -21,7 +22,7 @@ function scanRoutes(catalog: CatalogService, guard: BearerGuard) {
     rateLimit: 'scan',
     body: ScanBody,
     response: { 200: ScanResponse, ...errors, ...notFound, 409: ProblemSchema, ...guardResponses, 504: ProblemSchema },
-    detail: {
+    detail: { ...op('scanFile', [...GUARD_CODES, 'rate-limited', 'CATALOG_PATH_REFUSED', 'CATALOG_PATH_NOT_FOUND', 'CATALOG_WORK_NOT_FOUND', 'CATALOG_EDITION_NOT_FOUND', 'CATALOG_BINDING_CONFLICT', 'CATALOG_FILE_UNREADABLE', 'CATALOG_NO_MEDIA_ROOTS', 'MEDIA_ENGINE_BUSY', 'MEDIA_ENGINE_UNAVAILABLE', 'MEDIA_PROBE_TIMEOUT', 'BUS_NO_ANSWERER', 'BUS_TIMEOUT']),
       tags: ['scan'],
       summary: 'Scan a file under a media root',
       security: [{ bearer: [] }],
@@ -51,7 +52,7 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
     .onRequest(({ request }) => pages.early(request, 'public', NO_HEADERS))
     .get('/kinds', () => ({ kinds: catalog.kinds() }), {
       response: { 200: t.Object({ kinds: t.Array(KindSchema) }) },
-      detail: { tags: ['kinds'], summary: 'The kind registry: core kinds and the kinds of content-type plugins' },
+      detail: { ...op('listKinds'), tags: ['kinds'], summary: 'The kind registry: core kinds and the kinds of content-type plugins' },
     })
     .get(
       '/works',
@@ -64,7 +65,7 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
         query: WorksQuery,
         headers: pageConditional.headers,
         response: { 200: t.Object({ total: t.Number(), works: t.Array(WorkSchema) }), ...errors },
-        detail: {
+        detail: { ...op('listWorks'),
           tags: ['works'],
           summary: 'List works, oldest first',
           description:
@@ -78,12 +79,12 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
     .get('/works/:id', ({ params }) => ({ work: catalog.getWork(params.id) }), {
       params: WorkIdParams,
       response: { 200: t.Object({ work: WorkSchema }), ...errors, ...notFound },
-      detail: { tags: ['works'], summary: 'One work (404 CATALOG_WORK_NOT_FOUND)' },
+      detail: { ...op('getWork', ['CATALOG_WORK_NOT_FOUND']), tags: ['works'], summary: 'One work (404 CATALOG_WORK_NOT_FOUND)' },
     })
     .get('/works/:id/assets', ({ params }) => ({ assets: catalog.workAssets(params.id) }), {
       params: WorkIdParams,
       response: { 200: t.Object({ assets: t.Array(AssetSummarySchema) }), ...errors, ...notFound },
-      detail: {
+      detail: { ...op('listWorkAssets', ['CATALOG_WORK_NOT_FOUND']),
         tags: ['works'],
         summary: 'Playable assets of a work over its editions: indexed first, then newest (404 CATALOG_WORK_NOT_FOUND)',
       },
@@ -91,7 +92,7 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
     .get('/works/:id/relations', ({ params }) => ({ relations: catalog.workRelations(params.id) }), {
       params: WorkIdParams,
       response: { 200: t.Object({ relations: t.Array(RelationSchema) }), ...errors, ...notFound },
-      detail: {
+      detail: { ...op('listWorkRelations', ['CATALOG_WORK_NOT_FOUND']),
         tags: ['works'],
         summary: "The work's lineage (its parents and its descendants) ordered by ordinal, parent before child",
       },

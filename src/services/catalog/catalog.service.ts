@@ -7,6 +7,7 @@ import type { ProbeStream } from '../../platform/bus/media-shapes';
 import type { BusQueries } from '../../platform/bus/subjects';
 import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
+import './catalog.errors';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Asset, AssetSummary, MediaIndex, Relation, ScanInput, Work } from './catalog.model';
 import { catalogAssets, catalogEditions, catalogEventOutbox, catalogMediaIndexes, catalogRelations, catalogWorks } from './catalog.tables';
@@ -17,9 +18,9 @@ import { libraryFiles } from './library/library.tables';
 import { locate } from './paths';
 
 // A 4xx AppError is not retryable and permanent unless it says otherwise.
-export const workNotFound = () => new AppError('CATALOG_WORK_NOT_FOUND', 404, 'No such work');
-export const editionNotFound = () => new AppError('CATALOG_EDITION_NOT_FOUND', 404, 'No such edition');
-export const bindingConflict = () => new AppError('CATALOG_BINDING_CONFLICT', 409, 'The edition does not belong to the work');
+export const workNotFound = () => new AppError('CATALOG_WORK_NOT_FOUND', 'No such work');
+export const editionNotFound = () => new AppError('CATALOG_EDITION_NOT_FOUND', 'No such edition');
+export const bindingConflict = () => new AppError('CATALOG_BINDING_CONFLICT', 'The edition does not belong to the work');
 
 export interface CatalogDeps {
   db: Db;

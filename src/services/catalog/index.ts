@@ -6,9 +6,12 @@ import { createResponseCache } from '../../platform/http/response-cache';
 import { createServiceApp } from '../../platform/http/service-app';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { loadCatalogConfig, type CatalogConfig } from './catalog.config';
+import { catalogErrors } from './catalog.errors';
+import * as catalogModels from './catalog.model';
 import { catalogRoutes } from './catalog.routes';
 import { createCatalog } from './catalog.service';
 import { createKindRegistry } from './kinds';
+import * as libraryModels from './library/library.model';
 import { createLibrary } from './library/library.service';
 import { scheduleLibraryScans } from './library/library.schedule';
 import { watchLibrary } from './library/library.watch';
@@ -51,6 +54,8 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
   const app = createServiceApp(deps, {
     name: 'catalog',
     style: 'problem',
+    errors: catalogErrors,
+    models: [catalogModels, libraryModels],
     title: 'Keel catalog',
     description: 'Works, editions and media assets; file scanning through the media engine. Errors are RFC 9457 problem+json.',
     tags: [

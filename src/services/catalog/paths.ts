@@ -3,15 +3,15 @@
 import { realpathSync, statSync } from 'node:fs';
 import { join, relative, sep, isAbsolute } from 'node:path';
 import { AppError } from '../../platform/errors';
+import './catalog.errors';
 import { isInside } from '../../platform/paths';
 
-// Retryable and category follow from the status (4xx: no, permanent; 5xx: yes, transient) unless
-// given: a missing file or root is recoverable by the operator, not by retrying the same request.
-const recoverable = { retryable: false, category: 'recoverable' } as const;
-export const pathRefused = (why: string) => new AppError('CATALOG_PATH_REFUSED', 422, `The scan path is refused: ${why}`);
-export const pathNotFound = () => new AppError('CATALOG_PATH_NOT_FOUND', 404, 'No file exists at the scan path under the media roots', recoverable);
-export const fileUnreadable = () => new AppError('CATALOG_FILE_UNREADABLE', 422, 'The file at the scan path cannot be read by the catalog', recoverable);
-export const noMediaRoots = () => new AppError('CATALOG_NO_MEDIA_ROOTS', 503, 'No media root is configured (APP_MEDIA_ROOTS)', recoverable);
+// Statuses, retryable and category are in catalog.errors.ts: a missing file or root is recoverable by
+// the operator, not by retrying the same request.
+export const pathRefused = (why: string) => new AppError('CATALOG_PATH_REFUSED', `The scan path is refused: ${why}`);
+export const pathNotFound = () => new AppError('CATALOG_PATH_NOT_FOUND', 'No file exists at the scan path under the media roots');
+export const fileUnreadable = () => new AppError('CATALOG_FILE_UNREADABLE', 'The file at the scan path cannot be read by the catalog');
+export const noMediaRoots = () => new AppError('CATALOG_NO_MEDIA_ROOTS', 'No media root is configured (APP_MEDIA_ROOTS)');
 
 const ENCODED_TRICK = /%(2e|2f|5c|00)/i;
 

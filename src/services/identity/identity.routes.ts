@@ -20,6 +20,7 @@ import {
 import type { Callers } from './callers';
 import type { Identity } from './identity.service';
 import type { KeyStore } from './keys';
+import { identityOperation as op } from './identity.errors';
 
 type TokenBucket = ReturnType<typeof createTokenBucket>;
 
@@ -49,6 +50,9 @@ function clientBudget(bucket: TokenBucket) {
   });
 }
 
+/** What the admin and caller checks answer: no or a bad token, an ended session, not an admin. */
+const ADMIN = ['unauthenticated', 'reauth-required', 'forbidden'] as const;
+
 // Answers that carry a secret (an API key, a refresh token) must not be kept by any cache.
 const noStore = { 'cache-control': 'no-store' };
 
@@ -63,13 +67,13 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
       return { keys: keys.publicJwks() };
     }, {
       response: { 200: JwksSchema },
-      detail: { tags: ['keys'], summary: 'Public keys (Ed25519) that verify access tokens', security: [] },
+      detail: { ...op('getJwks'), tags: ['keys'], summary: 'Public keys (Ed25519) that verify access tokens', security: [] },
     })
     .post('/keys/rotate', async ({ body }) => keys.rotate({ retirePrevious: body?.retirePrevious === true }), {
       auth: 'admin',
       body: RotateKeyBody,
       response: { 200: RotatedKey, ...adminErrors, 409: ProblemSchema },
-      detail: {
+      detail: { ...op('rotateSigningKey', [...ADMIN, 'IDENTITY_KEYS_EXTERNAL']),
         tags: ['keys'],
         summary: 'Rotate the signing key',
         description: 'New tokens are signed with a new key; the previous one stays in the JWKS until previousPublishedUntil (APP_IDENTITY_KEY_OVERLAP_S), so the tokens it signed stay valid until they expire. With `{"retirePrevious": true}` it leaves the JWKS at once: identity and every guard refuse its tokens from then on (guards hear it on the bus, evt.identity.keysChanged). 409 IDENTITY_KEYS_EXTERNAL when the key comes from APP_IDENTITY_SIGNING_KEY.',
@@ -82,25 +86,25 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
       auth: 'admin',
       body: CreateActorBody,
       response: { 201: ActorWithKey, ...adminErrors },
-      detail: { tags: ['actors'], summary: 'Create an actor', description: 'Answers the API key once; only its hash is kept.' },
+      detail: { ...op('createActor', ADMIN), tags: ['actors'], summary: 'Create an actor', description: 'Answers the API key once; only its hash is kept.' },
     })
     .get('/actors', () => ({ actors: identity.listActors() }), {
       auth: 'admin',
       response: { 200: t.Object({ actors: t.Array(ActorSchema) }), ...adminErrors },
-      detail: { tags: ['actors'], summary: 'List actors' },
+      detail: { ...op('listActors', ADMIN), tags: ['actors'], summary: 'List actors' },
     })
     .get('/actors/:id', ({ params }) => ({ actor: identity.getActor(params.id) }), {
       auth: 'admin',
       params: IdParams,
       response: { 200: t.Object({ actor: ActorSchema }), ...adminErrors, 404: ProblemSchema },
-      detail: { tags: ['actors'], summary: 'Get an actor' },
+      detail: { ...op('getActor', [...ADMIN, 'IDENTITY_ACTOR_NOT_FOUND']), tags: ['actors'], summary: 'Get an actor' },
     })
     .patch('/actors/:id', ({ params, body }) => ({ actor: identity.updateActor(params.id, body) }), {
       auth: 'admin',
       params: IdParams,
       body: UpdateActorBody,
       response: { 200: t.Object({ actor: ActorSchema }), ...adminErrors, 404: ProblemSchema },
-      detail: {
+      detail: { ...op('updateActor', [...ADMIN, 'IDENTITY_ACTOR_NOT_FOUND']),
         tags: ['actors'],
         summary: 'Rename, disable or re-enable an actor, or change its policies',
         description: 'Disabling or changing policies ends the actor\'s sessions: they answer 401 reauth-required (reason actor-disabled or policies-changed).',
@@ -113,7 +117,7 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
       auth: 'admin',
       params: IdParams,
       response: { 200: ActorWithKey, ...adminErrors, 404: ProblemSchema },
-      detail: {
+      detail: { ...op('rotateActorKey', [...ADMIN, 'IDENTITY_ACTOR_NOT_FOUND']),
         tags: ['actors'],
         summary: 'Rotate an actor\'s API key',
         description: 'Answers the new key once. The old key stops working now; sessions it opened answer 401 reauth-required (reason key-rotated).',
@@ -126,7 +130,7 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
       clientBudget: true,
       body: CreateSessionBody,
       response: { 201: TokenPair, 401: ProblemSchema, 422: ProblemSchema, 429: ProblemSchema },
-      detail: { tags: ['sessions'], summary: 'Open a session with an API key', security: [] },
+      detail: { ...op('createSession', ['unauthenticated', 'rate-limited']), tags: ['sessions'], summary: 'Open a session with an API key', security: [] },
     })
     .post('/sessions/refresh', async ({ body, set }) => {
       Object.assign(set.headers, noStore);
@@ -135,7 +139,7 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
       clientBudget: true,
       body: RefreshBody,
       response: { 200: TokenPair, 401: ProblemSchema, 422: ProblemSchema, 429: ProblemSchema },
-      detail: {
+      detail: { ...op('refreshSession', ['unauthenticated', 'reauth-required', 'rate-limited']),
         tags: ['sessions'],
         summary: 'Exchange a refresh token for a new access and refresh token',
         description: 'Each refresh token works once. Presenting a used one revokes the session (401 reauth-required, reason refresh-reuse).',
@@ -149,7 +153,7 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
       auth: 'caller',
       params: IdParams,
       response: { 204: t.Undefined(), 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema },
-      detail: {
+      detail: { ...op('revokeSession', [...ADMIN, 'IDENTITY_SESSION_NOT_FOUND']),
         tags: ['sessions'],
         summary: 'Revoke a session',
         description: 'With an access token of the same actor, or as admin. Another actor\'s session answers 404. Guards refuse the session within their live-cache time (2 s).',

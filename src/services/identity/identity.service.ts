@@ -5,6 +5,7 @@ import type { Bus } from '../../platform/bus/bus';
 import type { IdentitySessionEndReason } from '../../platform/bus/subjects';
 import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
+import './identity.errors';
 import { reauthRequired, unauthenticated } from '../../platform/auth/denials';
 import type { SessionState } from '../../platform/auth/session-check';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
@@ -28,8 +29,8 @@ export interface Caller {
   actorId?: string;
 }
 
-export const actorNotFound = () => new AppError('IDENTITY_ACTOR_NOT_FOUND', 404, 'No such actor');
-export const sessionNotFound = () => new AppError('IDENTITY_SESSION_NOT_FOUND', 404, 'No such session');
+export const actorNotFound = () => new AppError('IDENTITY_ACTOR_NOT_FOUND', 'No such actor');
+export const sessionNotFound = () => new AppError('IDENTITY_SESSION_NOT_FOUND', 'No such session');
 
 export function actorView(a: ActorRow) {
   return {

@@ -4,6 +4,8 @@ import { createServiceApp } from '../../platform/http/service-app';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createCallers } from './callers';
 import { loadIdentityConfig, type IdentityConfig } from './identity.config';
+import { identityErrors } from './identity.errors';
+import * as identityModels from './identity.model';
 import { identityRoutes } from './identity.routes';
 import { createIdentity } from './identity.service';
 import { createKeyStore } from './keys';
@@ -28,6 +30,8 @@ export async function createIdentityService(deps: ServiceDeps, config: IdentityC
   const app = createServiceApp(deps, {
     name: 'identity',
     style: 'problem',
+    errors: identityErrors,
+    models: [identityModels],
     title: 'Keel identity service',
     description:
       'Actors with policies and API keys, sessions with EdDSA access tokens and rotating refresh tokens, and the JWKS that verifies them. Admin routes take a workspace-API admin token (HS256) or an access token with the admin:identity policy.',

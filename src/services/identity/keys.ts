@@ -9,6 +9,7 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, importPK
 import type { IdentityPublicJwk } from '../../platform/bus/identity-shapes';
 import { ConfigError } from '../../platform/config';
 import { AppError } from '../../platform/errors';
+import './identity.errors';
 import type { Clock, Logger } from '../../platform/runtime';
 
 interface StoredKey {
@@ -139,7 +140,7 @@ export async function createKeyStore(opts: {
   // One rotation at a time; the swap itself is synchronous, so a signer never sees no current key.
   const rotate = (o: { retirePrevious?: boolean } = {}) => {
     if (external) {
-      return Promise.reject(new AppError('IDENTITY_KEYS_EXTERNAL', 409, 'The signing key is given by APP_IDENTITY_SIGNING_KEY; rotate it there'));
+      return Promise.reject(new AppError('IDENTITY_KEYS_EXTERNAL', 'The signing key is given by APP_IDENTITY_SIGNING_KEY; rotate it there'));
     }
     return (rotating ??= (async () => {
       try {

@@ -7,6 +7,7 @@ import type { Bus } from '../../platform/bus/bus';
 import type { BusEvents, BusQueries, SourceBinding } from '../../platform/bus/subjects';
 import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
+import './sources.errors';
 import { newId, type Clock } from '../../platform/runtime';
 import { sourcesBindings } from './sources.tables';
 
@@ -16,7 +17,7 @@ const toBinding = (r: Row): SourceBinding => ({
   id: r.id, assetId: r.assetId, kind: 'file', root: r.root, path: r.path, available: r.available, checkedAt: r.checkedAt,
 });
 
-export const badResolve = () => new AppError('SOURCES_REQUEST_INVALID', 422, 'qry.sources.resolve needs an assetId of 1 to 128 characters');
+export const badResolve = () => new AppError('SOURCES_REQUEST_INVALID', 'qry.sources.resolve needs an assetId of 1 to 128 characters');
 
 export function createSources(deps: { db: Db; clock: Clock }) {
   const { db, clock } = deps;

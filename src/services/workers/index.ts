@@ -2,6 +2,7 @@
 // the job handlers (checked at boot: one per job type) and the runner that executes them.
 import { createServiceApp } from '../../platform/http/service-app';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
+import { workersErrors } from './workers.errors';
 import { checkJobHandlers } from './jobs';
 import { createLibraryScanJob } from './jobs/library-scan';
 import { createJobRunner } from './runner';
@@ -36,6 +37,7 @@ export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Ser
   const app = createServiceApp(deps, {
     name: 'workers',
     style: 'problem',
+    errors: workersErrors,
     title: 'Keel workers service',
     description: 'Keel workers: background jobs of the media services. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
   });

@@ -6,13 +6,14 @@ import type { Bus } from '../../platform/bus/bus';
 import { JOB_TYPES, type JobProgress, type JobStatus, type JobSubmission, type JobView } from '../../platform/bus/subjects';
 import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
+import './workers.errors';
 import { errorFields, newId, type Clock, type Logger } from '../../platform/runtime';
 import { workersJobs } from './workers.tables';
 
 export type JobRow = typeof workersJobs.$inferSelect;
 
-export const jobNotFound = () => new AppError('WORKERS_JOB_NOT_FOUND', 404, 'No such job');
-export const badJob = (why: string) => new AppError('WORKERS_JOB_INVALID', 422, `The job is refused: ${why}`);
+export const jobNotFound = () => new AppError('WORKERS_JOB_NOT_FOUND', 'No such job');
+export const badJob = (why: string) => new AppError('WORKERS_JOB_INVALID', `The job is refused: ${why}`);
 
 export const DEFAULT_MAX_ATTEMPTS = 3;
 

@@ -14,6 +14,18 @@ import { newId, errorFields, type Clock } from '../../platform/runtime';
 import type { Env } from '../../platform/config';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
+import { workspaceErrors } from './workspaces.errors';
+import * as lifecycleModels from './lifecycle/lifecycle.model';
+import * as logsModels from './logs/logs.model';
+import * as execModels from './exec/exec.model';
+import * as filesModels from './files/files.model';
+import * as processesModels from './processes/processes.model';
+import * as previewsModels from './previews/previews.model';
+import * as agentModels from './agent/agent.model';
+import * as webhooksModels from './webhooks/webhooks.model';
+import * as eventsModels from './events/events.model';
+import * as volumesModels from './volumes/volumes.model';
+import * as templatesModels from './images/templates.model';
 import { createQuotas } from './quotas';
 import { createTargetGuard } from './targets';
 import { createEngine } from './engine/docker';
@@ -106,7 +118,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     codeKey: loadCodeKey(deps.config.dataDir),
     cloneDeny: targets.deny,
   });
-  const hub = createLogHub({ engine, log: deps.log, clock: deps.clock, access });
+  const hub = createLogHub({ engine, log: deps.log, clock: deps.clock });
   const logs = createLogsService({ engine, hub, access });
   const exec = createExecService({ engine, access });
   const files = createFilesService({ engine, access, maxBytes: settings.fileMaxBytes });
@@ -158,6 +170,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const app = createServiceApp(deps, {
     name: 'workspaces',
     style: 'envelope',
+    errors: workspaceErrors,
+    models: [lifecycleModels, logsModels, execModels, filesModels, processesModels, previewsModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels],
     title: 'Keel workspace API',
     description:
       'Containerized development workspaces on a Docker engine: lifecycle, logs, command execution and agent sessions. ' +
@@ -214,6 +228,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       // Subscriptions before the first await: main.ts calls start() right after the app listens, so no
       // event of a request is missed (webhook deliveries, the event stream's ring).
       unsubscribe.push(events.listen(deps.bus));
+      // The log hub learns from the workspaces' events when a stopped container runs again.
+      unsubscribe.push(hub.listen(deps.bus));
       outbox.listen(deps.bus); // outbox.stop() unsubscribes
       announce();
       // Processes a previous run followed are no longer followed: visibly lost, never "running".

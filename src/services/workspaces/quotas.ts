@@ -24,6 +24,7 @@
 // `sse.open` is all an agent stream needs, plus `release` if it fails before `respond`.
 import { and, count, eq, inArray, ne, sql } from 'drizzle-orm';
 import { AppError } from '../../platform/errors';
+import './workspaces.errors';
 import type { Db } from '../../platform/db';
 import type { Actor } from '../../platform/auth/workspace-token';
 import { retainedVolumes, workspaces, type WorkspaceRow, type WorkspaceStatus } from './workspaces.tables';
@@ -58,7 +59,7 @@ export interface QuotaSlot {
 
 /** `sessions` and `dailyTokens` are the agent's own quotas, counted from its tables (agent/agent.usage.ts). */
 export const quotaExceeded = (quota: QuotaName | 'sessions' | 'dailyTokens' | 'processes', limit: number) =>
-  new AppError('QUOTA_EXCEEDED', 429, `quota exceeded: ${quota} (limit ${limit}); free one first`, { details: { quota, limit } });
+  new AppError('QUOTA_EXCEEDED', `quota exceeded: ${quota} (limit ${limit}); free one first`, { quota, limit });
 
 const NO_SLOT: QuotaSlot = { release() {} };
 

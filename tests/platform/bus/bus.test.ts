@@ -4,11 +4,13 @@ import type { Bus } from '../../../src/platform/bus/bus';
 import { subjectMatches } from '../../../src/platform/bus/bus';
 import { createMemoryBus } from '../../../src/platform/bus/memory';
 import { createNatsBus } from '../../../src/platform/bus/nats';
-import { AppError } from '../../../src/platform/errors';
+import { AppError, defineErrors } from '../../../src/platform/errors';
 import { createLogger } from '../../../src/platform/runtime';
 import { startTestNats, type TestNats } from '../../helpers/nats';
 
 const quiet = createLogger({}, 'error');
+// The answerer's table; the asker learns the status from the answer.
+defineErrors({ SOURCE_NOT_FOUND: { status: 404, description: 'no such asset' } });
 // A server of our own: a user and password (as APP_BUS carries them) and JetStream.
 let nats: TestNats;
 beforeAll(async () => {
@@ -56,7 +58,7 @@ for (const [name, open] of implementations) {
     test('an AppError thrown by the answerer reaches the asker with its code and status', async () => {
       const [server, client] = await open();
       server.answer('qry.sources.resolve', () => {
-        throw new AppError('SOURCE_NOT_FOUND', 404, 'no such asset');
+        throw new AppError('SOURCE_NOT_FOUND', 'no such asset');
       });
       await Bun.sleep(50);
       const err = await client.request('qry.sources.resolve', { assetId: 'x' }).catch((e) => e);

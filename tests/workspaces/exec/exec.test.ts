@@ -6,6 +6,7 @@ import { docker, keelInstance, removeInstanceObjects, waitFor } from '../../help
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { sseReader } from '../../helpers/sse';
 import { closeAndClean, createRunning, errorCode, streamCounters, waitStatus } from '../../helpers/workspaces';
+import { dereferencedDocument } from '../../helpers/openapi';
 
 requireTestEnv('DOCKER_HOST');
 
@@ -92,7 +93,7 @@ describe('results', () => {
 
 describe('OpenAPI', () => {
   test('the exec result and exit event describe exitCode as a number, not string | number', async () => {
-    const doc = (await (await fetch(p!.url('workspaces') + '/openapi.json')).json()) as any;
+    const doc = await dereferencedDocument(p!.url('workspaces'));
     const result = doc.paths['/api/workspaces/{id}/exec'].post.responses['200'].content['application/json'].schema;
     expect(result.properties.exitCode).toMatchObject({ type: 'number', multipleOf: 1 });
     expect(result.properties.exitCode.anyOf).toBeUndefined();

@@ -140,7 +140,10 @@ describe('no workspace reaches another', () => {
 describe('no workspace reaches the Keel host', () => {
   test('a listener on 0.0.0.0 answers the host on every address, and refuses the workspace on each', async () => {
     const port = hostListener.port;
-    const docker0 = JSON.parse(docker('network', 'inspect', 'bridge').stdout)[0].IPAM.Config[0].Gateway as string;
+    // Docker 28 may leave the default bridge's Gateway out of its IPAM config: docker0 then holds the
+    // subnet's first address, as Docker assigns it.
+    const ipam = JSON.parse(docker('network', 'inspect', 'bridge').stdout)[0].IPAM.Config[0] as { Subnet: string; Gateway?: string };
+    const docker0 = ipam.Gateway ?? ipam.Subnet.replace(/\.0\/\d+$/, '.1');
     const addresses = [gatewayOf(bob), primaryIp(), docker0, gatewayOf(alice1)];
     for (const a of addresses) expect(await (await fetch(`http://${a}:${port}/`)).text()).toBe('the keel host itself\n');
     for (const a of addresses) {

@@ -1,10 +1,11 @@
 // POST /library/scans and GET /library/scans/{id}, behind the Bearer guard (policy resource:asset:scan).
 import { Elysia } from 'elysia';
-import { guardResponses, type BearerGuard } from '../../../platform/http/bearer-guard';
+import { GUARD_CODES, guardResponses, type BearerGuard } from '../../../platform/http/bearer-guard';
 import { ProblemSchema } from '../../../platform/http/errors';
 import { LibraryScanAcceptedSchema, LibraryScanRequestSchema } from '../../../platform/bus/library-shapes';
 import { LibraryScanSchema, ScanIdParams } from './library.model';
 import type { LibraryService } from './library.service';
+import { catalogOperation as op } from '../catalog.errors';
 
 export function libraryRoutes(library: LibraryService, guard: BearerGuard) {
   return new Elysia({ detail: { tags: ['library'], security: [{ bearer: [] }] } })
@@ -20,7 +21,7 @@ export function libraryRoutes(library: LibraryService, guard: BearerGuard) {
         rateLimit: 'scan',
         body: LibraryScanRequestSchema,
         response: { 202: LibraryScanAcceptedSchema, 400: ProblemSchema, 404: ProblemSchema, 422: ProblemSchema, ...guardResponses, 504: ProblemSchema },
-        detail: {
+        detail: { ...op('startLibraryScan', [...GUARD_CODES, 'rate-limited', 'CATALOG_PATH_REFUSED', 'CATALOG_FOLDER_NOT_FOUND', 'CATALOG_NO_MEDIA_ROOTS', 'BUS_NO_ANSWERER', 'BUS_TIMEOUT']),
           summary: 'Queue a library scan of a folder (or of every media root)',
           description:
             'Runs as a job of the workers service. While a scan of the same folders is still queued, the same scan is ' +
@@ -35,6 +36,6 @@ export function libraryRoutes(library: LibraryService, guard: BearerGuard) {
       policy: 'resource:asset:scan',
       params: ScanIdParams,
       response: { 200: LibraryScanSchema, 404: ProblemSchema, 422: ProblemSchema, ...guardResponses },
-      detail: { summary: 'A library scan: status and counts (404 CATALOG_SCAN_NOT_FOUND)' },
+      detail: { ...op('getLibraryScan', [...GUARD_CODES, 'CATALOG_SCAN_NOT_FOUND']), summary: 'A library scan: status and counts (404 CATALOG_SCAN_NOT_FOUND)' },
     });
 }

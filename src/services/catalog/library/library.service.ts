@@ -8,15 +8,16 @@ import type { Bus } from '../../../platform/bus/bus';
 import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, ScanTarget } from '../../../platform/bus/subjects';
 import type { Db } from '../../../platform/db';
 import { AppError } from '../../../platform/errors';
+import '../catalog.errors';
 import { isInside } from '../../../platform/paths';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
 import { checkRelativePath, noMediaRoots, pathRefused } from '../paths';
 import type { LibraryScanView } from './library.model';
 import { libraryScans } from './library.tables';
 
-export const scanNotFound = () => new AppError('CATALOG_SCAN_NOT_FOUND', 404, 'No such library scan');
+export const scanNotFound = () => new AppError('CATALOG_SCAN_NOT_FOUND', 'No such library scan');
 export const folderNotFound = () =>
-  new AppError('CATALOG_FOLDER_NOT_FOUND', 404, 'No folder exists at the path under the media roots', { retryable: false, category: 'recoverable' });
+  new AppError('CATALOG_FOLDER_NOT_FOUND', 'No folder exists at the path under the media roots');
 
 export interface LibraryDeps {
   db: Db;

@@ -4,6 +4,7 @@
 // Confined: ffprobe reads the one file it is given (see `demuxerWhitelist`), nothing it points to.
 import { accessSync, constants } from 'node:fs';
 import { AppError } from '../../../platform/errors';
+import '../catalog.errors';
 import { createBoundedQueue } from '../../../platform/bounded-queue';
 
 export interface FfprobeOptions {
@@ -57,12 +58,8 @@ export function findFfprobe(explicit: string | undefined, PATH: string | undefin
 }
 
 const busy = () =>
-  new AppError('MEDIA_ENGINE_BUSY', 503, 'too many probes are running or waiting (APP_PROBE_CONCURRENCY, APP_PROBE_QUEUE); retry later', {
-    retryable: true,
-    category: 'transient',
-    headers: { 'retry-after': '5' },
-  });
-const unavailable = (message: string) => new AppError('MEDIA_ENGINE_UNAVAILABLE', 503, message, { retryable: false, category: 'recoverable' });
+  new AppError('MEDIA_ENGINE_BUSY', 'too many probes are running or waiting (APP_PROBE_CONCURRENCY, APP_PROBE_QUEUE); retry later');
+const unavailable = (message: string) => new AppError('MEDIA_ENGINE_UNAVAILABLE', message);
 
 /**
  * Demuxers that open other files or URLs named inside the probed file: playlists (hls), concat

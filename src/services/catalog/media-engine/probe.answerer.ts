@@ -2,6 +2,7 @@
 // fastHash for a file under a media root. A file that is not a medium is a normal answer.
 import { extname } from 'node:path';
 import { AppError } from '../../../platform/errors';
+import '../catalog.errors';
 import type { Bus } from '../../../platform/bus/bus';
 import { STREAM_TYPES, type ProbeFacts, type ProbeStream } from '../../../platform/bus/media-shapes';
 import type { BusQueries } from '../../../platform/bus/subjects';
@@ -14,7 +15,7 @@ import { keyframes } from './keyframes';
 type ProbeReply = BusQueries['qry.media.probe']['reply'];
 
 /** A 5xx AppError: retryable and transient. */
-export const probeTimeout = () => new AppError('MEDIA_PROBE_TIMEOUT', 504, 'ffprobe did not finish within APP_PROBE_TIMEOUT_MS; retry later');
+export const probeTimeout = () => new AppError('MEDIA_PROBE_TIMEOUT', 'ffprobe did not finish within APP_PROBE_TIMEOUT_MS; retry later');
 
 /** Our container name from ffprobe's demuxer list, refined by the brand or the extension. */
 export function containerName(formatName: string, file: string, majorBrand?: string): string {

@@ -1,5 +1,6 @@
 // Schemas of the agent-session API: request bodies, the views, and the SSE protocol's description.
 import { t, type Static } from 'elysia';
+import { ErrorEnvelope } from '../../../platform/http/errors';
 
 /**
  * Unknown fields are refused, not dropped: Elysia's normalisation strips properties a schema does not
@@ -48,7 +49,7 @@ export const CreateSessionBody = t.Object(
     }),
     context: t.Optional(AgentContext),
   },
-  strict,
+  { ...strict, examples: [{ workspaceId: 'ws_1m8k2x9q', model: 'openai/gpt-4o-mini' }] },
 );
 export type CreateSessionInput = Static<typeof CreateSessionBody>;
 
@@ -57,7 +58,7 @@ export const SendMessageBody = t.Object(
     message: t.String({ minLength: 1, maxLength: MESSAGE_MAX_CHARS }),
     stream: t.Optional(t.Boolean({ default: false, description: 'true: answer text/event-stream (see the 200 response)' })),
   },
-  strict,
+  { ...strict, examples: [{ message: 'List the files in /workspace and say what the project is', stream: true }] },
 );
 
 export const ListQuery = t.Object({
@@ -138,6 +139,19 @@ export interface AgentEvent {
   data: unknown;
 }
 
+const eventId = t.String({ pattern: '^[0-9]+$', description: 'the `id:` line: a number increasing within the session (resume with Last-Event-ID)' });
+
+/** The events of an agent stream as data: what a client reads from each `event:`, `id:` and `data:`. */
+export const AgentEventSchema = t.Union(
+  [
+    t.Object({ event: t.Literal('delta'), id: eventId, data: t.Object({ content: t.String({ description: 'text as it arrives' }) }) }),
+    t.Object({ event: t.Literal('tool'), id: eventId, data: ToolCall }),
+    t.Object({ event: t.Literal('done'), id: eventId, data: AssistantReply }),
+    t.Object({ event: t.Literal('error'), id: eventId, data: ErrorEnvelope }),
+  ],
+  { description: 'One Server-Sent Event of an agent stream: `event` is its event line, `id` its id line, `data` the JSON of its data line' },
+);
+
 const STREAM_TEXT =
   'Server-Sent Events, each with an `id:` line increasing within the session: `event: delta` with data `{"content": "..."}` as text arrives, ' +
   '`event: tool` with data `{"id", "name", "input", "output"}` once the agent acted in the workspace, then exactly one `event: done` ' +
@@ -150,6 +164,7 @@ export const AgentEventStream = (description: string) => ({
   content: {
     'text/event-stream': {
       schema: { type: 'string' as const, description: STREAM_TEXT },
+      'x-event-schema': AgentEventSchema,
       example:
         ': connected\n\n' +
         'id: 1\nevent: delta\ndata: {"content":"Listing "}\n\n' +

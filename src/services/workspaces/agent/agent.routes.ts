@@ -2,9 +2,10 @@
 // by the platform's SSE adapter from the service's AsyncIterable of events (each with its `id:`).
 import { Elysia } from 'elysia';
 import { AppError } from '../../../platform/errors';
+import '../workspaces.errors';
 import { lastEventId, type Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../lifecycle/lifecycle.model';
+import { ErrorEnvelope } from '../../../platform/http/errors';
 import {
   AgentEventStream,
   AssistantReply,
@@ -23,11 +24,12 @@ import {
 import type { AgentService } from './agent.service';
 import type { AgentConfig } from './agent.config';
 import type { Quotas } from '../quotas';
+import { workspaceOperation as op } from '../workspaces.errors';
 
 /** `Last-Event-ID` (wins) or `?after=N`; 0 replays the whole log. */
 function resumePoint(header: string | undefined, after: number | undefined): number {
   if (header === undefined) return after ?? 0;
-  if (!/^\d{1,15}$/.test(header)) throw new AppError('INVALID_REQUEST', 400, 'Last-Event-ID must be an event id (a whole number)', { details: { header: 'last-event-id' } });
+  if (!/^\d{1,15}$/.test(header)) throw new AppError('INVALID_REQUEST', 'Last-Event-ID must be an event id (a whole number)', { header: 'last-event-id' });
   return Number(header);
 }
 
@@ -52,7 +54,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     }, {
       body: CreateSessionBody,
       response: { 201: Session, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
-      detail: {
+      detail: { ...op('createAgentSession', ['WORKSPACE_NOT_FOUND', 'QUOTA_EXCEEDED']),
         tags: ['agent'],
         summary: 'Create an agent session bound to a workspace',
         description:
@@ -64,12 +66,12 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     .get('/api/agent/sessions', ({ actor, query }) => ({ sessions: agent.list(actor, query) }), {
       query: ListQuery,
       response: { 200: SessionList, 400: ErrorEnvelope, 401: ErrorEnvelope },
-      detail: { tags: ['agent'], summary: "The caller's sessions (admins: all), oldest first, without messages; `workspaceId` narrows to one workspace" },
+      detail: { ...op('listAgentSessions'), tags: ['agent'], summary: "The caller's sessions (admins: all), oldest first, without messages; `workspaceId` narrows to one workspace" },
     })
     .get('/api/agent/sessions/:id', ({ params, actor }) => agent.get(actor, params.id), {
       params: SessionParams,
       response: { 200: Session, 401: ErrorEnvelope, 404: ErrorEnvelope },
-      detail: {
+      detail: { ...op('getAgentSession', ['SESSION_NOT_FOUND']),
         tags: ['agent'],
         summary: 'A session with its full history',
         description: "Assistant messages carry finishReason (null while their turn runs), usage and toolCalls. Another actor's session is 404 SESSION_NOT_FOUND.",
@@ -78,7 +80,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     .delete('/api/agent/sessions/:id', ({ params, actor }) => agent.remove(actor, params.id), {
       params: SessionParams,
       response: { 200: DeleteAnswer, 401: ErrorEnvelope, 404: ErrorEnvelope },
-      detail: { tags: ['agent'], summary: 'Delete a session, its messages and its event log (a turn in flight is cancelled first)' },
+      detail: { ...op('deleteAgentSession', ['SESSION_NOT_FOUND']), tags: ['agent'], summary: 'Delete a session, its messages and its event log (a turn in flight is cancelled first)' },
     })
     .post(
       '/api/agent/sessions/:id/messages',
@@ -109,7 +111,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
         params: SessionParams,
         body: SendMessageBody,
         response: { 200: AssistantReply, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 500: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
-        detail: {
+        detail: { ...op('sendAgentMessage', ['SESSION_NOT_FOUND', 'SESSION_BUSY', 'WORKSPACE_NOT_RUNNING', 'QUOTA_EXCEEDED', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'SHUTTING_DOWN']),
           tags: ['agent'],
           summary: 'Send a message; the assistant may act in the workspace through tools',
           description:
@@ -147,7 +149,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
         params: SessionParams,
         query: EventsQuery,
         response: { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
-        detail: {
+        detail: { ...op('streamAgentEvents', ['SESSION_NOT_FOUND', 'QUOTA_EXCEEDED']),
           tags: ['agent'],
           summary: "Replay the session's events and follow the turn in flight",
           description:
@@ -161,7 +163,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     .post('/api/agent/sessions/:id/cancel', ({ params, actor }) => agent.cancel(actor, params.id), {
       params: SessionParams,
       response: { 200: CancelAnswer, 401: ErrorEnvelope, 404: ErrorEnvelope },
-      detail: {
+      detail: { ...op('cancelAgentTurn', ['SESSION_NOT_FOUND']),
         tags: ['agent'],
         summary: 'Stop the turn in flight',
         description:

@@ -2,6 +2,7 @@
 // session's log as they happen and fanned out to whoever follows, cancel, limits, and the closing of
 // turns that a stop or crash of Keel cut short. No HTTP here: followers get an AsyncIterable of events.
 import { AppError, toEnvelope } from '../../../platform/errors';
+import '../workspaces.errors';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger, errorFields } from '../../../platform/runtime';
 import type { Access } from '../access';
@@ -54,7 +55,7 @@ interface LiveTurn {
 /** What ending a turn needs: a live one, or one found unfinished at start-up. */
 type TurnEnd = Pick<LiveTurn, 'sessionId' | 'actor' | 'model' | 'messageId' | 'nextSeq' | 'events' | 'ended' | 'wake'>;
 
-const notFound = () => new AppError('SESSION_NOT_FOUND', 404, 'agent session not found');
+const notFound = () => new AppError('SESSION_NOT_FOUND', 'agent session not found');
 
 export function createAgentService(deps: AgentServiceDeps) {
   const { store, clock, config } = deps;
@@ -301,8 +302,8 @@ export function createAgentService(deps: AgentServiceDeps) {
     send(actor: Actor, id: string, message: string): { result: LiveTurn['result']; follow(signal: AbortSignal): AsyncIterable<AgentEvent> } {
       const row = owned(actor, id);
       deps.providers.check(row.model);
-      if (closing) throw new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; send the message again once it is back');
-      if (turns.has(id)) throw new AppError('SESSION_BUSY', 409, 'a turn is in flight in this session; wait for its done event or cancel it', { details: { sessionId: id } });
+      if (closing) throw new AppError('SHUTTING_DOWN', 'Keel is shutting down; send the message again once it is back');
+      if (turns.has(id)) throw new AppError('SESSION_BUSY', 'a turn is in flight in this session; wait for its done event or cancel it', { sessionId: id });
       // Tokens of the actor's turns in flight count too: they are spent, only not stored yet.
       let inFlight = 0;
       for (const t of turns.values()) if (t.actor === actor.id) inFlight += t.usage.totalTokens;
@@ -334,7 +335,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       turns.set(id, live);
       live.result = execute(live, row, actor, message, history).catch((e) => {
         deps.log.error('agent turn failed unexpectedly', { session: id, ...errorFields(e) });
-        return finish(live, { content: live.content, toolCalls: live.toolCalls, parts: [], usage: live.usage, finishReason: 'error', error: new AppError('INTERNAL_ERROR', 500, 'the turn failed inside Keel') });
+        return finish(live, { content: live.content, toolCalls: live.toolCalls, parts: [], usage: live.usage, finishReason: 'error', error: new AppError('INTERNAL_ERROR', 'the turn failed inside Keel') });
       });
       return { result: live.result, follow: (signal) => follow(id, afterEventId, live, signal) };
     },

@@ -20,7 +20,7 @@ import {
 } from './engine';
 import { call, callOr, engineError } from './docker-calls';
 import { networkCalls } from './docker-networks';
-import { frameSplitter, jsonLineSplitter, lineSplitter, logMessageJoiner } from './frames';
+import { frameSplitter, jsonLineSplitter, logPieceAssembler, rawLogAssembler, type LogPiece } from './frames';
 
 /** The dockerode client, for the engine files split out of this one (docker-networks.ts). */
 export type DockerClient = Docker;
@@ -301,43 +301,55 @@ export function createEngine(dockerHost?: string): Engine {
     async logStream(
       containerId: string,
       opts: { follow: boolean; tail: number | 'all'; sinceSeconds?: number },
-      onLine: (stream: StdStream, line: string) => void,
+      onPiece: (stream: StdStream, piece: LogPiece) => void,
     ): Promise<LogStreamHandle> {
       const abort = new AbortController();
-      const res = (await call(() => docker.getContainer(containerId).logs({
-        follow: opts.follow as true,
-        stdout: true,
-        stderr: true,
-        timestamps: true,
-        tail: opts.tail === 'all' ? undefined : opts.tail,
-        since: opts.sinceSeconds,
-        abortSignal: abort.signal,
-      } as any) as unknown as Promise<unknown>)) as NodeJS.ReadableStream | Buffer;
-      const lines = lineSplitter(onLine);
-      const messages = logMessageJoiner(onLine);
-      const split = frameSplitter((s, b, framed) => (framed ? messages.push(s, b) : lines.push(s, b)));
-      if (Buffer.isBuffer(res)) {
-        split(res);
-        messages.flush();
-        lines.flush();
-        return { done: Promise.resolve(), close() {} };
-      }
+      // dockerode buffers a log read without follow whole (a 100 MB line would be 100 MB at once):
+      // ask for the same call as a stream, so a read holds one engine chunk at a time.
+      const res = await call(
+        () =>
+          new Promise<NodeJS.ReadableStream & { destroy(): void }>((resolve, reject) =>
+            docker.modem.dial(
+              {
+                path: `/containers/${encodeURIComponent(containerId)}/logs?`,
+                method: 'GET',
+                isStream: true,
+                abortSignal: abort.signal,
+                statusCodes: { 200: true, 404: 'no such container', 500: 'server error' },
+                options: {
+                  follow: opts.follow,
+                  stdout: true,
+                  stderr: true,
+                  timestamps: true,
+                  tail: opts.tail === 'all' ? undefined : opts.tail,
+                  since: opts.sinceSeconds,
+                },
+              },
+              (err: unknown, data: unknown) => (err ? reject(err) : resolve(data as NodeJS.ReadableStream & { destroy(): void })),
+            ),
+          ),
+      );
+      const raw = rawLogAssembler(onPiece);
+      const framed = logPieceAssembler(onPiece);
+      const split = frameSplitter((s, b, isFramed) => (isFramed ? framed.push(s, b) : raw.push(s, b)));
       openStreams++;
-      const stream = res as NodeJS.ReadableStream & { destroy(): void };
       let ended = false;
-      stream.on('data', (b: Buffer) => split(b));
-      const done = streamEnd(stream, () => {
+      res.on('data', (b: Buffer) => split(b));
+      const done = streamEnd(res, () => {
         ended = true;
         openStreams--;
-        messages.flush();
-        lines.flush();
+        framed.flush();
+        raw.flush();
       });
       return {
         done,
         close() {
           if (ended) return;
-          stream.destroy();
+          res.destroy();
           abort.abort();
+        },
+        get messages() {
+          return framed.messages;
         },
       };
     },

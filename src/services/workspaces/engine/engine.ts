@@ -1,6 +1,7 @@
 // What the workspaces service asks of a container engine, in Keel's own shapes. engine/docker.ts is
 // the one implementation (the only dockerode importer); features depend on this interface only.
 import type { Readable } from 'node:stream';
+import type { LogPiece } from './frames';
 
 export const LABEL_MANAGED = 'dev.keel.managed';
 export const LABEL_WORKSPACE = 'dev.keel.workspace';
@@ -107,6 +108,8 @@ export interface LogStreamHandle {
   /** Resolves when the engine ends the stream (container stopped or removed) or close() was called. */
   done: Promise<void>;
   close(): void;
+  /** Engine log messages read so far (the engine's `tail` counts these, a long line being several). */
+  readonly messages: number;
 }
 
 export interface ExecHandle {
@@ -188,13 +191,15 @@ export interface Engine {
   /** Engine log streams Keel holds open right now (followers' shared streams and snapshot reads). */
   readonly openLogStreams: number;
   /**
-   * Reads a container's log with engine timestamps ("<RFC 3339 ns> <text>" per line).
-   * follow=false reads what exists and ends; follow=true stays open until close() or the container stops.
+   * Reads a container's log as lines cut into pieces of at most LOG_PIECE_MAX_BYTES (frames.ts),
+   * each with the engine's timestamp of its line. Streamed, never buffered whole: follow=false
+   * resolves once the stream is open and `done` resolves after the last piece; follow=true stays
+   * open until close() or the container stops.
    */
   logStream(
     containerId: string,
     opts: { follow: boolean; tail: number | 'all'; sinceSeconds?: number },
-    onLine: (stream: StdStream, line: string) => void,
+    onPiece: (stream: StdStream, piece: LogPiece) => void,
   ): Promise<LogStreamHandle>;
   /** Starts a process in the container and streams its output (chunks per stream) to onChunk. */
   execStart(containerId: string, opts: { cmd: string[]; env?: string[]; stdin?: boolean }, onChunk: (stream: StdStream, bytes: Uint8Array) => void): Promise<ExecHandle>;

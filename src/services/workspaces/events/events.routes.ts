@@ -2,10 +2,11 @@
 import { Elysia } from 'elysia';
 import { lastEventId, type Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../lifecycle/lifecycle.model';
+import { ErrorEnvelope } from '../../../platform/http/errors';
 import { EVENTS_BACKLOG, EVENTS_SHUTDOWN, EventsStream } from './events.model';
 import type { WorkspaceEvents } from './events.service';
 import type { Quotas } from '../quotas';
+import { workspaceOperation as op } from '../workspaces.errors';
 
 export function eventsRoutes(deps: { auth: WorkspaceAuthPlugin; events: WorkspaceEvents; sse: Sse; quotas: Quotas }) {
   return new Elysia({ name: 'workspaces.events' }).use(deps.auth).get(
@@ -19,7 +20,7 @@ export function eventsRoutes(deps: { auth: WorkspaceAuthPlugin; events: Workspac
     },
     {
       response: { 401: ErrorEnvelope, 429: ErrorEnvelope },
-      detail: {
+      detail: { ...op('streamEvents', ['QUOTA_EXCEEDED']),
         tags: ['events'],
         summary: 'Your workspace events as a live SSE stream (admins: all), resumable with Last-Event-ID',
         description:

@@ -1,5 +1,6 @@
 // Schemas of the exec API: the request, the result and the streaming events.
 import { t, type Static } from 'elysia';
+import { ErrorEnvelope } from '../../../platform/http/errors';
 
 export const EXEC_TIMEOUT_DEFAULT_MS = 30_000;
 export const EXEC_TIMEOUT_MAX_MS = 600_000;
@@ -39,7 +40,7 @@ export const ExecBody = t.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ command: 'echo hello from $(hostname)', workdir: '/workspace', timeout: 10000, env: { GREETING: 'hi' } }] },
 );
 export type ExecInput = Static<typeof ExecBody>;
 
@@ -53,8 +54,25 @@ export const ExecResult = t.Object({
   timedOut: t.Boolean(),
   stdoutTruncated: t.Boolean(),
   stderrTruncated: t.Boolean(),
-});
+}, { examples: [{ exitCode: 0, stdout: 'hello from demo\n', stderr: '', duration: 54, timedOut: false, stdoutTruncated: false, stderrTruncated: false }] });
 export type ExecResult = Static<typeof ExecResult>;
+
+/** The `exit` event of a streaming exec: the result without the output. */
+export const ExecExit = t.Pick(ExecResult, ['exitCode', 'duration', 'timedOut']);
+export type ExecExit = Static<typeof ExecExit>;
+
+const output = t.Object({ data: t.String({ description: 'UTF-8 text as it arrives' }) });
+
+/** The events of a streaming exec as data: what a client reads from each `event:` and `data:`. */
+export const ExecEventSchema = t.Union(
+  [
+    t.Object({ event: t.Literal('stdout'), data: output }),
+    t.Object({ event: t.Literal('stderr'), data: output }),
+    t.Object({ event: t.Literal('exit'), data: ExecExit }),
+    t.Object({ event: t.Literal('error'), data: ErrorEnvelope }),
+  ],
+  { description: 'One Server-Sent Event of a streaming exec: `event` is its event line, `data` the JSON of its data line' },
+);
 
 /** The `stream: true` answer, for OpenAPI: SSE has no schema of its own, so a described string. */
 export const ExecEventStream = {
@@ -68,6 +86,7 @@ export const ExecEventStream = {
           'a slow client slows the command down), then exactly one `event: exit` with data `{exitCode, duration, timedOut}` or ' +
           '`event: error` with data the error body (code SHUTTING_DOWN when Keel shuts down, which kills the command).',
       },
+      'x-event-schema': ExecEventSchema,
       example:
         ': connected\n\n' +
         'event: stdout\ndata: {"data":"hello\\n"}\n\n' +
@@ -77,6 +96,3 @@ export const ExecEventStream = {
   },
 };
 
-/** The `exit` event of a streaming exec: the result without the output. */
-export const ExecExit = t.Pick(ExecResult, ['exitCode', 'duration', 'timedOut']);
-export type ExecExit = Static<typeof ExecExit>;

@@ -1,14 +1,17 @@
 // HTTP wiring of command execution: a JSON result, or SSE output with `stream: true`.
 import { AppError, toEnvelope } from '../../../platform/errors';
+import '../workspaces.errors';
 import { Elysia } from 'elysia';
 import type { Sse } from '../../../platform/http/sse';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecEventStream, ExecResult, type ExecResult as ExecResultT } from './exec.model';
 import type { ExecService } from './exec.service';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import type { Quotas } from '../quotas';
-import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
+import { ErrorEnvelope } from '../../../platform/http/errors';
+import { IdParams } from '../lifecycle/lifecycle.model';
+import { workspaceOperation as op } from '../workspaces.errors';
 
-const SHUTDOWN_EVENT = { event: 'error', data: toEnvelope(new AppError('SHUTTING_DOWN', 503, 'Keel is shutting down; the command was stopped')) };
+const SHUTDOWN_EVENT = { event: 'error', data: toEnvelope(new AppError('SHUTTING_DOWN', 'Keel is shutting down; the command was stopped')) };
 
 export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; sse: Sse; quotas: Quotas }) {
   return new Elysia({ name: 'workspaces.exec' })
@@ -44,7 +47,7 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
         params: IdParams,
         body: ExecBody,
         response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
-        detail: {
+        detail: { ...op('execCommand', ['WORKSPACE_NOT_FOUND', 'WORKSPACE_NOT_RUNNING', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           tags: ['exec'],
           responses: { 200: ExecEventStream },
           summary: 'Run a command in a running workspace',

@@ -2,7 +2,9 @@
 import { Elysia } from 'elysia';
 import { AppError } from '../../../platform/errors';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
+import { ErrorEnvelope } from '../../../platform/http/errors';
+import { IdParams } from '../lifecycle/lifecycle.model';
+import { workspaceOperation as op } from '../workspaces.errors';
 import { DirectoryListing, FileBytes, FileDeleted, FileDeleteQuery, FileMoveBody, FileMoved, FilePathQuery, FileWritten } from './files.model';
 import type { FilesService } from './files.service';
 
@@ -44,7 +46,7 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
         if (found.kind === 'directory') return { entries: found.entries };
         const range = parseRange(request.headers.get('range'), found.size);
         if (range === 'unsatisfiable') {
-          throw new AppError('RANGE_NOT_SATISFIABLE', 416, 'the range lies outside the file', { headers: { 'content-range': `bytes */${found.size}` }, details: { size: found.size } });
+          throw new AppError('RANGE_NOT_SATISFIABLE', 'the range lies outside the file', { size: found.size }, { headers: { 'content-range': `bytes */${found.size}` } });
         }
         const body = await files.open(found.containerId, found.path, range);
         const headers: Record<string, string> = { 'content-type': 'application/octet-stream', 'accept-ranges': 'bytes' };
@@ -60,7 +62,7 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
         response: { 200: DirectoryListing, ...ERRORS, 416: ErrorEnvelope },
         detail: {
           tags: ['files'],
-          operationId: 'readWorkspaceFile',
+          ...op('readWorkspaceFile', ['WORKSPACE_NOT_FOUND', 'FILE_NOT_FOUND', 'PERMISSION_DENIED', 'WORKSPACE_NOT_RUNNING', 'FILE_CONFLICT', 'RANGE_NOT_SATISFIABLE', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           responses: { 200: FileBytes },
           summary: "A file's bytes (Range honoured) or a directory's entries",
           description:
@@ -85,7 +87,7 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
         response: { 200: FileWritten, ...ERRORS, 413: ErrorEnvelope },
         detail: {
           tags: ['files'],
-          operationId: 'writeWorkspaceFile',
+          ...op('writeWorkspaceFile', ['WORKSPACE_NOT_FOUND', 'FILE_NOT_FOUND', 'PERMISSION_DENIED', 'WORKSPACE_NOT_RUNNING', 'FILE_CONFLICT', 'FILE_TOO_LARGE', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           summary: 'Create or replace a file with the raw request body (streamed; parents made)',
           description:
             'The body is the file\'s bytes, any content type (e.g. `curl -T file` or `--data-binary @file`), with a Content-Length or chunked. ' +
@@ -105,7 +107,7 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
         response: { 200: FileDeleted, ...ERRORS },
         detail: {
           tags: ['files'],
-          operationId: 'deleteWorkspaceFile',
+          ...op('deleteWorkspaceFile', ['WORKSPACE_NOT_FOUND', 'FILE_NOT_FOUND', 'PERMISSION_DENIED', 'WORKSPACE_NOT_RUNNING', 'FILE_CONFLICT', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           summary: 'Delete a file, a symlink, or a directory (recursive=true for a non-empty one)',
           description: 'A symlink is deleted itself, never what it points at. Errors: 404 FILE_NOT_FOUND, 403 PERMISSION_DENIED, 409 FILE_CONFLICT (a non-empty directory without recursive=true) or WORKSPACE_NOT_RUNNING.',
         },
@@ -120,7 +122,7 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
         response: { 200: FileMoved, ...ERRORS },
         detail: {
           tags: ['files'],
-          operationId: 'moveWorkspaceFile',
+          ...op('moveWorkspaceFile', ['WORKSPACE_NOT_FOUND', 'FILE_NOT_FOUND', 'PERMISSION_DENIED', 'WORKSPACE_NOT_RUNNING', 'FILE_CONFLICT', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           summary: 'Move or rename a file or directory (parents of the target made)',
           description: 'An existing file at `to` is replaced. Errors: 404 FILE_NOT_FOUND (no `from`), 403 PERMISSION_DENIED, 409 FILE_CONFLICT or WORKSPACE_NOT_RUNNING.',
         },

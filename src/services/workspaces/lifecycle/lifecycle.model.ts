@@ -48,7 +48,10 @@ export const CreateWorkspaceBody = t.Object(
     ),
     repo: t.Optional(RepoSchema),
   },
-  { description: 'unknown fields are ignored' },
+  {
+    description: 'unknown fields are ignored',
+    examples: [{ name: 'demo', template: 'minimal', type: 'persistent', repo: { url: 'https://github.com/oven-sh/bun', branch: 'main' } }],
+  },
 );
 export type CreateWorkspaceInput = Static<typeof CreateWorkspaceBody>;
 
@@ -74,7 +77,8 @@ const workspaceFields = {
   createdAt: t.String({ format: 'date-time' }),
 };
 
-export const CreatedWorkspace = t.Object(workspaceFields);
+const CREATED_EXAMPLE = { id: 'ws_1m8k2x9q', name: 'demo', status: 'creating', port: 20000, template: 'minimal', type: 'persistent', createdAt: '2026-01-05T10:00:00.000Z' };
+export const CreatedWorkspace = t.Object(workspaceFields, { examples: [CREATED_EXAMPLE] });
 
 export const Workspace = t.Object({
   ...workspaceFields,
@@ -84,7 +88,20 @@ export const Workspace = t.Object({
 });
 export type WorkspaceView = Static<typeof Workspace>;
 
-export const WorkspaceWithStats = t.Object({ ...Workspace.properties, stats: Stats });
+export const WorkspaceWithStats = t.Object(
+  { ...Workspace.properties, stats: Stats },
+  {
+    examples: [
+      {
+        ...CREATED_EXAMPLE,
+        status: 'running',
+        containerId: '4f1c2d3e5a6b',
+        urls: { codeServer: 'http://keel:3f9a...@localhost:20000', rdp: 'rdp://localhost:20000', ssh: 'ssh://localhost:20000' },
+        stats: { cpu: '1.25%', memory: '12.4MiB / 256MiB', disk: '4.1MiB / 58.3GiB' },
+      },
+    ],
+  },
+);
 
 export const WorkspaceList = t.Object({ workspaces: t.Array(Workspace) });
 
@@ -99,17 +116,6 @@ export const DeleteQuery = t.Object({ volumes: t.Optional(t.Boolean({ default: f
 
 export const ActionResult = t.Object({ id: t.String(), status: WorkspaceStatusSchema });
 export const DeleteResult = t.Object({ id: t.String(), deleted: t.Literal(true) });
-
-export const ErrorEnvelope = t.Object(
-  {
-    error: t.Object({
-      code: t.String({ description: 'stable machine-readable code, e.g. WORKSPACE_NOT_FOUND' }),
-      message: t.String(),
-      details: t.Record(t.String(), t.Unknown()),
-    }),
-  },
-  { description: 'error envelope' },
-);
 
 const QuotaCounts = t.Object({
   workspaces: JsonInteger({ description: 'workspaces held, whatever their status' }),

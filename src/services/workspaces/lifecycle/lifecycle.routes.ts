@@ -1,16 +1,17 @@
 // HTTP wiring of the workspace lifecycle: routes, schemas and status codes only; the rules live in lifecycle.service.ts.
 import { Elysia } from 'elysia';
 import { conditionalGet, type ResponseCache } from '../../../platform/http/response-cache';
+import { ErrorEnvelope } from '../../../platform/http/errors';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import type { Lifecycle } from './lifecycle.service';
 import { listScope } from './views';
+import { workspaceOperation as op } from '../workspaces.errors';
 import {
   ActionResult,
   CreatedWorkspace,
   CreateWorkspaceBody,
   DeleteQuery,
   DeleteResult,
-  ErrorEnvelope,
   IdParams,
   ListQuery,
   QuotaView,
@@ -55,7 +56,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
         query: ListQuery,
         headers: listConditional.headers,
         response: { 200: WorkspaceList, 400: ErrorEnvelope, 401: ErrorEnvelope, 429: ErrorEnvelope },
-        detail: {
+        detail: { ...op('listWorkspaces'),
           responses: listConditional.responses,
           summary: 'List your workspaces (admins: all), oldest first, optionally filtered by status and type',
           description:
@@ -76,7 +77,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       {
         body: CreateWorkspaceBody,
         response: { 201: CreatedWorkspace, 400: ErrorEnvelope, 401: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
-        detail: {
+        detail: { ...op('createWorkspace', ['WORKSPACE_EXISTS', 'PORT_UNAVAILABLE', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE', 'CLONE_QUEUE_FULL', 'ISOLATION_UNAVAILABLE']),
           summary: 'Create a workspace',
           description:
             'Answers 201 with status `creating`; the image is made ready (the `minimal` image is built offline on first use), the volume ' +
@@ -96,11 +97,11 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     .get('/api/workspaces/:id', ({ actor, params }) => ws.get(actor, params.id), {
       params: IdParams,
       response: { 200: WorkspaceWithStats, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
-      detail: { summary: 'A workspace with its URLs and live stats (cpu, memory used / limit, disk used / total)' },
+      detail: { ...op('getWorkspace', ['WORKSPACE_NOT_FOUND']), summary: 'A workspace with its URLs and live stats (cpu, memory used / limit, disk used / total)' },
     })
     .post('/api/workspaces/:id/start', ({ actor, params }) => ws.start(actor, params.id), {
       ...transition,
-      detail: {
+      detail: { ...op('startWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'QUOTA_EXCEEDED']),
         summary: 'Start a stopped (or failed) workspace',
         description: `From stopped or failed (a container removed outside Keel is recreated over the kept volume). ${TRANSITIONS} ${QUOTAS}`,
       },
@@ -108,18 +109,18 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     .post('/api/workspaces/:id/stop', ({ actor, params, query }) => ws.stop(actor, params.id, query.force ?? false), {
       ...transition,
       query: StopQuery,
-      detail: {
+      detail: { ...op('stopWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION']),
         summary: 'Stop a workspace (force=true: SIGKILL)',
         description: `From running, starting or restarting (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. ${TRANSITIONS}`,
       },
     })
     .post('/api/workspaces/:id/restart', ({ actor, params }) => ws.restart(actor, params.id), {
       ...transition,
-      detail: { summary: 'Restart a workspace', description: `From running or stopped. ${TRANSITIONS} A restart from stopped takes a running place. ${QUOTAS}` },
+      detail: { ...op('restartWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'QUOTA_EXCEEDED']), summary: 'Restart a workspace', description: `From running or stopped. ${TRANSITIONS} A restart from stopped takes a running place. ${QUOTAS}` },
     })
     .get('/api/quotas', ({ actor }) => ws.quotas(actor), {
       response: { 200: QuotaView, 401: ErrorEnvelope, 429: ErrorEnvelope },
-      detail: {
+      detail: { ...op('getQuotas'),
         summary: "The caller's quotas and what it uses of each",
         description:
           'Limits per actor (APP_QUOTA_WORKSPACES, APP_QUOTA_RUNNING, APP_QUOTA_EXECS, APP_QUOTA_STREAMS, APP_QUOTA_VOLUMES) and current use. Admin tokens are ' +
@@ -130,7 +131,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       params: IdParams,
       query: DeleteQuery,
       response: { 200: DeleteResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
-      detail: {
+      detail: { ...op('deleteWorkspace', ['WORKSPACE_NOT_FOUND', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
         summary: 'Delete a workspace (volumes=true: its volume too)',
         description:
           'Removes the container and the workspace from any status; waits for an operation in flight (a repo clone in flight is cancelled). A persistent workspace\'s volume is ' +

@@ -2,6 +2,7 @@
 // (reservations, provisioning, the state machine, reconciliation, stats, views) over one engine, one
 // database and one bus. No Elysia and no dockerode here.
 import { AppError } from '../../../platform/errors';
+import '../workspaces.errors';
 import { createBoundedQueue } from '../../../platform/bounded-queue';
 import type { Bus } from '../../../platform/bus/bus';
 import type { Db } from '../../../platform/db';
@@ -48,15 +49,9 @@ export interface LifecycleDeps {
 
 /** How long close() waits for queued engine work before giving up on it (the next start-up finishes it). */
 const CLOSE_WAIT_MS = 15_000;
-/** Seconds a create refused for a full clone queue is told to wait. */
-const CLONE_RETRY_AFTER_S = 10;
 
 const cloneQueueFull = () =>
-  new AppError('CLONE_QUEUE_FULL', 503, 'too many repo clones are running or waiting; nothing was created, retry later', {
-    retryable: true,
-    category: 'transient',
-    headers: { 'retry-after': String(CLONE_RETRY_AFTER_S) },
-  });
+  new AppError('CLONE_QUEUE_FULL', 'too many repo clones are running or waiting; nothing was created, retry later');
 
 export function createLifecycle(deps: LifecycleDeps) {
   const { engine, access, log, instance, quotas, templates } = deps;
@@ -115,16 +110,14 @@ export function createLifecycle(deps: LifecycleDeps) {
     async create(actor: Actor, input: CreateWorkspaceInput): Promise<CreatedView> {
       const template = templates.get(input.template ?? DEFAULT_TEMPLATE);
       if (!template) {
-        throw new AppError('INVALID_REQUEST', 400, 'unknown template', { details: { property: '/template', known: templates.names() } });
+        throw new AppError('INVALID_REQUEST', 'unknown template', { property: '/template', known: templates.names() });
       }
       if (input.port !== undefined && !actor.admin && (input.port < portLo || input.port > portHi)) {
-        throw new AppError('INVALID_REQUEST', 400, `port must be within APP_WORKSPACE_PORT_RANGE (${portLo}-${portHi})`, {
-          details: { property: '/port', range: `${portLo}-${portHi}` },
-        });
+        throw new AppError('INVALID_REQUEST', `port must be within APP_WORKSPACE_PORT_RANGE (${portLo}-${portHi})`, { property: '/port', range: `${portLo}-${portHi}` });
       }
       if (input.repo) {
         const problem = repoUrlProblem(input.repo.url, clonePolicy);
-        if (problem) throw new AppError('INVALID_REQUEST', 400, problem, { details: { property: '/repo/url' } });
+        if (problem) throw new AppError('INVALID_REQUEST', problem, { property: '/repo/url' });
       }
       quotas.checkCreate(actor);
       const ticket = input.repo ? clones.admit() : undefined;
@@ -135,7 +128,7 @@ export function createLifecycle(deps: LifecycleDeps) {
         });
         const isolation = await firewall.status();
         if (!isolation.active && deps.settings.firewall === 'required') {
-          throw new AppError('ISOLATION_UNAVAILABLE', 503, `workspace network isolation is unavailable, so no workspace is created: ${isolation.reason}`, { details: { setting: 'APP_WORKSPACE_FIREWALL' } });
+          throw new AppError('ISOLATION_UNAVAILABLE', `workspace network isolation is unavailable, so no workspace is created: ${isolation.reason}`, { setting: 'APP_WORKSPACE_FIREWALL' });
         }
         const row = await reservations.reserve(actor, input, template);
         records.relay();

@@ -2,6 +2,7 @@
 // the host holds it (network/host-ports.ts). A reservation is the inserted row.
 import { eq } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
+import '../workspaces.errors';
 import type { Db } from '../../../platform/db';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock } from '../../../platform/runtime';
@@ -36,21 +37,21 @@ export function createReservations(deps: {
 
   async function reserve(actor: Actor, input: CreateWorkspaceInput, template: Template): Promise<WorkspaceRow> {
     if (db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, input.name)).get()) {
-      throw new AppError('WORKSPACE_EXISTS', 409, 'a workspace with this name exists', { details: { property: '/name' } });
+      throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists', { property: '/name' });
     }
     const reserved = taken();
     if (input.port !== undefined) {
       if (reserved.has(input.port)) {
-        throw new AppError('PORT_UNAVAILABLE', 409, 'the requested port is used by another workspace', { details: { port: input.port } });
+        throw new AppError('PORT_UNAVAILABLE', 'the requested port is used by another workspace', { port: input.port });
       }
       if (!(await hostPortFree(input.port))) {
-        throw new AppError('PORT_UNAVAILABLE', 409, 'the requested port is in use on the host', { details: { port: input.port } });
+        throw new AppError('PORT_UNAVAILABLE', 'the requested port is in use on the host', { port: input.port });
       }
       reserved.add(input.port);
     }
     const auto = await allocatePorts(portRange, reserved, input.port === undefined ? 3 : 2, portHint);
     if (!auto) {
-      throw new AppError('PORT_UNAVAILABLE', 409, 'no free port is left in APP_WORKSPACE_PORT_RANGE', { details: { range: `${lo}-${hi}` } });
+      throw new AppError('PORT_UNAVAILABLE', 'no free port is left in APP_WORKSPACE_PORT_RANGE', { range: `${lo}-${hi}` });
     }
     portHint = (auto[auto.length - 1]! - lo + 1) % (hi - lo + 1);
     const [port, sshPort, rdpPort] = input.port === undefined ? auto : [input.port, ...auto];
@@ -88,8 +89,8 @@ export function createReservations(deps: {
       if (e instanceof AppError) throw e;
       // The checks above run alone in this process; a unique violation means another Keel shares the database.
       const msg = String((e as Error).message);
-      if (msg.includes('workspaces_workspaces.name')) throw new AppError('WORKSPACE_EXISTS', 409, 'a workspace with this name exists');
-      if (msg.includes('UNIQUE')) throw new AppError('PORT_UNAVAILABLE', 409, 'the port was taken meanwhile; retry');
+      if (msg.includes('workspaces_workspaces.name')) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists');
+      if (msg.includes('UNIQUE')) throw new AppError('PORT_UNAVAILABLE', 'the port was taken meanwhile; retry');
       throw e;
     }
     return row;

@@ -4,6 +4,7 @@
 // reports, or in `failed` with the reason. Start, stop, restart, create and their resumption after a
 // crash of Keel all take that one path (`run`).
 import { AppError } from '../../../platform/errors';
+import '../workspaces.errors';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Logger } from '../../../platform/runtime';
 import { workspaceNotFound } from '../access';
@@ -128,9 +129,7 @@ export function createStateMachine(deps: {
    */
   function transition(row: WorkspaceRow, operation: string, allowed: readonly WorkspaceStatus[], to: WorkspaceStatus, actor?: Actor) {
     const refuse = (status: WorkspaceStatus) =>
-      new AppError('INVALID_TRANSITION', 409, `cannot ${operation} a workspace that is ${status}`, {
-        details: { status, operation, allowedFrom: [...allowed] },
-      });
+      new AppError('INVALID_TRANSITION', `cannot ${operation} a workspace that is ${status}`, { status, operation, allowedFrom: [...allowed] });
     if (!allowed.includes(row.status)) throw refuse(row.status);
     const move = () => records.moveStatus(row.id, allowed, to);
     if (!(actor ? deps.quotas.admitRunning(actor, deps.access.row(row.id) ?? row, move) : move())) {
@@ -152,9 +151,7 @@ export function createStateMachine(deps: {
 
     start(actor: Actor, row: WorkspaceRow): { id: string; status: WorkspaceStatus } {
       if (row.status === 'failed' && !row.provisioned) {
-        throw new AppError('INVALID_TRANSITION', 409, 'this workspace failed during creation and cannot start; delete it and create it again', {
-          details: { status: row.status, operation: 'start', reason: row.reason ?? '' },
-        });
+        throw new AppError('INVALID_TRANSITION', 'this workspace failed during creation and cannot start; delete it and create it again', { status: row.status, operation: 'start', reason: row.reason ?? '' });
       }
       transition(row, 'start', ALLOWED_FROM.start, 'starting', actor);
       void run(row.id, work.start, 'running');

@@ -1,12 +1,14 @@
 // Fan-out of live logs: every follower of one workspace shares one engine log stream. The stream
-// opens with the first follower and closes as soon as the last one leaves; each line is parsed and
-// serialised once, then handed to every follower whose service filter matches.
+// opens with the first follower and closes as soon as the last one leaves; each entry is parsed and
+// serialised once, then handed to every follower whose service filter matches. When the container
+// stops, the workspace's events on the bus (evt.workspace.*) say what comes next: a start or restart
+// re-attaches, a stop, failure or delete ends the followers. Nothing is polled.
 import { encodeEvent } from '../../../platform/http/sse';
-import type { Actor } from '../../../platform/auth/workspace-token';
+import type { Bus } from '../../../platform/bus/bus';
+import type { WorkspaceEventPayload } from '../../../platform/bus/subjects';
 import type { Clock, Logger } from '../../../platform/runtime';
-import { runState, type Engine, type LogStreamHandle } from '../engine/engine';
-import { parseEngineLine, toEntry, type ParsedLine } from './logs.parse';
-import type { Access } from '../access';
+import { runState, type Engine, type LogStreamHandle, type StdStream } from '../engine/engine';
+import { pieceParser, toEntry, type ParsedLine } from './logs.parse';
 
 export type EndReason = 'stopped' | 'deleted' | 'error';
 
@@ -19,6 +21,9 @@ export interface Follower {
   end(reason: EndReason): void;
 }
 
+/** The workspace events that decide what a stopped log stream does next. */
+type LifecycleEvent = 'started' | 'restarted' | 'stopped' | 'failed' | 'deleted';
+
 interface Channel {
   workspaceId: string;
   containerId: string;
@@ -26,40 +31,35 @@ interface Channel {
   handle?: LogStreamHandle;
   /** Resolves once the engine stream is attached: later lines reach every follower. */
   ready: Promise<void>;
-  /** Engine timestamp (fixed-width RFC 3339 ns, so strings compare in time order) of the last line. */
-  lastTs: string;
+  /** The last entry sent, per engine stream: key and message. Anything not after it was sent. */
+  last: Record<StdStream, { key: string; message: string }>;
   /** Unix seconds when the channel opened: where a re-attach starts when no line came yet. */
   openedAt: number;
-  skipThrough: string;
+  /** The workspace's latest lifecycle event seen while the channel is open, and how many came. */
+  event?: LifecycleEvent;
+  events: number;
+  /** Set while the engine stream has ended and the channel waits for the workspace's next event. */
+  waiting?: { timer: ReturnType<typeof setTimeout> };
   closed: boolean;
 }
 
-/** How long followers wait for a restarting workspace's container to run again. */
-const RESTART_WAIT_MS = 60_000;
-/** How long an end waits for a container being removed to stop reporting running. */
-const SETTLE_MS = 5_000;
-const SYSTEM: Actor = { id: 'keel-logs', admin: true };
+/** How long followers wait, after the container stopped, for the event that says what happened. */
+const EVENT_WAIT_MS = 60_000;
+const RELEVANT = new Set<string>(['started', 'restarted', 'stopped', 'failed', 'deleted']);
 
-export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock; access: Pick<Access, 'getOwned'> }) {
-  /** The workspace's lifecycle status, or null when it is gone. */
-  const statusOf = async (workspaceId: string): Promise<string | null> => {
-    try {
-      return deps.access.getOwned(SYSTEM, workspaceId).status;
-    } catch {
-      return null;
-    }
-  };
-
+export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }) {
   const channels = new Map<string, Channel>();
+  /** workspace id -> its channel, for the bus events (which name workspaces, not containers). */
+  const byWorkspace = new Map<string, Channel>();
 
-  const dispatch = (ch: Channel, stream: 'stdout' | 'stderr', raw: string) => {
-    const line = parseEngineLine(stream, raw);
-    // After a re-attach the engine repeats lines of the last second: skip what was sent.
-    if (ch.skipThrough) {
-      if (line.ts <= ch.skipThrough) return;
-      ch.skipThrough = '';
-    }
-    if (line.ts) ch.lastTs = line.ts;
+  const dispatch = (ch: Channel, parse: ReturnType<typeof pieceParser>, stream: StdStream, piece: Parameters<ReturnType<typeof pieceParser>>[1]) => {
+    const line = parse(stream, piece);
+    // The engine repeats entries: after a re-attach (the last second again) and when json-file
+    // rotates under `logs -f` (megabytes again). Keys grow within one stream: an entry not after the
+    // last one sent was sent (an equal key with another message is a distinct line of the same instant).
+    const last = ch.last[stream];
+    if (line.key < last.key || (line.key === last.key && line.message === last.message)) return;
+    ch.last[stream] = { key: line.key, message: line.message };
     let frame: Uint8Array | undefined;
     for (const f of ch.followers) {
       if (f.service !== undefined && f.service !== line.service) continue;
@@ -71,59 +71,93 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock; 
   const close = (ch: Channel) => {
     if (ch.closed) return;
     ch.closed = true;
+    if (ch.waiting) clearTimeout(ch.waiting.timer);
     ch.handle?.close();
     if (channels.get(ch.containerId) === ch) channels.delete(ch.containerId);
+    if (byWorkspace.get(ch.workspaceId) === ch) byWorkspace.delete(ch.workspaceId);
+  };
+
+  const endAll = (ch: Channel, reason: EndReason) => {
+    close(ch);
+    for (const f of [...ch.followers]) f.end(reason);
+    ch.followers.clear();
   };
 
   const attach = async (ch: Channel, sinceSeconds?: number) => {
-    const handle = await deps.engine.logStream(ch.containerId, { follow: true, tail: sinceSeconds === undefined ? 0 : 'all', sinceSeconds }, (s, l) => dispatch(ch, s, l));
+    const parse = pieceParser();
+    const handle = await deps.engine.logStream(ch.containerId, { follow: true, tail: sinceSeconds === undefined ? 0 : 'all', sinceSeconds }, (s, piece) => dispatch(ch, parse, s, piece));
     if (ch.closed) return handle.close();
     ch.handle = handle;
     handle.done.then(() => onEngineEnd(ch, handle));
   };
 
+  /** Attaches again from the last entry sent (or where the channel opened), once the container runs. */
+  const reattach = async (ch: Channel) => {
+    // Lines written during a restart (the new run's first ones) must not be lost: start at the
+    // second of the last entry, or where the channel opened; what repeats is skipped by key.
+    const lastTs = [ch.last.stdout.key, ch.last.stderr.key].sort().at(-1)?.split('#')[0] ?? '';
+    const since = lastTs ? Math.floor(Date.parse(lastTs.replace(/\.\d+Z$/, 'Z')) / 1000) : ch.openedAt;
+    try {
+      await attach(ch, since);
+    } catch (e) {
+      deps.log.debug('log stream re-attach failed', { workspaceId: ch.workspaceId, err: (e as Error).message });
+      const running = await deps.engine.inspect(ch.containerId).then(runState).catch(() => null);
+      if (!ch.closed) endAll(ch, running === null ? 'deleted' : running === false ? 'stopped' : 'error');
+    }
+  };
+
+  /** What a stopped stream does on the workspace's event: re-attach, end, or keep waiting. */
+  const decide = (ch: Channel, event: LifecycleEvent | undefined) => {
+    if (ch.closed || !ch.waiting || event === undefined) return;
+    clearTimeout(ch.waiting.timer);
+    ch.waiting = undefined;
+    if (event === 'started' || event === 'restarted') return void reattach(ch);
+    endAll(ch, event === 'deleted' ? 'deleted' : 'stopped');
+  };
+
   const onEngineEnd = async (ch: Channel, handle: LogStreamHandle) => {
     if (ch.closed || ch.handle !== handle) return;
+    ch.handle = undefined;
+    const eventsBefore = ch.events;
     let running: boolean | null = null;
     try {
       running = await deps.engine.inspect(ch.containerId).then(runState);
     } catch (e) {
       deps.log.warn('log stream ended; engine state unknown', { workspaceId: ch.workspaceId, err: (e as Error).message });
     }
-    // A restart stops the container first: wait for it to run again instead of ending the stream.
-    const until = deps.clock.now() + RESTART_WAIT_MS;
-    while (running === false && !ch.closed && deps.clock.now() < until && ['restarting', 'starting'].includes((await statusOf(ch.workspaceId)) ?? '')) {
-      await Bun.sleep(250);
-      running = await deps.engine.inspect(ch.containerId).then(runState).catch(() => false);
-    }
     if (ch.closed) return;
-    if (running === true) {
-      // The engine dropped a live stream (e.g. it restarted): pick up from the last line seen.
-      // Without a line seen yet, start where the channel opened: lines written during the restart
-      // (the new container's first ones) must not be lost; a repeat of that second is the lesser harm.
-      const since = ch.lastTs ? Math.floor(Date.parse(ch.lastTs.replace(/\.\d+Z$/, 'Z')) / 1000) : ch.openedAt;
-      ch.skipThrough = ch.lastTs;
-      try {
-        return await attach(ch, since);
-      } catch (e) {
-        // A container being removed can still report running for a moment: let its state settle
-        // (gone, or no longer running) before naming the end, for up to SETTLE_MS.
-        deps.log.debug('log stream re-attach failed', { workspaceId: ch.workspaceId, err: (e as Error).message });
-        const settleUntil = deps.clock.now() + SETTLE_MS;
-        do {
-          running = (await statusOf(ch.workspaceId)) === null ? null : await deps.engine.inspect(ch.containerId).then(runState).catch(() => null);
-          if (running !== true) break;
-          await Bun.sleep(250);
-        } while (!ch.closed && deps.clock.now() < settleUntil);
-      }
-    }
-    const reason: EndReason = running === null ? 'deleted' : running === false ? 'stopped' : 'error';
-    close(ch);
-    for (const f of [...ch.followers]) f.end(reason);
-    ch.followers.clear();
+    // The engine dropped a live stream (it restarted, or a restart already ran again): pick up.
+    if (running === true) return reattach(ch);
+    if (running === null) return endAll(ch, 'deleted');
+    // Stopped: a restart, a stop or a failure. The workspace's event says which; one that came while
+    // the engine was asked, or an end event that came before the stream ended, decides at once.
+    const seen = ch.event;
+    ch.waiting = {
+      timer: setTimeout(() => {
+        ch.waiting = undefined;
+        if (!ch.closed) endAll(ch, 'stopped');
+      }, EVENT_WAIT_MS),
+    };
+    if (ch.events !== eventsBefore || seen === 'stopped' || seen === 'failed' || seen === 'deleted') decide(ch, seen);
+  };
+
+  const onEvent = (p: WorkspaceEventPayload) => {
+    // The payload names the event as webhooks do: `workspace.started`.
+    const event = p.event.replace(/^workspace\./, '');
+    if (!RELEVANT.has(event)) return;
+    const ch = byWorkspace.get(p.workspace.id);
+    if (!ch || ch.closed) return;
+    ch.event = event as LifecycleEvent;
+    ch.events++;
+    decide(ch, ch.event);
   };
 
   return {
+    /** Follows the workspaces' events on the bus; returns the function that stops. */
+    listen(bus: Bus): () => void {
+      return bus.subscribe<'evt.workspace.started'>('evt.workspace.*', onEvent);
+    },
+
     /**
      * Adds a follower to the workspace's channel, opening the engine stream if it is the first.
      * Resolves once lines written from now on will reach it; returns the function that removes it.
@@ -131,12 +165,22 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock; 
     async join(workspaceId: string, containerId: string, follower: Follower): Promise<() => void> {
       let ch = channels.get(containerId);
       if (!ch || ch.closed) {
-        const fresh: Channel = { workspaceId, containerId, followers: new Set(), ready: Promise.resolve(), lastTs: '', openedAt: Math.floor(deps.clock.now() / 1000), skipThrough: '', closed: false };
+        const fresh: Channel = {
+          workspaceId,
+          containerId,
+          followers: new Set(),
+          ready: Promise.resolve(),
+          last: { stdout: { key: '', message: '' }, stderr: { key: '', message: '' } },
+          openedAt: Math.floor(deps.clock.now() / 1000),
+          events: 0,
+          closed: false,
+        };
         fresh.ready = attach(fresh).catch((e) => {
           close(fresh);
           throw e;
         });
         channels.set(containerId, fresh);
+        byWorkspace.set(workspaceId, fresh);
         ch = fresh;
       }
       const joined = ch;

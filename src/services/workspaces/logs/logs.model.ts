@@ -1,5 +1,6 @@
 // Schemas of the logs API: the Log entry, the logs query and the stream counters.
 import { t, type Static } from 'elysia';
+import { ErrorEnvelope } from '../../../platform/http/errors';
 
 export const LOG_TAIL_DEFAULT = 50;
 export const LOG_TAIL_MAX = 5000;
@@ -22,13 +23,17 @@ export const LogEntry = t.Object({
   timestamp: t.String({ format: 'date-time', description: 'when the engine received the line (ISO 8601 UTC, ms)' }),
   service: t.String({ description: '`main` for the container\'s main process, else the name of a service the template declares' }),
   level: LogLevelSchema,
-  message: t.String(),
+  message: t.String({
+    description:
+      'at most 64 KiB (65,536 bytes) of UTF-8: a longer line arrives as consecutive entries, in order, cut between characters, ' +
+      'with the same timestamp, service and level; their messages joined are the line',
+  }),
 });
 export type LogEntry = Static<typeof LogEntry>;
 
 export const LogsQuery = t.Object({
   tail: t.Optional(
-    t.Integer({ minimum: 0, maximum: LOG_TAIL_MAX, default: LOG_TAIL_DEFAULT, description: `last lines to return (after the service filter); 0-${LOG_TAIL_MAX}` }),
+    t.Integer({ minimum: 0, maximum: LOG_TAIL_MAX, default: LOG_TAIL_DEFAULT, description: `last entries to return (after the service filter; a line longer than 64 KiB is several); 0-${LOG_TAIL_MAX}` }),
   ),
   follow: t.Optional(
     t.Boolean({
@@ -45,6 +50,17 @@ export type LogsQuery = Static<typeof LogsQuery>;
 
 export const LogsResponse = t.Object({ logs: t.Array(LogEntry) });
 
+/** The events of a log follow as data: what a client reads from each `event:` and `data:`. */
+export const LogEventSchema = t.Union(
+  [
+    t.Object({ event: t.Literal('message', { description: 'no event line: SSE calls it message' }), data: LogEntry }),
+    t.Object({ event: t.Literal('end'), data: t.Object({ reason: t.Union([t.Literal('stopped'), t.Literal('deleted'), t.Literal('not-running'), t.Literal('shutdown')]) }) }),
+    t.Object({ event: t.Literal('dropped'), data: t.Object({ reason: t.Literal('slow-reader'), message: t.String() }) }),
+    t.Object({ event: t.Literal('error'), data: ErrorEnvelope }),
+  ],
+  { description: 'One Server-Sent Event of a log follow: `event` is its event line, `data` the JSON of its data line' },
+);
+
 /** The follow=true answer, for OpenAPI: SSE has no schema of its own, so a described string. */
 export const LogsEventStream = {
   description: 'JSON with `logs`; with follow=true a text/event-stream',
@@ -59,6 +75,7 @@ export const LogsEventStream = {
           '`event: dropped` (data `{"reason":"slow-reader","message":...}`, the client left more than 1 MiB unread) or ' +
           '`event: error` (data: the error body, the engine failed).',
       },
+      'x-event-schema': LogEventSchema,
       example:
         ': connected\n\n' +
         'data: {"timestamp":"2026-01-05T10:00:00.000Z","service":"main","level":"info","message":"keel: workspace ready"}\n\n' +

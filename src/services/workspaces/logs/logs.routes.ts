@@ -1,13 +1,16 @@
 // HTTP wiring of workspace logs (JSON and live SSE) and of the stream counters admins read.
 import { Elysia, t } from 'elysia';
 import { AppError } from '../../../platform/errors';
+import '../workspaces.errors';
 import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { FOLLOWER_BACKLOG, LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
 import type { LogsService } from './logs.service';
 import type { ExecService } from '../exec/exec.service';
 import type { Quotas } from '../quotas';
-import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
+import { ErrorEnvelope } from '../../../platform/http/errors';
+import { IdParams } from '../lifecycle/lifecycle.model';
+import { workspaceOperation as op } from '../workspaces.errors';
 
 export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; sse: Sse; quotas: Quotas }) {
   return new Elysia({ name: 'workspaces.logs' })
@@ -34,7 +37,7 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
         params: IdParams,
         query: LogsQuery,
         response: { 200: LogsResponse, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
-        detail: {
+        detail: { ...op('getWorkspaceLogs', ['WORKSPACE_NOT_FOUND', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           tags: ['logs'],
           responses: { 200: LogsEventStream },
           summary: 'Logs of a workspace (JSON, or a live SSE stream with follow=true)',
@@ -49,12 +52,12 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
     .get(
       '/api/system/streams',
       ({ actor }) => {
-        if (!actor.admin) throw new AppError('FORBIDDEN', 403, 'only admins may read stream counters');
+        if (!actor.admin) throw new AppError('FORBIDDEN', 'only admins may read stream counters');
         return { ...deps.logs.stats(), execs: deps.exec.active };
       },
       {
         response: { 200: StreamStats, 401: ErrorEnvelope, 403: ErrorEnvelope },
-        detail: {
+        detail: { ...op('getStreamStats', ['FORBIDDEN']),
           tags: ['logs'],
           summary: 'Open engine log streams, log followers and running execs (admins)',
           description: 'Counters of what Keel holds open, so operators and tests can see that closed clients released everything.',

@@ -31,11 +31,11 @@ export function createPreviewProxy(deps: { previews: PreviewsService; engine: En
 
   async function target(workspaceId: string): Promise<string | AppError> {
     const ws = deps.access.row(workspaceId);
-    if (!ws || ws.status !== 'running' || !ws.containerId) return new AppError('WORKSPACE_NOT_RUNNING', 409, 'the workspace is not running; start it to preview it');
+    if (!ws || ws.status !== 'running' || !ws.containerId) return new AppError('WORKSPACE_NOT_RUNNING', 'the workspace is not running; start it to preview it');
     let addr = addresses.get(ws.containerId);
     if (!addr) {
       const state = await deps.engine.inspect(ws.containerId).catch(() => null);
-      if (!state?.running || !state.address) return new AppError('WORKSPACE_NOT_RUNNING', 409, 'the workspace is not running; start it to preview it');
+      if (!state?.running || !state.address) return new AppError('WORKSPACE_NOT_RUNNING', 'the workspace is not running; start it to preview it');
       addr = state.address;
       addresses.set(ws.containerId, addr);
     }
@@ -45,7 +45,7 @@ export function createPreviewProxy(deps: { previews: PreviewsService; engine: En
   async function handle(req: Request, srv: Server<Relay>): Promise<Response | undefined> {
     const url = new URL(req.url);
     const m = PATH.exec(url.pathname);
-    if (!m) return fail(new AppError('PREVIEW_NOT_FOUND', 404, 'no such preview'));
+    if (!m) return fail(new AppError('PREVIEW_NOT_FOUND', 'no such preview'));
     const link = previews.resolve(m[1]!);
     if (!link.ok) return fail(link.error);
     // The app's relative links resolve under the link's own prefix.
@@ -60,7 +60,7 @@ export function createPreviewProxy(deps: { previews: PreviewsService; engine: En
       const data: Relay = { target: `ws://${addr}:${link.port}${path}`, protocols, workspaceId: link.workspaceId, queued: [] };
       // A client that asked for subprotocols needs one chosen in the answer; the workspace's server is asked for the same list.
       if (srv.upgrade(req, { data, headers: protocols[0] ? { 'sec-websocket-protocol': protocols[0] } : undefined })) return undefined;
-      return fail(new AppError('INVALID_REQUEST', 400, 'the WebSocket upgrade was refused'));
+      return fail(new AppError('INVALID_REQUEST', 'the WebSocket upgrade was refused'));
     }
 
     const headers = new Headers(req.headers);
@@ -84,7 +84,7 @@ export function createPreviewProxy(deps: { previews: PreviewsService; engine: En
       return new Response(res.body, { status: res.status, statusText: res.statusText, headers: out });
     } catch {
       addresses.clear();
-      return fail(new AppError('PREVIEW_UNREACHABLE', 502, `nothing answers on the workspace's port ${link.port}`));
+      return fail(new AppError('PREVIEW_UNREACHABLE', `nothing answers on the workspace's port ${link.port}`));
     }
   }
 

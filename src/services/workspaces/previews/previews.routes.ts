@@ -2,7 +2,9 @@
 // served by the preview listener (previews.proxy.ts).
 import { Elysia } from 'elysia';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
+import { ErrorEnvelope } from '../../../platform/http/errors';
+import { IdParams } from '../lifecycle/lifecycle.model';
+import { workspaceOperation as op } from '../workspaces.errors';
 import { PREVIEW_TTL_DEFAULT_S, PreviewBody, PreviewList, PreviewParams, PreviewRevoked, PreviewView } from './previews.model';
 import type { PreviewsService } from './previews.service';
 
@@ -24,7 +26,7 @@ export function previewsRoutes(deps: { auth: WorkspaceAuthPlugin; previews: Prev
         response: { 201: PreviewView, ...ERRORS },
         detail: {
           tags: ['previews'],
-          operationId: 'createWorkspacePreview',
+          ...op('createWorkspacePreview', ['WORKSPACE_NOT_FOUND']),
           summary: "A link to one of the workspace's ports, served by Keel on APP_PREVIEW_PORT",
           description:
             '`url` (`http://<APP_PUBLIC_HOST>:<APP_PREVIEW_PORT>/p/<secret>/`) needs no header: whoever holds it reaches the port, over the workspace\'s own network, ' +
@@ -36,14 +38,14 @@ export function previewsRoutes(deps: { auth: WorkspaceAuthPlugin; previews: Prev
     .get('/api/workspaces/:id/previews', ({ params, actor }) => ({ previews: previews.list(actor, params.id) }), {
       params: IdParams,
       response: { 200: PreviewList, ...ERRORS },
-      detail: { tags: ['previews'], operationId: 'listWorkspacePreviews', summary: "The workspace's preview links, newest first (revoked ones marked)" },
+      detail: { ...op('listWorkspacePreviews', ['WORKSPACE_NOT_FOUND']), tags: ['previews'], summary: "The workspace's preview links, newest first (revoked ones marked)" },
     })
     .delete('/api/workspaces/:id/previews/:pid', ({ params, actor }) => previews.revoke(actor, params.id, params.pid), {
       params: PreviewParams,
       response: { 200: PreviewRevoked, ...ERRORS },
       detail: {
         tags: ['previews'],
-        operationId: 'revokeWorkspacePreview',
+        ...op('revokeWorkspacePreview', ['WORKSPACE_NOT_FOUND', 'PREVIEW_NOT_FOUND']),
         summary: 'Revoke a preview link at once (it answers 410 from the next request)',
         description: 'Errors: 404 WORKSPACE_NOT_FOUND or PREVIEW_NOT_FOUND.',
       },

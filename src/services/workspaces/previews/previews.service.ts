@@ -57,7 +57,7 @@ export function createPreviewsService(deps: { db: Db; clock: Clock; access: Pick
     revoke(actor: Actor, workspaceId: string, id: string) {
       deps.access.getOwned(actor, workspaceId);
       const found = db.select().from(workspacePreviews).where(and(eq(workspacePreviews.id, id), eq(workspacePreviews.workspaceId, workspaceId))).get();
-      if (!found) throw new AppError('PREVIEW_NOT_FOUND', 404, 'preview not found');
+      if (!found) throw new AppError('PREVIEW_NOT_FOUND', 'preview not found');
       db.update(workspacePreviews).set({ revokedAt: iso() }).where(and(eq(workspacePreviews.id, id), isNull(workspacePreviews.revokedAt))).run();
       return { id, revoked: true as const };
     },
@@ -65,9 +65,9 @@ export function createPreviewsService(deps: { db: Db; clock: Clock; access: Pick
     /** The target of a link's secret, or why it serves nothing (404 unknown, 410 expired or revoked). */
     resolve(token: string): PreviewTarget {
       const row = db.select().from(workspacePreviews).where(eq(workspacePreviews.tokenHash, hash(token))).get();
-      if (!row || !deps.access.row(row.workspaceId)) return { ok: false, error: new AppError('PREVIEW_NOT_FOUND', 404, 'no such preview') };
-      if (row.revokedAt) return { ok: false, error: new AppError('PREVIEW_REVOKED', 410, 'this preview link was revoked') };
-      if (Date.parse(row.expiresAt) <= clock.now()) return { ok: false, error: new AppError('PREVIEW_EXPIRED', 410, 'this preview link has expired') };
+      if (!row || !deps.access.row(row.workspaceId)) return { ok: false, error: new AppError('PREVIEW_NOT_FOUND', 'no such preview') };
+      if (row.revokedAt) return { ok: false, error: new AppError('PREVIEW_REVOKED', 'this preview link was revoked') };
+      if (Date.parse(row.expiresAt) <= clock.now()) return { ok: false, error: new AppError('PREVIEW_EXPIRED', 'this preview link has expired') };
       return { ok: true, workspaceId: row.workspaceId, port: row.port };
     },
 

@@ -4,7 +4,9 @@ import type { Sse } from '../../../platform/http/sse';
 import { lastEventId } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import type { Quotas } from '../quotas';
-import { ErrorEnvelope, IdParams } from '../lifecycle/lifecycle.model';
+import { ErrorEnvelope } from '../../../platform/http/errors';
+import { IdParams } from '../lifecycle/lifecycle.model';
+import { workspaceOperation as op } from '../workspaces.errors';
 import { OutputQuery, ProcessBody, ProcessEventStream, ProcessList, ProcessOutput, ProcessParams, ProcessView, SignalBody, Signalled, StdinQuery, StdinWritten } from './processes.model';
 import type { ProcessesService } from './processes.service';
 
@@ -32,7 +34,7 @@ export function processesRoutes(deps: { auth: WorkspaceAuthPlugin; processes: Pr
         response: { 201: ProcessView, ...ERRORS },
         detail: {
           tags: ['processes'],
-          operationId: 'startWorkspaceProcess',
+          ...op('startWorkspaceProcess', ['WORKSPACE_NOT_FOUND', 'WORKSPACE_NOT_RUNNING', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           summary: 'Start a command that outlives the request',
           description:
             "`command` runs as `sh -c` as the template's user, in `workdir`, with its stdin open (POST .../stdin). It runs until it ends or is signalled, " +
@@ -45,14 +47,14 @@ export function processesRoutes(deps: { auth: WorkspaceAuthPlugin; processes: Pr
     .get('/api/workspaces/:id/processes', ({ params, actor }) => ({ processes: processes.list(actor, params.id) }), {
       params: IdParams,
       response: { 200: ProcessList, ...ERRORS },
-      detail: { tags: ['processes'], operationId: 'listWorkspaceProcesses', summary: "The workspace's processes, newest first (at most 500)" },
+      detail: { ...op('listWorkspaceProcesses', ['WORKSPACE_NOT_FOUND']), tags: ['processes'], summary: "The workspace's processes, newest first (at most 500)" },
     })
     .get('/api/workspaces/:id/processes/:pid', ({ params, actor }) => processes.get(actor, params.id, params.pid), {
       params: ProcessParams,
       response: { 200: ProcessView, ...ERRORS },
       detail: {
         tags: ['processes'],
-        operationId: 'getWorkspaceProcess',
+        ...op('getWorkspaceProcess', ['WORKSPACE_NOT_FOUND', 'PROCESS_NOT_FOUND']),
         summary: 'A process: running, exited (with exitCode and endedAt) or lost',
         description: '`lost`: Keel restarted while the process ran and no longer follows it. Errors: 404 WORKSPACE_NOT_FOUND or PROCESS_NOT_FOUND.',
       },
@@ -79,7 +81,7 @@ export function processesRoutes(deps: { auth: WorkspaceAuthPlugin; processes: Pr
         response: { 200: ProcessOutput, ...ERRORS },
         detail: {
           tags: ['processes'],
-          operationId: 'readWorkspaceProcessOutput',
+          ...op('readWorkspaceProcessOutput', ['WORKSPACE_NOT_FOUND', 'PROCESS_NOT_FOUND', 'QUOTA_EXCEEDED']),
           responses: { 200: ProcessEventStream },
           summary: 'Output kept so far, or followed as SSE with ids (follow=true; Last-Event-ID replays after that id)',
           description:
@@ -94,7 +96,7 @@ export function processesRoutes(deps: { auth: WorkspaceAuthPlugin; processes: Pr
       response: { 200: StdinWritten, ...ERRORS },
       detail: {
         tags: ['processes'],
-        operationId: 'writeWorkspaceProcessStdin',
+        ...op('writeWorkspaceProcessStdin', ['WORKSPACE_NOT_FOUND', 'PROCESS_NOT_FOUND', 'PROCESS_NOT_RUNNING']),
         summary: "Write the raw request body to the process's stdin (eof=true closes it after)",
         description: 'Streamed as it arrives (any size, any content type). Errors: 404 PROCESS_NOT_FOUND, 409 PROCESS_NOT_RUNNING.',
       },
@@ -105,7 +107,7 @@ export function processesRoutes(deps: { auth: WorkspaceAuthPlugin; processes: Pr
       response: { 200: Signalled, ...ERRORS },
       detail: {
         tags: ['processes'],
-        operationId: 'signalWorkspaceProcess',
+        ...op('signalWorkspaceProcess', ['WORKSPACE_NOT_FOUND', 'PROCESS_NOT_FOUND', 'PROCESS_NOT_RUNNING', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
         summary: 'Send TERM, KILL, INT or HUP to the process and everything it started',
         description: 'Errors: 404 PROCESS_NOT_FOUND, 409 PROCESS_NOT_RUNNING.',
       },

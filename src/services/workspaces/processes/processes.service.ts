@@ -76,14 +76,14 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
   function owned(actor: Actor, workspaceId: string, pid: string): ProcessRow {
     deps.access.getOwned(actor, workspaceId);
     const row = db.select().from(workspaceProcesses).where(and(eq(workspaceProcesses.id, pid), eq(workspaceProcesses.workspaceId, workspaceId))).get();
-    if (!row) throw new AppError('PROCESS_NOT_FOUND', 404, 'process not found');
+    if (!row) throw new AppError('PROCESS_NOT_FOUND', 'process not found');
     return row;
   }
 
   function running(actor: Actor, workspaceId: string, pid: string): Live {
     const row = owned(actor, workspaceId, pid);
     const p = live.get(row.id);
-    if (row.status !== 'running' || !p || p.exit) throw new AppError('PROCESS_NOT_RUNNING', 409, `the process is ${row.status === 'running' ? 'ending' : row.status}`, { details: { status: row.status } });
+    if (row.status !== 'running' || !p || p.exit) throw new AppError('PROCESS_NOT_RUNNING', `the process is ${row.status === 'running' ? 'ending' : row.status}`, { status: row.status });
     return p;
   }
 
@@ -160,7 +160,7 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
         handle = await engine.execStart(containerId, { cmd: ['sh', '-c', WRAPPER, 'keel-process', input.workdir ?? '', input.command], env, stdin: true }, onChunk);
       } catch (e) {
         release();
-        if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw new AppError('WORKSPACE_NOT_RUNNING', 409, 'the workspace is not running; start it to run processes', { details: {} });
+        if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw new AppError('WORKSPACE_NOT_RUNNING', 'the workspace is not running; start it to run processes', {});
         throw engineFailure(e);
       }
       const startedAt = iso();
@@ -255,7 +255,7 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
         }
         if (eof) p.handle.stdin!.end();
       } catch {
-        throw new AppError('PROCESS_NOT_RUNNING', 409, 'the process closed its input or ended');
+        throw new AppError('PROCESS_NOT_RUNNING', 'the process closed its input or ended');
       }
       return { id: pid, bytes };
     },
@@ -263,7 +263,7 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
     /** Sends `signal` to the process's whole group (the command and what it started). */
     async signal(actor: Actor, workspaceId: string, pid: string, signal: 'TERM' | 'KILL' | 'INT' | 'HUP') {
       const p = running(actor, workspaceId, pid);
-      if (!p.pid || p.pid <= 1) throw new AppError('PROCESS_NOT_RUNNING', 409, 'the process has not started yet; try again');
+      if (!p.pid || p.pid <= 1) throw new AppError('PROCESS_NOT_RUNNING', 'the process has not started yet; try again');
       try {
         await engine.execCollect(p.containerId, ['kill', `-${signal}`, `-${p.pid}`]);
       } catch (e) {

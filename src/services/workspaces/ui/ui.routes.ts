@@ -3,6 +3,7 @@
 // inline script or style, no framing.
 import { Elysia, t } from 'elysia';
 import { AppError } from '../../../platform/errors';
+import '../workspaces.errors';
 import { INDEX, type UiAsset } from './ui.assets';
 
 export const UI_CSP = [
@@ -19,7 +20,7 @@ export const UI_CSP = [
 const SECURITY = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
 
 export function uiRoutes(deps: { assets: () => Promise<Record<string, UiAsset>> }) {
-  const notFound = () => new AppError('NOT_FOUND', 404, 'no such dashboard file');
+  const notFound = () => new AppError('NOT_FOUND', 'no such dashboard file');
   return new Elysia({ name: 'workspaces.ui' })
     .get(
       '/ui',

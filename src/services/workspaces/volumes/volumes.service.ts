@@ -3,6 +3,7 @@
 // in lifecycle/). Here the owner lists them and removes them; another actor's kept volume is 404.
 import { and, asc, eq, or } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
+import '../workspaces.errors';
 import type { Db } from '../../../platform/db';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { engineFailure } from '../access';
@@ -10,7 +11,7 @@ import type { Engine } from '../engine/engine';
 import { retainedVolumes } from '../workspaces.tables';
 import type { KeptVolume } from './volumes.model';
 
-export const volumeNotFound = () => new AppError('VOLUME_NOT_FOUND', 404, 'kept volume not found');
+export const volumeNotFound = () => new AppError('VOLUME_NOT_FOUND', 'kept volume not found');
 
 type Row = typeof retainedVolumes.$inferSelect;
 const view = (r: Row): KeptVolume => ({ name: r.volume, workspaceId: r.workspaceId, owner: r.owner, deletedAt: r.deletedAt });

@@ -1,8 +1,9 @@
 // HTTP wiring of webhooks: routes, schemas and status codes only; the rules live in webhooks.service.ts.
 import { Elysia } from 'elysia';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../lifecycle/lifecycle.model';
+import { ErrorEnvelope } from '../../../platform/http/errors';
 import type { WebhooksService } from './webhooks.service';
+import { workspaceOperation as op } from '../workspaces.errors';
 import {
   CreateWebhookBody,
   DeleteWebhookResult,
@@ -42,7 +43,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
       {
         body: CreateWebhookBody,
         response: { 201: Webhook, 400: ErrorEnvelope, 401: ErrorEnvelope, 429: ErrorEnvelope },
-        detail: {
+        detail: { ...op('createWebhook', ['QUOTA_EXCEEDED']),
           summary: 'Register a webhook for workspace events',
           description:
             `Answers 201 with the registration (never the secret). Events: ${WEBHOOK_EVENTS.join(', ')}, or "*". A registration receives the ` +
@@ -56,18 +57,18 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
     )
     .get('/api/webhooks', ({ actor }) => ({ webhooks: wh.list(actor) }), {
       response: { 200: WebhookList, 401: ErrorEnvelope, 429: ErrorEnvelope },
-      detail: { summary: 'List your webhooks (admins: all), oldest first, with their active state' },
+      detail: { ...op('listWebhooks'), summary: 'List your webhooks (admins: all), oldest first, with their active state' },
     })
     .get('/api/webhooks/:id', ({ actor, params }) => wh.get(actor, params.id), {
       params: WebhookParams,
       response: { 200: Webhook, ...owned },
-      detail: { summary: 'A webhook and its state', description: "404 `WEBHOOK_NOT_FOUND` when absent or another actor's." },
+      detail: { ...op('getWebhook', ['WEBHOOK_NOT_FOUND']), summary: 'A webhook and its state', description: "404 `WEBHOOK_NOT_FOUND` when absent or another actor's." },
     })
     .patch('/api/webhooks/:id', ({ actor, params, body }) => wh.update(actor, params.id, body), {
       params: WebhookParams,
       body: PatchWebhookBody,
       response: { 200: Webhook, ...owned },
-      detail: {
+      detail: { ...op('updateWebhook', ['WEBHOOK_NOT_FOUND']),
         summary: 'Change a webhook: url, events, secret, active',
         description:
           'Only the fields given change, with the checks of create. `active: false` turns the webhook off (its pending deliveries end as failed); ' +
@@ -77,7 +78,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
     .delete('/api/webhooks/:id', ({ actor, params }) => wh.remove(actor, params.id), {
       params: WebhookParams,
       response: { 200: DeleteWebhookResult, ...owned },
-      detail: { summary: 'Delete a webhook with its delivery log' },
+      detail: { ...op('deleteWebhook', ['WEBHOOK_NOT_FOUND']), summary: 'Delete a webhook with its delivery log' },
     })
     .post(
       '/api/webhooks/:id/ping',
@@ -88,7 +89,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
       {
         params: WebhookParams,
         response: { 202: Delivery, ...owned, 409: ErrorEnvelope },
-        detail: {
+        detail: { ...op('pingWebhook', ['WEBHOOK_NOT_FOUND', 'WEBHOOK_INACTIVE', 'QUOTA_EXCEEDED']),
           summary: 'Send a ping event to the webhook',
           description:
             'Answers 202 with the queued delivery; the body sent is `{event: "ping", timestamp, webhook: {id, events}}`, signed like every delivery. ' +
@@ -101,7 +102,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
       params: WebhookParams,
       query: DeliveryQuery,
       response: { 200: DeliveryList, ...owned },
-      detail: {
+      detail: { ...op('listWebhookDeliveries', ['WEBHOOK_NOT_FOUND']),
         summary: 'The delivery log of a webhook, newest first',
         description: 'Each delivery with its status, attempts, the last answer (status, error, duration) and its times. Page with `before` and `limit` (default 50).',
       },
@@ -109,7 +110,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
     .get('/api/webhooks/:id/deliveries/:deliveryId', ({ actor, params }) => wh.delivery(actor, params.id, params.deliveryId), {
       params: DeliveryParams,
       response: { 200: DeliveryDetail, ...owned },
-      detail: { summary: 'One delivery with its payload and every attempt', description: '404 `DELIVERY_NOT_FOUND` when the webhook has no such delivery.' },
+      detail: { ...op('getWebhookDelivery', ['WEBHOOK_NOT_FOUND', 'DELIVERY_NOT_FOUND']), summary: 'One delivery with its payload and every attempt', description: '404 `DELIVERY_NOT_FOUND` when the webhook has no such delivery.' },
     })
     .post(
       '/api/webhooks/:id/deliveries/:deliveryId/redeliver',
@@ -120,7 +121,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
       {
         params: DeliveryParams,
         response: { 202: Delivery, ...owned, 409: ErrorEnvelope },
-        detail: {
+        detail: { ...op('redeliverWebhookDelivery', ['WEBHOOK_NOT_FOUND', 'DELIVERY_NOT_FOUND', 'WEBHOOK_INACTIVE', 'DELIVERY_IN_FLIGHT', 'QUOTA_EXCEEDED']),
           summary: 'Send a delivery again, with the same delivery id',
           description:
             'Answers 202; the delivery becomes pending and is sent at once with the same body and id (fresh timestamp and signatures), ' +

@@ -2,6 +2,7 @@
 // targets and event names, the delivery log, ping and redelivery. Sending is outbox.ts's job.
 import { and, asc, desc, eq, lt, sql } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
+import '../workspaces.errors';
 import type { Db } from '../../../platform/db';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
@@ -30,12 +31,12 @@ export interface WebhooksServiceDeps {
   policy: TargetPolicy;
 }
 
-const notFound = () => new AppError('WEBHOOK_NOT_FOUND', 404, 'webhook not found');
-const deliveryNotFound = () => new AppError('DELIVERY_NOT_FOUND', 404, 'delivery not found');
-const invalid = (message: string, property: string) => new AppError('INVALID_REQUEST', 400, message, { details: { property } });
+const notFound = () => new AppError('WEBHOOK_NOT_FOUND', 'webhook not found');
+const deliveryNotFound = () => new AppError('DELIVERY_NOT_FOUND', 'delivery not found');
+const invalid = (message: string, property: string) => new AppError('INVALID_REQUEST', message, { property });
 /** The workspace API's quota answer (quotas.ts has the same shape); `quota` names what is full. */
 const quotaExceeded = (quota: 'webhooks' | 'pendingDeliveries', limit: number, message: string) =>
-  new AppError('QUOTA_EXCEEDED', 429, `quota exceeded: ${quota} (limit ${limit}); ${message}`, { details: { quota, limit } });
+  new AppError('QUOTA_EXCEEDED', `quota exceeded: ${quota} (limit ${limit}); ${message}`, { quota, limit });
 
 /** The one view of a registration: never the secret. */
 export function webhookView(r: RegistrationRow): WebhookView {
@@ -76,9 +77,7 @@ function checkEvents(events: string[]): string[] {
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
     if (e !== '*' && !known.has(e)) {
-      throw new AppError('INVALID_REQUEST', 400, `events/${i} is not a known event name`, {
-        details: { property: `/events/${i}`, known: [...WEBHOOK_EVENTS, '*'] },
-      });
+      throw new AppError('INVALID_REQUEST', `events/${i} is not a known event name`, { property: `/events/${i}`, known: [...WEBHOOK_EVENTS, '*'] });
     }
   }
   return events.includes('*') ? ['*'] : [...new Set(events)];
@@ -126,9 +125,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
 
   function requireActive(reg: RegistrationRow) {
     if (!reg.active) {
-      throw new AppError('WEBHOOK_INACTIVE', 409, 'the webhook is disabled; turn it on with PATCH {"active": true} first', {
-        details: { disabledReason: reg.disabledReason ?? 'manual' },
-      });
+      throw new AppError('WEBHOOK_INACTIVE', 'the webhook is disabled; turn it on with PATCH {"active": true} first', { disabledReason: reg.disabledReason ?? 'manual' });
     }
   }
 
@@ -226,7 +223,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
       const d = getDelivery(actor, id, deliveryId);
       if (d.status !== 'pending') requireRoom(reg);
       if (outbox.redeliver(d.seq) === 'in-flight') {
-        throw new AppError('DELIVERY_IN_FLIGHT', 409, 'an attempt of this delivery is in flight; redeliver it once that attempt ends');
+        throw new AppError('DELIVERY_IN_FLIGHT', 'an attempt of this delivery is in flight; redeliver it once that attempt ends');
       }
       return deliveryView(db.select().from(deliveries).where(eq(deliveries.seq, d.seq)).get()!);
     },

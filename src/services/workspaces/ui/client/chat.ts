@@ -5,28 +5,14 @@
 // latest session (a `Model` field creates one on the first message), a `Message` field with a
 // `Send` button whose reply streams in, tool calls with their output, `Cancel` for a turn in
 // flight, and, after a reload, the history plus the turn still running, followed to its end.
+import type { AgentMessage, AgentSession, AgentToolCall as ToolCall } from '../../../../../clients/typescript/src';
 import { api, ApiError, messageOf, readStream, type StreamEvent } from './api';
 import { announce, h, uid } from './dom';
 import type { PanelContext } from './workspace';
 
-interface ToolCall {
-  id: string;
-  name: string;
-  input: unknown;
-  output: unknown;
-}
-interface Message {
-  role: 'user' | 'assistant';
-  content: string;
-  finishReason?: string | null;
-  toolCalls?: ToolCall[];
-}
-interface Session {
-  id: string;
-  model: string;
-  busy: boolean;
-  messages: Message[];
-}
+/** A message as the chat shows it: the API's, or one the chat adds while a turn streams in. */
+type Message = Pick<AgentMessage, 'role' | 'content' | 'finishReason' | 'toolCalls'>;
+type Session = AgentSession;
 
 const DEFAULT_MODEL = 'openai/gpt-4o-mini';
 

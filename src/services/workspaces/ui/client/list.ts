@@ -8,12 +8,7 @@ import { api, messageOf } from './api';
 import { actionButtons } from './actions';
 import { announce, h, uid } from './dom';
 import type { Store, Workspace } from './store';
-
-/** An entry of GET /api/templates, as far as the create form uses it. */
-interface TemplateInfo {
-  name: string;
-  description: string;
-}
+import type { TemplateList } from '../../../../../clients/typescript/src';
 
 export function listPage(store: Store, signal: AbortSignal): HTMLElement {
   const error = h('p', { role: 'alert', class: 'error' });
@@ -109,7 +104,7 @@ function createForm(store: Store, showError: (m: string) => void): HTMLFormEleme
   const name = h('input', { name: 'name', required: true, pattern: '[a-z0-9][a-z0-9._\\-]{0,62}', autocomplete: 'off', spellcheck: 'false' });
   // The choices come from the server's template registry (GET /api/templates); the field stays free text.
   const templates = h('datalist', { id: 'templates' });
-  api<{ templates: TemplateInfo[] }>('GET', '/api/templates').then(
+  api<TemplateList>('GET', '/api/templates').then(
     (r) => templates.replaceChildren(...r.templates.map((t) => h('option', { value: t.name, label: `${t.name}: ${t.description}` }))),
     (err) => showError(`Templates: ${messageOf(err)}`),
   );

@@ -6,24 +6,14 @@
 // longer holds the last id seen) the list is fetched again; events that arrive while it loads are
 // applied again on top of it, so the newest status wins. A cut stream reconnects with
 // Last-Event-ID and gets what it missed.
+import type { Workspace as ApiWorkspace, WorkspaceStreamEvent } from '../../../../../clients/typescript/src';
 import { api, ApiError, readStream, type StreamEvent } from './api';
 
-export interface Workspace {
-  id: string;
-  name: string;
-  status: string;
-  template?: string;
-  type?: string;
-  port?: number;
-  createdAt?: string;
-  reason?: string;
-}
+/** A row: the API's workspace, of which a row made from an event alone has only what the event carries. */
+export type Workspace = Pick<ApiWorkspace, 'id' | 'name'> & Partial<Omit<ApiWorkspace, 'id' | 'name' | 'status' | 'reason'>> & { status: string; reason?: string };
 
-interface WorkspaceEvent {
-  event: string;
-  owner: string;
-  workspace: { id: string; name: string; status: string; reason?: string };
-}
+/** The data of an `event: workspace` of GET /api/events. */
+type WorkspaceEvent = Extract<WorkspaceStreamEvent, { event: 'workspace' }>['data'];
 
 export type Connection = 'connecting' | 'live' | 'reconnecting';
 

@@ -8,13 +8,11 @@
 import { api, messageOf, readStream } from './api';
 import { actionButtons } from './actions';
 import { announce, fill, h, uid } from './dom';
+import type { WorkspaceWithStats } from '../../../../../clients/typescript/src';
 import type { Store, Workspace } from './store';
 
-interface Detail extends Workspace {
-  urls: { codeServer: string; rdp: string; ssh: string };
-  stats: { cpu: string; memory: string; disk: string };
-  containerId: string | null;
-}
+/** The page's workspace: the API's, with the status the store keeps current. */
+type Detail = Workspace & Pick<WorkspaceWithStats, 'urls' | 'stats' | 'containerId'>;
 
 export interface PanelContext {
   store: Store;

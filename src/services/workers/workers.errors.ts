@@ -1,0 +1,13 @@
+// The codes the workers service answers with (over HTTP, on the bus, and as a job's failure) beyond
+// the platform's; the problem+json renderer and the OpenAPI description both read this table.
+import { defineErrors } from '../../platform/errors';
+import { busErrors, problemPlatformErrors } from '../../platform/platform.errors';
+
+const own = defineErrors({
+  WORKERS_JOB_NOT_FOUND: { status: 404, description: 'no such job' },
+  WORKERS_JOB_INVALID: { status: 422, description: 'the job is refused' },
+  // A job's failure: not retried, the operator must make the root readable.
+  LIBRARY_ROOT_UNAVAILABLE: { status: 422, retryable: false, category: 'recoverable', description: 'the library root cannot be read' },
+});
+
+export const workersErrors = { ...problemPlatformErrors, ...busErrors, ...own };
