@@ -116,6 +116,11 @@ export type JobSubmission = {
     key?: string;
     /** Attempts before the job fails for good (default 3). */
     maxAttempts?: number;
+    /**
+     * Whose job it is (1 to 128 characters, default: the job type). On JetStream, workers take the
+     * tenants with waiting jobs in turn, so one tenant's backlog does not hold up the others.
+     */
+    tenant?: string;
   };
 }[JobType];
 

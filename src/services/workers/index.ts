@@ -1,15 +1,17 @@
 // Composition root of the workers service: the job queue (answering the workers' bus commands),
 // the job handlers (checked at boot: one per job type) and the runner that executes them.
 import { createServiceApp } from '../../platform/http/service-app';
+import { errorFields } from '../../platform/runtime';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { workersErrors } from './workers.errors';
 import { checkJobHandlers } from './jobs';
 import { createLibraryScanJob } from './jobs/library-scan';
+import type { JobQueue } from './queue';
 import { createJobRunner } from './runner';
 import { loadWorkersConfig, type WorkersConfig } from './workers.config';
 import { createWorkers } from './workers.service';
 
-export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Service {
+export async function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Promise<Service> {
   const log = deps.log.child({ worker: cfg.workerId });
   const handlers = checkJobHandlers([
     createLibraryScanJob({
@@ -20,7 +22,23 @@ export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Ser
     }),
   ]);
   // A new job wakes the runner at once rather than at its next poll.
-  const workers = createWorkers({ db: deps.db, bus: deps.bus, clock: deps.clock, log, onSubmit: () => runner.wake() });
+  const onSubmit = () => runner.wake();
+  const inDatabase = () => createWorkers({ db: deps.db, bus: deps.bus, clock: deps.clock, log, onSubmit });
+  let workers: JobQueue;
+  if (cfg.queue === 'database') workers = inDatabase();
+  else {
+    // Loaded only when asked for, like the NATS bus: the embedded default never loads the client.
+    const { createJetStreamQueue, JetStreamUnavailable } = await import('./queue-jetstream');
+    try {
+      workers = await createJetStreamQueue({ url: deps.config.bus, bus: deps.bus, clock: deps.clock, log, leaseMs: cfg.leaseMs, onSubmit });
+    } catch (e) {
+      // Only a server without JetStream lets the database queue stand in, and only when not asked for by name.
+      if (!(e instanceof JetStreamUnavailable)) throw e;
+      if (cfg.queue === 'jetstream') throw new Error('APP_WORKERS_QUEUE=jetstream: the NATS server of APP_BUS has no JetStream (start it with -js)');
+      log.warn('JetStream is not available on the NATS server (start it with -js): jobs wait in the database queue', errorFields(e.cause));
+      workers = inDatabase();
+    }
+  }
   const runner = createJobRunner({
     queue: workers,
     handlers,
@@ -51,6 +69,7 @@ export function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Ser
     async stop() {
       stopListening?.();
       await runner.stop();
+      await workers.close?.();
     },
   };
 }

@@ -7,10 +7,10 @@ import { AppError } from '../../platform/errors';
 import { errorFields, type Clock, type Logger } from '../../platform/runtime';
 import { retryDelayMs } from './backoff';
 import type { JobHandlers } from './jobs';
-import type { JobRow, Workers } from './workers.service';
+import type { JobQueue, JobRow } from './queue';
 
 export interface RunnerDeps {
-  queue: Workers;
+  queue: JobQueue;
   handlers: JobHandlers;
   bus: Bus;
   clock: Clock;
@@ -90,15 +90,23 @@ export function createJobRunner(deps: RunnerDeps) {
     })().finally(() => (filling = undefined)));
   }
 
-  function heartbeat() {
-    for (const [id, controller] of active) {
-      try {
-        const { held, cancelRequested } = queue.renew(id, workerId, leaseMs);
-        if (!held) controller.abort('lease-lost' satisfies StopReason);
-        else if (cancelRequested) controller.abort('cancelled' satisfies StopReason);
-      } catch (e) {
-        deps.log.error('lease renewal failed', { jobId: id, ...errorFields(e) });
+  // One beat at a time: a slow store (JetStream over the network) must not pile up renewals.
+  let beating = false;
+  async function heartbeat() {
+    if (beating) return;
+    beating = true;
+    try {
+      for (const [id, controller] of active) {
+        try {
+          const { held, cancelRequested } = await queue.renew(id, workerId, leaseMs);
+          if (!held) controller.abort('lease-lost' satisfies StopReason);
+          else if (cancelRequested) controller.abort('cancelled' satisfies StopReason);
+        } catch (e) {
+          deps.log.error('lease renewal failed', { jobId: id, ...errorFields(e) });
+        }
       }
+    } finally {
+      beating = false;
     }
   }
 
@@ -114,7 +122,7 @@ export function createJobRunner(deps: RunnerDeps) {
       stopped = false;
       unsubscribe = deps.bus.subscribe('evt.workers.jobProgress', onJobEvent);
       // Three beats per lease: one missed beat (a busy moment) does not lose the job.
-      beatTimer = setInterval(heartbeat, Math.max(50, Math.floor(leaseMs / 3)));
+      beatTimer = setInterval(() => void heartbeat(), Math.max(50, Math.floor(leaseMs / 3)));
       pollTimer = setInterval(() => void fill(), deps.pollMs);
       void fill();
     },

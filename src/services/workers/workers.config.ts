@@ -1,10 +1,17 @@
 // The workers service's own environment: runner bounds and the library crawl. Parsed once at start-up.
 import { hostname } from 'node:os';
-import { readDirList, readInt, readString, type Env } from '../../platform/config';
+import { ConfigError, readDirList, readInt, readString, type Env } from '../../platform/config';
 
 export interface WorkersConfig {
   /** APP_MEDIA_ROOTS, the same list (and order) as the catalog's: a scan job walks them. */
   mediaRoots: string[];
+  /**
+   * APP_WORKERS_QUEUE: where jobs wait. `jetstream`: a JetStream work-queue stream that workers on
+   * every machine share (needs a nats:// APP_BUS with JetStream); `database`: the workers_jobs table,
+   * shared by processes on one database; `auto` (default): JetStream when the NATS server has it,
+   * else the database, as durable events do.
+   */
+  queue: 'auto' | 'database' | 'jetstream';
   /** This worker's name in job leases (several processes may share one database). */
   workerId: string;
   concurrency: number;
@@ -20,7 +27,13 @@ export interface WorkersConfig {
 
 export function loadWorkersConfig(env: Env = process.env): WorkersConfig {
   const random = Buffer.from(crypto.getRandomValues(new Uint8Array(4))).toString('hex');
+  const nats = (env.APP_BUS ?? '').startsWith('nats://');
+  const given = readString(env, 'APP_WORKERS_QUEUE', 'auto');
+  if (given !== 'auto' && given !== 'database' && given !== 'jetstream') throw new ConfigError('APP_WORKERS_QUEUE', 'must be auto, database or jetstream');
+  if (given === 'jetstream' && !nats) throw new ConfigError('APP_WORKERS_QUEUE', 'jetstream needs APP_BUS to be a nats:// URL');
+  const queue = given === 'auto' && !nats ? 'database' : given;
   return {
+    queue,
     mediaRoots: readDirList(env, 'APP_MEDIA_ROOTS'),
     workerId: readString(env, 'APP_WORKER_ID', `${hostname()}-${process.pid}-${random}`),
     concurrency: readInt(env, 'APP_WORKERS_CONCURRENCY', 2, 1, 64),

@@ -8,9 +8,10 @@ import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import './workers.errors';
 import { errorFields, newId, type Clock, type Logger } from '../../platform/runtime';
+import type { JobQueue, JobRow, Outcome } from './queue';
 import { workersJobs } from './workers.tables';
 
-export type JobRow = typeof workersJobs.$inferSelect;
+export type { JobRow } from './queue';
 
 export const jobNotFound = () => new AppError('WORKERS_JOB_NOT_FOUND', 'No such job');
 export const badJob = (why: string) => new AppError('WORKERS_JOB_INVALID', `The job is refused: ${why}`);
@@ -36,6 +37,17 @@ export function toJobView(r: JobRow): JobView {
   };
 }
 
+/** Refuses a submission off the bus that is not one (both queues); answers its maxAttempts. */
+export function checkSubmission(input: JobSubmission): number {
+  if (!input || !(JOB_TYPES as readonly string[]).includes(input.type)) throw badJob('unknown job type');
+  if (typeof input.payload !== 'object' || input.payload === null) throw badJob('the payload must be an object');
+  if (input.key !== undefined && (typeof input.key !== 'string' || input.key.length < 1 || input.key.length > 512)) throw badJob('the key must be 1 to 512 characters');
+  if (input.tenant !== undefined && (typeof input.tenant !== 'string' || input.tenant.length < 1 || input.tenant.length > 128)) throw badJob('the tenant must be 1 to 128 characters');
+  const maxAttempts = input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 100) throw badJob('maxAttempts must be 1 to 100');
+  return maxAttempts;
+}
+
 export interface WorkersDeps {
   db: Db;
   bus: Bus;
@@ -45,7 +57,7 @@ export interface WorkersDeps {
   onSubmit: () => void;
 }
 
-export function createWorkers(deps: WorkersDeps) {
+export function createWorkers(deps: WorkersDeps): JobQueue {
   const { db, clock } = deps;
   const client = db.$client;
 
@@ -61,11 +73,7 @@ export function createWorkers(deps: WorkersDeps) {
   const byId = (id: string) => db.select().from(workersJobs).where(eq(workersJobs.id, id)).get();
 
   async function submit(input: JobSubmission): Promise<{ job: JobView; deduplicated: boolean }> {
-    if (!input || !(JOB_TYPES as readonly string[]).includes(input.type)) throw badJob('unknown job type');
-    if (typeof input.payload !== 'object' || input.payload === null) throw badJob('the payload must be an object');
-    if (input.key !== undefined && (typeof input.key !== 'string' || input.key.length < 1 || input.key.length > 512)) throw badJob('the key must be 1 to 512 characters');
-    const maxAttempts = input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-    if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 100) throw badJob('maxAttempts must be 1 to 100');
+    const maxAttempts = checkSubmission(input);
     const now = clock.now();
     const row: JobRow = {
       id: newId('job', clock), type: input.type, key: input.key ?? null, payload: input.payload, status: 'queued', attempts: 0, maxAttempts,
@@ -165,13 +173,6 @@ export function createWorkers(deps: WorkersDeps) {
     await announce(r);
   }
 
-  type Outcome =
-    | { status: 'done' | 'cancelled' }
-    | { status: 'failed'; error: string }
-    | { status: 'retry'; error: string; runAt: number }
-    /** Shutdown: the attempt does not count, another worker may start at once. */
-    | { status: 'released' };
-
   /** Records how this worker's attempt ended; nothing happens if the lease went to another worker. */
   async function finish(id: string, workerId: string, outcome: Outcome): Promise<void> {
     const now = clock.now();
@@ -211,4 +212,4 @@ export function createWorkers(deps: WorkersDeps) {
   return { submit, get, cancel, claim, renew, progress, finish, listen };
 }
 
-export type Workers = ReturnType<typeof createWorkers>;
+export type Workers = JobQueue;

@@ -136,7 +136,6 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const policy: TargetPolicy = { denyPrivate: webhooksSettings.denyPrivate, deny: targets.deny };
   const outbox = createOutbox({
     db: deps.db,
-    bus: deps.bus,
     clock: deps.clock,
     log: webhooksLog,
     config: webhooksSettings,

@@ -25,8 +25,6 @@ type WorkspaceSubject = (typeof WORKSPACE_EVENTS)[number];
 
 export interface OutboxDeps {
   db: Db;
-  /** evt.workspace.* arrive here; nothing in the lifecycle calls the outbox. */
-  bus: Bus;
   clock: Clock;
   log: Logger;
   config: WebhooksConfig;
@@ -368,13 +366,11 @@ export function createOutbox(deps: OutboxDeps) {
     redeliver,
     failPending,
     /**
-     * Turns evt.workspace.* into deliveries from now on. The service's start() calls it before its first
-     * await, right after the app listens, so no event of a request is missed.
+     * Turns evt.workspace.* into deliveries (called by start() before its first await). One durable
+     * consumer keeps the events in order, at least once (on NATS from JetStream, those sent while this
+     * service was down too); deliveries and event id share a transaction: a redelivery makes none.
      */
     listen(bus: Bus) {
-      // One durable consumer for every workspace event, so they arrive in the order they happened (at
-      // least once: on NATS from JetStream, also those published while this service was down). The
-      // deliveries and the event id are written in one transaction: a redelivered event makes none.
       unsubscribe ??= bus.consume<WorkspaceSubject>('webhooks', 'evt.workspace.*', (p) => {
         seen.once(p.eventId, () => {
           enqueueEvent(p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
