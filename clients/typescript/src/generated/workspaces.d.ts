@@ -4476,7 +4476,12 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description the file's bytes, any length up to APP_FILE_MAX_BYTES, with a Content-Length or chunked */
+        requestBody?: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
         responses: {
             /** @description Response for status 200 */
             200: {
@@ -4643,7 +4648,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `FILE_TOO_LARGE`: the upload is larger than APP_FILE_MAX_BYTES (details.limit); nothing was written */
+            /** @description `PAYLOAD_TOO_LARGE`: the request body is over 4 MiB; `FILE_TOO_LARGE`: the upload is larger than APP_FILE_MAX_BYTES (details.limit); nothing was written */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4652,8 +4657,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": {
-                     *         "code": "FILE_TOO_LARGE",
-                     *         "message": "the upload is larger than APP_FILE_MAX_BYTES (details.limit); nothing was written",
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "the request body is over 4 MiB",
                      *         "details": {}
                      *       }
                      *     }
@@ -4661,10 +4666,10 @@ export interface operations {
                     "application/json": {
                         error: {
                             /**
-                             * @description FILE_TOO_LARGE: the upload is larger than APP_FILE_MAX_BYTES (details.limit); nothing was written
+                             * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB; FILE_TOO_LARGE: the upload is larger than APP_FILE_MAX_BYTES (details.limit); nothing was written
                              * @enum {string}
                              */
-                            code: "FILE_TOO_LARGE";
+                            code: "PAYLOAD_TOO_LARGE" | "FILE_TOO_LARGE";
                             message: string;
                             details: {
                                 [key: string]: unknown;
@@ -6110,7 +6115,12 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description bytes written to the process's stdin */
+        requestBody?: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
         responses: {
             /** @description Response for status 200 */
             200: {
@@ -6239,6 +6249,36 @@ export interface operations {
                              * @enum {string}
                              */
                             code: "PROCESS_NOT_RUNNING";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: the request body is over 4 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "the request body is over 4 MiB",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
+                             * @enum {string}
+                             */
+                            code: "PAYLOAD_TOO_LARGE";
                             message: string;
                             details: {
                                 [key: string]: unknown;

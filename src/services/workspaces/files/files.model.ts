@@ -44,3 +44,10 @@ export const FileBytes = {
     'application/octet-stream': { schema: { type: 'string' as const, format: 'binary' } },
   },
 };
+
+/** The raw body of PUT .../files in the OpenAPI (the route reads it as a stream; no schema validates it). */
+export const UploadBody = {
+  required: false,
+  description: "the file's bytes, any length up to APP_FILE_MAX_BYTES, with a Content-Length or chunked",
+  content: { 'application/octet-stream': { schema: { type: 'string' as const, format: 'binary' as const } } },
+};

@@ -5,7 +5,7 @@ import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth'
 import { ErrorEnvelope } from '../../../platform/http/errors';
 import { IdParams } from '../lifecycle/lifecycle.model';
 import { workspaceOperation as op } from '../workspaces.errors';
-import { DirectoryListing, FileBytes, FileDeleted, FileDeleteQuery, FileMoveBody, FileMoved, FilePathQuery, FileWritten } from './files.model';
+import { DirectoryListing, FileBytes, UploadBody, FileDeleted, FileDeleteQuery, FileMoveBody, FileMoved, FilePathQuery, FileWritten } from './files.model';
 import type { FilesService } from './files.service';
 
 const FILES_PATH = /^\/api\/workspaces\/[^/]+\/files$/;
@@ -87,6 +87,7 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
         response: { 200: FileWritten, ...ERRORS, 413: ErrorEnvelope },
         detail: {
           tags: ['files'],
+          requestBody: UploadBody,
           ...op('writeWorkspaceFile', ['WORKSPACE_NOT_FOUND', 'FILE_NOT_FOUND', 'PERMISSION_DENIED', 'WORKSPACE_NOT_RUNNING', 'FILE_CONFLICT', 'FILE_TOO_LARGE', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           summary: 'Create or replace a file with the raw request body (streamed; parents made)',
           description:

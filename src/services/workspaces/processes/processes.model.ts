@@ -66,3 +66,10 @@ export const ProcessEventStream = {
     },
   },
 };
+
+/** The raw body of POST .../stdin in the OpenAPI (streamed into the process as it arrives). */
+export const StdinBody = {
+  required: false,
+  description: "bytes written to the process's stdin",
+  content: { 'application/octet-stream': { schema: { type: 'string' as const, format: 'binary' as const } } },
+};

@@ -7,7 +7,7 @@ import type { Quotas } from '../quotas';
 import { ErrorEnvelope } from '../../../platform/http/errors';
 import { IdParams } from '../lifecycle/lifecycle.model';
 import { workspaceOperation as op } from '../workspaces.errors';
-import { OutputQuery, ProcessBody, ProcessEventStream, ProcessList, ProcessOutput, ProcessParams, ProcessView, SignalBody, Signalled, StdinQuery, StdinWritten } from './processes.model';
+import { OutputQuery, ProcessBody, ProcessEventStream, ProcessList, ProcessOutput, ProcessParams, ProcessView, SignalBody, Signalled, StdinBody, StdinQuery, StdinWritten } from './processes.model';
 import type { ProcessesService } from './processes.service';
 
 const STDIN_PATH = /^\/api\/workspaces\/[^/]+\/processes\/[^/]+\/stdin$/;
@@ -96,6 +96,7 @@ export function processesRoutes(deps: { auth: WorkspaceAuthPlugin; processes: Pr
       response: { 200: StdinWritten, ...ERRORS },
       detail: {
         tags: ['processes'],
+        requestBody: StdinBody,
         ...op('writeWorkspaceProcessStdin', ['WORKSPACE_NOT_FOUND', 'PROCESS_NOT_FOUND', 'PROCESS_NOT_RUNNING']),
         summary: "Write the raw request body to the process's stdin (eof=true closes it after)",
         description: 'Streamed as it arrives (any size, any content type). Errors: 404 PROCESS_NOT_FOUND, 409 PROCESS_NOT_RUNNING.',
