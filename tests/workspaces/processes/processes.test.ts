@@ -145,3 +145,12 @@ test('a restart of Keel marks processes that were running as lost, visibly', asy
   const signal = await p!.api('workspaces', `${base()}/${id}/signal`, { method: 'POST', json: { signal: 'KILL' } });
   expect(await errorCode(signal)).toBe('PROCESS_NOT_RUNNING');
 }, 120_000);
+
+test('a workspace that is not running answers 409 WORKSPACE_NOT_RUNNING to a start', async () => {
+  const other = (await createRunning(p!, 'processes-stopped', { timeoutMs: 90_000 })).id;
+  expect((await p!.api('workspaces', `/api/workspaces/${other}/stop`, { method: 'POST' })).status).toBeLessThan(300);
+  await waitStatus(p!, other, 'stopped', { timeoutMs: 60_000 });
+  const res = await p!.api('workspaces', `/api/workspaces/${other}/processes`, { method: 'POST', json: { command: 'true' } });
+  expect(res.status).toBe(409);
+  expect(await errorCode(res)).toBe('WORKSPACE_NOT_RUNNING');
+}, 120_000);
