@@ -7,7 +7,7 @@ import { Database } from 'bun:sqlite';
 import { join } from 'node:path';
 import { waitFor } from '../../helpers/docker';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
-import { closeAndClean, createRunning, errorCode } from '../../helpers/workspaces';
+import { closeAndClean, createRunning, errorCode, waitStatus } from '../../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
 
@@ -158,3 +158,15 @@ test("a preview of the code server's port reaches it through Keel, behind its ow
   expect(res.status).toBe(200);
   expect(await res.text()).toBe('hello from the workspace\n');
 });
+
+test('a link to a workspace that is not running answers 409 WORKSPACE_NOT_RUNNING', async () => {
+  const other = (await createRunning(p!, 'previews-stopped', { timeoutMs: 90_000 })).id;
+  expect((await api(`/api/workspaces/${other}/stop`, { method: 'POST' })).status).toBeLessThan(300);
+  await waitStatus(p!, other, 'stopped', { timeoutMs: 60_000 });
+  const res = await api(`/api/workspaces/${other}/previews`, { method: 'POST', json: { port: 8090 } });
+  expect(res.status).toBe(201);
+  const { url } = (await res.json()) as { url: string };
+  const through = await fetch(url.replace('localhost', '127.0.0.1'));
+  expect(through.status).toBe(409);
+  expect(await errorCode(through)).toBe('WORKSPACE_NOT_RUNNING');
+}, 120_000);
