@@ -37,7 +37,7 @@ ENV NODE_ENV=production APP_DATA_DIR=/data APP_HOST=0.0.0.0 \
 VOLUME /data
 # Never root: the API secret, the database and the keys under /data belong to `keel` alone.
 USER keel
-EXPOSE 3100 3101 3102 3103 3104
+EXPOSE 3100 3101 3102 3103 3104 3106
 HEALTHCHECK --interval=30s --timeout=3s CMD ["/usr/local/bin/keel", "healthcheck"]
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/keel"]
 CMD ["serve"]

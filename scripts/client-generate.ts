@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import type { ServiceName } from '../src/platform/config';
 import { startPlatform } from '../src/main';
 
-export const CLIENT_SERVICES: ServiceName[] = ['workspaces', 'catalog', 'identity', 'sources', 'workers'];
+export const CLIENT_SERVICES: ServiceName[] = ['workspaces', 'catalog', 'identity', 'sources', 'workers', 'playback'];
 export const GENERATED_DIR = resolve(import.meta.dir, '../clients/typescript/src/generated');
 
 /** openapi-typescript, bundled (once per process) so that its `import "typescript"` is TypeScript 5. */
@@ -50,6 +50,7 @@ export async function fetchDocuments(): Promise<Record<ServiceName, unknown>> {
     APP_WORKERS_PORT: '0',
     APP_IDENTITY_PORT: '0',
     APP_PREVIEW_PORT: '0',
+    APP_PLAYBACK_PORT: '0',
     APP_BUS: 'memory',
     // Nothing is created: the documents describe the API, whichever engine runs the workspaces.
     DOCKER_HOST: 'unix:///nonexistent/keel-client-generate.sock',

@@ -10,6 +10,7 @@ import { catalogService } from './services/catalog';
 import { sourcesService } from './services/sources';
 import { workersService } from './services/workers';
 import { identityService } from './services/identity';
+import { playbackService } from './services/playback';
 
 const definitions: Record<ServiceName, ServiceDefinition<any>> = {
   identity: identityService,
@@ -17,6 +18,7 @@ const definitions: Record<ServiceName, ServiceDefinition<any>> = {
   catalog: catalogService,
   sources: sourcesService,
   workers: workersService,
+  playback: playbackService,
 };
 
 export interface Platform {
@@ -74,17 +76,20 @@ export async function startPlatform(env: Record<string, string | undefined>): Pr
 
 /** Runs the platform until SIGTERM/SIGINT; a start-up failure prints one line and exits 1. */
 export async function serve(): Promise<void> {
+  const started = startPlatform(process.env);
+  // Handlers before start-up ends: a service's start() may already announce itself (the dev token),
+  // and a signal that follows at once must still drain and exit 0.
+  const onSignal = (sig: string) => {
+    process.stderr.write(`${sig} received, shutting down\n`);
+    started.then((platform) => platform.stop()).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
   try {
-    const platform = await startPlatform(process.env);
-    const onSignal = (sig: string) => {
-      process.stderr.write(`${sig} received, shutting down\n`);
-      platform.stop().then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
-    };
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
-    process.once('SIGINT', () => onSignal('SIGINT'));
+    await started;
   } catch (e) {
     // One line, naming the variable when the configuration is at fault.
     const msg = e instanceof ConfigError ? `invalid configuration: ${e.message}` : `start-up failed: ${(e as Error).message}`;

@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from 'n
 import { isAbsolute, join, resolve } from 'node:path';
 import type { LogLevel } from './runtime';
 
-export const SERVICE_NAMES = ['workspaces', 'catalog', 'sources', 'workers', 'identity'] as const;
+export const SERVICE_NAMES = ['workspaces', 'catalog', 'sources', 'workers', 'identity', 'playback'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
 export type Env = Record<string, string | undefined>;
@@ -139,6 +139,7 @@ export function loadConfig(env: Env = process.env): Config {
       sources: readPort(env, 'APP_SOURCES_PORT', 3102),
       workers: readPort(env, 'APP_WORKERS_PORT', 3103),
       identity: readPort(env, 'APP_IDENTITY_PORT', 3104),
+      playback: readPort(env, 'APP_PLAYBACK_PORT', 3106),
     },
     services: readServices(env),
     dataDir,

@@ -15,10 +15,10 @@ import { createActor, openSession } from '../helpers/identity';
 import { bodyFor, FUZZ_RUNS, FUZZ_SEED, MARKER, pathParam, queryFor, type FuzzBody } from './arbitraries';
 import { dereferencedDocument } from '../helpers/openapi';
 
-const SERVICES: ServiceName[] = ['workspaces', 'catalog', 'identity', 'sources', 'workers'];
+const SERVICES: ServiceName[] = ['workspaces', 'catalog', 'identity', 'sources', 'workers', 'playback'];
 /** One route each document must list, so a document that lost its paths cannot pass as "fuzzed everything". */
-const KNOWN: Record<ServiceName, string> = { workspaces: 'POST /api/workspaces/{id}/exec', catalog: 'POST /scan', identity: 'PATCH /actors/{id}', sources: 'GET /health', workers: 'GET /health' };
-const STYLE: Record<ServiceName, 'envelope' | 'problem'> = { workspaces: 'envelope', catalog: 'problem', identity: 'problem', sources: 'problem', workers: 'problem' };
+const KNOWN: Record<ServiceName, string> = { workspaces: 'POST /api/workspaces/{id}/exec', catalog: 'POST /scan', identity: 'PATCH /actors/{id}', sources: 'GET /health', workers: 'GET /health', playback: 'POST /sessions' };
+const STYLE: Record<ServiceName, 'envelope' | 'problem'> = { workspaces: 'envelope', catalog: 'problem', identity: 'problem', sources: 'problem', workers: 'problem', playback: 'problem' };
 
 let p: TestPlatform;
 let mediaRoot: string;

@@ -136,3 +136,22 @@ export async function patientScan(p: { url(service: 'catalog'): string }, body: 
     await Bun.sleep(Number(res.headers.get('retry-after') ?? 1) * 1000);
   }
 }
+
+/** Media for playback: 20 s with a keyframe every 2 s (48 frames at 24 fps, B-frames), as MP4 and MKV in H.264/AAC, and one source HLS must transcode (MPEG-4 Part 2 video, MP3 audio). */
+export interface PlaybackFixtures {
+  mp4: string;
+  mkv: string;
+  transcode: string;
+}
+
+export function playbackFixtures(): PlaybackFixtures {
+  mkdirSync(DIR, { recursive: true });
+  const input = ['-f', 'lavfi', '-i', 'testsrc=size=320x240:rate=24:duration=20', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=44100:duration=20'];
+  const gop = ['-g', '48', '-keyint_min', '48', '-sc_threshold', '0'];
+  const h264 = ['-c:v', 'libx264', '-preset', 'ultrafast', ...gop, '-bf', '2', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-b:a', '64k', '-ac', '2'];
+  return {
+    mp4: make('play-20s.mp4', (o) => ffmpeg([...input, ...h264, '-f', 'mp4', o])),
+    mkv: make('play-20s.mkv', (o) => ffmpeg([...input, ...h264, '-f', 'matroska', o])),
+    transcode: make('play-20s-mpeg4.mkv', (o) => ffmpeg([...input, '-c:v', 'mpeg4', ...gop, '-q:v', '5', '-c:a', 'libmp3lame', '-b:a', '64k', '-ac', '2', '-f', 'matroska', o])),
+  };
+}

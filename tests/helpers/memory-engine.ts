@@ -88,6 +88,9 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
     },
     exitOutside: (id, exitCode) => stop(container(id), exitCode),
 
+    async memoryBytes() {
+      return 8 * 1024 ** 3;
+    },
     async ping() {
       enter('ping');
     },

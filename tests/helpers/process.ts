@@ -24,6 +24,7 @@ export const freePortsEnv = () => ({
   APP_WORKERS_PORT: '0',
   APP_IDENTITY_PORT: '0',
   APP_PREVIEW_PORT: '0',
+  APP_PLAYBACK_PORT: '0',
 });
 
 /** Starts `cmd` and waits until every service in APP_SERVICES has logged its URL. */

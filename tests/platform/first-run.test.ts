@@ -28,7 +28,7 @@ beforeAll(async () => {
   const { tag } = await bunTypescriptImage();
   const env: Record<string, string | undefined> = { ...process.env, APP_DATA_DIR: dataDir, DOCKER_HOST: shared, APP_WORKSPACE_BUN_IMAGE: tag, APP_LOG_LEVEL: 'info' };
   for (const k of ['APP_API_SECRET', 'NODE_ENV', 'APP_SERVICES', 'APP_QUIET_TOKEN']) delete env[k]; // as a new user has it
-  for (const s of ['WORKSPACES', 'CATALOG', 'SOURCES', 'WORKERS', 'IDENTITY']) env[`APP_${s}_PORT`] = '0'; // beside other runs on this machine
+  for (const s of ['WORKSPACES', 'CATALOG', 'SOURCES', 'WORKERS', 'IDENTITY', 'PLAYBACK']) env[`APP_${s}_PORT`] = '0'; // beside other runs on this machine
   const base = 30000 + Math.floor(Math.random() * 300) * 100; // workspace host ports no other run on this engine holds
   env.APP_WORKSPACE_PORT_RANGE = `${base}-${base + 99}`;
   // Its own process group, so SIGINT reaches dev and the platform as Ctrl-C in a terminal does.
@@ -61,8 +61,8 @@ describe('bun run dev on a fresh data dir', () => {
     expect(at).toBeGreaterThanOrEqual(0);
     token = lines[at + 1]!;
     expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
-    await waitFor('every service to listen', () => Object.keys(urls).length === 5 || exitCode !== null, 30_000);
-    expect(Object.keys(urls).sort()).toEqual(['catalog', 'identity', 'sources', 'workers', 'workspaces']);
+    await waitFor('every service to listen', () => Object.keys(urls).length === 6 || exitCode !== null, 30_000);
+    expect(Object.keys(urls).sort()).toEqual(['catalog', 'identity', 'playback', 'sources', 'workers', 'workspaces']);
     expect(await engineAnswers(shared)).toBe(true);
   }, 90_000);
 

@@ -8,7 +8,7 @@ import type { ServiceName } from '../../src/platform/config';
 import { errorSpec } from '../../src/platform/errors';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
 
-const SERVICES: ServiceName[] = ['workspaces', 'catalog', 'identity', 'sources', 'workers'];
+const SERVICES: ServiceName[] = ['workspaces', 'catalog', 'identity', 'sources', 'workers', 'playback'];
 type Media = { schema?: any; example?: unknown };
 type Operation = { operationId?: string; requestBody?: { content?: Record<string, Media> }; responses: Record<string, { content?: Record<string, Media> }> };
 type Doc = { openapi: string; paths: Record<string, Record<string, Operation>>; components?: { schemas?: Record<string, any> } };
@@ -91,6 +91,9 @@ const OPERATION_IDS: Record<ServiceName, string[]> = {
   ],
   sources: ['getHealth', 'getVersion'],
   workers: ['getHealth', 'getVersion'],
+  playback: [
+    'getHealth', 'getVersion', 'createPlaybackSession', 'getMasterPlaylist', 'getMediaPlaylist', 'getThumbnailsVtt', 'getThumbnailsSprite', 'getPlaybackFile',
+  ],
 };
 
 const media = (style: 'envelope' | 'problem') => (style === 'envelope' ? 'application/json' : 'application/problem+json');

@@ -131,7 +131,7 @@ describe('five services on five processes over NATS with a user and password', (
 
     const done = await waitForScan(catalogUrl(), token, id);
     expect(done).toMatchObject({ status: 'done', counts: { seen: FILES, added: FILES, changed: 0, unchanged: 0, failed: 0 } });
-    const job = jobs.find((j) => j.payload.scanId === id)!;
+    const job = jobs.find((j) => (j.payload as { scanId?: string }).scanId === id)!;
     // The scan ends in the catalog just before the worker records the job's end.
     let final = (await bus.request('qry.workers.job', { id: job.id })).job;
     while (final.status === 'running') {

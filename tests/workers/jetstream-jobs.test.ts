@@ -79,7 +79,7 @@ describe('jobs on a JetStream work queue', () => {
 
     const done = await waitForScan(p, token, scan);
     expect(done).toMatchObject({ status: 'done', counts: { seen: BIG, failed: 0 } });
-    const jobId = (await jobOf((j) => j.payload.scanId === scan)).id;
+    const jobId = (await jobOf((j) => (j.payload as { scanId?: string }).scanId === scan)).id;
     // The scan ends in the catalog just before the worker records the job's end.
     const job = await jobOf((j) => j.id === jobId && j.status !== 'running' && j.status !== 'queued');
     // The first attempt died with its worker; the second, on the other worker, finished.
@@ -93,7 +93,7 @@ describe('jobs on a JetStream work queue', () => {
     // The big scan keeps the one slot (APP_WORKERS_CONCURRENCY=1) busy: what follows stays queued.
     const big = (await (await postLibraryScan(p, token, { path: 'busy' })).json()).id;
     await waitForScan(p, token, big, (s) => s.counts.seen >= 1);
-    const bigJob = await jobOf((j) => j.payload.scanId === big);
+    const bigJob = await jobOf((j) => (j.payload as { scanId?: string }).scanId === big);
 
     const submission = { type: 'library.scan' as const, key: 'dedup-me', payload: { scanId: 'scn_dedup', targets: [{ root: 0, folder: 'small' }] } };
     const a = await p.bus.request('cmd.workers.submit', submission);

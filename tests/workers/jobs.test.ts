@@ -38,7 +38,7 @@ function jobEvents(p: TestPlatform) {
     seen,
     async jobOf(scanId: string): Promise<JobView> {
       for (;;) {
-        const j = seen.find((x) => x.payload.scanId === scanId);
+        const j = seen.find((x) => (x.payload as { scanId?: string }).scanId === scanId);
         if (j) return j;
         await Bun.sleep(10);
       }

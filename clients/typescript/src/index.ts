@@ -4,11 +4,12 @@
 import createClient, { type Client, type Middleware } from 'openapi-fetch';
 import type { components as CatalogComponents, paths as CatalogPaths } from './generated/catalog';
 import type { components as IdentityComponents, paths as IdentityPaths } from './generated/identity';
+import type { components as PlaybackComponents, paths as PlaybackPaths } from './generated/playback';
 import type { paths as SourcesPaths } from './generated/sources';
 import type { paths as WorkersPaths } from './generated/workers';
 import type { components as WorkspacesComponents, paths as WorkspacesPaths } from './generated/workspaces';
 
-export type { CatalogPaths, IdentityPaths, SourcesPaths, WorkersPaths, WorkspacesPaths };
+export type { CatalogPaths, IdentityPaths, PlaybackPaths, SourcesPaths, WorkersPaths, WorkspacesPaths };
 
 type WorkspaceSchemas = WorkspacesComponents['schemas'];
 export type Workspace = WorkspaceSchemas['Workspace'];
@@ -42,11 +43,12 @@ export type Problem = CatalogComponents['schemas']['Problem'];
 export type Actor = IdentityComponents['schemas']['Actor'];
 export type TokenPair = IdentityComponents['schemas']['TokenPair'];
 export type ActorWithKey = IdentityComponents['schemas']['ActorWithKey'];
+export type PlaybackSession = PlaybackComponents['schemas']['PlaybackSession'];
 
-export type KeelService = 'workspaces' | 'catalog' | 'identity' | 'sources' | 'workers';
+export type KeelService = 'workspaces' | 'catalog' | 'identity' | 'sources' | 'workers' | 'playback';
 
-/** Where each service listens by default (`npm run dev`: 127.0.0.1:3100-3104). */
-export const DEFAULT_PORTS: Record<KeelService, number> = { workspaces: 3100, catalog: 3101, sources: 3102, workers: 3103, identity: 3104 };
+/** Where each service listens by default (`npm run dev`: 127.0.0.1:3100-3104 and 3106). */
+export const DEFAULT_PORTS: Record<KeelService, number> = { workspaces: 3100, catalog: 3101, sources: 3102, workers: 3103, identity: 3104, playback: 3106 };
 
 export interface KeelClientOptions {
   /** Scheme and host every service is reached on, with its default port: `http://127.0.0.1`. */
@@ -65,6 +67,7 @@ export interface KeelClient {
   identity: Client<IdentityPaths>;
   sources: Client<SourcesPaths>;
   workers: Client<WorkersPaths>;
+  playback: Client<PlaybackPaths>;
 }
 
 /** One typed client per service, each sending the token. */
@@ -89,6 +92,7 @@ export function createKeelClient(opts: KeelClientOptions = {}): KeelClient {
     identity: make<IdentityPaths>('identity'),
     sources: make<SourcesPaths>('sources'),
     workers: make<WorkersPaths>('workers'),
+    playback: make<PlaybackPaths>('playback'),
   };
 }
 

@@ -14,6 +14,7 @@ export const POLICIES = [
   'resource:work:read',
   'resource:asset:read',
   'resource:asset:scan',
+  'resource:asset:play',
   'resource:source:read',
   'resource:source:write',
   'admin:identity',

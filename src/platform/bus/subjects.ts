@@ -3,7 +3,7 @@
 // shape that is also an HTTP body is declared once as t.* in *-shapes.ts and its type used here.
 import type { Jwks } from './identity-shapes';
 import type { LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, SourceBinding } from './library-shapes';
-import type { Identification, ProbeFacts } from './media-shapes';
+import type { Identification, ProbeFacts, ProbeStream } from './media-shapes';
 
 export type { LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, SourceBinding } from './library-shapes';
 
@@ -38,6 +38,15 @@ export interface BusQueries {
   'qry.sources.resolve': {
     request: { assetId: string };
     reply: { assetId: string; available: boolean; binding: SourceBinding | null };
+  };
+  /**
+   * What playback needs of an asset (answered by the catalog): its MediaIndex facts and keyframe
+   * index. An unknown asset is a normal reply (`found: false`); an asset without a MediaIndex answers
+   * `indexed: false` with empty facts.
+   */
+  'qry.catalog.playable': {
+    request: { assetId: string };
+    reply: PlayableAsset;
   };
   /** Queue a job on the workers service; a pending job with the same key is returned instead (deduplicated). */
   'cmd.workers.submit': {
@@ -92,6 +101,45 @@ export interface BusQueries {
   };
 }
 
+/** An asset as playback sees it (reply of qry.catalog.playable). */
+export interface PlayableAsset {
+  assetId: string;
+  found: boolean;
+  indexed: boolean;
+  container: string;
+  durationMs: number;
+  bitrateBps: number;
+  /** Keyframe presentation times of the first video stream in ms, ascending (Matroska Cues, MP4 stss). */
+  keyframesMs: number[];
+  streams: ProbeStream[];
+}
+
+/** One HLS segment to make: [startMs, endMs) of the file at `root`/`path`, written to `output` (relative to the segment cache). */
+export interface PlaybackSegmentJob {
+  assetId: string;
+  root: number;
+  path: string;
+  index: number;
+  startMs: number;
+  endMs: number;
+  /** `copy`: the streams are H.264/AAC already; `transcode`: to H.264/AAC. */
+  method: 'copy' | 'transcode';
+  output: string;
+}
+
+/** A trickplay sprite of the file at `root`/`path`: a thumbnail every `intervalS`, `columns` x `rows`, each `width` x `height`. */
+export interface PlaybackThumbnailsJob {
+  assetId: string;
+  root: number;
+  path: string;
+  intervalS: number;
+  width: number;
+  height: number;
+  columns: number;
+  rows: number;
+  output: string;
+}
+
 /** What one library scan walks: a folder ('' for all of it) on a media root, by index. */
 export interface ScanTarget {
   root: number;
@@ -102,9 +150,13 @@ export interface ScanTarget {
 export interface WorkerJobs {
   /** Walk each target's folder and bring the catalog in line (docs/library.md). */
   'library.scan': { scanId: string; targets: ScanTarget[] };
+  /** Make one HLS segment of an asset with ffmpeg into the playback cache (docs/playback.md). */
+  'playback.segment': PlaybackSegmentJob;
+  /** Make the trickplay sprite of an asset into the playback cache (docs/playback.md). */
+  'playback.thumbnails': PlaybackThumbnailsJob;
 }
 export type JobType = keyof WorkerJobs;
-export const JOB_TYPES = ['library.scan'] as const satisfies readonly JobType[];
+export const JOB_TYPES = ['library.scan', 'playback.segment', 'playback.thumbnails'] as const satisfies readonly JobType[];
 
 export type JobStatus = 'queued' | 'running' | 'done' | 'failed' | 'cancelled';
 

@@ -15,6 +15,7 @@ const own = defineErrors({
   CATALOG_PATH_NOT_FOUND: { status: 404, ...recoverable, description: 'no file exists at the scan path under the media roots' },
   CATALOG_FOLDER_NOT_FOUND: { status: 404, ...recoverable, description: 'no folder exists at the path under the media roots' },
   CATALOG_BINDING_CONFLICT: { status: 409, description: 'the edition does not belong to the work' },
+  CATALOG_REQUEST_INVALID: { status: 422, description: 'qry.catalog.playable needs an assetId of 1 to 128 characters' },
   CATALOG_PATH_REFUSED: { status: 422, description: 'the scan path is absolute, escapes its root or is otherwise refused' },
   CATALOG_FILE_UNREADABLE: { status: 422, ...recoverable, description: 'the file at the scan path cannot be read' },
   CATALOG_NO_MEDIA_ROOTS: { status: 503, ...recoverable, description: 'no media root is configured (APP_MEDIA_ROOTS)' },

@@ -17,6 +17,7 @@ import { scheduleLibraryScans } from './library/library.schedule';
 import { watchLibrary } from './library/library.watch';
 import { createFfprobe, findFfprobe } from './media-engine/ffprobe';
 import { createProbeAnswerer } from './media-engine/probe.answerer';
+import { createPlayableAnswerer } from './playable.answerer';
 import { audiobookPlugin } from './plugins/audiobook';
 import { concertPlugin } from './plugins/concert';
 
@@ -33,6 +34,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
     timeoutMs: cfg.probeTimeoutMs,
   });
   const answerer = createProbeAnswerer({ mediaRoots: cfg.mediaRoots, ffprobe });
+  const playable = createPlayableAnswerer({ db: deps.db });
   const catalog = createCatalog({
     db: deps.db,
     bus: deps.bus,
@@ -75,6 +77,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
   );
 
   let stopAnswering = () => {};
+  let stopPlayable = () => {};
   let stopLibrary = () => {};
   let stopSchedule = () => {};
   let stopWatch = () => {};
@@ -82,6 +85,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
     app,
     start: () => {
       stopAnswering = answerer.listen(deps.bus);
+      stopPlayable = playable.listen(deps.bus);
       stopLibrary = library.listen(deps.bus);
       catalog.startEvents();
       stopSchedule = scheduleLibraryScans(library, cfg.libraryScanIntervalS, deps.log);
@@ -92,6 +96,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
       stopSchedule();
       stopLibrary();
       stopAnswering();
+      stopPlayable();
       return catalog.stopEvents();
     },
   };

@@ -5,7 +5,10 @@ import { errorFields } from '../../platform/runtime';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { workersErrors } from './workers.errors';
 import { checkJobHandlers } from './jobs';
+import { join } from 'node:path';
 import { createLibraryScanJob } from './jobs/library-scan';
+import { createPlaybackSegmentJob } from './jobs/playback-segment';
+import { createPlaybackThumbnailsJob } from './jobs/playback-thumbnails';
 import type { JobQueue } from './queue';
 import { createJobRunner } from './runner';
 import { loadWorkersConfig, type WorkersConfig } from './workers.config';
@@ -13,6 +16,12 @@ import { createWorkers } from './workers.service';
 
 export async function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig): Promise<Service> {
   const log = deps.log.child({ worker: cfg.workerId });
+  const media = {
+    mediaRoots: cfg.mediaRoots,
+    cacheDir: join(deps.config.dataDir, 'playback-cache'),
+    ffmpegPath: cfg.ffmpegPath,
+    timeoutMs: cfg.segmentTimeoutMs,
+  };
   const handlers = checkJobHandlers([
     createLibraryScanJob({
       mediaRoots: cfg.mediaRoots,
@@ -20,6 +29,8 @@ export async function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig
       batchSize: cfg.batchSize,
       indexTimeoutMs: cfg.indexTimeoutMs,
     }),
+    createPlaybackSegmentJob(media),
+    createPlaybackThumbnailsJob(media),
   ]);
   // A new job wakes the runner at once rather than at its next poll.
   const onSubmit = () => runner.wake();

@@ -6,7 +6,7 @@ import type { JobType } from '../../platform/bus/subjects';
 import { AppError } from '../../platform/errors';
 import { errorFields, type Clock, type Logger } from '../../platform/runtime';
 import { retryDelayMs } from './backoff';
-import type { JobHandlers } from './jobs';
+import type { JobHandler, JobHandlers } from './jobs';
 import type { JobQueue, JobRow } from './queue';
 
 export interface RunnerDeps {
@@ -39,7 +39,8 @@ export function createJobRunner(deps: RunnerDeps) {
   async function execute(row: JobRow) {
     const controller = new AbortController();
     active.set(row.id, controller);
-    const handler = deps.handlers[row.type as JobType];
+    // One handler per type (checked at boot): its payload is the one of its row's type.
+    const handler = deps.handlers[row.type as JobType] as JobHandler;
     const log = deps.log.child({ jobId: row.id, jobType: row.type, attempt: row.attempts });
     try {
       await handler.run({

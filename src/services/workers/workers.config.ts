@@ -23,6 +23,9 @@ export interface WorkersConfig {
   probesPerRoot: number;
   batchSize: number;
   indexTimeoutMs: number;
+  /** Playback segments: the ffmpeg binary and how long one segment may take. */
+  ffmpegPath: string;
+  segmentTimeoutMs: number;
 }
 
 export function loadWorkersConfig(env: Env = process.env): WorkersConfig {
@@ -45,5 +48,7 @@ export function loadWorkersConfig(env: Env = process.env): WorkersConfig {
     // Capped so a batch of long paths stays well under NATS's 1 MB message limit.
     batchSize: readInt(env, 'APP_LIBRARY_BATCH', 500, 1, 2000),
     indexTimeoutMs: readInt(env, 'APP_LIBRARY_INDEX_TIMEOUT_MS', 120_000, 1000, 3_600_000),
+    ffmpegPath: readString(env, 'APP_FFMPEG_PATH', 'ffmpeg'),
+    segmentTimeoutMs: readInt(env, 'APP_PLAYBACK_SEGMENT_TIMEOUT_MS', 120_000, 1000, 3_600_000),
   };
 }

@@ -8,6 +8,9 @@ const own = defineErrors({
   WORKERS_JOB_INVALID: { status: 422, description: 'the job is refused' },
   // A job's failure: not retried, the operator must make the root readable.
   LIBRARY_ROOT_UNAVAILABLE: { status: 422, retryable: false, category: 'recoverable', description: 'the library root cannot be read' },
+  // Playback jobs' failures (the playback service turns them into its own PLAYBACK_SEGMENT_FAILED).
+  PLAYBACK_FFMPEG_FAILED: { status: 502, retryable: true, category: 'transient', description: 'ffmpeg could not make the segment or sprite, or was stopped' },
+  PLAYBACK_SOURCE_UNREADABLE: { status: 422, retryable: false, category: 'recoverable', description: 'the source file of a playback job cannot be read on the worker' },
 });
 
 export const workersErrors = { ...problemPlatformErrors, ...busErrors, ...own };

@@ -22,9 +22,15 @@ export function engineFailure(e: unknown): AppError {
   return new AppError('ENGINE_ERROR', `the Docker engine refused the operation: ${e instanceof Error ? e.message : String(e)}`.slice(0, 400));
 }
 
-export function createAccess(db: Db) {
+/**
+ * `engineReady` throws (EngineError `unavailable`) when the workspace's engine is known not to answer
+ * (engine/engines.ts): operations on the workspace then answer 503 ENGINE_UNAVAILABLE at once.
+ */
+export function createAccess(db: Db, opts: { engineReady?: (row: WorkspaceRow) => void } = {}) {
   // Prepared once: every request reads a workspace by id (building drizzle SQL per call costs more than running it).
   const byId = db.select().from(workspaces).where(eq(workspaces.id, sql.placeholder('id'))).prepare();
+  const byContainer = db.select({ engine: workspaces.engine }).from(workspaces).where(eq(workspaces.containerId, sql.placeholder('id'))).prepare();
+  const byVolume = db.select({ engine: workspaces.engine }).from(workspaces).where(eq(workspaces.volume, sql.placeholder('name'))).prepare();
 
   /** The stored workspace, whoever owns it (for the service's own bookkeeping, never for an actor). */
   const row = (id: string): WorkspaceRow | undefined => byId.get({ id });
@@ -36,16 +42,35 @@ export function createAccess(db: Db) {
     return found;
   }
 
+  /** The workspace's engine answers (as far as Keel knows), else 503 ENGINE_UNAVAILABLE with Retry-After. */
+  function engineReady(row: WorkspaceRow): WorkspaceRow {
+    try {
+      opts.engineReady?.(row);
+    } catch (e) {
+      throw engineFailure(e);
+    }
+    return row;
+  }
+
   /** The container of a workspace the actor may see that is `running`, else 404 or 409 WORKSPACE_NOT_RUNNING. */
   function runningContainer(actor: Actor, id: string): string {
-    const ws = getOwned(actor, id);
+    // The engine first: while it does not answer, the stored status may no longer be true.
+    const ws = engineReady(getOwned(actor, id));
     if (ws.status !== 'running' || !ws.containerId) {
       throw new AppError('WORKSPACE_NOT_RUNNING', `the workspace is ${ws.status}; start it to run commands`, { status: ws.status });
     }
     return ws.containerId;
   }
 
-  return { row, getOwned, runningContainer };
+  return {
+    row,
+    getOwned,
+    runningContainer,
+    engineReady,
+    /** The engine recorded for a container or volume: a name, null (the first engine), undefined when no workspace has it. */
+    engineOfContainer: (id: string): string | null | undefined => byContainer.get({ id })?.engine,
+    engineOfVolume: (name: string): string | null | undefined => byVolume.get({ name })?.engine,
+  };
 }
 
 export type Access = ReturnType<typeof createAccess>;

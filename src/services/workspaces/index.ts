@@ -29,6 +29,7 @@ import * as templatesModels from './images/templates.model';
 import { createQuotas } from './quotas';
 import { createTargetGuard } from './targets';
 import { createEngine } from './engine/docker';
+import { createEngines, type Engines } from './engine/engines';
 import { createTemplateRegistry } from './images/templates';
 import { createTemplatesService } from './images/templates.service';
 import { templatesRoutes } from './images/templates.routes';
@@ -95,8 +96,23 @@ const loadSettings = (env: Env): Settings => ({
 });
 
 export function createWorkspacesService(deps: ServiceDeps, { settings, streamSettings, webhooksSettings, agentSettings }: Settings): Service & { workspaces: Lifecycle } {
-  const engine = createEngine(settings.dockerHost);
-  const access = createAccess(deps.db);
+  // Access asks whether a workspace's engine answers (503 ENGINE_UNAVAILABLE); the engines ask access
+  // where a workspace, container or volume lives: each reads the other once both exist.
+  let engines: Engines | undefined;
+  const access = createAccess(deps.db, { engineReady: (row) => void engines?.requireUp(row.engine) });
+  engines = createEngines({
+    settings: settings.engines,
+    connect: (e) => createEngine(e.host, { certPath: e.certPath }),
+    locate: {
+      workspace: (id) => access.row(id)?.engine,
+      container: access.engineOfContainer,
+      volume: access.engineOfVolume,
+      load: (name) => workspaces.placementLoad(name),
+    },
+    log: deps.log.child({ component: 'engines' }),
+    checkSeconds: settings.engineCheckSeconds,
+  });
+  const engine = engines.routed;
   const quotas = createQuotas({ db: deps.db, limits: settings.quotas });
   // Clones and webhooks never reach the workspace networks or any workspace container (targets.ts).
   // Keel's own ports: every service's configured one, and this app's as bound (`0` picks one at listen).
@@ -111,6 +127,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     clock: deps.clock,
     settings,
     engine,
+    engines,
     access,
     quotas,
     templates: registry,
@@ -207,7 +224,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   /** Start-up lines on stdout, as an operator reads them (scripts/dev.ts says where the engine came from). */
   function announce() {
     if (settings.announce.engine) {
-      process.stdout.write(`Engine: ${settings.dockerHost ?? 'unix:///var/run/docker.sock'} (${settings.announce.engineOrigin})\n`);
+      const several = settings.engines.length > 1 ? settings.engines.map((e) => `${e.name}=${e.host}`).join(', ') : null;
+      process.stdout.write(several ? `Engines: ${several} (APP_ENGINES)\n` : `Engine: ${settings.dockerHost ?? 'unix:///var/run/docker.sock'} (${settings.announce.engineOrigin})\n`);
     }
     if (settings.announce.token && deps.config.apiSecretGenerated) {
       // The token alone on its line, so `tail -1` or a script can take it as is.

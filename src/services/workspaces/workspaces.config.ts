@@ -4,7 +4,7 @@ import { BUN_IMAGE, MINIMAL_IMAGE } from './images/minimal-image';
 import { DEFAULT_TEMPLATES_DIR } from './images/bun-image';
 import type { QuotaLimits } from './quotas';
 import type { FirewallMode } from './network/firewall';
-import { formatCidr, parseCidr, SUBNET_PREFIX } from './network/subnets';
+import { formatCidr, overlaps, parseCidr, SUBNET_PREFIX, type Cidr } from './network/subnets';
 
 function readImageRef(env: Env, name: string, fallback: string): string {
   const v = readString(env, name, fallback);
@@ -60,6 +60,64 @@ function readSubnetPool(env: Env): string {
   return formatCidr(pool);
 }
 
+/** One Docker engine of APP_ENGINES (docs/workspaces.md, "Several engines"). */
+export interface EngineSettings {
+  /** The name workspaces record (`engine` in the admin's view). */
+  name: string;
+  /** unix:// socket or tcp:// address; undefined: Docker's default socket. */
+  host: string | undefined;
+  /** Directory of ca.pem, cert.pem and key.pem for a TLS tcp:// engine (DOCKER_CERT_PATH's layout). */
+  certPath?: string;
+  /** Network namespace (a path such as /run/netns/b) whose iptables hold the engine's bridges: Keel runs iptables there through nsenter. */
+  netns?: string;
+  /** Keel's firewall for this engine's workspace networks (`off`: the engine host's own job). */
+  firewall: FirewallMode;
+  /** The share of APP_WORKSPACE_SUBNET_POOL this engine's workspace networks are carved from. */
+  pool: string;
+}
+
+/**
+ * APP_ENGINES: `name=url[?certs=DIR&netns=NAME&firewall=off&pool=CIDR],...`. Unset: one engine named
+ * `default` at DOCKER_HOST (TLS by DOCKER_CERT_PATH when DOCKER_TLS_VERIFY is set). Each engine gets
+ * its own part of APP_WORKSPACE_SUBNET_POOL (the pool cut in equal power-of-two parts, in the order
+ * named, or `pool=` inside it), so two engines on one host never hand out overlapping subnets.
+ */
+function readEngines(env: Env, subnetPool: string, firewall: FirewallMode): EngineSettings[] {
+  const raw = readString(env, 'APP_ENGINES', '');
+  const certPath = env.DOCKER_TLS_VERIFY && env.DOCKER_CERT_PATH ? env.DOCKER_CERT_PATH : undefined;
+  if (!raw) return [{ name: 'default', host: env.DOCKER_HOST || undefined, certPath, firewall, pool: subnetPool }];
+  const bad = (why: string) => new ConfigError('APP_ENGINES', why);
+  const pool = parseCidr(subnetPool)!;
+  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const bits = Math.ceil(Math.log2(items.length));
+  if (pool.prefix + bits > SUBNET_PREFIX - 2) throw bad('too many engines for APP_WORKSPACE_SUBNET_POOL: widen the pool');
+  const share = 2 ** (32 - pool.prefix - bits);
+  const out: EngineSettings[] = items.map((item, i) => {
+    const m = /^([a-z0-9][a-z0-9-]{0,31})=((?:unix|tcp|https?):\/\/[^?\s]+)(?:\?(\S*))?$/.exec(item);
+    if (!m) throw bad('must be name=unix:///path.sock or name=tcp://host:port, comma separated (names: a-z, 0-9, -)');
+    const opts = new URLSearchParams(m[3] ?? '');
+    for (const k of opts.keys()) if (!['certs', 'netns', 'firewall', 'pool'].includes(k)) throw bad(`engine ${m[1]}: unknown option (certs, netns, firewall, pool)`);
+    const mode = opts.get('firewall') ?? firewall;
+    if (mode !== 'required' && mode !== 'off') throw bad(`engine ${m[1]}: firewall must be required or off`);
+    const netns = opts.get('netns') || undefined;
+    const own = opts.get('pool') ? parseCidr(opts.get('pool')!) : ({ base: pool.base + i * share, prefix: pool.prefix + bits } as Cidr);
+    if (!own || own.prefix > SUBNET_PREFIX - 2 || own.prefix < pool.prefix || !overlaps(own, pool)) throw bad(`engine ${m[1]}: pool must be a CIDR inside APP_WORKSPACE_SUBNET_POOL, /${SUBNET_PREFIX - 2} or wider`);
+    return {
+      name: m[1]!,
+      host: m[2]!.replace(/^https:/, 'tcp:'),
+      certPath: opts.get('certs') || undefined,
+      netns: netns && !netns.includes('/') ? `/run/netns/${netns}` : netns,
+      firewall: mode,
+      pool: formatCidr(own),
+    };
+  });
+  for (const [i, e] of out.entries()) {
+    if (out.findIndex((o) => o.name === e.name) !== i) throw bad(`engine name ${e.name} is given twice`);
+    if (out.some((o, j) => j < i && overlaps(parseCidr(o.pool)!, parseCidr(e.pool)!))) throw bad(`the pools of engines ${e.name} and another overlap`);
+  }
+  return out;
+}
+
 /** Engine sizes as the engine writes them: a number and an optional k, m or g (e.g. 10m, 20g). */
 function readEngineSize(env: Env, name: string, fallback: string): string {
   const v = readString(env, name, fallback).toLowerCase();
@@ -70,6 +128,10 @@ function readEngineSize(env: Env, name: string, fallback: string): string {
 export interface WorkspacesConfig {
   /** DOCKER_HOST (unix:// or tcp://); unset: the engine's default socket. */
   dockerHost: string | undefined;
+  /** APP_ENGINES: the engines workspaces are placed on, in order; one (`default`, DOCKER_HOST) unless set. */
+  engines: EngineSettings[];
+  /** APP_ENGINE_CHECK_SECONDS: how often each engine is asked whether it answers (and Retry-After while it does not). */
+  engineCheckSeconds: number;
   /** Host name in the URLs of a workspace's published ports. */
   publicHost: string;
   /** Host ports handed out to workspaces. */
@@ -124,8 +186,12 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
   if (!/^(\d{1,3}\.){3}\d{1,3}$/.test(bindAddress) && bindAddress !== '::1' && bindAddress !== '::') {
     throw new ConfigError('APP_WORKSPACE_BIND_ADDRESS', 'must be an IP address such as 127.0.0.1 or 0.0.0.0');
   }
+  const subnetPool = readSubnetPool(env);
+  const firewall = readFirewallMode(env);
   return {
     dockerHost: env.DOCKER_HOST || undefined,
+    engines: readEngines(env, subnetPool, firewall),
+    engineCheckSeconds: readInt(env, 'APP_ENGINE_CHECK_SECONDS', 5, 1, 300),
     publicHost: readString(env, 'APP_PUBLIC_HOST', 'localhost'),
     workspacePortRange: readPortRange(env),
     anonymousLimit: readInt(env, 'APP_RATE_LIMIT_ANONYMOUS', 100, 1, 1_000_000),
@@ -153,8 +219,8 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     busyboxPath: readAbsolutePath(env, 'APP_BUSYBOX_PATH', '/bin/busybox'),
     bunPath: readString(env, 'APP_BUN_PATH', '') || undefined,
     templatesDir: readString(env, 'APP_TEMPLATES_DIR', DEFAULT_TEMPLATES_DIR),
-    firewall: readFirewallMode(env),
-    subnetPool: readSubnetPool(env),
+    firewall,
+    subnetPool,
     logMaxSize: readEngineSize(env, 'APP_WORKSPACE_LOG_MAX_SIZE', '10m') || '10m',
     logMaxFiles: readInt(env, 'APP_WORKSPACE_LOG_MAX_FILES', 3, 1, 100),
     diskLimit: readEngineSize(env, 'APP_WORKSPACE_DISK_LIMIT', ''),

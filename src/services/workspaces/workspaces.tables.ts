@@ -22,6 +22,8 @@ export const workspaces = sqliteTable(
     sshPort: integer('ssh_port').notNull().unique(),
     rdpPort: integer('rdp_port').notNull().unique(),
     containerId: text('container_id'),
+    /** The APP_ENGINES engine the workspace was placed on, for good; null: the first engine (rows from before). */
+    engine: text('engine'),
     volume: text('volume').notNull(),
     /** Set once the container exists with its repo copied in: a failed workspace can then be started again. */
     provisioned: integer('provisioned', { mode: 'boolean' }).notNull().default(false),

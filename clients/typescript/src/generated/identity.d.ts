@@ -229,7 +229,7 @@ export interface components {
         };
         CreateActorBody: {
             name: string;
-            policies: ("resource:work:read" | "resource:asset:read" | "resource:asset:scan" | "resource:source:read" | "resource:source:write" | "admin:identity")[];
+            policies: ("resource:work:read" | "resource:asset:read" | "resource:asset:scan" | "resource:asset:play" | "resource:source:read" | "resource:source:write" | "admin:identity")[];
         };
         Actor: {
             id: string;
@@ -253,7 +253,7 @@ export interface components {
             /** @description a disabled actor cannot open sessions; its sessions need re-authentication */
             disabled?: boolean;
             /** @description a change ends the actor's sessions (reason policies-changed) */
-            policies?: ("resource:work:read" | "resource:asset:read" | "resource:asset:scan" | "resource:source:read" | "resource:source:write" | "admin:identity")[];
+            policies?: ("resource:work:read" | "resource:asset:read" | "resource:asset:scan" | "resource:asset:play" | "resource:source:read" | "resource:source:write" | "admin:identity")[];
         };
         CreateSessionBody: {
             apiKey: string;

@@ -92,7 +92,7 @@ export interface paths {
         put?: never;
         /**
          * Start a stopped (or failed) workspace
-         * @description From stopped or failed (a container removed outside Keel is recreated over the kept volume). Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses.
+         * @description From stopped or failed (a container removed outside Keel is recreated over the kept volume). Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. While the workspace's engine does not answer: 503 `ENGINE_UNAVAILABLE` with Retry-After, nothing moved. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses.
          */
         post: operations["startWorkspace"];
         delete?: never;
@@ -112,7 +112,7 @@ export interface paths {
         put?: never;
         /**
          * Stop a workspace (force=true: SIGKILL)
-         * @description From running, starting or restarting (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress.
+         * @description From running, starting or restarting (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. While the workspace's engine does not answer: 503 `ENGINE_UNAVAILABLE` with Retry-After, nothing moved. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress.
          */
         post: operations["stopWorkspace"];
         delete?: never;
@@ -132,7 +132,7 @@ export interface paths {
         put?: never;
         /**
          * Restart a workspace
-         * @description From running or stopped. Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress. A restart from stopped takes a running place. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses.
+         * @description From running or stopped. Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. While the workspace's engine does not answer: 503 `ENGINE_UNAVAILABLE` with Retry-After, nothing moved. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress. A restart from stopped takes a running place. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses.
          */
         post: operations["restartWorkspace"];
         delete?: never;
@@ -883,6 +883,8 @@ export interface components {
             urls: components["schemas"]["Urls"];
             /** @description why the workspace is failed */
             reason?: string;
+            /** @description admins only: the APP_ENGINES engine the workspace was placed on and stays on (docs/workspaces.md, "Several engines") */
+            engine?: string;
             stats: components["schemas"]["Stats"];
         };
         DeleteResult: {
@@ -2620,6 +2622,36 @@ export interface operations {
                     };
                 };
             };
+            /** @description `ENGINE_UNAVAILABLE`: no container engine answers; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_UNAVAILABLE",
+                     *         "message": "no container engine answers; nothing was done",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
+                             * @enum {string}
+                             */
+                            code: "ENGINE_UNAVAILABLE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
         };
     };
     stopWorkspace: {
@@ -2800,6 +2832,36 @@ export interface operations {
                     };
                 };
             };
+            /** @description `ENGINE_UNAVAILABLE`: no container engine answers; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_UNAVAILABLE",
+                     *         "message": "no container engine answers; nothing was done",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
+                             * @enum {string}
+                             */
+                            code: "ENGINE_UNAVAILABLE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
         };
     };
     restartWorkspace: {
@@ -2970,6 +3032,36 @@ export interface operations {
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_UNAVAILABLE`: no container engine answers; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_UNAVAILABLE",
+                     *         "message": "no container engine answers; nothing was done",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
+                             * @enum {string}
+                             */
+                            code: "ENGINE_UNAVAILABLE";
                             message: string;
                             details: {
                                 [key: string]: unknown;

@@ -5,7 +5,7 @@ import { realpathSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { eq } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
-import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, ScanTarget } from '../../../platform/bus/subjects';
+import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, ScanTarget, WorkerJobs } from '../../../platform/bus/subjects';
 import type { Db } from '../../../platform/db';
 import { AppError } from '../../../platform/errors';
 import '../catalog.errors';
@@ -132,7 +132,7 @@ export function createLibrary(deps: LibraryDeps) {
     }
     if (submitted.deduplicated) {
       db.delete(libraryScans).where(eq(libraryScans.id, id)).run();
-      const existing = submitted.job.payload.scanId;
+      const existing = (submitted.job.payload as WorkerJobs['library.scan']).scanId;
       return { id: existing, status: (scanRow(existing)?.status ?? 'queued') as LibraryScanStatus };
     }
     db.update(libraryScans).set({ jobId: submitted.job.id }).where(eq(libraryScans.id, id)).run();
@@ -238,7 +238,7 @@ export function createLibrary(deps: LibraryDeps) {
   /** A scan job that ended without finishing (failed for good, cancelled) fails its scan with the reason. */
   function onJob(job: JobView) {
     if (job.type !== 'library.scan' || (job.status !== 'failed' && job.status !== 'cancelled')) return;
-    const row = scanRow(job.payload.scanId);
+    const row = scanRow((job.payload as WorkerJobs['library.scan']).scanId);
     if (!row || row.status === 'done' || row.status === 'failed') return;
     db.update(libraryScans)
       .set({ status: 'failed', error: job.error ?? job.status, counts: countsOf(row.id), finishedAt: clock.now() })

@@ -3,6 +3,8 @@
 // with a kind, never a raw dockerode error, and no caller reads an HTTP status code. What each call
 // means is documented once, on the Engine interface.
 import Docker from 'dockerode';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import {
   EngineError,
@@ -20,6 +22,7 @@ import {
 } from './engine';
 import { call, callOr, engineError } from './docker-calls';
 import { networkCalls } from './docker-networks';
+import { socketWriter } from './socket-writer';
 import { frameSplitter, jsonLineSplitter, logPieceAssembler, rawLogAssembler, type LogPiece } from './frames';
 
 /** The dockerode client, for the engine files split out of this one (docker-networks.ts). */
@@ -27,11 +30,19 @@ export type DockerClient = Docker;
 
 const PING_TIMEOUT_MS = 5_000;
 
-/** DOCKER_HOST as dockerode wants it: unix:// socket or tcp:// address; unset means the engine default. */
-function connection(dockerHost: string | undefined): Docker.DockerOptions | undefined {
+/**
+ * DOCKER_HOST as dockerode wants it: unix:// socket or tcp:// address; unset means the engine default.
+ * With `certPath` (DOCKER_CERT_PATH's layout: ca.pem, cert.pem, key.pem) a tcp:// engine is spoken to
+ * over TLS with a client certificate, as the docker CLI does.
+ */
+function connection(dockerHost: string | undefined, certPath?: string): Docker.DockerOptions | undefined {
   if (!dockerHost) return undefined;
   if (dockerHost.startsWith('unix://')) return { socketPath: dockerHost.slice('unix://'.length) };
-  const m = /^(?:tcp|http):\/\/([^:/]+):(\d+)\/?$/.exec(dockerHost);
+  const m = /^(?:tcp|http|https):\/\/([^:/]+):(\d+)\/?$/.exec(dockerHost);
+  if (m && certPath) {
+    const pem = (f: string) => readFileSync(join(certPath, f));
+    return { host: m[1], port: Number(m[2]), protocol: 'https', ca: pem('ca.pem'), cert: pem('cert.pem'), key: pem('key.pem') };
+  }
   if (m) return { host: m[1], port: Number(m[2]), protocol: 'http' };
   return undefined;
 }
@@ -52,31 +63,8 @@ function streamEnd(stream: NodeJS.ReadableStream, onEnd: () => void): Promise<vo
   });
 }
 
-/** Writes to an exec's hijacked socket, waiting for 'drain' when the engine is behind (uploads stay bounded in memory). */
-function socketWriter(stream: NodeJS.WritableStream & { destroyed?: boolean }) {
-  return {
-    write(bytes: Uint8Array): Promise<void> {
-      if (stream.destroyed) return Promise.reject(new EngineError('the process closed its input', 'failed'));
-      if (stream.write(bytes)) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const done = (e?: Error) => {
-          stream.off('drain', ok);
-          stream.off('close', closed);
-          e ? reject(e) : resolve();
-        };
-        const ok = () => done();
-        const closed = () => done(new EngineError('the process closed its input', 'failed'));
-        stream.on('drain', ok);
-        stream.on('close', closed);
-      });
-    },
-    // Half-close: the process reads EOF while its output still arrives.
-    end: () => stream.end(),
-  };
-}
-
-export function createEngine(dockerHost?: string): Engine {
-  const docker = new Docker(connection(dockerHost));
+export function createEngine(dockerHost?: string, opts: { certPath?: string } = {}): Engine {
+  const docker = new Docker(connection(dockerHost, opts.certPath));
 
   const drain = (stream: Readable) =>
     new Promise<void>((resolve, reject) => {
@@ -102,6 +90,11 @@ export function createEngine(dockerHost?: string): Engine {
       await call(() => ping.call(docker, { abortSignal: signal })).catch((e: EngineError) => {
         throw signal.aborted ? new EngineError(`the engine did not answer within ${PING_TIMEOUT_MS / 1000} s`, 'unavailable') : e;
       });
+    },
+
+    async memoryBytes() {
+      const info = (await call(() => docker.info())) as { MemTotal?: number };
+      return info.MemTotal ?? 0;
     },
 
     imageExists(ref: string): Promise<boolean> {

@@ -128,6 +128,8 @@ export interface ExecHandle {
 export interface Engine {
   /** Resolves when the engine answers; EngineError `unavailable` when none does. */
   ping(): Promise<void>;
+  /** The engine host's memory in bytes (placement over several engines weighs it). */
+  memoryBytes(): Promise<number>;
 
   imageExists(ref: string): Promise<boolean>;
   pullImage(ref: string): Promise<void>;

@@ -89,7 +89,11 @@ export const Workspace = t.Object({
 export type WorkspaceView = Static<typeof Workspace>;
 
 export const WorkspaceWithStats = t.Object(
-  { ...Workspace.properties, stats: Stats },
+  {
+    ...Workspace.properties,
+    engine: t.Optional(t.String({ description: 'admins only: the APP_ENGINES engine the workspace was placed on and stays on (docs/workspaces.md, "Several engines")' })),
+    stats: Stats,
+  },
   {
     examples: [
       {

@@ -28,13 +28,13 @@ const QUOTAS =
 const TRANSITIONS =
   'Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it ' +
   '(poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with ' +
-  '`details.status` and `details.allowedFrom`. If Keel is killed before the move completes, the next start-up finishes it ' +
+  '`details.status` and `details.allowedFrom`. While the workspace\'s engine does not answer: 503 `ENGINE_UNAVAILABLE` with Retry-After, nothing moved. If Keel is killed before the move completes, the next start-up finishes it ' +
   '(a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress.';
 
 /** What start, stop and restart share: the id in, the in-progress status out, 409 for a move not allowed. */
 const transition = {
   params: IdParams,
-  response: { 200: ActionResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope },
+  response: { 200: ActionResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope },
 };
 
 const listConditional = conditionalGet('the list');
@@ -101,7 +101,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     })
     .post('/api/workspaces/:id/start', ({ actor, params }) => ws.start(actor, params.id), {
       ...transition,
-      detail: { ...op('startWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'QUOTA_EXCEEDED']),
+      detail: { ...op('startWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'QUOTA_EXCEEDED', 'ENGINE_UNAVAILABLE']),
         summary: 'Start a stopped (or failed) workspace',
         description: `From stopped or failed (a container removed outside Keel is recreated over the kept volume). ${TRANSITIONS} ${QUOTAS}`,
       },
@@ -109,14 +109,14 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     .post('/api/workspaces/:id/stop', ({ actor, params, query }) => ws.stop(actor, params.id, query.force ?? false), {
       ...transition,
       query: StopQuery,
-      detail: { ...op('stopWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION']),
+      detail: { ...op('stopWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'ENGINE_UNAVAILABLE']),
         summary: 'Stop a workspace (force=true: SIGKILL)',
         description: `From running, starting or restarting (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. ${TRANSITIONS}`,
       },
     })
     .post('/api/workspaces/:id/restart', ({ actor, params }) => ws.restart(actor, params.id), {
       ...transition,
-      detail: { ...op('restartWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'QUOTA_EXCEEDED']), summary: 'Restart a workspace', description: `From running or stopped. ${TRANSITIONS} A restart from stopped takes a running place. ${QUOTAS}` },
+      detail: { ...op('restartWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'QUOTA_EXCEEDED', 'ENGINE_UNAVAILABLE']), summary: 'Restart a workspace', description: `From running or stopped. ${TRANSITIONS} A restart from stopped takes a running place. ${QUOTAS}` },
     })
     .get('/api/quotas', ({ actor }) => ws.quotas(actor), {
       response: { 200: QuotaView, 401: ErrorEnvelope, 429: ErrorEnvelope },

@@ -11,7 +11,10 @@ import type { Actor } from '../../../platform/auth/workspace-token';
 import { errorFields, type Clock, type Logger } from '../../../platform/runtime';
 import { engineFailure, type Access } from '../access';
 import type { Engine } from '../engine/engine';
-import { createFirewall } from '../network/firewall';
+import type { Engines } from '../engine/engines';
+import { createFirewalls } from '../network/firewalls';
+import { templateImage } from '../images/template-image';
+import { MiB } from './stats';
 import { createReservations } from './ports';
 import { createProvisioner } from './provision';
 import { createReconciler } from './reconcile';
@@ -34,7 +37,10 @@ export interface LifecycleDeps {
   log: Logger;
   clock: Clock;
   settings: WorkspacesConfig;
+  /** The routed engine (engine/engines.ts): each call goes to the engine of the workspace it concerns. */
   engine: Engine;
+  /** The engines themselves: placement, which one answers, each one's settings. */
+  engines: Engines;
   access: Access;
   quotas: Quotas;
   /** The templates a workspace can be created from (images/templates.ts). */
@@ -70,8 +76,9 @@ export function createLifecycle(deps: LifecycleDeps) {
     quotas,
     inserted: (tx, row) => records.recordEvent(tx, 'created', row),
   });
-  const firewall = createFirewall({ instance, log, mode: deps.settings.firewall, dockerHost: deps.settings.dockerHost, pool: deps.settings.subnetPool });
-  const provisioner = createProvisioner({ engine, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy });
+  const { engines } = deps;
+  const firewall = createFirewalls({ instance, log, settings: deps.settings, engines, engineOfWorkspace: (id) => access.row(id)?.engine });
+  const provisioner = createProvisioner({ engine, engines, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy });
   const view = (row: WorkspaceRow) => workspaceView(row, host, codeSecret(deps.codeKey, row.id));
 
   async function destroy(row: WorkspaceRow, removeVolume: boolean): Promise<void> {
@@ -89,7 +96,7 @@ export function createLifecycle(deps: LifecycleDeps) {
   }
 
   const machine = createStateMachine({ engine, records, access, queue, provisioner, stats, templates, settings: deps.settings, log, quotas, destroy });
-  const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork });
+  const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork, engineUp: (row) => engines.isUp(row.engine) });
 
   return {
     list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }) {
@@ -98,7 +105,8 @@ export function createLifecycle(deps: LifecycleDeps) {
 
     async get(actor: Actor, id: string) {
       const row = access.getOwned(actor, id);
-      return { ...view(row), stats: await stats.of(row) };
+      // Where it runs is the operator's business: only an admin is shown the engine.
+      return { ...view(row), ...(actor.admin ? { engine: engines.nameOf(row.engine) } : {}), stats: await stats.of(row) };
     },
 
     /**
@@ -123,14 +131,14 @@ export function createLifecycle(deps: LifecycleDeps) {
       const ticket = input.repo ? clones.admit() : undefined;
       if (ticket === null) throw cloneQueueFull();
       try {
-        await engine.ping().catch((e) => {
+        const placed = await engines.place(templateImage(template, deps.settings), template.resources.memoryMb * MiB).catch((e) => {
           throw engineFailure(e);
         });
-        const isolation = await firewall.status();
-        if (!isolation.active && deps.settings.firewall === 'required') {
+        const isolation = await firewall.of(placed).status();
+        if (!isolation.active && engines.settingsOf(placed).firewall === 'required') {
           throw new AppError('ISOLATION_UNAVAILABLE', `workspace network isolation is unavailable, so no workspace is created: ${isolation.reason}`, { setting: 'APP_WORKSPACE_FIREWALL' });
         }
-        const row = await reservations.reserve(actor, input, template);
+        const row = await reservations.reserve(actor, input, template, engines.names.length > 1 ? placed : null);
         records.relay();
         const repo: RepoRequest | undefined = input.repo && ticket ? { url: input.repo.url, branch: input.repo.branch, ticket } : undefined;
         machine.create(row, repo);
@@ -141,9 +149,22 @@ export function createLifecycle(deps: LifecycleDeps) {
       }
     },
 
-    start: (actor: Actor, id: string) => machine.start(actor, access.getOwned(actor, id)),
-    stop: (actor: Actor, id: string, force: boolean) => machine.stop(access.getOwned(actor, id), force),
-    restart: (actor: Actor, id: string) => machine.restart(actor, access.getOwned(actor, id)),
+    // An operation on a workspace whose engine does not answer is refused (503) before anything moves.
+    start: (actor: Actor, id: string) => machine.start(actor, access.engineReady(access.getOwned(actor, id))),
+    stop: (actor: Actor, id: string, force: boolean) => machine.stop(access.engineReady(access.getOwned(actor, id)), force),
+    restart: (actor: Actor, id: string) => machine.restart(actor, access.engineReady(access.getOwned(actor, id))),
+
+    /** Keel's active workspaces on an engine and the memory their templates ask (placement, engine/engines.ts). */
+    placementLoad(name: string): { active: number; memoryBytes: number } {
+      let active = 0;
+      let memoryBytes = 0;
+      for (const r of records.active()) {
+        if (engines.nameOf(r.engine) !== name) continue;
+        active++;
+        memoryBytes += (templates.get(r.template)?.resources.memoryMb ?? 0) * MiB;
+      }
+      return { active, memoryBytes };
+    },
 
     /** The actor's quotas and what it uses of each (admins are not limited). */
     quotas(actor: Actor) {
@@ -155,7 +176,7 @@ export function createLifecycle(deps: LifecycleDeps) {
      * a volume kept is listed and removed by volumes/ (GET and DELETE /api/volumes).
      */
     async remove(actor: Actor, id: string, volumes: boolean): Promise<{ id: string; deleted: true }> {
-      access.getOwned(actor, id);
+      access.engineReady(access.getOwned(actor, id));
       provisioner.cancel(id);
       let failure: unknown;
       let refused: unknown;
@@ -189,10 +210,16 @@ export function createLifecycle(deps: LifecycleDeps) {
     async startUp(): Promise<void> {
       // Sampling first: engine trouble below must not leave GET without stats once the engine answers.
       stats.start();
-      const isolation = await firewall.status();
-      if (!isolation.active) {
-        log.warn(`workspace network isolation: ${isolation.reason}; ${deps.settings.firewall === 'required' ? 'creating workspaces is refused (503 ISOLATION_UNAVAILABLE)' : 'workspaces reach the Keel host and metadata addresses'} (docs/security.md)`);
+      for (const e of deps.settings.engines) {
+        const isolation = await firewall.of(e.name).status();
+        if (!isolation.active) {
+          log.warn(`workspace network isolation: ${isolation.reason}; ${e.firewall === 'required' ? 'creating workspaces is refused (503 ISOLATION_UNAVAILABLE)' : 'workspaces reach the Keel host and metadata addresses'} (docs/security.md)`, { engine: e.name });
+        }
       }
+      // An engine back after an outage: its workspaces are settled from what it reports now, and an
+      // operation its outage left in progress is finished, as at start-up (one queued now is busy and left alone).
+      engines.onBack(() => void reconciler.reconcileAll({ startUp: true }).catch((e) => log.warn('reconciliation failed', errorFields(e))));
+      engines.start();
       // Events a crash left unsent go out first, then each new one as it commits.
       records.startRelay();
       reconciler.watch();
@@ -202,6 +229,7 @@ export function createLifecycle(deps: LifecycleDeps) {
     /** Stops following events and waits (bounded) for queued engine work. */
     async close(): Promise<void> {
       reconciler.stop();
+      engines.stop();
       stats.stop();
       // A clone in flight is cut short; the workspace stays `creating` and the next start-up settles it.
       provisioner.cancelAll();

@@ -35,7 +35,8 @@ export function createReservations(deps: {
     return reserved;
   }
 
-  async function reserve(actor: Actor, input: CreateWorkspaceInput, template: Template): Promise<WorkspaceRow> {
+  /** `engine`: where placement put the workspace (engine/engines.ts); it stays there. */
+  async function reserve(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null = null): Promise<WorkspaceRow> {
     if (db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, input.name)).get()) {
       throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists', { property: '/name' });
     }
@@ -68,6 +69,7 @@ export function createReservations(deps: {
       sshPort: sshPort!,
       rdpPort: rdpPort!,
       containerId: null,
+      engine,
       volume: `keel-ws-${id.replace('_', '-')}`,
       provisioned: false,
       repoUrl: input.repo ? scrubUrls(input.repo.url) : null,
@@ -98,8 +100,8 @@ export function createReservations(deps: {
 
   return {
     /** Checks the name and ports and inserts the row in `creating`; 409 when either is taken. */
-    reserve(actor: Actor, input: CreateWorkspaceInput, template: Template): Promise<WorkspaceRow> {
-      const run = () => reserve(actor, input, template);
+    reserve(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null = null): Promise<WorkspaceRow> {
+      const run = () => reserve(actor, input, template, engine);
       const next = queue.then(run, run);
       queue = next.catch(() => {});
       return next;

@@ -11,6 +11,7 @@ import { supervisorScript } from './supervisor';
 import { CODE_SECRET_ENV, codeSecret } from './code-secret';
 import { createWorkspaceNetworks, networkName } from '../network/workspace-network';
 import type { Firewall } from '../network/firewall';
+import type { Engines } from '../engine/engines';
 import type { Template } from '../images/templates';
 import type { Records } from './records';
 import type { Access } from '../access';
@@ -26,9 +27,9 @@ export function failureReason(e: unknown, log: Logger): string {
   return scrubUrls(e instanceof Error ? e.message : String(e)).slice(0, 500);
 }
 
-export function createProvisioner(deps: { engine: Engine; records: Records; access: Access; settings: WorkspacesConfig; log: Logger; instance: string; firewall: Firewall; codeKey: Buffer; clonePolicy: TargetPolicy }) {
+export function createProvisioner(deps: { engine: Engine; engines: Engines; records: Records; access: Access; settings: WorkspacesConfig; log: Logger; instance: string; firewall: Firewall; codeKey: Buffer; clonePolicy: TargetPolicy }) {
   const { engine, records, settings, log } = deps;
-  const networks = createWorkspaceNetworks({ engine, firewall: deps.firewall, settings });
+  const networks = createWorkspaceNetworks({ engine, engines: deps.engines, firewall: deps.firewall });
   const imageReady = new Map<string, Promise<void>>();
   /** Creations in progress, so a delete can cut a slow repo clone short instead of waiting for it. */
   const inFlight = new Map<string, AbortController>();
@@ -43,10 +44,15 @@ export function createProvisioner(deps: { engine: Engine; records: Records; acce
 
   const imageOf = (template: Template) => templateImage(template, settings);
 
-  /** The template's image: present, built by Keel (images/template-image.ts), or pulled. One attempt at a time per image. */
-  function ensureImage(template: Template): Promise<void> {
+  /**
+   * The template's image on the workspace's engine: present, built by Keel (images/template-image.ts),
+   * or pulled; each engine gets its own on first use. One attempt at a time per engine and image.
+   */
+  function ensureImage(row: WorkspaceRow, template: Template): Promise<void> {
     const image = imageOf(template);
-    let p = imageReady.get(image);
+    const engine = deps.engines.at(row.engine);
+    const key = `${deps.engines.nameOf(row.engine)}/${image}`;
+    let p = imageReady.get(key);
     if (!p) {
       p = (async () => {
         if (await engine.imageExists(image)) return;
@@ -57,9 +63,9 @@ export function createProvisioner(deps: { engine: Engine; records: Records; acce
           throw new EngineError(`image ${image} is not present and could not be pulled (${(e as Error).message}); build it from templates/${template.name}/Dockerfile`);
         }
       })();
-      imageReady.set(image, p);
+      imageReady.set(key, p);
       // Checked again next time (the image may be removed meanwhile); a failed attempt is simply retried.
-      const forget = () => imageReady.delete(image);
+      const forget = () => imageReady.delete(key);
       void p.then(forget, forget);
     }
     return p;
@@ -78,7 +84,7 @@ export function createProvisioner(deps: { engine: Engine; records: Records; acce
       if (state && state.networks.length === 1 && state.networks[0] === networkName(row.id)) return row.containerId;
       if (state) await engine.remove(row.containerId);
     }
-    await ensureImage(template);
+    await ensureImage(row, template);
     // A crash between the engine's create and the record below leaves a container of this workspace
     // that no row names (and that holds the name): it goes first, so the retry after the restart
     // makes the container again instead of colliding with it.

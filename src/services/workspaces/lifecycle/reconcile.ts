@@ -26,6 +26,8 @@ export function createReconciler(deps: {
   firewall: Firewall;
   /** The one way a workspace network goes: the network, then its rules (workspace-network.ts). */
   removeNetwork: Provisioner['removeNetwork'];
+  /** Whether the workspace's engine answers: a workspace on an engine that does not waits for it to come back. */
+  engineUp?: (row: WorkspaceRow) => boolean;
 }) {
   const { engine, records, queue, machine, log, instance, firewall } = deps;
   let watcher: { stop(): void } | undefined;
@@ -71,7 +73,7 @@ export function createReconciler(deps: {
     await Promise.all(
       records.ids().map((id) => {
         const row = deps.access.row(id);
-        if (!row || queue.busy(id)) return;
+        if (!row || queue.busy(id) || deps.engineUp?.(row) === false) return;
         // While Keel runs, an in-progress status belongs to an operation about to be queued: leave it.
         if (inProgress(row)) return opts.startUp ? machine.resume(row) : undefined;
         return queue.enqueue(id, () => machine.settle(id), false);

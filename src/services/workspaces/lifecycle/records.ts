@@ -27,6 +27,11 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
     .prepare();
   const listedAll = db.select().from(workspaces).where(filters).orderBy(...order).prepare();
   const runningRows = db.select().from(workspaces).where(eq(workspaces.status, 'running')).prepare();
+  const activeRows = db
+    .select({ engine: workspaces.engine, template: workspaces.template })
+    .from(workspaces)
+    .where(inArray(workspaces.status, ['creating', 'starting', 'running', 'restarting']))
+    .prepare();
 
   const outbox = createEventOutbox({ db, table: workspaceEventOutbox, bus: deps.bus, clock, log });
   type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
@@ -83,6 +88,9 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
       const f = { status: filter.status ?? null, type: filter.type ?? null };
       return actor.admin ? listedAll.all(f) : listedOwn.all({ ...f, owner: actor.id });
     },
+
+    /** Workspaces that hold or are about to hold a running container: their engine and template (placement). */
+    active: () => activeRows.all(),
 
     /** Every running workspace, whoever owns it (the stats sampler's round). */
     running: (): WorkspaceRow[] => runningRows.all(),

@@ -27,7 +27,7 @@ function endEvent(reason: EndReason): SseEvent {
 /** Engine messages (16 KiB at most) one entry (64 KiB at most) may span, a cut character included. */
 const MESSAGES_PER_ENTRY = 5;
 
-export function createLogsService(deps: { engine: Engine; hub: LogHub; access: Pick<Access, 'getOwned'> }) {
+export function createLogsService(deps: { engine: Engine; hub: LogHub; access: Pick<Access, 'getOwned' | 'engineReady'> }) {
   const { engine, hub } = deps;
 
   /** The last `tail` entries (of `service` when given), oldest first. A container that is gone has none. */
@@ -137,7 +137,7 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
 
   return {
     async snapshot(actor: Actor, id: string, q: LogsRequest): Promise<LogEntry[]> {
-      const ws = deps.access.getOwned(actor, id);
+      const ws = deps.access.engineReady(deps.access.getOwned(actor, id));
       return (await readTail(ws.containerId, q.tail ?? LOG_TAIL_DEFAULT, q.service)).map(toEntry);
     },
 
@@ -147,7 +147,7 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
      * Ends without a last event when `signal` aborts (client gone, shutdown, dropped by the adapter).
      */
     async follow(actor: Actor, id: string, q: LogsRequest, signal: AbortSignal): Promise<AsyncIterable<SseItem>> {
-      const ws = deps.access.getOwned(actor, id);
+      const ws = deps.access.engineReady(deps.access.getOwned(actor, id));
       return followLines(ws.id, ws.containerId, q, signal);
     },
 

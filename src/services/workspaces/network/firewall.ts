@@ -41,9 +41,10 @@ export interface FirewallStatus {
 
 type Family = 'iptables' | 'ip6tables';
 
-async function run(bin: Family, args: string[]): Promise<{ ok: boolean; out: string; err: string }> {
+/** Runs iptables on Keel's host, or inside the network namespace `netns` (a path: an engine started there, docs/operations.md). */
+async function runIn(bin: Family, args: string[], netns?: string): Promise<{ ok: boolean; out: string; err: string }> {
   try {
-    const p = Bun.spawn([bin, '-w', '10', ...args], { stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
+    const p = Bun.spawn([...(netns ? ['nsenter', `--net=${netns}`] : []), bin, '-w', '10', ...args], { stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
     const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
     return { ok: code === 0, out, err: err.trim().split('\n')[0] ?? '' };
   } catch (e) {
@@ -59,8 +60,8 @@ function splitRule(line: string): string[] {
 }
 
 /** This instance's rules in one chain, as `-D` argv, with the workspace each belongs to. */
-async function taggedRules(bin: Family, chain: string, instance: string): Promise<{ workspaceId: string; del: string[] }[]> {
-  const listed = await run(bin, ['-S', chain]);
+async function taggedRules(bin: Family, chain: string, instance: string, netns?: string): Promise<{ workspaceId: string; del: string[] }[]> {
+  const listed = await runIn(bin, ['-S', chain], netns);
   if (!listed.ok) return [];
   const prefix = `keel:${instance}:`;
   const out: { workspaceId: string; del: string[] }[] = [];
@@ -75,18 +76,18 @@ async function taggedRules(bin: Family, chain: string, instance: string): Promis
 }
 
 /** This instance's rules in both of Keel's chains, IPv4 and IPv6. */
-async function allTaggedRules(instance: string): Promise<{ bin: Family; workspaceId: string; del: string[] }[]> {
+async function allTaggedRules(instance: string, netns?: string): Promise<{ bin: Family; workspaceId: string; del: string[] }[]> {
   const out: { bin: Family; workspaceId: string; del: string[] }[] = [];
   for (const bin of ['iptables', 'ip6tables'] as const) {
-    for (const chain of [INPUT_CHAIN, FORWARD_CHAIN]) for (const r of await taggedRules(bin, chain, instance)) out.push({ bin, ...r });
+    for (const chain of [INPUT_CHAIN, FORWARD_CHAIN]) for (const r of await taggedRules(bin, chain, instance, netns)) out.push({ bin, ...r });
   }
   return out;
 }
 
 /** Removes every rule of `instance` (for `workspaceId` only, when given) from Keel's chains. */
-export async function removeRules(instance: string, workspaceId?: string): Promise<void> {
-  for (const r of await allTaggedRules(instance)) {
-    if (workspaceId === undefined || r.workspaceId === workspaceId) await run(r.bin, r.del);
+export async function removeRules(instance: string, workspaceId?: string, netns?: string): Promise<void> {
+  for (const r of await allTaggedRules(instance, netns)) {
+    if (workspaceId === undefined || r.workspaceId === workspaceId) await runIn(r.bin, r.del, netns);
   }
 }
 
@@ -121,8 +122,9 @@ function remoteEngine(dockerHost: string | undefined): string | null {
   return ['127.0.0.1', 'localhost', '::1'].includes(m[1]!) ? null : m[1]!;
 }
 
-export function createFirewall(opts: { instance: string; mode: FirewallMode; dockerHost: string | undefined; pool: string; log: Logger }) {
-  const { instance, log } = opts;
+export function createFirewall(opts: { instance: string; mode: FirewallMode; dockerHost: string | undefined; pool: string; log: Logger; netns?: string }) {
+  const { instance, log, netns } = opts;
+  const run = (bin: Family, args: string[]) => runIn(bin, args, netns);
   let probed: Promise<FirewallStatus> | undefined;
   // One firewall change at a time in this process (the `-C` then `-A` pairs must not interleave).
   let chain: Promise<unknown> = Promise.resolve();
@@ -152,7 +154,7 @@ export function createFirewall(opts: { instance: string; mode: FirewallMode; doc
     const off = (reason: string): FirewallStatus => ({ active: false, reason, ipv6: false });
     if (opts.mode === 'off') return off('APP_WORKSPACE_FIREWALL=off');
     const remote = remoteEngine(opts.dockerHost);
-    if (remote) return off(`the engine (DOCKER_HOST) runs on ${remote}, whose iptables Keel cannot reach`);
+    if (remote && !netns) return off(`the engine (DOCKER_HOST) runs on ${remote}, whose iptables Keel cannot reach`);
     const docker = await run('iptables', ['-S', 'DOCKER-USER']);
     if (!docker.ok) {
       if (/could not be run/.test(docker.err)) return off('iptables is not installed or not on PATH');
@@ -185,7 +187,8 @@ export function createFirewall(opts: { instance: string; mode: FirewallMode; doc
         const s = await status();
         if (opts.mode === 'off') return;
         if (!s.active) throw new Error(`workspace network isolation is unavailable: ${s.reason}`);
-        if (!existsSync(`/sys/class/net/${net.bridge}`)) {
+        // (In another namespace, /sys shows Keel's own; iptables there is told the bridge by name alone.)
+        if (!netns && !existsSync(`/sys/class/net/${net.bridge}`)) {
           throw new Error(`the workspace bridge ${net.bridge} is not on Keel's host: the engine runs in another network namespace or machine, so Keel cannot firewall it`);
         }
         const rules = rulesFor(net, opts.pool);
@@ -203,12 +206,12 @@ export function createFirewall(opts: { instance: string; mode: FirewallMode; doc
 
     /** Removes the workspace's rules (none is fine). */
     release(workspaceId: string): Promise<void> {
-      return serial(() => removeRules(instance, workspaceId)).catch((e) => log.warn('workspace firewall rules not removed', { workspace: workspaceId, error: String(e) }));
+      return serial(() => removeRules(instance, workspaceId, netns)).catch((e) => log.warn('workspace firewall rules not removed', { workspace: workspaceId, error: String(e) }));
     },
 
     /** Workspaces that have rules of this instance in Keel's chains. */
     tagged(): Promise<Set<string>> {
-      return serial(async () => new Set((await allTaggedRules(instance)).map((r) => r.workspaceId)));
+      return serial(async () => new Set((await allTaggedRules(instance, netns)).map((r) => r.workspaceId)));
     },
   };
 }

@@ -13,6 +13,7 @@ import { openDb } from '../../../../src/platform/db';
 import { createLogger, systemClock } from '../../../../src/platform/runtime';
 import { EngineError } from '../../../../src/services/workspaces/engine/engine';
 import { createAccess } from '../../../../src/services/workspaces/access';
+import { createEngines } from '../../../../src/services/workspaces/engine/engines';
 import { createQuotas } from '../../../../src/services/workspaces/quotas';
 import { createLifecycle, type Lifecycle } from '../../../../src/services/workspaces/lifecycle/lifecycle.service';
 import { loadWorkspacesConfig } from '../../../../src/services/workspaces/workspaces.config';
@@ -42,7 +43,14 @@ async function startLifecycle() {
   engine = createMemoryEngine({ images: [settings.minimalImage, settings.bunImage] });
   const access = createAccess(db);
   const quotas = createQuotas({ db, limits: settings.quotas });
-  lifecycle = createLifecycle({ db, bus, log, clock: systemClock, settings, engine, access, quotas, templates: createTemplateRegistry(), instance: 'keel_unit', codeKey: Buffer.alloc(32, 7) });
+  const engines = createEngines({
+    settings: settings.engines,
+    connect: () => engine,
+    locate: { workspace: (id) => access.row(id)?.engine, container: access.engineOfContainer, volume: access.engineOfVolume, load: () => ({ active: 0, memoryBytes: 0 }) },
+    log,
+    checkSeconds: 60,
+  });
+  lifecycle = createLifecycle({ db, bus, log, clock: systemClock, settings, engine: engines.routed, engines, access, quotas, templates: createTemplateRegistry(), instance: 'keel_unit', codeKey: Buffer.alloc(32, 7) });
   await lifecycle.startUp();
 }
 

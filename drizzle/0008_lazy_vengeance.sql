@@ -1,0 +1,1 @@
+ALTER TABLE `workspaces_workspaces` ADD `engine` text;

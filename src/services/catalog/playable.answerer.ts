@@ -1,0 +1,33 @@
+// Answers qry.catalog.playable: an asset's MediaIndex facts and keyframe index, which the playback
+// service cuts its HLS segments at. Read-only; the playback service never reads catalog tables.
+import { eq } from 'drizzle-orm';
+import type { Bus } from '../../platform/bus/bus';
+import type { BusQueries } from '../../platform/bus/subjects';
+import type { Db } from '../../platform/db';
+import { AppError } from '../../platform/errors';
+import { catalogAssets, catalogMediaIndexes } from './catalog.tables';
+
+type Playable = BusQueries['qry.catalog.playable'];
+
+export function createPlayableAnswerer(deps: { db: Db }) {
+  function playable(req: Playable['request']): Playable['reply'] {
+    if (typeof req?.assetId !== 'string' || req.assetId.length < 1 || req.assetId.length > 128) {
+      throw new AppError('CATALOG_REQUEST_INVALID', 'qry.catalog.playable needs an assetId of 1 to 128 characters');
+    }
+    const row = deps.db
+      .select({ asset: catalogAssets, index: catalogMediaIndexes })
+      .from(catalogAssets)
+      .leftJoin(catalogMediaIndexes, eq(catalogMediaIndexes.assetId, catalogAssets.id))
+      .where(eq(catalogAssets.id, req.assetId))
+      .get();
+    const none = { assetId: req.assetId, container: '', durationMs: 0, bitrateBps: 0, keyframesMs: [], streams: [] };
+    if (!row) return { ...none, found: false, indexed: false };
+    if (!row.index) return { ...none, container: row.asset.container, found: true, indexed: false };
+    const i = row.index;
+    return {
+      assetId: req.assetId, found: true, indexed: true, container: i.container, durationMs: i.durationMs,
+      bitrateBps: i.bitrateBps, keyframesMs: i.keyframesMs, streams: i.streams,
+    };
+  }
+  return { playable, listen: (bus: Bus) => bus.answer('qry.catalog.playable', playable) };
+}

@@ -1,0 +1,138 @@
+// The playback service over HTTP: POST /sessions behind the Bearer guard, and the session URLs, which
+// carry their credential in the path (players cannot send headers). Byte ranges are HTTP: here.
+import { Elysia } from 'elysia';
+import { GUARD_CODES, guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
+import { ProblemSchema } from '../../platform/http/errors';
+import { playbackOperation as op } from './playback.errors';
+import { CreateSessionBody, CreateSessionResponse, TokenFileParams, TokenParams } from './playback.model';
+import { segmentNotFound, type Playback } from './playback.service';
+
+const PLAYLIST = { 'content-type': 'application/vnd.apple.mpegurl', 'cache-control': 'no-cache' };
+const notFound = { 404: ProblemSchema };
+
+/** A single `bytes=` range of a file of `size` bytes; null for none or several (the whole file answers). */
+export function parseRange(header: string | null, size: number): { start: number; end: number } | 'unsatisfiable' | null {
+  const m = header?.match(/^bytes=(\d*)-(\d*)$/);
+  if (!m || (m[1] === '' && m[2] === '')) return null;
+  let start: number;
+  let end: number;
+  if (m[1] === '') {
+    const n = Number(m[2]);
+    if (n === 0) return 'unsatisfiable';
+    start = Math.max(0, size - n);
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+    if (start > end || start >= size) return 'unsatisfiable';
+  }
+  return { start, end };
+}
+
+function serveFile(path: string, size: number, type: string, range: string | null): Response {
+  const base = { 'content-type': type, 'accept-ranges': 'bytes' };
+  const r = parseRange(range, size);
+  if (r === 'unsatisfiable') return new Response(null, { status: 416, headers: { ...base, 'content-range': `bytes */${size}` } });
+  if (!r) return new Response(Bun.file(path), { headers: { ...base, 'content-length': String(size) } });
+  return new Response(Bun.file(path).slice(r.start, r.end + 1), {
+    status: 206,
+    headers: { ...base, 'content-range': `bytes ${r.start}-${r.end}/${size}`, 'content-length': String(r.end - r.start + 1) },
+  });
+}
+
+export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard }) {
+  const { playback } = deps;
+  const sessions = new Elysia().use(deps.guard).post(
+    '/sessions',
+    async ({ body, request, set }) => {
+      set.status = 201;
+      return { session: await playback.createSession(body, new URL(request.url).origin) };
+    },
+    {
+      policy: 'resource:asset:play',
+      body: CreateSessionBody,
+      response: { 201: CreateSessionResponse, 400: ProblemSchema, 422: ProblemSchema, ...notFound, 409: ProblemSchema, ...guardResponses, 504: ProblemSchema },
+      detail: {
+        ...op('createPlaybackSession', [...GUARD_CODES, 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE', 'BUS_NO_ANSWERER', 'BUS_TIMEOUT', 'BUS_UNAVAILABLE']),
+        tags: ['sessions'],
+        summary: 'Open a playback session for an asset',
+        security: [{ bearer: [] }],
+        description:
+          'Answers the session with a URL that works without headers until expiresAt: the master playlist (mode hls, the ' +
+          'default) or the file itself, with Range (mode direct). Needs a Bearer token with the policy resource:asset:play. ' +
+          'Domain codes: PLAYBACK_ASSET_NOT_FOUND (404), PLAYBACK_NO_CAPABILITIES (409, the asset has indexed=false), ' +
+          'PLAYBACK_SOURCE_UNAVAILABLE (409, no readable copy now), BUS_TIMEOUT (504).',
+      },
+    },
+  );
+
+  return new Elysia({ name: 'playback.routes' })
+    .use(sessions)
+    .get('/play/:token/master.m3u8', async ({ params }) => new Response(await playback.master(params.token), { headers: PLAYLIST }), {
+      params: TokenParams,
+      response: { ...notFound, 409: ProblemSchema },
+      detail: {
+        ...op('getMasterPlaylist', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE']),
+        tags: ['play'],
+        summary: 'The master playlist of an HLS session (application/vnd.apple.mpegurl)',
+        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404: unknown, forged or expired URL).',
+      },
+    })
+    .get('/play/:token/media.m3u8', async ({ params }) => new Response(await playback.media(params.token), { headers: PLAYLIST }), {
+      params: TokenParams,
+      response: { ...notFound, 409: ProblemSchema },
+      detail: {
+        ...op('getMediaPlaylist', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE']),
+        tags: ['play'],
+        summary: 'The media playlist: segments cut at the indexed keyframes (about 6 s each)',
+        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404).',
+      },
+    })
+    .get('/play/:token/thumbnails.vtt', async ({ params }) => new Response(await playback.thumbnails(params.token), { headers: { 'content-type': 'text/vtt; charset=utf-8', 'cache-control': 'no-cache' } }), {
+      params: TokenParams,
+      response: { ...notFound, 409: ProblemSchema },
+      detail: {
+        ...op('getThumbnailsVtt', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_THUMBNAILS_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE']),
+        tags: ['play'],
+        summary: 'Trickplay: WebVTT cues pointing at thumbnails.jpg#xywh=x,y,w,h, one per APP_PLAYBACK_THUMBNAIL_INTERVAL_S',
+        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_THUMBNAILS_NOT_FOUND (404: no video).',
+      },
+    })
+    .get('/play/:token/thumbnails.jpg', async ({ params }) => new Response(Bun.file(await playback.sprite(params.token)), { headers: { 'content-type': 'image/jpeg', 'cache-control': 'private, max-age=3600' } }), {
+      params: TokenParams,
+      response: { ...notFound, 409: ProblemSchema, 503: ProblemSchema },
+      detail: {
+        ...op('getThumbnailsSprite', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_THUMBNAILS_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE', 'PLAYBACK_SEGMENT_FAILED']),
+        tags: ['play'],
+        summary: 'Trickplay: the sprite sheet of thumbnails (image/jpeg), made by a workers job on first request',
+        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_THUMBNAILS_NOT_FOUND (404), PLAYBACK_SEGMENT_FAILED (503, retryable).',
+      },
+    })
+    .get(
+      '/play/:token/:name',
+      async ({ params, request }) => {
+        const seg = params.name.match(/^segment-(\d{1,6})\.ts$/);
+        if (seg) {
+          const path = await playback.segment(params.token, Number(seg[1]));
+          return new Response(Bun.file(path), { headers: { 'content-type': 'video/mp2t', 'cache-control': 'private, max-age=3600' } });
+        }
+        if (!/^file\.[a-z0-9]{1,5}$/.test(params.name)) throw segmentNotFound();
+        const file = await playback.directFile(params.token);
+        return serveFile(file.path, file.size, file.type, request.headers.get('range'));
+      },
+      {
+        params: TokenFileParams,
+        response: { ...notFound, 409: ProblemSchema, 503: ProblemSchema },
+        detail: {
+          ...op('getPlaybackFile', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SEGMENT_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE', 'PLAYBACK_SEGMENT_FAILED']),
+          tags: ['play'],
+          summary: 'A segment of an HLS session (segment-<n>.ts, video/mp2t) or the file of a direct session (file.<ext>, Range: 206)',
+          description:
+            'A segment is made on first request by a workers job (stream copy for H.264/AAC, H.264/AAC transcode otherwise), ' +
+            'cached, and the next ones are made ahead. Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SEGMENT_NOT_FOUND ' +
+            '(404), PLAYBACK_SOURCE_UNAVAILABLE (409), PLAYBACK_SEGMENT_FAILED (503, retryable, Retry-After). A range past the ' +
+            'end answers 416 with Content-Range: bytes */size.',
+        },
+      },
+    );
+}

@@ -1,0 +1,211 @@
+// Playback rules, free of HTTP: sessions (a signed URL per session), the file of a direct session,
+// the playlists of an HLS session cut at the asset's indexed keyframes, and its segments, each made
+// once by a workers job and served from the cache. It meets the catalog, the sources and the workers
+// on the bus only (qry.catalog.playable, qry.sources.resolve, cmd.workers.submit, qry.workers.job).
+import { realpathSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Bus } from '../../platform/bus/bus';
+import type { JobSubmission, PlayableAsset, PlaybackSegmentJob, SourceBinding } from '../../platform/bus/subjects';
+import { AppError } from '../../platform/errors';
+import { isInside } from '../../platform/paths';
+import { newId, type Clock, type Logger } from '../../platform/runtime';
+import { cutSegments, masterPlaylist, mediaPlaylist, type Segment } from './hls';
+import type { PlaybackConfig } from './playback.config';
+import type { PlaybackSession } from './playback.model';
+import type { SegmentCache } from './segment-cache';
+import { spritePlan, thumbnailsVtt } from './trickplay';
+import type { UrlSigner } from './url-token';
+
+export const assetNotFound = () => new AppError('PLAYBACK_ASSET_NOT_FOUND', 'No such asset');
+export const noCapabilities = () => new AppError('PLAYBACK_NO_CAPABILITIES', 'The asset has no media index (indexed=false): there is nothing to play');
+export const sourceUnavailable = () => new AppError('PLAYBACK_SOURCE_UNAVAILABLE', 'No readable copy of the asset is available now');
+export const sessionNotFound = () => new AppError('PLAYBACK_SESSION_NOT_FOUND', 'No such playback session, or it has expired');
+export const segmentNotFound = () => new AppError('PLAYBACK_SEGMENT_NOT_FOUND', 'No such segment in this playlist');
+export const noThumbnails = () => new AppError('PLAYBACK_THUMBNAILS_NOT_FOUND', 'The asset has no video to make thumbnails of');
+export const segmentFailed = (why: string) => new AppError('PLAYBACK_SEGMENT_FAILED', `The segment could not be made (${why}); ask again`);
+
+export interface PlaybackDeps {
+  bus: Bus;
+  clock: Clock;
+  log: Logger;
+  config: PlaybackConfig;
+  signer: UrlSigner;
+  cache: SegmentCache;
+}
+
+interface Located {
+  asset: PlayableAsset;
+  binding: SourceBinding;
+}
+
+/** H.264 video and AAC audio go into MPEG-TS as they are; anything else is transcoded. */
+export function segmentMethod(asset: PlayableAsset): 'copy' | 'transcode' {
+  const video = asset.streams.find((s) => s.type === 'video');
+  const audio = asset.streams.find((s) => s.type === 'audio');
+  return (!video || video.codec === 'h264') && (!audio || audio.codec === 'aac') ? 'copy' : 'transcode';
+}
+
+/** The file extension and media type of a direct session, from the container ffprobe named. */
+export function directFormat(container: string, hasVideo: boolean): { ext: string; type: string } {
+  if (container.includes('mp4')) return { ext: 'mp4', type: hasVideo ? 'video/mp4' : 'audio/mp4' };
+  if (container.includes('matroska')) return { ext: 'mkv', type: hasVideo ? 'video/x-matroska' : 'audio/x-matroska' };
+  return { ext: 'bin', type: 'application/octet-stream' };
+}
+
+export function createPlayback(deps: PlaybackDeps) {
+  const { bus, clock, config, signer, cache } = deps;
+  // Facts and bindings change only on a rescan: a few seconds of reuse spares two bus round trips per segment.
+  const located = new Map<string, { at: number; value: Located }>();
+  const inflight = new Map<string, Promise<string>>();
+
+  async function locate(assetId: string): Promise<Located> {
+    const hit = located.get(assetId);
+    if (hit && clock.now() - hit.at < 5000) return hit.value;
+    const asset = await bus.request('qry.catalog.playable', { assetId });
+    if (!asset.found) throw assetNotFound();
+    if (!asset.indexed) throw noCapabilities();
+    const { binding } = await bus.request('qry.sources.resolve', { assetId });
+    if (!binding || !binding.available) throw sourceUnavailable();
+    const value = { asset, binding };
+    located.set(assetId, { at: clock.now(), value });
+    return value;
+  }
+
+  function claimsOf(token: string, mode: 'direct' | 'hls') {
+    const claims = signer.verify(token, clock.now());
+    if (!claims || claims.mode !== mode) throw sessionNotFound();
+    return claims;
+  }
+
+  async function createSession(input: { assetId: string; mode?: 'direct' | 'hls' }, baseUrl: string): Promise<PlaybackSession> {
+    const mode = input.mode ?? 'hls';
+    const { asset } = await locate(input.assetId);
+    const id = newId('pbs', clock);
+    const exp = Math.floor(clock.now() / 1000) + config.sessionTtlS;
+    const token = signer.sign({ sid: id, assetId: input.assetId, mode, exp });
+    const hasVideo = asset.streams.some((s) => s.type === 'video');
+    const file = mode === 'hls' ? 'master.m3u8' : `file.${directFormat(asset.container, hasVideo).ext}`;
+    return { id, assetId: input.assetId, mode, url: `${baseUrl}/play/${token}/${file}`, expiresAt: exp * 1000 };
+  }
+
+  /** The file of a direct session, confined to its media root. */
+  async function directFile(token: string): Promise<{ path: string; size: number; type: string }> {
+    const { assetId } = claimsOf(token, 'direct');
+    const { asset, binding } = await locate(assetId);
+    const base = config.mediaRoots[binding.root];
+    if (base === undefined) throw sourceUnavailable();
+    try {
+      const root = realpathSync(base);
+      const path = realpathSync(join(root, binding.path));
+      if (!isInside(root, path)) throw sourceUnavailable();
+      const hasVideo = asset.streams.some((s) => s.type === 'video');
+      return { path, size: statSync(path).size, type: directFormat(asset.container, hasVideo).type };
+    } catch (e) {
+      if (e instanceof AppError) throw e;
+      throw sourceUnavailable();
+    }
+  }
+
+  async function segmentsOf(token: string): Promise<{ located: Located; segments: Segment[] }> {
+    const { assetId } = claimsOf(token, 'hls');
+    const loc = await locate(assetId);
+    return { located: loc, segments: cutSegments(loc.asset.keyframesMs, loc.asset.durationMs, config.segmentTargetMs) };
+  }
+
+  async function master(token: string): Promise<string> {
+    const { located: l } = await segmentsOf(token);
+    const video = l.asset.streams.find((s) => s.type === 'video');
+    return masterPlaylist({ bandwidthBps: l.asset.bitrateBps || 1_000_000, width: video?.width, height: video?.height });
+  }
+
+  async function media(token: string): Promise<string> {
+    return mediaPlaylist((await segmentsOf(token)).segments);
+  }
+
+  /** Waits for the job to write the file `key` of the cache; fails when the job ends without it. */
+  async function make(key: string, submission: JobSubmission): Promise<string> {
+    const { job } = await bus.request('cmd.workers.submit', submission);
+    const deadline = clock.now() + config.segmentWaitMs;
+    let nextCheck = clock.now() + 200;
+    for (;;) {
+      if (cache.has(key)) {
+        cache.evict(key);
+        return key;
+      }
+      if (clock.now() > deadline) throw segmentFailed('it took too long');
+      if (clock.now() >= nextCheck) {
+        const { job: now } = await bus.request('qry.workers.job', { id: job.id });
+        if (cache.has(key)) continue;
+        if (now.status === 'failed' || now.status === 'cancelled' || now.status === 'done') throw segmentFailed(now.error ?? `the job ended ${now.status}`);
+        nextCheck = clock.now() + 200;
+      }
+      await Bun.sleep(10);
+    }
+  }
+
+  /** The cache key of a segment, made (once, however many ask at the same time) if it is not there. */
+  function ensure(l: Located, seg: Segment): Promise<string> {
+    const method = segmentMethod(l.asset);
+    const key = cache.key(l.asset.assetId, `${seg.startMs}-${seg.endMs}-${method}.ts`);
+    if (cache.has(key)) return Promise.resolve(key);
+    let pending = inflight.get(key);
+    if (!pending) {
+      const payload: PlaybackSegmentJob = {
+        assetId: l.asset.assetId, root: l.binding.root, path: l.binding.path, index: seg.index,
+        startMs: seg.startMs, endMs: seg.endMs, method, output: key,
+      };
+      // One attempt per job: a segment that failed is made again by the next request, not after a backoff.
+      pending = make(key, { type: 'playback.segment', payload, key: `playback:${key}`, maxAttempts: 1 }).finally(() => inflight.delete(key));
+      inflight.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** The path of segment `index`, made on first request; the next ones are started meanwhile. */
+  async function segment(token: string, index: number): Promise<string> {
+    const { located: l, segments } = await segmentsOf(token);
+    const seg = segments[index];
+    if (!seg) throw segmentNotFound();
+    const key = await ensure(l, seg);
+    cache.touch(key);
+    for (const next of segments.slice(index + 1, index + 1 + config.segmentsAhead)) {
+      ensure(l, next).catch((e) => deps.log.debug('segment made ahead failed', { index: next.index, error: String(e) }));
+    }
+    return cache.pathOf(key);
+  }
+
+  /** The trickplay sprite of an HLS session's asset, made (once) on first request. */
+  async function sprite(token: string): Promise<string> {
+    const { assetId } = claimsOf(token, 'hls');
+    const l = await locate(assetId);
+    const plan = spritePlan(l.asset, config.thumbnailIntervalS);
+    if (!plan) throw noThumbnails();
+    const key = cache.key(assetId, `thumbnails-${plan.intervalS}s-${plan.width}x${plan.height}.jpg`);
+    if (!cache.has(key)) {
+      let pending = inflight.get(key);
+      if (!pending) {
+        const { count: _, ...layout } = plan;
+        const payload = { assetId, root: l.binding.root, path: l.binding.path, ...layout, output: key };
+        pending = make(key, { type: 'playback.thumbnails', payload, key: `playback:${key}`, maxAttempts: 1 }).finally(() => inflight.delete(key));
+        inflight.set(key, pending);
+      }
+      await pending;
+    }
+    cache.touch(key);
+    return cache.pathOf(key);
+  }
+
+  /** The WebVTT of thumbnail cues; the sprite is started at once, as a player asks for it next. */
+  async function thumbnails(token: string): Promise<string> {
+    const { assetId } = claimsOf(token, 'hls');
+    const l = await locate(assetId);
+    const plan = spritePlan(l.asset, config.thumbnailIntervalS);
+    if (!plan) throw noThumbnails();
+    sprite(token).catch((e) => deps.log.debug('thumbnails made ahead failed', { error: String(e) }));
+    return thumbnailsVtt(plan, l.asset.durationMs, 'thumbnails.jpg');
+  }
+
+  return { createSession, directFile, master, media, segment, sprite, thumbnails };
+}
+
+export type Playback = ReturnType<typeof createPlayback>;

@@ -1,0 +1,93 @@
+// The playback segment job: one HLS segment of an asset, cut by ffmpeg exactly between two indexed
+// keyframes, written into the playback cache under a temporary name and renamed when whole, so a
+// reader never sees half a segment and a job killed mid-way (kill -9 included) leaves nothing usable.
+import { existsSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import type { PlaybackSegmentJob } from '../../../platform/bus/subjects';
+import { AppError } from '../../../platform/errors';
+import { isInside } from '../../../platform/paths';
+import type { JobHandler } from './index';
+
+export interface PlaybackSegmentDeps {
+  mediaRoots: string[];
+  /** The playback service's segment cache (APP_DATA_DIR/playback-cache): the job writes, playback reads and evicts. */
+  cacheDir: string;
+  ffmpegPath: string;
+  timeoutMs: number;
+}
+
+const failed = (message: string, retryable = true) => new AppError(retryable ? 'PLAYBACK_FFMPEG_FAILED' : 'PLAYBACK_SOURCE_UNREADABLE', message);
+
+/**
+ * ffmpeg's arguments for one segment. Timestamps stay those of the source (-copyts, mpegts_copyts)
+ * shifted by a constant 10 s, so consecutive segments join without a gap or an overlap; the segment
+ * muxer ends the piece at the next keyframe (B-frames stay with their GOP) and -copypriorss 0 drops
+ * the audio packets before the start that an input seek brings along. Boundaries are moved 1 ms
+ * earlier, because the index holds whole milliseconds of times that are not.
+ */
+export function segmentArgs(job: PlaybackSegmentJob, input: string, outPattern: string): string[] {
+  const s = Math.max(0, job.startMs - 1) / 1000;
+  const e = (job.endMs - 1) / 1000;
+  const codecs =
+    job.method === 'copy'
+      ? ['-c:v', 'copy', '-c:a', 'copy']
+      : // The encoder's priming would start each segment's audio one frame early: move it back by one AAC frame.
+        ['-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-af', 'asetpts=PTS+1024/SR/TB', '-c:a', 'aac', '-ac', '2', '-b:a', '128k'];
+  return [
+    '-hide_banner', '-loglevel', 'error', '-nostdin', '-y',
+    '-copyts', '-ss', s.toFixed(3), '-i', input, '-to', e.toFixed(3),
+    '-map', '0:v:0?', '-map', '0:a:0?', ...codecs,
+    '-copypriorss', '0', '-avoid_negative_ts', 'disabled', '-output_ts_offset', '10',
+    '-f', 'segment', '-segment_times', (e + 10).toFixed(3), '-segment_format', 'mpegts',
+    '-segment_format_options', 'mpegts_copyts=1', outPattern,
+  ];
+}
+
+export function createPlaybackSegmentJob(deps: PlaybackSegmentDeps): JobHandler<'playback.segment'> {
+  const cacheRoot = resolve(deps.cacheDir);
+
+  function sourceOf(job: PlaybackSegmentJob): string {
+    const base = deps.mediaRoots[job.root];
+    if (base === undefined) throw failed(`media root ${job.root} is not configured on the worker`, false);
+    try {
+      const root = realpathSync(base);
+      const file = realpathSync(join(root, job.path));
+      if (isInside(root, file)) return file;
+    } catch {
+      throw failed('the source file cannot be read', false);
+    }
+    throw failed('the source file leaves its media root', false);
+  }
+
+  return {
+    type: 'playback.segment',
+    async run({ job, signal, log }) {
+      const p = job.payload;
+      const output = resolve(cacheRoot, p.output);
+      if (!isInside(cacheRoot, output) || output === cacheRoot) throw failed('the segment path leaves the cache', false);
+      if (existsSync(output)) return; // made by an earlier job (concurrent requests in several processes)
+      const input = sourceOf(p);
+      const work = join(cacheRoot, '.work', `${job.id}-${job.attempt}`);
+      mkdirSync(work, { recursive: true });
+      try {
+        const proc = Bun.spawn([deps.ffmpegPath, ...segmentArgs(p, input, join(work, 'piece-%d.ts'))], { stdout: 'ignore', stderr: 'pipe' });
+        const stop = () => proc.kill('SIGKILL');
+        signal.addEventListener('abort', stop, { once: true });
+        const timer = setTimeout(stop, deps.timeoutMs);
+        const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+        clearTimeout(timer);
+        signal.removeEventListener('abort', stop);
+        signal.throwIfAborted();
+        const first = join(work, 'piece-0.ts');
+        if (code !== 0 || !existsSync(first)) {
+          log.warn('ffmpeg could not make the segment', { code, signal: proc.signalCode, stderr: stderr.slice(0, 400) });
+          throw failed(proc.signalCode ? `ffmpeg was stopped (${proc.signalCode}) while making the segment` : 'ffmpeg could not make the segment');
+        }
+        mkdirSync(dirname(output), { recursive: true });
+        renameSync(first, output);
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+    },
+  };
+}
