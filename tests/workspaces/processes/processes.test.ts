@@ -25,6 +25,12 @@ async function start(command: string, as = 'alice'): Promise<any> {
   return res.json();
 }
 const view = async (id: string) => (await p!.api('workspaces', `${base()}/${id}`)).json() as Promise<any>;
+/** Signals a process, retrying while it has not reported its pid yet (409 in the first milliseconds). */
+const signal = (id: string, sig: string) =>
+  waitFor(`signal ${sig} to reach ${id}`, async () => {
+    const r = await p!.api('workspaces', `${base()}/${id}/signal`, { method: 'POST', json: { signal: sig } });
+    return r.status === 200 ? r.json() : null;
+  }, 10_000);
 const waitEnded = (id: string) => waitFor(`process ${id} to end`, async () => ((await view(id)).status === 'exited' ? view(id) : null), 30_000);
 
 beforeAll(async () => {
@@ -94,10 +100,7 @@ test('stdin reaches the process; eof=true closes it', async () => {
 
 test('a signal reaches the process and what it started; an ended process answers 409', async () => {
   const { id } = await start('sleep 301 & sleep 302');
-  await waitFor('the pid report', async () => {
-    const r = await p!.api('workspaces', `${base()}/${id}/signal`, { method: 'POST', json: { signal: 'TERM' } });
-    return r.status === 200 ? r.json() : null;
-  }, 10_000).then((b) => expect(b).toEqual({ id, signalled: true }));
+  expect(await signal(id, 'TERM')).toEqual({ id, signalled: true });
   const done = await waitEnded(id);
   expect(done.exitCode).toBe(143);
   const ps = await p!.api('workspaces', `/api/workspaces/${ws}/exec`, { method: 'POST', json: { command: 'ps -o args' } });
@@ -114,7 +117,7 @@ test('APP_QUOTA_PROCESSES running processes per actor; an ended one frees its pl
   const refused = await p!.api('workspaces', base(), { method: 'POST', json: { command: 'true' } });
   expect(refused.status).toBe(429);
   expect(((await refused.json()) as any).error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { quota: 'processes', limit: 3 } });
-  for (const r of running) await p!.api('workspaces', `${base()}/${r.id}/signal`, { method: 'POST', json: { signal: 'KILL' } });
+  for (const r of running) await signal(r.id, 'KILL');
   for (const r of running) await waitEnded(r.id);
   await waitEnded((await start('true')).id);
 });

@@ -263,6 +263,8 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
     /** Sends `signal` to the process's whole group (the command and what it started). */
     async signal(actor: Actor, workspaceId: string, pid: string, signal: 'TERM' | 'KILL' | 'INT' | 'HUP') {
       const p = running(actor, workspaceId, pid);
+      // The wrapper reports the pid within milliseconds of the start; a signal sent at once waits for it.
+      for (let i = 0; i < 100 && !p.pid && !p.exit; i++) await Bun.sleep(20);
       if (!p.pid || p.pid <= 1) throw new AppError('PROCESS_NOT_RUNNING', 'the process has not started yet; try again');
       try {
         await engine.execCollect(p.containerId, ['kill', `-${signal}`, `-${p.pid}`]);
