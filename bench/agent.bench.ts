@@ -3,6 +3,11 @@
 // content chunk of the same fake provider called directly, interleaved in the same run: added ms,
 // median and p99. (2) 100 sessions streaming at once: Keel's memory, wall time, and event loss
 // (every stream's ids contiguous, its deltas equal to its done content, the stored log equal to it).
+// (3) An `exec` tool call through Keel's MCP endpoint (the SDK's Client over Streamable HTTP) against
+// the same command over POST .../exec, interleaved: what MCP adds to a round trip.
+// BENCH_AGENT_ONLY=mcp runs (3) alone.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startFakeOpenAI, FAKE_KEY } from '../tests/helpers/fake-openai';
 import { startKeelProcess } from './keel-process';
 import { round, summarize } from './lib';
@@ -10,6 +15,51 @@ import { round, summarize } from './lib';
 const RUNS = Number(process.env.BENCH_AGENT_RUNS ?? 200);
 const CONCURRENT = Number(process.env.BENCH_AGENT_CONCURRENT ?? 100);
 const WORDS = Number(process.env.BENCH_AGENT_WORDS ?? 200);
+const MCP_RUNS = Number(process.env.BENCH_AGENT_MCP_RUNS ?? 100);
+const ONLY = process.env.BENCH_AGENT_ONLY;
+
+/** (3): exec over MCP vs over HTTP, interleaved after a warm-up; medians and p99s of each. */
+async function mcpRoundTrip(keel: Awaited<ReturnType<typeof startKeelProcess>>, workspaceId: string) {
+  const client = new Client({ name: 'keel-bench', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${keel.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${keel.token()}` } } }));
+  const command = 'echo bench';
+  const viaMcp = async () => {
+    const t0 = performance.now();
+    const r = (await client.callTool({ name: 'exec', arguments: { id: workspaceId, command } })) as { isError?: boolean; content: { text: string }[] };
+    if (r.isError || !r.content[0]!.text.includes('"stdout":"bench\\n"')) throw new Error(`mcp exec failed: ${r.content[0]?.text}`);
+    return performance.now() - t0;
+  };
+  const viaHttp = async () => {
+    const t0 = performance.now();
+    const res = await keel.api(`/api/workspaces/${workspaceId}/exec`, { method: 'POST', json: { command } });
+    const body = (await res.json()) as { stdout: string };
+    if (res.status !== 200 || body.stdout !== 'bench\n') throw new Error(`http exec failed: ${res.status}`);
+    return performance.now() - t0;
+  };
+  for (let i = 0; i < 10; i++) {
+    await viaMcp();
+    await viaHttp();
+  }
+  const m: number[] = [];
+  const h: number[] = [];
+  for (let i = 0; i < MCP_RUNS; i++) {
+    m.push(await viaMcp());
+    h.push(await viaHttp());
+  }
+  await client.close();
+  const ms = summarize(m);
+  const hs = summarize(h);
+  const out = {
+    runs: MCP_RUNS,
+    http: { medianMs: round(hs.medianMs), p99Ms: round(hs.p99Ms) },
+    mcp: { medianMs: round(ms.medianMs), p99Ms: round(ms.p99Ms) },
+    addedMedianMs: round(ms.medianMs - hs.medianMs),
+    medianRatio: round(ms.medianMs / hs.medianMs),
+  };
+  console.table({ 'POST /api/workspaces/{id}/exec': out.http, 'MCP tools/call exec': out.mcp });
+  console.log(`exec over MCP: added ${out.addedMedianMs} ms median (ratio ${out.medianRatio})`);
+  return out;
+}
 
 /** Reads an SSE body until `match` sees a frame; returns ms from `t0`, and drains the rest. */
 async function untilFrame(res: Response, t0: number, match: (frame: string) => boolean): Promise<number> {
@@ -56,6 +106,7 @@ export async function run(): Promise<Record<string, unknown>> {
   const keel = await startKeelProcess({ OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: FAKE_KEY, APP_AGENT_PROVIDER_RETRIES: '0' });
   try {
     const ws = await keel.workspace(`bench-agent-${Date.now().toString(36)}`);
+    if (ONLY === 'mcp') return { mcpExec: await mcpRoundTrip(keel, ws.id) };
     const newSession = async () => {
       const res = await keel.api('/api/agent/sessions', { method: 'POST', json: { workspaceId: ws.id, model: 'openai/echo' } });
       if (res.status !== 201) throw new Error(`session create failed: ${res.status} ${await res.text()}`);
@@ -150,7 +201,8 @@ export async function run(): Promise<Record<string, unknown>> {
     };
     console.table(concurrent);
     if (lost || logMismatch) throw new Error(`event loss: ${lost} streams, ${logMismatch} logs`);
-    return { timeToFirstDelta: ttfd, concurrent };
+    const mcpExec = await mcpRoundTrip(keel, ws.id);
+    return { timeToFirstDelta: ttfd, concurrent, mcpExec };
   } finally {
     await keel.stop();
     fake.close();

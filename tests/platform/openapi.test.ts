@@ -77,7 +77,7 @@ const OPERATION_IDS: Record<ServiceName, string[]> = {
   workspaces: [
     'getHealth', 'getVersion', 'listWorkspaces', 'createWorkspace', 'getWorkspace', 'deleteWorkspace', 'startWorkspace', 'stopWorkspace',
     'restartWorkspace', 'getQuotas', 'getWorkspaceLogs', 'getStreamStats', 'execCommand', 'createAgentSession', 'listAgentSessions',
-    'getAgentSession', 'deleteAgentSession', 'sendAgentMessage', 'streamAgentEvents', 'cancelAgentTurn', 'createWebhook', 'listWebhooks',
+    'getAgentSession', 'deleteAgentSession', 'sendAgentMessage', 'streamAgentEvents', 'cancelAgentTurn', 'listAgentApprovals', 'decideAgentApproval', 'getUsage', 'mcp', 'createWebhook', 'listWebhooks',
     'getWebhook', 'updateWebhook', 'deleteWebhook', 'pingWebhook', 'listWebhookDeliveries', 'getWebhookDelivery', 'redeliverWebhookDelivery',
     'streamEvents', 'listTemplates', 'listVolumes', 'deleteVolume',
     'readWorkspaceFile', 'writeWorkspaceFile', 'deleteWorkspaceFile', 'moveWorkspaceFile',

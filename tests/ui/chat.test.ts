@@ -1,7 +1,8 @@
 // The agent chat on a workspace's page, in Debian's Chromium with every request outside the machine
 // blocked; the model is the tests' local OpenAI-compatible server (the one permitted double). By the
 // contract's names: a `Message` field and a `Send` button whose reply streams in, with tool calls
-// and their output; after a reload, a turn still running is followed, and `Cancel` ends it.
+// and their output; after a reload, a turn still running is followed, and `Cancel` ends it; a tool
+// call waiting for approval shows with `Approve` and `Deny` buttons that decide it.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Page } from 'playwright-core';
 import { FAKE_KEY, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
@@ -92,6 +93,43 @@ describe('agent chat', () => {
     const session = (await (await p.api('workspaces', `/api/agent/sessions/${id}`)).json()) as { busy: boolean; messages: { finishReason?: string | null }[] };
     expect(session.busy).toBe(false);
     expect(session.messages.at(-1)?.finishReason).toBe('cancelled');
+    expect(outside).toEqual([]);
+  }, 120_000);
+
+  test('a call waiting for approval shows with Approve and Deny buttons, and each decides it', async () => {
+    const ws = await createRunning(p, 'chat-approve', { timeoutMs: 60_000 });
+    const created = await p.api('workspaces', '/api/agent/sessions', { method: 'POST', json: { workspaceId: ws.id, model: 'openai/tools', toolApproval: 'always' } });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+    const ask = (command: string) => JSON.stringify([{ name: 'run_command', input: { command } }]);
+    // The turn starts outside the page and waits; the page follows it.
+    const res = await p.api('workspaces', `/api/agent/sessions/${id}/messages`, { method: 'POST', json: { message: ask('echo approved-in-ui'), stream: true } });
+    const r = sseReader(res);
+    expect((await r.nextEvent(20_000))?.event).toBe('approval');
+    await r.cancel();
+
+    await openWorkspace('chat-approve');
+    const chat = page.getByRole('region', { name: 'Agent' });
+    const conversation = chat.getByRole('log', { name: 'Conversation' });
+    const card = conversation.getByRole('group', { name: 'Approval of run_command' });
+    await card.getByText('Waiting for approval: run_command: echo approved-in-ui').waitFor({ timeout: 30_000 });
+    await screenshot(page, 'chat-approval', { fullPage: true });
+    await card.getByRole('button', { name: 'Approve', exact: true }).click();
+    await conversation.getByText(/Tool output: .*approved-in-ui/).waitFor({ timeout: 30_000 });
+    expect(await card.count()).toBe(0);
+
+    // The next call, sent from the page, is denied with a reason the model reads.
+    await chat.getByLabel('Message', { exact: true }).fill(ask('touch /tmp/denied-in-ui'));
+    await chat.getByRole('button', { name: 'Send', exact: true }).click();
+    await card.getByText('Waiting for approval: run_command: touch /tmp/denied-in-ui').waitFor({ timeout: 30_000 });
+    await card.getByLabel('Reason', { exact: true }).fill('not from the dashboard');
+    await card.getByRole('button', { name: 'Deny', exact: true }).click();
+    await conversation.getByText(/Tool output: .*not from the dashboard/).waitFor({ timeout: 30_000 });
+    const approvals = (await (await p.api('workspaces', `/api/agent/sessions/${id}/approvals?status=all`)).json()) as { approvals: { status: string; reason: string | null }[] };
+    expect(approvals.approvals.map((a) => [a.status, a.reason])).toEqual([
+      ['approved', null],
+      ['denied', 'not from the dashboard'],
+    ]);
     expect(outside).toEqual([]);
   }, 120_000);
 });

@@ -22,6 +22,7 @@ import * as filesModels from './files/files.model';
 import * as processesModels from './processes/processes.model';
 import * as previewsModels from './previews/previews.model';
 import * as agentModels from './agent/agent.model';
+import * as usageModels from './usage/usage.model';
 import * as webhooksModels from './webhooks/webhooks.model';
 import * as eventsModels from './events/events.model';
 import * as volumesModels from './volumes/volumes.model';
@@ -67,6 +68,9 @@ import { loadAgentConfig, type AgentConfig } from './agent/agent.config';
 import { agentRoutes } from './agent/agent.routes';
 import { createAgentService } from './agent/agent.service';
 import { createAgentStore } from './agent/agent.store';
+import { createUsage } from './usage/usage.service';
+import { usageRoutes } from './usage/usage.routes';
+import { mcpRoutes } from './mcp/mcp.routes';
 import { createProviders } from './agent/providers/providers';
 
 /** This Keel's identity on the engine, kept in the data dir so a restart recognizes its containers. */
@@ -118,6 +122,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   // Keel's own ports: every service's configured one, and this app's as bound (`0` picks one at listen).
   const ownPorts = () => [...Object.values(deps.config.ports).filter((p) => p > 0), ...(app.server?.port ? [app.server.port] : [])];
   const targets = createTargetGuard({ engine, subnetPool: settings.subnetPool, log: deps.log, ownPorts });
+  const agentStore = createAgentStore(deps.db);
+  const usage = createUsage({ db: deps.db, clock: deps.clock, tokensByModel: (actor, from, to) => agentStore.tokensByModel(actor, from, to) });
   const registry = createTemplateRegistry();
   const templates = createTemplatesService({ registry, engine, settings, log: deps.log });
   const workspaces = createLifecycle({
@@ -134,10 +140,11 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     instance: instanceId(deps.config.dataDir, deps.clock),
     codeKey: loadCodeKey(deps.config.dataDir),
     cloneDeny: targets.deny,
+    onEvent: usage.onWorkspaceEvent,
   });
   const hub = createLogHub({ engine, log: deps.log, clock: deps.clock });
   const logs = createLogsService({ engine, hub, access });
-  const exec = createExecService({ engine, access });
+  const exec = createExecService({ engine, access, onExecEnd: usage.recordExec });
   const files = createFilesService({ engine, access, maxBytes: settings.fileMaxBytes });
   const processes = createProcessesService({ db: deps.db, engine, access, clock: deps.clock, settings: settings.processes });
   // Previews are a second listener of this service (not a service of their own): links, activity and
@@ -160,7 +167,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   });
   const webhooks = createWebhooksService({ db: deps.db, clock: deps.clock, log: webhooksLog, config: webhooksSettings, outbox, policy });
   const agent = createAgentService({
-    store: createAgentStore(deps.db),
+    store: agentStore,
     providers: createProviders(agentSettings.providers),
     shell: exec,
     files,
@@ -170,6 +177,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     clock: deps.clock,
     log: deps.log.child({ feature: 'agent' }),
     shutdown: deps.shutdown,
+    mcpPolicy: policy,
   });
   // The list's serialised answers per actor and filter, until the next write (docs/performance.md);
   // a repeated list request is answered from the auth hook, before routing (`early`).
@@ -187,7 +195,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     name: 'workspaces',
     style: 'envelope',
     errors: workspaceErrors,
-    models: [lifecycleModels, logsModels, execModels, filesModels, processesModels, previewsModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels],
+    models: [lifecycleModels, logsModels, execModels, filesModels, processesModels, previewsModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels, usageModels],
     title: 'Keel workspace API',
     description:
       'Containerized development workspaces on a Docker engine: lifecycle, logs, command execution and agent sessions. ' +
@@ -201,6 +209,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       { name: 'processes', description: 'Commands that outlive their request: output kept and followed, stdin, signals' },
       { name: 'previews', description: "Links to a workspace's ports, served by Keel on APP_PREVIEW_PORT" },
       { name: 'agent', description: 'Agent sessions that act in their workspace' },
+      { name: 'usage', description: 'What each actor spent: tokens, command time, running time' },
+      { name: 'mcp', description: 'Keel as a Model Context Protocol server' },
       { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
       { name: 'events', description: 'Workspace events, live' },
       { name: 'volumes', description: 'Volumes kept by deletes, counted against APP_QUOTA_VOLUMES' },
@@ -218,6 +228,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     .use(processesRoutes({ auth, processes, sse, quotas }))
     .use(previewsRoutes({ auth, previews }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
+    .use(usageRoutes({ auth, usage }))
+    .use(mcpRoutes({ auth, workspaces, exec, quotas }))
     .use(webhooksRoutes({ auth, webhooks }))
     .use(eventsRoutes({ auth, events, sse, quotas }));
 

@@ -1,6 +1,7 @@
 // A turn cut short by Keel itself: killed outright (a crash) or stopped with SIGTERM. Either way the
 // turn ends visibly: after the restart the log ends with a `done` whose finishReason is `interrupted`,
-// what was said before the stop is kept, and the session takes messages again.
+// what was said before the stop is kept, and the session takes messages again. A turn that waits for
+// approval is not cut: it still waits after the restart and goes on once decided.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -85,4 +86,48 @@ test('a turn in flight at SIGTERM ends as interrupted before Keel exits; a waiti
   expect(await exited).toBe(0);
   await start();
   await expectInterrupted(session, seen);
+}, 60_000);
+
+/** Starts a turn whose run_command call waits for approval; returns once the approval event is seen. */
+async function pausedTurn(command: string): Promise<{ session: string; approval: any }> {
+  const s = await (await call('/api/agent/sessions', { method: 'POST', json: { workspaceId, model: 'openai/tools', toolApproval: 'always' } })).json();
+  const res = await call(`/api/agent/sessions/${s.id}/messages`, { method: 'POST', json: { message: JSON.stringify([{ name: 'run_command', input: { command } }]), stream: true } });
+  const reader = sseReader(res);
+  for (;;) {
+    const f = await reader.nextEvent(20_000);
+    if (!f) throw new Error('the stream ended before its approval event');
+    const e = parse(f);
+    if (e.event === 'approval') return { session: s.id, approval: e.data };
+  }
+}
+
+/** After the restart the turn still waits; approving it runs the call and the turn ends normally. */
+async function expectStillWaiting(session: string, approval: any, expected: string) {
+  const got = await (await call(`/api/agent/sessions/${session}`)).json();
+  expect(got).toMatchObject({ status: 'awaiting_approval', busy: true });
+  expect((await (await call(`/api/agent/sessions/${session}/approvals`)).json()).approvals).toEqual([expect.objectContaining({ id: approval.id, status: 'pending' })]);
+  const after = got.lastEventId;
+  const decided = await call(`/api/agent/sessions/${session}/approvals/${approval.id}`, { method: 'POST', json: { decision: 'approve' } });
+  expect(decided.status).toBe(200);
+  const log = await readAll(await call(`/api/agent/sessions/${session}/events?after=${after}`));
+  expect(log.find((e) => e.event === 'tool')!.data).toMatchObject({ id: approval.toolCallId, output: { exitCode: 0, stdout: expected } });
+  expect(log.at(-1)).toMatchObject({ event: 'done', data: { finishReason: 'stop' } });
+  const whole = await readAll(await call(`/api/agent/sessions/${session}/events`));
+  expect(whole.filter((e) => e.event === 'approval')).toHaveLength(1);
+  expect(whole.filter((e) => e.event === 'done')).toHaveLength(1);
+}
+
+test('a turn waiting for approval survives SIGTERM: after the restart it still waits, and approving it goes on', async () => {
+  const { session, approval } = await pausedTurn('echo after-sigterm');
+  expect(await keel!.stop()).toBe(0);
+  await start();
+  await expectStillWaiting(session, approval, 'after-sigterm\n');
+}, 60_000);
+
+test('a turn waiting for approval survives a crash: after the restart it still waits, and approving it goes on', async () => {
+  const { session, approval } = await pausedTurn('echo after-crash');
+  keel!.proc.kill('SIGKILL');
+  await keel!.proc.exited;
+  await start();
+  await expectStillWaiting(session, approval, 'after-crash\n');
 }, 60_000);

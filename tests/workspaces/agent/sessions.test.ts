@@ -27,6 +27,8 @@ describe('create', () => {
       workspaceId: rig.ws,
       model: 'openai/echo',
       status: 'active',
+      toolApproval: 'never',
+      mcpServers: [],
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
       usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
       busy: false,

@@ -17,6 +17,10 @@ export interface AgentConfig {
   quotaSessions: number;
   /** Tokens one actor may spend per UTC day over all sessions (APP_AGENT_DAILY_TOKENS; admins exempt); past it a new turn answers 429. */
   dailyTokens: number;
+  /** A tool call undecided this long (APP_AGENT_APPROVAL_TIMEOUT, seconds) is denied. */
+  approvalTimeoutMs: number;
+  /** Connecting to a session's MCP server, listing its tools, or one call (APP_AGENT_MCP_TIMEOUT_MS). */
+  mcpTimeoutMs: number;
   providers: ProviderSettings;
 }
 
@@ -33,6 +37,8 @@ export const AGENT_DEFAULTS = {
   providerTimeoutMs: 120_000,
   quotaSessions: 50,
   dailyTokens: 2_000_000,
+  approvalTimeoutSeconds: 3600,
+  mcpTimeoutMs: 30_000,
 } as const;
 
 const nonEmpty = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
@@ -58,6 +64,8 @@ export function loadAgentConfig(env: Env = process.env): AgentConfig {
     providerTimeoutMs: readInt(env, 'APP_AGENT_PROVIDER_TIMEOUT_MS', AGENT_DEFAULTS.providerTimeoutMs, 100, 3_600_000),
     quotaSessions: readInt(env, 'APP_QUOTA_SESSIONS', AGENT_DEFAULTS.quotaSessions, 0, 1_000_000),
     dailyTokens: readInt(env, 'APP_AGENT_DAILY_TOKENS', AGENT_DEFAULTS.dailyTokens, 0, 1_000_000_000_000),
+    approvalTimeoutMs: readInt(env, 'APP_AGENT_APPROVAL_TIMEOUT', AGENT_DEFAULTS.approvalTimeoutSeconds, 1, 30 * 86_400) * 1000,
+    mcpTimeoutMs: readInt(env, 'APP_AGENT_MCP_TIMEOUT_MS', AGENT_DEFAULTS.mcpTimeoutMs, 100, 600_000),
     providers: readProviders(env),
   };
 }

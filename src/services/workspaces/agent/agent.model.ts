@@ -38,6 +38,32 @@ export const AgentContext = t.Object(
 );
 export type AgentContext = Static<typeof AgentContext>;
 
+export const TOOL_NAME_PATTERN = '^[A-Za-z0-9_-]{1,128}$';
+
+export const ToolApproval = t.Union(
+  [
+    t.Literal('never'),
+    t.Literal('always'),
+    t.Array(t.String({ pattern: TOOL_NAME_PATTERN }), { minItems: 1, maxItems: 100, uniqueItems: true }),
+  ],
+  {
+    description:
+      'Which tool calls wait for a person\'s decision before they run: `never` (default), `always`, or the names of the tools (e.g. `["run_command", "write_file"]`). ' +
+      'A waiting call pauses the turn (session status `awaiting_approval`, an `approval` event) until POST .../approvals/{aid} decides it.',
+  },
+);
+export type ToolApproval = Static<typeof ToolApproval>;
+
+export const McpServer = t.Object(
+  {
+    name: t.String({ pattern: '^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$', maxLength: 32, description: 'its tools are offered as `<name>__<tool>` (letters, digits, `-`, single `_`)' }),
+    url: t.String({ minLength: 8, maxLength: 2048, description: 'Streamable HTTP endpoint, http(s); the rules of webhook targets apply (never metadata, link-local, a workspace network or Keel\'s own ports)' }),
+    headers: t.Optional(t.Record(t.String({ pattern: '^[A-Za-z0-9-]{1,64}$' }), t.String({ maxLength: 4096 }), { maxProperties: 20, description: 'sent with every request (e.g. Authorization); never shown back' })),
+  },
+  strict,
+);
+export type McpServer = Static<typeof McpServer>;
+
 export const CreateSessionBody = t.Object(
   {
     workspaceId: t.String({ minLength: 1, maxLength: 128, description: 'a workspace the caller owns (it need not be running yet)' }),
@@ -48,6 +74,8 @@ export const CreateSessionBody = t.Object(
       description: '`provider/name`: `openai/gpt-4o-mini`, `anthropic/claude-sonnet-4-5`, or an OpenAI-compatible server\'s model through `openai/...` with OPENAI_BASE_URL',
     }),
     context: t.Optional(AgentContext),
+    toolApproval: t.Optional(ToolApproval),
+    mcpServers: t.Optional(t.Array(McpServer, { maxItems: 8, description: "MCP servers whose tools the model may call, under the session's toolApproval" })),
   },
   { ...strict, examples: [{ workspaceId: 'ws_1m8k2x9q', model: 'openai/gpt-4o-mini' }] },
 );
@@ -117,7 +145,9 @@ const sessionFields = {
   id: t.String(),
   workspaceId: t.String(),
   model: t.String(),
-  status: t.Literal('active'),
+  status: t.Union([t.Literal('active'), t.Literal('awaiting_approval')], { description: '`awaiting_approval` while a tool call of the turn in flight waits for a decision' }),
+  toolApproval: ToolApproval,
+  mcpServers: t.Array(t.Object({ name: t.String(), url: t.String() }), { description: 'the session\'s MCP servers (their headers are not shown)' }),
   createdAt: t.String({ description: 'ISO 8601 UTC' }),
   usage: t.Object(Usage.properties, { description: 'totals over every turn of the session' }),
   busy: t.Boolean({ description: 'a turn is in flight (follow it with GET .../events)' }),
@@ -130,12 +160,41 @@ export const SessionListEntry = t.Object({ ...sessionFields, messageCount: t.Int
 export type SessionListEntry = Static<typeof SessionListEntry>;
 export const SessionList = t.Object({ sessions: t.Array(SessionListEntry) });
 export const CancelAnswer = t.Object({ id: t.String(), cancelled: t.Boolean({ description: 'true when a turn was in flight and is now ended' }) });
+export const Approval = t.Object(
+  {
+    id: t.String({ description: 'the approval id: decide it with POST /api/agent/sessions/{id}/approvals/{aid}' }),
+    toolCallId: t.String(),
+    name: t.String({ description: 'the tool the model called' }),
+    input: t.Unknown({ description: 'the arguments the model gave' }),
+    status: t.Union([t.Literal('pending'), t.Literal('approved'), t.Literal('denied')]),
+    reason: t.Union([t.String(), t.Null()], { description: 'denied: the reason the model was given' }),
+    createdAt: t.String({ description: 'ISO 8601 UTC' }),
+    expiresAt: t.String({ description: 'ISO 8601 UTC: undecided by then, the call is denied (APP_AGENT_APPROVAL_TIMEOUT)' }),
+    decidedAt: t.Union([t.String(), t.Null()]),
+  },
+  { description: 'A tool call that waits for (or was given) a decision; `{id, toolCallId, name, input}` is also the data of an `approval` event' },
+);
+export type Approval = Static<typeof Approval>;
+export const ApprovalList = t.Object({ approvals: t.Array(Approval) });
+export const ApprovalParams = t.Object({ id: t.String({ minLength: 1, maxLength: 128 }), aid: t.String({ minLength: 1, maxLength: 128 }) });
+export const ApprovalsQuery = t.Object({
+  status: t.Optional(t.Union([t.Literal('pending'), t.Literal('all')], { default: 'pending', description: '`pending` (default): what waits; `all`: decided ones too' })),
+});
+export const DecisionBody = t.Object(
+  {
+    decision: t.Union([t.Literal('approve'), t.Literal('deny')]),
+    reason: t.Optional(t.String({ minLength: 1, maxLength: 2000, description: 'deny: told to the model as the tool\'s result' })),
+  },
+  strict,
+);
+export type DecisionInput = Static<typeof DecisionBody>;
+
 export const DeleteAnswer = t.Object({ id: t.String(), deleted: t.Literal(true) });
 
 /** One event of the session's log, as the service yields it and SSE sends it. */
 export interface AgentEvent {
   id: number;
-  event: 'delta' | 'tool' | 'done' | 'error';
+  event: 'delta' | 'tool' | 'approval' | 'done' | 'error';
   data: unknown;
 }
 
@@ -154,7 +213,8 @@ export const AgentEventSchema = t.Union(
 
 const STREAM_TEXT =
   'Server-Sent Events, each with an `id:` line increasing within the session: `event: delta` with data `{"content": "..."}` as text arrives, ' +
-  '`event: tool` with data `{"id", "name", "input", "output"}` once the agent acted in the workspace, then exactly one `event: done` ' +
+  '`event: tool` with data `{"id", "name", "input", "output"}` once the agent acted in the workspace, ' +
+  '`event: approval` with data `{"id", "toolCallId", "name", "input"}` when a call waits for a decision (the stream stays open meanwhile), then exactly one `event: done` ' +
   '(data: the Assistant reply, `finishReason` saying why it ended) or `event: error` (data: the error body, e.g. UPSTREAM_ERROR). ' +
   'The joined delta contents equal the done content. Comments (`: keep-alive`) keep idle streams open.';
 

@@ -8,6 +8,11 @@ import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth'
 import { ErrorEnvelope } from '../../../platform/http/errors';
 import {
   AgentEventStream,
+  Approval,
+  ApprovalList,
+  ApprovalParams,
+  ApprovalsQuery,
+  DecisionBody,
   AssistantReply,
   CancelAnswer,
   CreateSessionBody,
@@ -58,7 +63,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
         tags: ['agent'],
         summary: 'Create an agent session bound to a workspace',
         description:
-          'Answers 201 with `Location: /api/agent/sessions/{id}`. The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn.\n\n' +
+          'Answers 201 with `Location: /api/agent/sessions/{id}`. The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn. `toolApproval` (optional) names the tool calls that wait for a person (GET/POST .../approvals); `mcpServers` (optional) adds the tools of those MCP servers as `<name>__<tool>` (URLs as webhook targets; a literal address Keel may not reach is 400).\n\n' +
           'Errors: 400 INVALID_REQUEST (bad field, or a model whose provider is not configured: the message and `details.configured` name the configured ones), 404 WORKSPACE_NOT_FOUND, ' +
           '429 QUOTA_EXCEEDED (`details: {quota: "sessions", limit}`: the caller holds APP_QUOTA_SESSIONS sessions already; admin tokens are exempt).',
       },
@@ -169,6 +174,30 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
         description:
           'Aborts the provider call and kills a running command (its whole process group), then answers once the turn has ended with a `done` whose ' +
           '`finishReason` is `cancelled` (partial content and usage kept). `cancelled: false` when no turn was in flight.',
+      },
+    })
+    .get('/api/agent/sessions/:id/approvals', ({ params, query, actor }) => ({ approvals: agent.approvals(actor, params.id, query.status === 'all') }), {
+      params: SessionParams,
+      query: ApprovalsQuery,
+      response: { 200: ApprovalList, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      detail: { ...op('listAgentApprovals', ['SESSION_NOT_FOUND']),
+        tags: ['agent'],
+        summary: 'Tool calls waiting for a decision (toolApproval)',
+        description:
+          'The calls of the turn in flight that wait for a person, oldest first (`?status=all`: decided ones too). While one waits the session\'s status is `awaiting_approval` ' +
+          'and its stream has sent an `approval` event. Undecided after APP_AGENT_APPROVAL_TIMEOUT seconds (default 3600) a call is denied. Another actor\'s session is 404 SESSION_NOT_FOUND.',
+      },
+    })
+    .post('/api/agent/sessions/:id/approvals/:aid', ({ params, body, actor }) => agent.decide(actor, params.id, params.aid, body), {
+      params: ApprovalParams,
+      body: DecisionBody,
+      response: { 200: Approval, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope },
+      detail: { ...op('decideAgentApproval', ['SESSION_NOT_FOUND', 'APPROVAL_NOT_FOUND', 'APPROVAL_DECIDED']),
+        tags: ['agent'],
+        summary: 'Approve or deny a waiting tool call',
+        description:
+          '`approve`: the call runs and the turn goes on. `deny`: the call does not run; the model reads a tool result saying it was denied, with `reason`, and the turn goes on. ' +
+          'Answers the decided approval. Errors: 404 SESSION_NOT_FOUND, 404 APPROVAL_NOT_FOUND, 409 APPROVAL_DECIDED (decided already, timed out, or its turn ended).',
       },
     });
 }

@@ -7,13 +7,18 @@ import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger, errorFields } from '../../../platform/runtime';
 import type { Access } from '../access';
 import type { AgentConfig } from './agent.config';
-import type { AgentContext, AgentEvent, AssistantReply, CreateSessionInput, Message, Session, SessionListEntry, ToolCall, Usage } from './agent.model';
+import type { AgentContext, AgentEvent, Approval, AssistantReply, CreateSessionInput, DecisionInput, Message, Session, SessionListEntry, Usage } from './agent.model';
 import type { AgentStore } from './agent.store';
 import type { AgentMessageRow, AgentSessionRow } from './agent.tables';
-import { runTurn, systemPrompt, toModelMessages, zeroUsage, type Part, type StopReason, type TurnOutcome } from './agent.turn';
+import { runTurn, systemPrompt, toModelMessages, zeroUsage, type StopReason, type TurnOutcome, type TurnProgress } from './agent.turn';
+import { createApprovals, parsePolicy, SUSPENDED, withApproval } from './approvals';
+import { checkMcpServers, connectMcpServers } from './mcp-client';
+import type { TargetPolicy } from '../../../platform/net/address-policy';
 import type { Providers } from './providers/providers';
 import { workspaceTools, type TakeExecSlot, type WorkspaceFiles, type WorkspaceShell } from './tools';
 import { createAgentUsage } from './agent.usage';
+import { followEvents, replayTurn } from './agent.log';
+import { newLiveTurn, type LiveTurn, type TurnEnd } from './agent.live';
 
 export interface AgentServiceDeps {
   store: AgentStore;
@@ -29,31 +34,9 @@ export interface AgentServiceDeps {
   log: Logger;
   /** Aborted when Keel begins to stop: turns end at once as `interrupted` (requests waiting on them answer). */
   shutdown: AbortSignal;
+  /** Where a session's MCP servers may be: the webhook targets' rules. */
+  mcpPolicy: TargetPolicy;
 }
-
-interface LiveTurn {
-  sessionId: string;
-  /** Who the turn's tokens are counted against (the caller), and the session's model. */
-  actor: string;
-  model: string;
-  messageId: string;
-  /** The session's last event id before this turn: the turn's events come after it. */
-  afterEventId: number;
-  nextSeq: number;
-  /** Every event of this turn, in order: followers read from here once they caught up with the log. */
-  events: AgentEvent[];
-  ended: boolean;
-  content: string;
-  toolCalls: ToolCall[];
-  usage: Usage;
-  controller: AbortController;
-  /** Resolved at the next event; followers wait on it together. */
-  wake?: PromiseWithResolvers<void>;
-  result: Promise<{ reply: AssistantReply; error?: AppError }>;
-}
-
-/** What ending a turn needs: a live one, or one found unfinished at start-up. */
-type TurnEnd = Pick<LiveTurn, 'sessionId' | 'actor' | 'model' | 'messageId' | 'nextSeq' | 'events' | 'ended' | 'wake'>;
 
 const notFound = () => new AppError('SESSION_NOT_FOUND', 'agent session not found');
 
@@ -61,11 +44,13 @@ export function createAgentService(deps: AgentServiceDeps) {
   const { store, clock, config } = deps;
   const turns = new Map<string, LiveTurn>();
   const usage = createAgentUsage({ store, clock, config, log: deps.log });
+  const approvals = createApprovals({ store, clock, timeoutMs: config.approvalTimeoutMs, log: deps.log });
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       const running = [...turns.values()];
-      for (const live of running) live.controller.abort('interrupted' satisfies StopReason);
+      // A turn paused for approval stays paused: its calls are stored and it goes on after the restart.
+      for (const live of running) live.controller.abort(live.awaiting ? SUSPENDED : ('interrupted' satisfies StopReason));
       await Promise.all(running.map((l) => l.result));
     })());
   deps.shutdown.addEventListener('abort', () => void close(), { once: true });
@@ -96,6 +81,8 @@ export function createAgentService(deps: AgentServiceDeps) {
       workspaceId: row.workspaceId,
       model: row.model,
       status: row.status,
+      toolApproval: parsePolicy(row.toolApproval),
+      mcpServers: (JSON.parse(row.mcpServers) as { name: string; url: string }[]).map(({ name, url }) => ({ name, url })),
       createdAt: row.createdAt,
       usage: { promptTokens: row.promptTokens, completionTokens: row.completionTokens, totalTokens: row.totalTokens },
       busy: !!live,
@@ -110,28 +97,49 @@ export function createAgentService(deps: AgentServiceDeps) {
   }
 
   /** Appends one event to the log and hands it to the followers. */
-  function emit(live: LiveTurn, event: 'delta' | 'tool', data: unknown) {
+  function emit(live: LiveTurn, event: 'delta' | 'tool' | 'approval', data: unknown) {
     const seq = live.nextSeq++;
     store.appendEvent(live.sessionId, seq, event, JSON.stringify(data), isoNow(clock));
     live.events.push({ id: seq, event, data });
     wake(live);
   }
 
-  async function execute(live: LiveTurn, row: AgentSessionRow, actor: Actor, message: string, history: AgentMessageRow[]) {
+  async function execute(live: LiveTurn, row: AgentSessionRow, actor: Actor, message: string, history: AgentMessageRow[], resume?: TurnProgress) {
     const budget = config.maxSessionTokens - row.totalTokens;
     let outcome: TurnOutcome;
-    if (budget <= 0) {
+    if (budget <= 0 && !resume) {
       // The session has spent its tokens: the turn ends at once, without a provider call.
       outcome = { content: '', toolCalls: [], parts: [], usage: zeroUsage(), finishReason: 'token-limit' };
     } else {
-      const timer = setTimeout(() => live.controller.abort('time-limit' satisfies StopReason), config.turnTimeoutMs);
+      // The turn's time limit counts the time it runs, not the time a person takes to decide.
+      let left = config.turnTimeoutMs;
+      let since = clock.now();
+      let timer: Timer | undefined;
+      const arm = () => {
+        since = clock.now();
+        timer = setTimeout(() => live.controller.abort('time-limit' satisfies StopReason), Math.max(0, left));
+      };
+      arm();
+      const mcp = await connectMcpServers(JSON.parse(row.mcpServers), deps.mcpPolicy, config.mcpTimeoutMs);
       try {
         outcome = await runTurn(deps.providers, {
           model: row.model,
-          system: systemPrompt(row.workspaceId, JSON.parse(row.context) as AgentContext),
+          system: systemPrompt(row.workspaceId, JSON.parse(row.context) as AgentContext, mcp.notes),
           history: toModelMessages(history),
           message,
-          tools: workspaceTools(deps.shell, deps.files, deps.takeExecSlot, actor, row.workspaceId),
+          tools: withApproval({ ...mcp.tools, ...workspaceTools(deps.shell, deps.files, deps.takeExecSlot, actor, row.workspaceId) }, parsePolicy(row.toolApproval)),
+          resume,
+          async awaitDecisions(calls) {
+            clearTimeout(timer);
+            left -= clock.now() - since;
+            live.awaiting = true;
+            try {
+              return await approvals.wait({ sessionId: live.sessionId, messageId: live.messageId, signal: live.controller.signal }, calls, (a) => emit(live, 'approval', a));
+            } finally {
+              live.awaiting = false;
+              arm();
+            }
+          },
           maxSteps: config.maxSteps,
           tokenBudget: budget,
           maxRetries: config.providerRetries,
@@ -152,9 +160,24 @@ export function createAgentService(deps: AgentServiceDeps) {
         });
       } finally {
         clearTimeout(timer);
+        await mcp.close();
       }
     }
+    if (live.controller.signal.reason === SUSPENDED) return suspend(live, outcome);
     return finish(live, outcome);
+  }
+
+  /**
+   * Keel stops while the turn waits for approval: nothing ends, the stored parts and pending calls are
+   * taken up again at start-up. A request waiting on the turn answers 503; a stream just closes.
+   */
+  function suspend(live: LiveTurn, o: TurnOutcome) {
+    store.saveProgress(live.messageId, { content: o.content, toolCalls: JSON.stringify(o.toolCalls), parts: JSON.stringify(o.parts), usage: o.usage });
+    live.ended = true;
+    turns.delete(live.sessionId);
+    wake(live);
+    const reply: AssistantReply = { id: live.messageId, role: 'assistant', content: o.content, finishReason: 'interrupted', usage: o.usage, toolCalls: o.toolCalls };
+    return { reply, error: new AppError('SHUTTING_DOWN', 'Keel is stopping; the turn waits for approval and goes on once Keel is back') };
   }
 
   /** Stores the turn's end (reply, totals, last event) in one transaction, then releases the session. */
@@ -181,66 +204,14 @@ export function createAgentService(deps: AgentServiceDeps) {
     return { reply, error: o.error };
   }
 
-  /**
-   * The log after `after`, then the events of the turn in flight (when one is), until it ends or
-   * `signal` aborts (the stream's end: its wait must not outlive the client).
-   */
-  async function* follow(sessionId: string, after: number, live: LiveTurn | undefined, signal: AbortSignal): AsyncGenerator<AgentEvent> {
-    let last = after;
-    for (;;) {
-      const page = store.eventsAfter(sessionId, last);
-      for (const e of page) {
-        if (signal.aborted) return;
-        yield e;
-        last = e.id;
-      }
-      if (page.length === 0) break;
-    }
-    if (!live) return;
-    const stopWaiting = Promise.withResolvers<void>();
-    const onAbort = () => stopWaiting.resolve();
-    signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      for (;;) {
-        let i = Math.max(0, last - live.afterEventId);
-        while (i < live.events.length) {
-          const e = live.events[i++]!;
-          if (e.id <= last) continue;
-          if (signal.aborted) return;
-          yield e;
-          last = e.id;
-        }
-        if (live.ended || signal.aborted) return;
-        live.wake ??= Promise.withResolvers<void>();
-        await Promise.race([live.wake.promise, stopWaiting.promise]);
-      }
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
-  }
-
   /** Closes the turns that were running when Keel last stopped: their stored content kept, `interrupted`. */
   function recover() {
     for (const m of store.unfinishedTurns()) {
-      const afterEventId = m.afterEventId ?? 0;
-      let content = '';
-      const toolCalls: ToolCall[] = [];
-      const parts: Part[] = [];
-      for (let last = afterEventId, page = store.eventsAfter(m.sessionId, last); page.length; page = store.eventsAfter(m.sessionId, last)) {
-        for (const e of page) {
-          last = e.id;
-          if (e.event === 'delta') {
-            const text = (e.data as { content: string }).content;
-            content += text;
-            const tail = parts.at(-1);
-            if (tail?.type === 'text') tail.text += text;
-            else parts.push({ type: 'text', text });
-          } else if (e.event === 'tool') {
-            toolCalls.push(e.data as ToolCall);
-            parts.push({ type: 'tool', ...(e.data as ToolCall) });
-          }
-        }
+      if (approvals.pendingMessages(m.sessionId).has(m.id)) {
+        resumePaused(m);
+        continue;
       }
+      const { content, toolCalls, parts } = replayTurn(store, m.sessionId, m.afterEventId ?? 0);
       // The caller of a cut-short turn is not stored: its tokens count against the session's owner.
       const session = store.session(m.sessionId);
       const end: TurnEnd = { sessionId: m.sessionId, actor: session?.owner ?? '', model: session?.model ?? '', messageId: m.id, nextSeq: store.lastEventId(m.sessionId) + 1, events: [], ended: false };
@@ -249,10 +220,39 @@ export function createAgentService(deps: AgentServiceDeps) {
     }
   }
 
+  /** A turn paused for approval when Keel stopped: live again, waiting on the same stored calls. */
+  function resumePaused(m: AgentMessageRow) {
+    const row = store.session(m.sessionId)!;
+    const all = store.messages(m.sessionId);
+    const user = all.find((x) => x.ordinal === m.ordinal - 1)!;
+    const history = all.filter((x) => x.ordinal < user.ordinal);
+    const progress: TurnProgress = { content: m.content, toolCalls: m.toolCalls ? JSON.parse(m.toolCalls) : [], parts: m.parts ? JSON.parse(m.parts) : [], usage: usageOf(m) };
+    // Its live events start after the stored log (followers read the earlier ones from the table).
+    const last = store.lastEventId(m.sessionId);
+    const live = startLive(m.sessionId, row.owner, row.model, m.id, last, last + 1, progress);
+    // Its caller is not stored: the session's owner acts (tools, quotas) for the rest of the turn.
+    run(live, row, { id: row.owner, admin: false }, user.content, history, progress);
+    deps.log.info('agent turn waiting for approval taken up again', { session: m.sessionId, message: m.id });
+  }
+
+  function startLive(...args: Parameters<typeof newLiveTurn>): LiveTurn {
+    const live = newLiveTurn(...args);
+    turns.set(live.sessionId, live);
+    return live;
+  }
+
+  function run(live: LiveTurn, row: AgentSessionRow, actor: Actor, message: string, history: AgentMessageRow[], resume?: TurnProgress) {
+    live.result = execute(live, row, actor, message, history, resume).catch((e) => {
+      deps.log.error('agent turn failed unexpectedly', { session: live.sessionId, ...errorFields(e) });
+      return finish(live, { content: live.content, toolCalls: live.toolCalls, parts: [], usage: live.usage, finishReason: 'error', error: new AppError('INTERNAL_ERROR', 'the turn failed inside Keel') });
+    });
+  }
+
   return {
     async create(actor: Actor, input: CreateSessionInput): Promise<Session> {
       deps.providers.check(input.model);
       deps.access.getOwned(actor, input.workspaceId);
+      checkMcpServers(input.mcpServers ?? [], deps.mcpPolicy);
       const at = isoNow(clock);
       const context = input.context ?? {};
       const row: AgentSessionRow = {
@@ -262,6 +262,8 @@ export function createAgentService(deps: AgentServiceDeps) {
         model: input.model,
         context: JSON.stringify(context),
         status: 'active',
+        toolApproval: JSON.stringify(input.toolApproval ?? 'never'),
+        mcpServers: JSON.stringify(input.mcpServers ?? []),
         promptTokens: 0,
         completionTokens: 0,
         totalTokens: 0,
@@ -317,33 +319,15 @@ export function createAgentService(deps: AgentServiceDeps) {
         { ...base, id: newId('msg', clock), ordinal: history.length, role: 'user', content: message, afterEventId: null },
         { ...base, id: messageId, ordinal: history.length + 1, role: 'assistant', content: '', afterEventId },
       );
-      const live: LiveTurn = {
-        sessionId: id,
-        actor: actor.id,
-        model: row.model,
-        messageId,
-        afterEventId,
-        nextSeq: afterEventId + 1,
-        events: [],
-        ended: false,
-        content: '',
-        toolCalls: [],
-        usage: zeroUsage(),
-        controller: new AbortController(),
-        result: undefined as never,
-      };
-      turns.set(id, live);
-      live.result = execute(live, row, actor, message, history).catch((e) => {
-        deps.log.error('agent turn failed unexpectedly', { session: id, ...errorFields(e) });
-        return finish(live, { content: live.content, toolCalls: live.toolCalls, parts: [], usage: live.usage, finishReason: 'error', error: new AppError('INTERNAL_ERROR', 'the turn failed inside Keel') });
-      });
-      return { result: live.result, follow: (signal) => follow(id, afterEventId, live, signal) };
+      const live = startLive(id, actor.id, row.model, messageId, afterEventId, afterEventId + 1);
+      run(live, row, actor, message, history);
+      return { result: live.result, follow: (signal) => followEvents(store, id, afterEventId, live, signal) };
     },
 
     /** The session's events after `after`, then the turn in flight until its end (at once when none). */
     events(actor: Actor, id: string, after: number, signal: AbortSignal): AsyncIterable<AgentEvent> {
       owned(actor, id);
-      return follow(id, after, turns.get(id), signal);
+      return followEvents(store, id, after, turns.get(id), signal);
     },
 
     async cancel(actor: Actor, id: string): Promise<{ id: string; cancelled: boolean }> {
@@ -356,6 +340,17 @@ export function createAgentService(deps: AgentServiceDeps) {
     },
 
     recover,
+
+    /** What waits for a decision in the session (`all`: decided ones too). */
+    approvals(actor: Actor, id: string, all: boolean): Approval[] {
+      owned(actor, id);
+      return approvals.list(id, all);
+    },
+
+    decide(actor: Actor, id: string, aid: string, input: DecisionInput): Approval {
+      owned(actor, id);
+      return approvals.decide(id, aid, actor.id, input);
+    },
 
     /** Shutdown: every turn in flight ends now as `interrupted`, stored before the database closes. */
     close,

@@ -1,8 +1,8 @@
 // The agent tables' queries, prepared once. Events are written one by one as they happen (bun:sqlite
 // is synchronous and WAL commits do not wait for the disk), so what a client saw is what is stored.
-import { and, asc, count, desc, eq, gt, gte, isNull, sql, sum } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, gte, isNull, lt, sql, sum } from 'drizzle-orm';
 import type { Db } from '../../../platform/db';
-import { agentEvents, agentMessages, agentSessions, agentUsage, type AgentMessageRow, type AgentSessionRow, type AgentUsageRow } from './agent.tables';
+import { agentApprovals, agentEvents, agentMessages, agentSessions, agentUsage, type AgentApprovalRow, type AgentMessageRow, type AgentSessionRow, type AgentUsageRow } from './agent.tables';
 import type { AgentEvent, Usage } from './agent.model';
 
 export const EVENT_PAGE = 500;
@@ -154,6 +154,47 @@ export function createAgentStore(db: Db) {
     },
 
     lastEventId: (sessionId: string): number => lastSeq.get({ sessionId })?.seq ?? 0,
+
+    setStatus(sessionId: string, status: AgentSessionRow['status']) {
+      db.update(agentSessions).set({ status }).where(eq(agentSessions.id, sessionId)).run();
+    },
+
+    insertApproval(row: AgentApprovalRow) {
+      db.insert(agentApprovals).values(row).run();
+    },
+
+    approval: (id: string): AgentApprovalRow | undefined => db.select().from(agentApprovals).where(eq(agentApprovals.id, id)).get(),
+
+    /** The session's approvals, oldest first; `pending` only when asked. */
+    approvals: (sessionId: string, pendingOnly = false): AgentApprovalRow[] =>
+      db
+        .select()
+        .from(agentApprovals)
+        .where(and(eq(agentApprovals.sessionId, sessionId), pendingOnly ? eq(agentApprovals.status, 'pending') : undefined))
+        .orderBy(asc(agentApprovals.createdAt), asc(agentApprovals.id))
+        .all(),
+
+    /** Decides a pending approval; false when it was decided already (the first decision wins). */
+    decideApproval(id: string, d: { status: 'approved' | 'denied'; reason: string | null; decidedBy: string; decidedAt: string }): boolean {
+      const changed = db
+        .update(agentApprovals)
+        .set(d)
+        .where(and(eq(agentApprovals.id, id), eq(agentApprovals.status, 'pending')))
+        .returning({ id: agentApprovals.id })
+        .all();
+      return changed.length > 0;
+    },
+
+    /** Tokens by model that `actor` (all actors: null) spent in [from, to). */
+    tokensByModel(actor: string | null, from: string, to: string) {
+      return db
+        .select({ model: agentUsage.model, input: sum(agentUsage.inputTokens), output: sum(agentUsage.outputTokens) })
+        .from(agentUsage)
+        .where(and(actor === null ? undefined : eq(agentUsage.actor, actor), gte(agentUsage.at, from), lt(agentUsage.at, to)))
+        .groupBy(agentUsage.model)
+        .all()
+        .map((r) => ({ model: r.model, input: Number(r.input ?? 0), output: Number(r.output ?? 0) }));
+    },
 
     /** Assistant messages whose turn never ended: Keel stopped (or crashed) while they ran. */
     unfinishedTurns: (): AgentMessageRow[] =>

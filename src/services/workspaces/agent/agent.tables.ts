@@ -14,7 +14,12 @@ export const agentSessions = sqliteTable(
     model: text('model').notNull(),
     /** JSON of the validated `context` object. */
     context: text('context').notNull(),
-    status: text('status').$type<'active'>().notNull(),
+    /** `awaiting_approval` while a tool call of its turn waits for a decision. */
+    status: text('status').$type<'active' | 'awaiting_approval'>().notNull(),
+    /** JSON: `"never"`, `"always"` or an array of tool names whose calls wait for a decision. */
+    toolApproval: text('tool_approval').notNull().default('"never"'),
+    /** JSON `[{name, url, headers?}]`: MCP servers whose tools the session's model may call. */
+    mcpServers: text('mcp_servers').notNull().default('[]'),
     /** Sums over every turn of the session. */
     promptTokens: integer('prompt_tokens').notNull().default(0),
     completionTokens: integer('completion_tokens').notNull().default(0),
@@ -60,7 +65,7 @@ export const agentEvents = sqliteTable(
       .references(() => agentSessions.id, { onDelete: 'cascade' }),
     /** The SSE `id:`, increasing within the session from 1. */
     seq: integer('seq').notNull(),
-    event: text('event').$type<'delta' | 'tool' | 'done' | 'error'>().notNull(),
+    event: text('event').$type<'delta' | 'tool' | 'approval' | 'done' | 'error'>().notNull(),
     /** JSON of the event's data. */
     data: text('data').notNull(),
     createdAt: text('created_at').notNull(),
@@ -90,6 +95,35 @@ export const agentUsage = sqliteTable(
   (t) => [index('agent_usage_actor_at_idx').on(t.actor, t.at)],
 );
 
+/**
+ * Tool calls waiting for (or given) a person's decision. A pending row is the durable half of a paused
+ * turn: with the turn's stored parts it is enough to go on after a restart of Keel.
+ */
+export const agentApprovals = sqliteTable(
+  'agent_approvals',
+  {
+    id: text('id').primaryKey(),
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => agentSessions.id, { onDelete: 'cascade' }),
+    /** The assistant message of the paused turn. */
+    messageId: text('message_id').notNull(),
+    toolCallId: text('tool_call_id').notNull(),
+    name: text('name').notNull(),
+    /** JSON of the arguments the model gave. */
+    input: text('input').notNull(),
+    status: text('status').$type<'pending' | 'approved' | 'denied'>().notNull(),
+    reason: text('reason'),
+    decidedBy: text('decided_by'),
+    createdAt: text('created_at').notNull(),
+    /** Undecided past this instant, the call is denied (APP_AGENT_APPROVAL_TIMEOUT). */
+    expiresAt: text('expires_at').notNull(),
+    decidedAt: text('decided_at'),
+  },
+  (t) => [index('agent_approvals_session_idx').on(t.sessionId, t.status)],
+);
+
+export type AgentApprovalRow = typeof agentApprovals.$inferSelect;
 export type AgentSessionRow = typeof agentSessions.$inferSelect;
 export type AgentMessageRow = typeof agentMessages.$inferSelect;
 export type AgentEventRow = typeof agentEvents.$inferSelect;

@@ -67,7 +67,12 @@ interface Running {
   resume(): void;
 }
 
-export function createExecService(deps: { engine: Engine; access: Pick<Access, 'runningContainer'> }) {
+export function createExecService(deps: {
+  engine: Engine;
+  access: Pick<Access, 'runningContainer'>;
+  /** Each command's wall time once it is gone, counted against its caller (usage reports). */
+  onExecEnd?: (actor: Actor, workspaceId: string, ms: number) => void;
+}) {
   const { engine } = deps;
   let active = 0;
 
@@ -263,6 +268,7 @@ export function createExecService(deps: { engine: Engine; access: Pick<Access, '
       if (signal?.aborted) onAbort();
       try {
         const exit = await r.exit;
+        deps.onExecEnd?.(actor, id, exit.duration);
         return {
           exitCode: exit.exitCode,
           stdout: out.stdout.text(),
@@ -285,7 +291,11 @@ export function createExecService(deps: { engine: Engine; access: Pick<Access, '
      */
     async stream(actor: Actor, id: string, input: ExecInput, signal: AbortSignal, onGone: () => void = () => {}): Promise<AsyncIterable<SseEvent>> {
       const containerId = await runningContainer(actor, id);
-      return streamOutput(containerId, input, signal, onGone);
+      const started = performance.now();
+      return streamOutput(containerId, input, signal, () => {
+        onGone();
+        deps.onExecEnd?.(actor, id, performance.now() - started);
+      });
     },
 
     /** Exec processes Keel is waiting on. */

@@ -51,6 +51,8 @@ export interface LifecycleDeps {
   codeKey: Buffer;
   /** Addresses a repo clone may never reach beyond the platform's rules (targets.ts). */
   cloneDeny?: DeniedAddresses;
+  /** Told of each workspace event in the transaction of its change (usage/usage.service.ts). */
+  onEvent?: Parameters<typeof createRecords>[0]['onEvent'];
 }
 
 /** How long close() waits for queued engine work before giving up on it (the next start-up finishes it). */

@@ -10,9 +10,18 @@ import { isoNow, type Clock, type Logger } from '../../../platform/runtime';
 import type { Access } from '../access';
 import { retainedVolumes, workspaceEventOutbox, workspaces, type WorkspaceRow, type WorkspaceStatus, type WorkspaceType } from '../workspaces.tables';
 
+type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 export type WorkspaceEvent = 'created' | 'started' | 'stopped' | 'restarted' | 'deleted' | 'failed';
 
-export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logger; access: Access }) {
+export function createRecords(deps: {
+  db: Db;
+  bus: Bus;
+  clock: Clock;
+  log: Logger;
+  access: Access;
+  /** Told of each event in the transaction of its change (running time for usage reports). */
+  onEvent?: (tx: Tx | Db, event: WorkspaceEvent, row: WorkspaceRow) => void;
+}) {
   const { db, clock, log, access } = deps;
   // A null status or type placeholder means "no filter". The owner's list uses the (owner, created_at) index.
   const optional = (column: typeof workspaces.status | typeof workspaces.type, name: string) =>
@@ -34,10 +43,10 @@ export function createRecords(deps: { db: Db; bus: Bus; clock: Clock; log: Logge
     .prepare();
 
   const outbox = createEventOutbox({ db, table: workspaceEventOutbox, bus: deps.bus, clock, log });
-  type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 
   /** Writes the event of `row`'s change through `tx`, the transaction of the change. */
   function recordEvent(tx: Tx | Db, event: WorkspaceEvent, row: WorkspaceRow) {
+    deps.onEvent?.(tx, event, row);
     outbox.record(tx, `evt.workspace.${event}`, {
       event: `workspace.${event}`,
       timestamp: isoNow(clock),

@@ -4,7 +4,8 @@
 // The agent chat on a workspace's page, shown where the API has agent sessions: the workspace's
 // latest session (a `Model` field creates one on the first message), a `Message` field with a
 // `Send` button whose reply streams in, tool calls with their output, `Cancel` for a turn in
-// flight, and, after a reload, the history plus the turn still running, followed to its end.
+// flight, and, after a reload, the history plus the turn still running, followed to its end. A tool
+// call that waits for approval shows with `Approve` and `Deny` buttons (and a `Reason` for a denial).
 import type { AgentMessage, AgentSession, AgentToolCall as ToolCall } from '../../../../../clients/typescript/src';
 import { api, ApiError, messageOf, readStream, type StreamEvent } from './api';
 import { announce, h, uid } from './dom';
@@ -42,6 +43,34 @@ export function chatPanel(ctx: PanelContext): HTMLElement {
       into.querySelector('.text'),
     );
   };
+  /** A call waiting for a decision: its buttons until decided; its `tool` event later closes it. */
+  const approval = (into: HTMLElement, a: { id: string; toolCallId: string; name: string; input: unknown }) => {
+    const input = a.input as { command?: string; path?: string } | undefined;
+    const reason = h('input', { id: uid('reason'), autocomplete: 'off' });
+    const status = h('p', { class: 'note' });
+    const decide = async (decision: 'approve' | 'deny') => {
+      if (!session) return;
+      for (const b of card.querySelectorAll('button')) b.disabled = true;
+      try {
+        const r = reason.value.trim();
+        await api('POST', `/api/agent/sessions/${session.id}/approvals/${encodeURIComponent(a.id)}`, { decision, ...(decision === 'deny' && r ? { reason: r } : {}) });
+        decided(decision === 'approve' ? 'Approved' : 'Denied');
+      } catch (e) {
+        status.textContent = messageOf(e);
+      }
+    };
+    const card = h(
+      'div',
+      { role: 'group', 'aria-label': `Approval of ${a.name}`, class: 'approval', 'data-call': a.toolCallId },
+      h('p', {}, `Waiting for approval: ${a.name}${input?.command ? `: ${input.command}` : input?.path ? `: ${input.path}` : ''}`),
+      h('div', { class: 'field' }, h('label', { for: reason.id }, 'Reason'), reason),
+      h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => decide('approve') }, 'Approve'), h('button', { type: 'button', onclick: () => decide('deny') }, 'Deny')),
+      status,
+    );
+    const decided = (text: string) => card.replaceChildren(h('p', { class: 'note' }, `${a.name}: ${text}`));
+    into.insertBefore(card, into.querySelector('.text'));
+    announce(`The agent asks to run ${a.name}`);
+  };
   const ended = (into: HTMLElement, reason: string | null | undefined) => {
     if (reason && reason !== 'stop' && reason !== 'tool-calls') into.append(h('p', { class: 'note' }, `(${reason})`));
   };
@@ -74,7 +103,13 @@ export function chatPanel(ctx: PanelContext): HTMLElement {
       el ??= bubble('assistant', '');
       const text = el.querySelector('.text')!;
       if (e.event === 'delta') text.textContent += (e.data as { content: string }).content;
-      else if (e.event === 'tool') tool(el, e.data as ToolCall);
+      else if (e.event === 'approval') approval(el, e.data as Parameters<typeof approval>[1]);
+      else if (e.event === 'tool') {
+        const call = e.data as ToolCall;
+        // Decided (here or elsewhere): the card gives way to the call and its output.
+        el.querySelector(`.approval[data-call="${CSS.escape(call.id)}"]`)?.remove();
+        tool(el, call);
+      }
       else if (e.event === 'done') {
         const d = e.data as { content: string; finishReason: string };
         text.textContent = d.content;

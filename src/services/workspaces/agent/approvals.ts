@@ -1,0 +1,129 @@
+// Tool calls that wait for a person (toolApproval). The AI SDK stops a turn at a call whose tool has
+// `needsApproval`; what waits is then stored here (agent_approvals), so a decision can come minutes
+// later, through any Keel process, and after a restart. A decision, the timeout
+// (APP_AGENT_APPROVAL_TIMEOUT) or the end of the turn settles each one exactly once (the first wins).
+import type { ToolSet } from 'ai';
+import { AppError } from '../../../platform/errors';
+import { isoNow, type Clock, type Logger } from '../../../platform/runtime';
+import type { Approval, DecisionInput, ToolApproval } from './agent.model';
+import type { AgentStore } from './agent.store';
+import type { AgentApprovalRow } from './agent.tables';
+import type { Decision, PendingCall } from './agent.turn';
+
+/** Why a turn stopped while calls waited: `suspended` (Keel stops) leaves them pending for the restart. */
+export const SUSPENDED = 'suspended';
+
+export const parsePolicy = (json: string): ToolApproval => JSON.parse(json) as ToolApproval;
+
+/** The tools with the AI SDK's `needsApproval` set where the session's policy asks for a person. */
+export function withApproval(tools: ToolSet, policy: ToolApproval): ToolSet {
+  if (policy === 'never') return tools;
+  const out: ToolSet = {};
+  for (const [name, t] of Object.entries(tools)) out[name] = policy === 'always' || policy.includes(name) ? { ...t, needsApproval: true } : t;
+  return out;
+}
+
+export function approvalView(r: AgentApprovalRow): Approval {
+  return { id: r.id, toolCallId: r.toolCallId, name: r.name, input: JSON.parse(r.input), status: r.status, reason: r.reason, createdAt: r.createdAt, expiresAt: r.expiresAt, decidedAt: r.decidedAt };
+}
+
+const decisionOf = (r: AgentApprovalRow): Decision =>
+  r.status === 'approved' ? { approved: true } : { approved: false, reason: `The call was denied: ${r.reason ?? 'no reason given'}` };
+
+export function createApprovals(deps: { store: AgentStore; clock: Clock; timeoutMs: number; log: Logger }) {
+  const { store, clock } = deps;
+  /** One waiting turn per session: `check` settles it once nothing of its message is pending. */
+  const waiting = new Map<string, { messageId: string; check(): void }>();
+
+  function settle(id: string, status: 'approved' | 'denied', reason: string | null, by: string): boolean {
+    const ok = store.decideApproval(id, { status, reason, decidedBy: by, decidedAt: isoNow(clock) });
+    const row = ok ? store.approval(id) : undefined;
+    if (row) waiting.get(row.sessionId)?.check();
+    return ok;
+  }
+
+  return {
+    /**
+     * Stores the calls (those not stored yet: a resumed turn's are), marks the session
+     * `awaiting_approval`, and resolves once every one is decided; rejects when `signal` aborts (a
+     * cancel or time limit denies what still waits; a suspension leaves it pending).
+     */
+    async wait(turn: { sessionId: string; messageId: string; signal: AbortSignal }, calls: PendingCall[], announce: (a: Pick<Approval, 'id' | 'toolCallId' | 'name' | 'input'>) => void) {
+      const now = clock.now();
+      for (const c of calls) {
+        if (store.approval(c.approvalId)) continue;
+        store.insertApproval({
+          id: c.approvalId,
+          sessionId: turn.sessionId,
+          messageId: turn.messageId,
+          toolCallId: c.id,
+          name: c.name,
+          input: JSON.stringify(c.input ?? null),
+          status: 'pending',
+          reason: null,
+          decidedBy: null,
+          createdAt: new Date(now).toISOString(),
+          expiresAt: new Date(now + deps.timeoutMs).toISOString(),
+          decidedAt: null,
+        });
+        announce({ id: c.approvalId, toolCallId: c.id, name: c.name, input: c.input ?? null });
+      }
+      store.setStatus(turn.sessionId, 'awaiting_approval');
+      const ids = calls.map((c) => c.approvalId);
+      const timers: Timer[] = [];
+      const done = Promise.withResolvers<Map<string, Decision>>();
+      const check = () => {
+        const rows = ids.map((id) => store.approval(id)).filter((r): r is AgentApprovalRow => !!r);
+        if (rows.some((r) => r.status === 'pending')) return;
+        done.resolve(new Map(rows.map((r) => [r.id, decisionOf(r)])));
+      };
+      const onAbort = () => {
+        if (turn.signal.reason !== SUSPENDED) for (const id of ids) store.decideApproval(id, { status: 'denied', reason: 'the turn ended before a decision', decidedBy: 'keel', decidedAt: isoNow(clock) });
+        done.reject(new Error('turn stopped while waiting for approval'));
+      };
+      waiting.set(turn.sessionId, { messageId: turn.messageId, check });
+      for (const id of ids) {
+        const row = store.approval(id);
+        if (row?.status !== 'pending') continue;
+        // Timers count from the stored expiry, so a restart neither resets nor loses them.
+        const left = Math.max(0, Date.parse(row.expiresAt) - clock.now());
+        timers.push(setTimeout(() => settle(id, 'denied', `no decision within ${Math.round(deps.timeoutMs / 1000)} s (APP_AGENT_APPROVAL_TIMEOUT)`, 'keel'), left));
+      }
+      turn.signal.addEventListener('abort', onAbort, { once: true });
+      check();
+      try {
+        return await done.promise;
+      } finally {
+        turn.signal.removeEventListener('abort', onAbort);
+        for (const t of timers) clearTimeout(t);
+        waiting.delete(turn.sessionId);
+        store.setStatus(turn.sessionId, 'active');
+      }
+    },
+
+    list(sessionId: string, all: boolean): Approval[] {
+      return store.approvals(sessionId, !all).map(approvalView);
+    },
+
+    /** A person's decision; the session was checked to be the caller's. */
+    decide(sessionId: string, aid: string, by: string, input: DecisionInput): Approval {
+      const row = store.approval(aid);
+      if (!row || row.sessionId !== sessionId) throw new AppError('APPROVAL_NOT_FOUND', 'approval not found in this session');
+      if (row.status !== 'pending' || !waiting.has(sessionId)) {
+        throw new AppError('APPROVAL_DECIDED', 'this approval is not waiting for a decision any more', { id: aid, status: row.status });
+      }
+      const status = input.decision === 'approve' ? 'approved' : 'denied';
+      if (!settle(aid, status, input.decision === 'deny' ? (input.reason ?? null) : null, by)) {
+        throw new AppError('APPROVAL_DECIDED', 'this approval is not waiting for a decision any more', { id: aid, status: store.approval(aid)?.status ?? 'denied' });
+      }
+      return approvalView(store.approval(aid)!);
+    },
+
+    /** Messages of turns paused for approval (to take up again at start-up). */
+    pendingMessages(sessionId: string): Set<string> {
+      return new Set(store.approvals(sessionId, true).map((r) => r.messageId));
+    },
+  };
+}
+
+export type Approvals = ReturnType<typeof createApprovals>;

@@ -1,0 +1,51 @@
+// Keel as an MCP server at POST /mcp (Streamable HTTP, stateless: each request stands alone, JSON
+// answers), built with the official SDK. The Bearer token, rate limit and ownership are the HTTP
+// API's (the auth plugin runs first); the tools are mcp.tools.ts. No server-sent stream to open and no
+// session to end: GET and DELETE answer 405, as the transport's specification allows.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { Elysia, t } from 'elysia';
+import type { Actor } from '../../../platform/auth/workspace-token';
+import { ErrorEnvelope } from '../../../platform/http/errors';
+import { VERSION } from '../../../platform/http/health';
+import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
+import { workspaceOperation as op } from '../workspaces.errors';
+import { callTool, mcpTools, toolList, type McpToolDeps } from './mcp.tools';
+
+export function mcpRoutes(deps: McpToolDeps & { auth: WorkspaceAuthPlugin }) {
+  const tools = mcpTools(deps);
+  const list = toolList(tools);
+
+  async function handle(actor: Actor, request: Request, body: unknown): Promise<Response> {
+    const server = new Server({ name: 'keel', version: VERSION }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: list }));
+    server.setRequestHandler(CallToolRequestSchema, async (req) => callTool(tools, actor, req.params.name, req.params.arguments));
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(request, { parsedBody: body });
+    } finally {
+      void server.close();
+    }
+  }
+
+  const notHere = () => new Response(null, { status: 405, headers: { allow: 'POST' } });
+  return new Elysia({ name: 'workspaces.mcp' })
+    .use(deps.auth)
+    .post('/mcp', ({ actor, request, body }) => handle(actor, request, body), {
+      body: t.Unknown({ description: 'a JSON-RPC 2.0 message (or batch) of the Model Context Protocol' }),
+      response: { 200: t.Unknown({ description: 'the JSON-RPC answer' }), 401: ErrorEnvelope, 429: ErrorEnvelope },
+      detail: {
+        ...op('mcp'),
+        tags: ['mcp'],
+        summary: 'Model Context Protocol endpoint (Streamable HTTP): workspaces as tools for any MCP client',
+        description:
+          'The same Bearer token as the HTTP API. Tools: `list_workspaces`, `create_workspace`, `start_workspace`, `stop_workspace`, `delete_workspace`, `exec`; ' +
+          "each acts as the token's actor (another actor's workspace is WORKSPACE_NOT_FOUND) under the same quotas. A refused call is a tool result with `isError: true` " +
+          'whose text is the HTTP error envelope. Stateless: no `Mcp-Session-Id`; GET and DELETE answer 405. See docs/agent.md, "Keel as an MCP server".',
+      },
+    })
+    .get('/mcp', notHere, { detail: { hide: true } })
+    .delete('/mcp', notHere, { detail: { hide: true } });
+}
