@@ -4,6 +4,11 @@
 //     Both are driven by the same load loop (bench/lib.ts: fixed request count, N concurrent fetch loops).
 //  2. Create-to-running of a `minimal` workspace through the API (POST, then poll the running list)
 //     against `docker run -d` of the same image with the same volume, port, limits and init.
+//  3. Resume latency: POST /api/workspaces/{id}/resume of a paused workspace, against `docker unpause`
+//     (the CLI) of a bare container of the same image.
+//  4. Fork of 10: POST /api/workspaces/{id}/fork {count: 10} until all 10 run, against 10 creates from
+//     the template sent at once until all run.
+// BENCH_WORKSPACES_PARTS (e.g. "3,4") runs only those parts (default: all).
 import { load, printTable, round, summarize } from './lib';
 import { startKeelProcess, type KeelProcess } from './keel-process';
 import type { CreatedWorkspace, WorkspaceList } from '../clients/typescript/src';
@@ -12,6 +17,9 @@ const WORKSPACES = 50;
 const REQUESTS = 4000;
 const CONCURRENCY = 16;
 const CREATE_RUNS = 5;
+const RESUME_RUNS = 20;
+const FORK_COUNT = 10;
+const PARTS = new Set((process.env.BENCH_WORKSPACES_PARTS ?? '1,2,3,4').split(',').map((s) => s.trim()));
 
 function docker(...args: string[]) {
   const r = Bun.spawnSync(['docker', ...args], { stdout: 'pipe', stderr: 'pipe' });
@@ -43,6 +51,75 @@ async function createToRunning(keel: KeelProcess, name: string): Promise<{ ms: n
   }
 }
 
+/** Waits until every id in `ids` is listed running; ms since `t0`. */
+async function allRunning(keel: KeelProcess, ids: string[], t0: number): Promise<number> {
+  for (;;) {
+    const list = (await (await keel.api('/api/workspaces?status=running')).json()) as { workspaces: { id: string }[] };
+    const running = new Set(list.workspaces.map((w) => w.id));
+    if (ids.every((id) => running.has(id))) return performance.now() - t0;
+    if (performance.now() - t0 > 180_000) throw new Error('workspaces did not reach running in 180 s');
+    await Bun.sleep(20);
+  }
+}
+
+/** Times `action` after `prepare`, `runs` times. */
+async function timed(runs: number, prepare: () => unknown, action: () => unknown): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    await prepare();
+    const t0 = performance.now();
+    await action();
+    out.push(performance.now() - t0);
+  }
+  return out;
+}
+
+async function resumeLatency(keel: KeelProcess, ws: { id: string }, image: string) {
+  const post = async (action: string) => {
+    const res = await keel.api(`/api/workspaces/${ws.id}/${action}`, { method: 'POST' });
+    if (res.status !== 200) throw new Error(`${action}: ${res.status} ${await res.text()}`);
+  };
+  const api = await timed(RESUME_RUNS, () => post('pause'), () => post('resume'));
+  const name = `keel-bench-pause-${process.pid}`;
+  docker('run', '-d', '--name', name, '--label', 'dev.keel.bench=true', '--user', '1000:1000', image, '/bin/sh', '-c', 'while :; do sleep 3600; done');
+  try {
+    const bare = await timed(RESUME_RUNS, () => docker('pause', name), () => docker('unpause', name));
+    const a = summarize(api);
+    const b = summarize(bare);
+    printTable(`resume of a paused workspace, ${RESUME_RUNS} runs`, [
+      { path: 'POST /api/workspaces/{id}/resume', p50Ms: round(a.p50Ms, 1), maxMs: round(a.maxMs, 1) },
+      { path: 'docker unpause (CLI, bare container)', p50Ms: round(b.p50Ms, 1), maxMs: round(b.maxMs, 1) },
+    ]);
+    return { runs: RESUME_RUNS, apiP50Ms: round(a.p50Ms, 1), apiMaxMs: round(a.maxMs, 1), dockerUnpauseP50Ms: round(b.p50Ms, 1), ratio: round(a.p50Ms / b.p50Ms, 2) };
+  } finally {
+    docker('rm', '-f', name);
+  }
+}
+
+async function forkOfTen(keel: KeelProcess, source: { id: string }, created: string[]) {
+  let t0 = performance.now();
+  const res = await keel.api(`/api/workspaces/${source.id}/fork`, { method: 'POST', json: { name: 'bench-fork', count: FORK_COUNT } });
+  if (res.status !== 201) throw new Error(`fork: ${res.status} ${await res.text()}`);
+  const forks = ((await res.json()) as { workspaces: { id: string }[] }).workspaces.map((w) => w.id);
+  created.push(...forks);
+  const forkMs = await allRunning(keel, forks, t0);
+  t0 = performance.now();
+  const creates = await Promise.all(
+    Array.from({ length: FORK_COUNT }, async (_, i) => {
+      const r = await keel.api('/api/workspaces', { method: 'POST', json: { name: `bench-many-${i}`, template: 'minimal' } });
+      if (r.status !== 201) throw new Error(`create: ${r.status} ${await r.text()}`);
+      return ((await r.json()) as { id: string }).id;
+    }),
+  );
+  created.push(...creates);
+  const createMs = await allRunning(keel, creates, t0);
+  printTable(`${FORK_COUNT} workspaces until all run`, [
+    { path: `POST .../fork {count: ${FORK_COUNT}} (one snapshot, then ${FORK_COUNT} creates from it)`, ms: round(forkMs, 0) },
+    { path: `${FORK_COUNT} POST /api/workspaces at once (template)`, ms: round(createMs, 0) },
+  ]);
+  return { count: FORK_COUNT, forkMs: round(forkMs, 0), createsMs: round(createMs, 0), ratio: round(forkMs / createMs, 2) };
+}
+
 function dockerRunOnce(i: number, image: string): number {
   const name = `keel-bench-baseline-${process.pid}-${i}`;
   const t0 = performance.now();
@@ -59,60 +136,68 @@ export async function run(): Promise<Record<string, unknown>> {
   const keel = await startKeelProcess({ APP_WORKSPACE_PORT_RANGE: '24000-24999' });
   const created: string[] = [];
   try {
-    // 1. the list endpoint with 50 workspaces
     const first = await keel.workspace('bench-warm'); // also builds the minimal image if the engine lacks it
     created.push(first.id);
-    for (let i = 1; i < WORKSPACES; i += 10) {
-      const batch = Array.from({ length: Math.min(10, WORKSPACES - i) }, (_, k) => keel.workspace(`bench-${i + k}`));
-      for (const w of await Promise.all(batch)) created.push(w.id);
-    }
-    const token = keel.token();
-    const listUrl = `${keel.url}/api/workspaces`;
-    const listRes = await fetch(listUrl, { headers: { authorization: `Bearer ${token}` } });
-    const listBody = await listRes.text();
-    const count = (JSON.parse(listBody) as WorkspaceList).workspaces.length;
-    if (count !== WORKSPACES) throw new Error(`expected ${WORKSPACES} workspaces in the list, got ${count}`);
-    const baseline = await startBaseline(listBody);
-    let keelLoad, bareLoad;
-    try {
-      const headers = { authorization: `Bearer ${token}` };
-      bareLoad = await load(() => fetch(baseline.url + '/api/workspaces', { headers }).then((r) => r.arrayBuffer()), { total: REQUESTS, concurrency: CONCURRENCY });
-      keelLoad = await load(() => fetch(listUrl, { headers }).then((r) => r.arrayBuffer()), { total: REQUESTS, concurrency: CONCURRENCY });
-    } finally {
-      baseline.stop();
-    }
-    printTable(`GET /api/workspaces, ${WORKSPACES} workspaces (${(listBody.length / 1024).toFixed(1)} KiB), ${REQUESTS} requests over ${CONCURRENCY} loops`, [
-      { target: 'keel', rps: round(keelLoad.rps, 0), p50Ms: round(keelLoad.p50Ms), p99Ms: round(keelLoad.p99Ms) },
-      { target: 'bare Bun.serve (same JSON)', rps: round(bareLoad.rps, 0), p50Ms: round(bareLoad.p50Ms), p99Ms: round(bareLoad.p99Ms) },
-    ]);
-    const listRatio = keelLoad.rps / bareLoad.rps;
-    console.log(`keel serves ${round(listRatio * 100, 1)}% of the bare server's requests/s; p99 ${round(keelLoad.p99Ms / bareLoad.p99Ms, 2)}x`);
+    const image = (JSON.parse(docker('inspect', first.containerId)) as { Config: { Image: string } }[])[0]!.Config.Image;
+    const out: Record<string, unknown> = {};
+    if (PARTS.has('3')) out.resume = await resumeLatency(keel, first, image);
+    if (PARTS.has('4')) out.fork = await forkOfTen(keel, first, created);
+    if (PARTS.has('2')) {
+      // 2. create-to-running
+      const api: number[] = [];
+      for (let i = 0; i < CREATE_RUNS; i++) {
+        const r = await createToRunning(keel, `bench-create-${i}`);
+        api.push(r.ms);
+        created.push(r.id);
+      }
+      const bare: number[] = [];
+      for (let i = 0; i < CREATE_RUNS; i++) bare.push(dockerRunOnce(i, image));
+      const a = summarize(api);
+      const b = summarize(bare);
+      printTable(`create-to-running, median of ${CREATE_RUNS}`, [
+        { path: 'POST /api/workspaces -> running', medianMs: round(a.medianMs, 0), maxMs: round(a.maxMs, 0) },
+        { path: 'docker run -d (same image, volume, port, limits)', medianMs: round(b.medianMs, 0), maxMs: round(b.maxMs, 0) },
+      ]);
+      const createRatio = a.medianMs / b.medianMs;
+      console.log(`create-to-running through Keel takes ${round(createRatio, 2)}x docker run -d`);
 
-    // 2. create-to-running
-    const api: number[] = [];
-    for (let i = 0; i < CREATE_RUNS; i++) {
-      const r = await createToRunning(keel, `bench-create-${i}`);
-      api.push(r.ms);
-      created.push(r.id);
+      out.createToRunning = { runs: CREATE_RUNS, apiMedianMs: round(a.medianMs, 0), dockerRunMedianMs: round(b.medianMs, 0), ratio: round(createRatio, 2) };
     }
-    const image = (JSON.parse(docker('inspect', (await (await keel.api(`/api/workspaces/${first.id}`)).json() as { containerId: string }).containerId)) as { Config: { Image: string } }[])[0]!.Config.Image;
-    const bare: number[] = [];
-    for (let i = 0; i < CREATE_RUNS; i++) bare.push(dockerRunOnce(i, image));
-    const a = summarize(api);
-    const b = summarize(bare);
-    printTable(`create-to-running, median of ${CREATE_RUNS}`, [
-      { path: 'POST /api/workspaces -> running', medianMs: round(a.medianMs, 0), maxMs: round(a.maxMs, 0) },
-      { path: 'docker run -d (same image, volume, port, limits)', medianMs: round(b.medianMs, 0), maxMs: round(b.maxMs, 0) },
-    ]);
-    const createRatio = a.medianMs / b.medianMs;
-    console.log(`create-to-running through Keel takes ${round(createRatio, 2)}x docker run -d`);
+    if (PARTS.has('1')) {
+      // 1. the list endpoint with 50 workspaces
+      for (let i = 1; i < WORKSPACES; i += 10) {
+        const batch = Array.from({ length: Math.min(10, WORKSPACES - i) }, (_, k) => keel.workspace(`bench-${i + k}`));
+        for (const w of await Promise.all(batch)) created.push(w.id);
+      }
+      const token = keel.token();
+      const listUrl = `${keel.url}/api/workspaces`;
+      const listRes = await fetch(listUrl, { headers: { authorization: `Bearer ${token}` } });
+      const listBody = await listRes.text();
+      const count = (JSON.parse(listBody) as WorkspaceList).workspaces.length;
+      if (count !== WORKSPACES) throw new Error(`expected ${WORKSPACES} workspaces in the list, got ${count}`);
+      const baseline = await startBaseline(listBody);
+      let keelLoad, bareLoad;
+      try {
+        const headers = { authorization: `Bearer ${token}` };
+        bareLoad = await load(() => fetch(baseline.url + '/api/workspaces', { headers }).then((r) => r.arrayBuffer()), { total: REQUESTS, concurrency: CONCURRENCY });
+        keelLoad = await load(() => fetch(listUrl, { headers }).then((r) => r.arrayBuffer()), { total: REQUESTS, concurrency: CONCURRENCY });
+      } finally {
+        baseline.stop();
+      }
+      printTable(`GET /api/workspaces, ${WORKSPACES} workspaces (${(listBody.length / 1024).toFixed(1)} KiB), ${REQUESTS} requests over ${CONCURRENCY} loops`, [
+        { target: 'keel', rps: round(keelLoad.rps, 0), p50Ms: round(keelLoad.p50Ms), p99Ms: round(keelLoad.p99Ms) },
+        { target: 'bare Bun.serve (same JSON)', rps: round(bareLoad.rps, 0), p50Ms: round(bareLoad.p50Ms), p99Ms: round(bareLoad.p99Ms) },
+      ]);
+      const listRatio = keelLoad.rps / bareLoad.rps;
+      console.log(`keel serves ${round(listRatio * 100, 1)}% of the bare server's requests/s; p99 ${round(keelLoad.p99Ms / bareLoad.p99Ms, 2)}x`);
 
-    return {
-      list: { workspaces: WORKSPACES, requests: REQUESTS, concurrency: CONCURRENCY, keel: keelLoad, bare: bareLoad, rpsRatio: round(listRatio, 3) },
-      createToRunning: { runs: CREATE_RUNS, apiMedianMs: round(a.medianMs, 0), dockerRunMedianMs: round(b.medianMs, 0), ratio: round(createRatio, 2) },
-    };
+      out.list = { workspaces: WORKSPACES, requests: REQUESTS, concurrency: CONCURRENCY, keel: keelLoad, bare: bareLoad, rpsRatio: round(listRatio, 3) };
+    }
+    return out;
   } finally {
     for (const id of created) await keel.api(`/api/workspaces/${id}?volumes=true`, { method: 'DELETE' }).catch(() => {});
+    const snaps = (await (await keel.api('/api/snapshots')).json().catch(() => ({ snapshots: [] }))) as { snapshots: { id: string }[] };
+    for (const s of snaps.snapshots ?? []) await keel.api(`/api/snapshots/${s.id}`, { method: 'DELETE' }).catch(() => {});
     await keel.stop();
   }
 }

@@ -10,6 +10,7 @@ interface MemoryContainer {
   id: string;
   spec: ContainerSpec;
   running: boolean;
+  paused?: boolean;
   exitCode: number;
   /** Set by exitOnStart: the next start ends at once with this code. */
   exitsWith?: number;
@@ -68,6 +69,7 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
   const stop = (c: MemoryContainer, exitCode: number) => {
     if (!c.running) return;
     c.running = false;
+    c.paused = false;
     c.exitCode = exitCode;
     emit(c, 'die');
   };
@@ -186,6 +188,36 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
       c.running = true;
       emit(c, 'start');
     },
+    // Snapshots are tested against the real engine only (tests/workspaces/lifecycle/snapshots.test.ts).
+    async commit() {
+      throw new EngineError('the memory engine makes no snapshots', 'refused');
+    },
+    async getArchive() {
+      throw new EngineError('the memory engine makes no snapshots', 'refused');
+    },
+    async imageSize(ref) {
+      return images.has(ref) ? 0 : null;
+    },
+    async removeImage(ref) {
+      images.delete(ref);
+    },
+    async listSnapshotImages() {
+      return [];
+    },
+    async pause(id) {
+      enter('pause');
+      const c = container(id);
+      if (!c.running || c.paused) throw new EngineError(`container ${id} is not running or already paused`, 'conflict');
+      c.paused = true;
+      emit(c, 'pause');
+    },
+    async unpause(id) {
+      enter('unpause');
+      const c = container(id);
+      if (!c.paused) throw new EngineError(`container ${id} is not paused`, 'conflict');
+      c.paused = false;
+      emit(c, 'unpause');
+    },
     async remove(id) {
       enter('remove');
       const c = containers.get(id);
@@ -196,7 +228,7 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
     async inspect(id): Promise<ContainerState | null> {
       enter('inspect');
       const c = containers.get(id);
-      return c ? { running: c.running, exitCode: c.exitCode, oomKilled: false, error: '', networks: [c.spec.network] } : null;
+      return c ? { running: c.running, paused: !!c.paused, exitCode: c.exitCode, oomKilled: false, error: '', networks: [c.spec.network] } : null;
     },
     async stats(id) {
       enter('stats');

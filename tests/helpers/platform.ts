@@ -32,9 +32,27 @@ export interface TestPlatform extends Platform {
  * ports that another Keel's database knows nothing of.
  */
 let nextPortBlock = Math.floor(Math.random() * 100);
-function ownPortRange(): string {
+export function ownPortRange(): string {
   const lo = 28000 + (nextPortBlock++ % 100) * 90;
   return `${lo}-${lo + 89}`;
+}
+
+/** A workspace-API token for `sub`, signed with the test secret. */
+export function testToken(sub = 'alice', o: { role?: 'admin'; ttlSeconds?: number } = {}): string {
+  return mintToken(TEST_SECRET, { sub, ttlSeconds: o.ttlSeconds ?? 3600, role: o.role });
+}
+
+export type ApiCall = (service: ServiceName, path: string, init?: RequestInit & { as?: string | null; json?: unknown }) => Promise<Response>;
+
+/** fetch against the services at `urls` with a Bearer token for `as` (default alice; `admin` has the admin role); `json` is sent as the body. */
+export function apiAt(urls: Partial<Record<ServiceName, string>>): ApiCall {
+  return (service, path, init = {}) => {
+    const { as = 'alice', json, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (as !== null && !headers.has('authorization')) headers.set('authorization', `Bearer ${testToken(as, as === 'admin' ? { role: 'admin' } : {})}`);
+    if (json !== undefined) headers.set('content-type', 'application/json');
+    return fetch(urls[service] + path, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
+  };
 }
 
 export async function startTestPlatform(opts: { services: ServiceName[]; env?: Record<string, string>; dataDir?: string }): Promise<TestPlatform> {
@@ -56,8 +74,6 @@ export async function startTestPlatform(opts: { services: ServiceName[]; env?: R
     ...opts.env,
   };
   const platform = await startPlatform(env);
-  const token = (sub = 'alice', o: { role?: 'admin'; ttlSeconds?: number } = {}) =>
-    mintToken(TEST_SECRET, { sub, ttlSeconds: o.ttlSeconds ?? 3600, role: o.role });
   return {
     ...platform,
     dataDir,
@@ -66,14 +82,8 @@ export async function startTestPlatform(opts: { services: ServiceName[]; env?: R
       if (!u) throw new Error(`service ${s} is not running in this test platform`);
       return u;
     },
-    token,
-    api(service, path, init = {}) {
-      const { as = 'alice', json, ...rest } = init;
-      const headers = new Headers(rest.headers);
-      if (as !== null && !headers.has('authorization')) headers.set('authorization', `Bearer ${token(as, as === 'admin' ? { role: 'admin' } : {})}`);
-      if (json !== undefined) headers.set('content-type', 'application/json');
-      return fetch(platform.urls[service] + path, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
-    },
+    token: testToken,
+    api: apiAt(platform.urls),
     async close() {
       await platform.stop();
       if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });

@@ -13,13 +13,13 @@ export async function closeAndClean(p: TestPlatform | undefined): Promise<void> 
 }
 
 /** GET /api/workspaces/{id} as `as`: the HTTP status and the body. */
-export async function getWorkspace(p: TestPlatform, id: string, as = 'alice'): Promise<{ status: number; body: any }> {
+export async function getWorkspace(p: Pick<TestPlatform, 'api'>, id: string, as = 'alice'): Promise<{ status: number; body: any }> {
   const res = await p.api('workspaces', `/api/workspaces/${id}`, { as });
   return { status: res.status, body: await res.json() };
 }
 
 /** Polls until the workspace has `status`; its view then. */
-export function waitStatus(p: TestPlatform, id: string, status: string, opts: { as?: string; timeoutMs?: number } = {}): Promise<any> {
+export function waitStatus(p: Pick<TestPlatform, 'api'>, id: string, status: string, opts: { as?: string; timeoutMs?: number } = {}): Promise<any> {
   return waitFor(
     `workspace ${id} to be ${status}`,
     async () => {
@@ -32,7 +32,7 @@ export function waitStatus(p: TestPlatform, id: string, status: string, opts: { 
 
 /** Creates a `minimal` workspace (`body` adds or overrides fields) and waits until it runs; its view then. */
 export async function createRunning(
-  p: TestPlatform,
+  p: Pick<TestPlatform, 'api'>,
   name: string,
   opts: { as?: string; body?: Record<string, unknown>; timeoutMs?: number } = {},
 ): Promise<any> {

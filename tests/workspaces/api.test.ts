@@ -46,7 +46,7 @@ describe('public routes', () => {
     const create = doc.paths['/api/workspaces'].post;
     expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['201', '409']));
     expect(JSON.stringify(create.requestBody)).toContain('"pattern"');
-    for (const path of ['/api/workspaces/{id}/start', '/api/workspaces/{id}/stop', '/api/workspaces/{id}/restart']) {
+    for (const path of ['/api/workspaces/{id}/start', '/api/workspaces/{id}/stop', '/api/workspaces/{id}/restart', '/api/workspaces/{id}/pause', '/api/workspaces/{id}/resume']) {
       expect(Object.keys(doc.paths[path].post.responses)).toContain('409');
     }
     const get = JSON.stringify(doc.paths['/api/workspaces/{id}'].get.responses['200']);
@@ -54,7 +54,9 @@ describe('public routes', () => {
     const props = doc.paths['/api/workspaces/{id}'].get.responses['200'].content['application/json'].schema.properties;
     expect(props.port).toEqual({ type: 'integer' });
     expect(props.containerId).toMatchObject({ type: 'string', nullable: true });
-    expect(props.status.enum).toEqual(['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed']);
+    expect(props.status.enum).toEqual(['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed', 'paused']);
+    for (const path of ['/api/workspaces/{id}/snapshots', '/api/workspaces/{id}/fork']) expect(Object.keys(doc.paths[path].post.responses)).toEqual(expect.arrayContaining(['201', '404', '409', '429']));
+    expect(Object.keys(doc.paths['/api/snapshots/{id}'].delete.responses)).toEqual(expect.arrayContaining(['200', '404', '409']));
   });
 
   test('/openapi.json gives the streaming answers of logs and exec as text/event-stream beside their JSON', async () => {

@@ -252,6 +252,8 @@ export interface BusEvents {
   'evt.workspace.restarted': WorkspaceEventPayload;
   'evt.workspace.deleted': WorkspaceEventPayload;
   'evt.workspace.failed': WorkspaceEventPayload;
+  'evt.workspace.paused': WorkspaceEventPayload;
+  'evt.workspace.resumed': WorkspaceEventPayload;
 }
 
 /** The workspace events, each written with the state change it reports (workspaces' outbox). */
@@ -262,6 +264,8 @@ export const WORKSPACE_EVENTS = [
   'evt.workspace.restarted',
   'evt.workspace.deleted',
   'evt.workspace.failed',
+  'evt.workspace.paused',
+  'evt.workspace.resumed',
 ] as const satisfies readonly (keyof BusEvents)[];
 
 /**

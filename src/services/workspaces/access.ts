@@ -25,8 +25,9 @@ export function engineFailure(e: unknown): AppError {
 /**
  * `engineReady` throws (EngineError `unavailable`) when the workspace's engine is known not to answer
  * (engine/engines.ts): operations on the workspace then answer 503 ENGINE_UNAVAILABLE at once.
+ * `used` hears every workspace an actor reached through getOwned (the idle countdown's API activity).
  */
-export function createAccess(db: Db, opts: { engineReady?: (row: WorkspaceRow) => void } = {}) {
+export function createAccess(db: Db, opts: { engineReady?: (row: WorkspaceRow) => void; used?: (id: string) => void } = {}) {
   // Prepared once: every request reads a workspace by id (building drizzle SQL per call costs more than running it).
   const byId = db.select().from(workspaces).where(eq(workspaces.id, sql.placeholder('id'))).prepare();
   const byContainer = db.select({ engine: workspaces.engine }).from(workspaces).where(eq(workspaces.containerId, sql.placeholder('id'))).prepare();
@@ -39,6 +40,7 @@ export function createAccess(db: Db, opts: { engineReady?: (row: WorkspaceRow) =
   function getOwned(actor: Actor, id: string): WorkspaceRow {
     const found = row(id);
     if (!found || !canAccess(actor, found.owner)) throw workspaceNotFound();
+    opts.used?.(id);
     return found;
   }
 

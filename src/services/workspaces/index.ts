@@ -16,6 +16,7 @@ import { defineService, type Service, type ServiceDeps } from '../../platform/se
 import { createAccess } from './access';
 import { workspaceErrors } from './workspaces.errors';
 import * as lifecycleModels from './lifecycle/lifecycle.model';
+import * as snapshotsModels from './lifecycle/snapshots.model';
 import * as logsModels from './logs/logs.model';
 import * as execModels from './exec/exec.model';
 import * as filesModels from './files/files.model';
@@ -53,6 +54,7 @@ import { logsRoutes } from './logs/logs.routes';
 import { loadStreamsConfig, type StreamsConfig } from './streams.config';
 import { loadWorkspacesConfig, type WorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
+import { snapshotsRoutes } from './lifecycle/snapshots.routes';
 import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
 import { listScope } from './lifecycle/views';
 import { loadCodeKey } from './lifecycle/code-secret';
@@ -103,7 +105,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   // Access asks whether a workspace's engine answers (503 ENGINE_UNAVAILABLE); the engines ask access
   // where a workspace, container or volume lives: each reads the other once both exist.
   let engines: Engines | undefined;
-  const access = createAccess(deps.db, { engineReady: (row) => void engines?.requireUp(row.engine) });
+  // Every API call on a workspace (exec, logs and agent turns included) resets its idle countdown.
+  const access = createAccess(deps.db, { engineReady: (row) => void engines?.requireUp(row.engine), used: (id) => workspaces.touch(id) });
   engines = createEngines({
     settings: settings.engines,
     connect: (e) => createEngine(e.host, { certPath: e.certPath }),
@@ -138,6 +141,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     quotas,
     templates: registry,
     instance: instanceId(deps.config.dataDir, deps.clock),
+    snapshotDir: join(deps.config.dataDir, 'snapshots'),
     codeKey: loadCodeKey(deps.config.dataDir),
     cloneDeny: targets.deny,
     onEvent: usage.onWorkspaceEvent,
@@ -150,7 +154,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   // Previews are a second listener of this service (not a service of their own): links, activity and
   // the proxy all need the workspace rows and the engine, which only this service owns.
   let previewPort = settings.previewPort;
-  const previews = createPreviewsService({ db: deps.db, clock: deps.clock, access, baseUrl: () => `http://${settings.publicHost}:${previewPort}` });
+  const previews = createPreviewsService({ db: deps.db, clock: deps.clock, access, baseUrl: () => `http://${settings.publicHost}:${previewPort}`, onActivity: (id) => workspaces.touch(id) });
   const previewProxy = createPreviewProxy({ previews, engine, access, log: deps.log });
   const volumes = createVolumes({ db: deps.db, engine });
   const events = createWorkspaceEvents({ clock: deps.clock });
@@ -195,7 +199,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     name: 'workspaces',
     style: 'envelope',
     errors: workspaceErrors,
-    models: [lifecycleModels, logsModels, execModels, filesModels, processesModels, previewsModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels, usageModels],
+    models: [lifecycleModels, snapshotsModels, logsModels, execModels, filesModels, processesModels, previewsModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels, usageModels],
     title: 'Keel workspace API',
     description:
       'Containerized development workspaces on a Docker engine: lifecycle, logs, command execution and agent sessions. ' +
@@ -214,12 +218,14 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       { name: 'webhooks', description: 'Signed, ordered, retried deliveries of workspace events' },
       { name: 'events', description: 'Workspace events, live' },
       { name: 'volumes', description: 'Volumes kept by deletes, counted against APP_QUOTA_VOLUMES' },
+      { name: 'snapshots', description: 'Snapshots of workspaces (file system and volume) and forks, counted against APP_QUOTA_SNAPSHOTS' },
     ],
     streamedBodies: (request) => streamedFileUpload(request) || streamedStdin(request),
   })
     .use(uiRoutes({ assets: uiAssets }))
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces, lists }))
+    .use(snapshotsRoutes({ auth, workspaces }))
     .use(templatesRoutes({ auth, templates }))
     .use(volumesRoutes({ auth, volumes }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))

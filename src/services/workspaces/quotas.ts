@@ -48,9 +48,9 @@ export interface QuotaLimits {
 /**
  * Statuses that hold (or are about to hold) a running container. `stopping` is not counted: the
  * workspace is on its way down, and counting it would refuse a start right after a stop for as long
- * as the stop's grace period.
+ * as the stop's grace period. `paused` is: its memory is still held.
  */
-export const RUNNING_STATUSES = ['creating', 'starting', 'restarting', 'running'] as const satisfies readonly WorkspaceStatus[];
+export const RUNNING_STATUSES = ['creating', 'starting', 'restarting', 'running', 'paused'] as const satisfies readonly WorkspaceStatus[];
 
 export interface QuotaSlot {
   /** Gives the slot back; calling it again does nothing. */

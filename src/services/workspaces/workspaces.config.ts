@@ -146,6 +146,10 @@ export interface WorkspacesConfig {
   /** Per-actor quotas; admin tokens are exempt (docs/security.md, "Quotas"). */
   quotas: QuotaLimits;
   stopGraceSeconds: number;
+  /** Default `autoStopMinutes` of a create that gives none (0: never); docs/workspaces.md says why 60. */
+  autoStopMinutes: number;
+  /** Snapshots an actor may hold (APP_QUOTA_SNAPSHOTS); admins are exempt. */
+  snapshotQuota: number;
   /** Tag of the offline-built minimal image (tests use their own tag). */
   minimalImage: string;
   /** Tag of the bun-typescript image Keel builds (tests use their own tag). */
@@ -213,6 +217,8 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
       volumes: readInt(env, 'APP_QUOTA_VOLUMES', 20, 0, 1_000_000),
     },
     stopGraceSeconds: readInt(env, 'APP_WORKSPACE_STOP_GRACE', 10, 0, 300),
+    autoStopMinutes: readInt(env, 'APP_AUTO_STOP_MINUTES', 60, 0, 525_600),
+    snapshotQuota: readInt(env, 'APP_QUOTA_SNAPSHOTS', 20, 0, 1_000_000),
     minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),
     bunImage: readImageRef(env, 'APP_WORKSPACE_BUN_IMAGE', BUN_IMAGE),
     registryProbeUrl: readHttpUrl(env, 'APP_REGISTRY_PROBE_URL', 'https://registry-1.docker.io/v2/'),

@@ -1,9 +1,9 @@
 // The tables the workspaces service owns: a workspace, its owner, its reserved host ports and the
 // container/volume that back it. Status is the last state settled from the engine (or an operation in flight).
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { index, integer, real, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 import { eventOutboxTable } from '../../platform/bus/outbox-table';
 
-export const WORKSPACE_STATUSES = ['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed'] as const;
+export const WORKSPACE_STATUSES = ['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed', 'paused'] as const;
 export type WorkspaceStatus = (typeof WORKSPACE_STATUSES)[number];
 export type WorkspaceType = 'persistent' | 'temporary';
 
@@ -32,6 +32,12 @@ export const workspaces = sqliteTable(
     repoBranch: text('repo_branch'),
     /** Why the workspace is `failed` (engine or git message, secrets scrubbed). */
     reason: text('reason'),
+    /** Minutes without activity after which a running workspace is stopped (0: never); fractions allowed. */
+    autoStopMinutes: real('auto_stop_minutes').notNull().default(0),
+    /** Why Keel stopped the workspace on its own (`idle`); cleared when it runs again. */
+    stopReason: text('stop_reason').$type<'idle'>(),
+    /** The snapshot it was made from (its image and volume archive), or null: from the template. */
+    snapshotId: text('snapshot_id'),
     createdAt: text('created_at').notNull(),
     updatedAt: text('updated_at').notNull(),
   },
@@ -39,6 +45,28 @@ export const workspaces = sqliteTable(
 );
 
 export type WorkspaceRow = typeof workspaces.$inferSelect;
+
+/**
+ * Snapshots: the container's file system committed to `image` plus the volume as a tar in the data
+ * dir (`snapshots/<id>.tar`). Written after both exist, so a crash leaves only objects without a
+ * row, which start-up removes.
+ */
+export const snapshots = sqliteTable(
+  'workspaces_snapshots',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    owner: text('owner').notNull(),
+    workspaceId: text('workspace_id').notNull(),
+    template: text('template').notNull(),
+    image: text('image').notNull(),
+    sizeBytes: integer('size_bytes').notNull(),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [index('workspaces_snapshots_owner_idx').on(t.owner, t.createdAt)],
+);
+
+export type SnapshotRow = typeof snapshots.$inferSelect;
 
 /**
  * Volumes a delete kept on purpose (a persistent workspace deleted without `volumes=true`): the

@@ -51,7 +51,7 @@ export interface paths {
         put?: never;
         /**
          * Create a workspace
-         * @description Answers 201 with status `creating`; the image is made ready (the `minimal` image is built offline on first use), the volume and container are created, `repo` is cloned into /workspace on the Keel host, and the workspace starts. Any failure ends in status `failed` with `reason`. 409 `WORKSPACE_EXISTS` when the name is taken (names are unique across all owners), 409 `PORT_UNAVAILABLE` when `port` is reserved by another workspace or held by any process on the host, 400 `INVALID_REQUEST` for a malformed body, an unknown template, a `port` outside APP_WORKSPACE_PORT_RANGE (admins excepted), a repo URL that is not http://, https:// or git://, or a repo host that is an IP literal in a link-local or metadata range (any spelling). 503 `ENGINE_UNAVAILABLE` (with Retry-After) when no container engine answers, 503 `CLONE_QUEUE_FULL` (with Retry-After) when too many repo clones run or wait (APP_CLONE_CONCURRENCY, APP_CLONE_QUEUE): nothing is created, retry later. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses. 503 `ISOLATION_UNAVAILABLE` when Keel cannot firewall workspace networks here and APP_WORKSPACE_FIREWALL=required (docs/security.md): nothing is created. A creation cut short by a crash of Keel is finished when Keel starts again (see docs/workspaces.md, "Crash recovery").
+         * @description Answers 201 with status `creating`; the image is made ready (the `minimal` image is built offline on first use), the volume and container are created, `repo` is cloned into /workspace on the Keel host, and the workspace starts. Any failure ends in status `failed` with `reason`. 409 `WORKSPACE_EXISTS` when the name is taken (names are unique across all owners), 409 `PORT_UNAVAILABLE` when `port` is reserved by another workspace or held by any process on the host, 400 `INVALID_REQUEST` for a malformed body, an unknown template, a `port` outside APP_WORKSPACE_PORT_RANGE (admins excepted), a repo URL that is not http://, https:// or git://, or a repo host that is an IP literal in a link-local or metadata range (any spelling). 503 `ENGINE_UNAVAILABLE` (with Retry-After) when no container engine answers, 503 `CLONE_QUEUE_FULL` (with Retry-After) when too many repo clones run or wait (APP_CLONE_CONCURRENCY, APP_CLONE_QUEUE): nothing is created, retry later. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting, running or paused; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses. 503 `ISOLATION_UNAVAILABLE` when Keel cannot firewall workspace networks here and APP_WORKSPACE_FIREWALL=required (docs/security.md): nothing is created. A creation cut short by a crash of Keel is finished when Keel starts again (see docs/workspaces.md, "Crash recovery").
          */
         post: operations["createWorkspace"];
         delete?: never;
@@ -92,7 +92,7 @@ export interface paths {
         put?: never;
         /**
          * Start a stopped (or failed) workspace
-         * @description From stopped or failed (a container removed outside Keel is recreated over the kept volume). Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. While the workspace's engine does not answer: 503 `ENGINE_UNAVAILABLE` with Retry-After, nothing moved. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses.
+         * @description From stopped or failed (a container removed outside Keel is recreated over the kept volume). Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. While the workspace's engine does not answer: 503 `ENGINE_UNAVAILABLE` with Retry-After, nothing moved. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting, running or paused; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses.
          */
         post: operations["startWorkspace"];
         delete?: never;
@@ -112,7 +112,7 @@ export interface paths {
         put?: never;
         /**
          * Stop a workspace (force=true: SIGKILL)
-         * @description From running, starting or restarting (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. While the workspace's engine does not answer: 503 `ENGINE_UNAVAILABLE` with Retry-After, nothing moved. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress.
+         * @description From running, starting, restarting or paused (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. While the workspace's engine does not answer: 503 `ENGINE_UNAVAILABLE` with Retry-After, nothing moved. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress.
          */
         post: operations["stopWorkspace"];
         delete?: never;
@@ -132,9 +132,49 @@ export interface paths {
         put?: never;
         /**
          * Restart a workspace
-         * @description From running or stopped. Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. While the workspace's engine does not answer: 503 `ENGINE_UNAVAILABLE` with Retry-After, nothing moved. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress. A restart from stopped takes a running place. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses.
+         * @description From running or stopped. Returns at once with the in-progress status; the workspace moves to `running` or `stopped` when the engine reports it (poll GET /api/workspaces/{id}). A move the current status does not allow answers 409 `INVALID_TRANSITION` with `details.status` and `details.allowedFrom`. While the workspace's engine does not answer: 503 `ENGINE_UNAVAILABLE` with Retry-After, nothing moved. If Keel is killed before the move completes, the next start-up finishes it (a stop stops, a start or restart starts) or ends the workspace `failed` with `reason`; no workspace stays in progress. A restart from stopped takes a running place. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting, running or paused; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses.
          */
         post: operations["restartWorkspace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workspaces/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a running workspace (docker pause)
+         * @description From running. Every process is frozen (no CPU), memory and state are kept, and the workspace still counts against APP_QUOTA_RUNNING. Answers once done with `{id, status: "paused"}` and sends `workspace.paused`; exec, logs and agent turns answer 409 `WORKSPACE_NOT_RUNNING` while paused. A move the current status does not allow answers 409 `INVALID_TRANSITION`. Stop and delete work from paused.
+         */
+        post: operations["pauseWorkspace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workspaces/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused workspace (docker unpause)
+         * @description From paused. The processes continue where they were; answers once done with `{id, status: "running"}` (milliseconds) and sends `workspace.resumed`. A move the current status does not allow answers 409 `INVALID_TRANSITION`.
+         */
+        post: operations["resumeWorkspace"];
         delete?: never;
         options?: never;
         head?: never;
@@ -156,6 +196,84 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workspaces/{id}/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Snapshot a workspace: its container's file system and its volume
+         * @description From running, paused or stopped (else 409 `INVALID_TRANSITION`). The container is committed to an image (its processes paused for the moment it takes) and /workspace archived; answers 201 once both exist. Memory and processes are not kept: a workspace made from it boots fresh. A non-admin actor holds at most APP_QUOTA_SNAPSHOTS (20) snapshots: past it 429 `QUOTA_EXCEEDED` with `details: {quota: "snapshots", limit}`. Another actor's workspace answers 404.
+         */
+        post: operations["createSnapshot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workspaces/{id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fork a workspace into 1-10 new ones from one snapshot of it
+         * @description Takes one snapshot named `name` (listed, counted, deletable once its workspaces are gone), then creates `<name>-1` ... `<name>-<count>` from it (answered `creating`, as any create; same type and autoStopMinutes as the source). Names and the workspace and running quotas are checked for all of them first: 409 `WORKSPACE_EXISTS` or 429 `QUOTA_EXCEEDED`, and nothing is made. A non-admin actor holds at most APP_QUOTA_SNAPSHOTS (20) snapshots: past it 429 `QUOTA_EXCEEDED` with `details: {quota: "snapshots", limit}`.
+         */
+        post: operations["forkWorkspace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List your snapshots (admins: all), oldest first */
+        get: operations["listSnapshots"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/snapshots/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A snapshot (another actor's: 404 `SNAPSHOT_NOT_FOUND`) */
+        get: operations["getSnapshot"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a snapshot: its image leaves the engine, its volume archive the disk
+         * @description 409 `SNAPSHOT_IN_USE` with `details.workspaces` while workspaces made from it exist (their containers run its image): delete those first.
+         */
+        delete: operations["deleteSnapshot"];
         options?: never;
         head?: never;
         patch?: never;
@@ -693,7 +811,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook for workspace events
-         * @description Answers 201 with the registration (never the secret). Events: workspace.created, workspace.started, workspace.stopped, workspace.restarted, workspace.deleted, workspace.failed, webhook.disabled, or "*". A registration receives the events of its owner's workspaces (created with an admin token: every workspace's). 400 `INVALID_REQUEST` for an unknown event name, a URL that is not http(s), an IP literal in a link-local or metadata range, inside APP_WORKSPACE_SUBNET_POOL or of a workspace container (any spelling; with APP_WEBHOOK_DENY_PRIVATE=true also loopback and private), or a malformed whsec_ secret; 429 `QUOTA_EXCEEDED` (`details: {quota: "webhooks", limit}`) past APP_QUOTA_WEBHOOKS registrations of the caller (20; admin tokens are exempt). Each delivery is a POST of the JSON payload `{event, timestamp, workspace: {id, name, status, reason?}}` with `X-Webhook-Event`, `X-Webhook-Delivery` (a unique delivery id, the same on every attempt), `X-Webhook-Signature: sha256=<hex HMAC-SHA256 of the body>` and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`. A 2xx acknowledges it; anything else is retried on APP_WEBHOOK_RETRY_SCHEDULE; 410 disables the webhook; Retry-After on 429/503 delays the next attempt. Deliveries of one workspace arrive in order. See docs/webhooks.md.
+         * @description Answers 201 with the registration (never the secret). Events: workspace.created, workspace.started, workspace.stopped, workspace.restarted, workspace.deleted, workspace.failed, workspace.paused, workspace.resumed, webhook.disabled, or "*". A registration receives the events of its owner's workspaces (created with an admin token: every workspace's). 400 `INVALID_REQUEST` for an unknown event name, a URL that is not http(s), an IP literal in a link-local or metadata range, inside APP_WORKSPACE_SUBNET_POOL or of a workspace container (any spelling; with APP_WEBHOOK_DENY_PRIVATE=true also loopback and private), or a malformed whsec_ secret; 429 `QUOTA_EXCEEDED` (`details: {quota: "webhooks", limit}`) past APP_QUOTA_WEBHOOKS registrations of the caller (20; admin tokens are exempt). Each delivery is a POST of the JSON payload `{event, timestamp, workspace: {id, name, status, reason?}}` with `X-Webhook-Event`, `X-Webhook-Delivery` (a unique delivery id, the same on every attempt), `X-Webhook-Signature: sha256=<hex HMAC-SHA256 of the body>` and the Standard Webhooks headers `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`. A 2xx acknowledges it; anything else is retried on APP_WEBHOOK_RETRY_SCHEDULE; 410 disables the webhook; Retry-After on 429/503 delays the next attempt. Deliveries of one workspace arrive in order. See docs/webhooks.md.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -841,7 +959,7 @@ export interface components {
             id: string;
             name: string;
             /** @enum {string} */
-            status: "creating" | "starting" | "running" | "stopping" | "stopped" | "restarting" | "failed";
+            status: "creating" | "starting" | "running" | "stopping" | "stopped" | "restarting" | "failed" | "paused";
             port: number;
             template: string;
             /** @enum {string} */
@@ -853,6 +971,13 @@ export interface components {
             urls: components["schemas"]["Urls"];
             /** @description why the workspace is failed */
             reason?: string;
+            /** @description minutes without activity after which Keel stops the workspace; 0: never */
+            autoStopMinutes: number;
+            /**
+             * @description present while the workspace is stopped because it was idle for autoStopMinutes
+             * @enum {string}
+             */
+            stopReason?: "idle";
         };
         WorkspaceList: {
             workspaces: components["schemas"]["Workspace"][];
@@ -895,6 +1020,10 @@ export interface components {
                 /** @description default: the remote HEAD */
                 branch?: string;
             };
+            /** @description a snapshot's id (GET /api/snapshots): the workspace starts with its file system and volume, on its template; `template` and `repo` are then ignored. Not yours or absent: 404 SNAPSHOT_NOT_FOUND */
+            snapshot?: string;
+            /** @description stop the workspace after this many minutes without activity (fractions allowed; 0: never). Default: APP_AUTO_STOP_MINUTES (60) */
+            autoStopMinutes?: number;
         };
         /**
          * @example {
@@ -911,7 +1040,7 @@ export interface components {
             id: string;
             name: string;
             /** @enum {string} */
-            status: "creating" | "starting" | "running" | "stopping" | "stopped" | "restarting" | "failed";
+            status: "creating" | "starting" | "running" | "stopping" | "stopped" | "restarting" | "failed" | "paused";
             port: number;
             template: string;
             /** @enum {string} */
@@ -953,7 +1082,7 @@ export interface components {
             id: string;
             name: string;
             /** @enum {string} */
-            status: "creating" | "starting" | "running" | "stopping" | "stopped" | "restarting" | "failed";
+            status: "creating" | "starting" | "running" | "stopping" | "stopped" | "restarting" | "failed" | "paused";
             port: number;
             template: string;
             /** @enum {string} */
@@ -965,6 +1094,13 @@ export interface components {
             urls: components["schemas"]["Urls"];
             /** @description why the workspace is failed */
             reason?: string;
+            /** @description minutes without activity after which Keel stops the workspace; 0: never */
+            autoStopMinutes: number;
+            /**
+             * @description present while the workspace is stopped because it was idle for autoStopMinutes
+             * @enum {string}
+             */
+            stopReason?: "idle";
             /** @description admins only: the APP_ENGINES engine the workspace was placed on and stays on (docs/workspaces.md, "Several engines") */
             engine?: string;
             stats: components["schemas"]["Stats"];
@@ -977,7 +1113,7 @@ export interface components {
         ActionResult: {
             id: string;
             /** @enum {string} */
-            status: "creating" | "starting" | "running" | "stopping" | "stopped" | "restarting" | "failed";
+            status: "creating" | "starting" | "running" | "stopping" | "stopped" | "restarting" | "failed" | "paused";
         };
         QuotaView: {
             /** @description true for admin tokens: no quota applies */
@@ -985,7 +1121,7 @@ export interface components {
             limits: {
                 /** @description workspaces held, whatever their status */
                 workspaces: number;
-                /** @description workspaces creating, starting, restarting or running */
+                /** @description workspaces creating, starting, restarting, running or paused */
                 running: number;
                 /** @description exec calls in flight */
                 execs: number;
@@ -997,7 +1133,7 @@ export interface components {
             used: {
                 /** @description workspaces held, whatever their status */
                 workspaces: number;
-                /** @description workspaces creating, starting, restarting or running */
+                /** @description workspaces creating, starting, restarting, running or paused */
                 running: number;
                 /** @description exec calls in flight */
                 execs: number;
@@ -1006,6 +1142,41 @@ export interface components {
                 /** @description volumes kept by deletes of persistent workspaces (GET /api/volumes lists them) */
                 volumes: number;
             };
+        };
+        /** @description unknown fields are ignored */
+        CreateSnapshotBody: {
+            /** @description a label for you; need not be unique */
+            name: string;
+        };
+        Snapshot: {
+            id: string;
+            name: string;
+            /** @description the workspace it was taken from (it may be gone since) */
+            workspaceId: string;
+            /** @description the template a workspace made from it runs on */
+            template: string;
+            /** @description the committed image plus the volume archive */
+            sizeBytes: number;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** @description unknown fields are ignored */
+        ForkBody: {
+            /** @description the snapshot is named so; the workspaces `<name>-1` ... `<name>-<count>` */
+            name: string;
+            /** @description how many workspaces (1-10) */
+            count: number;
+        };
+        ForkResult: {
+            workspaces: components["schemas"]["CreatedWorkspace"][];
+        };
+        SnapshotList: {
+            snapshots: components["schemas"]["Snapshot"][];
+        };
+        SnapshotDeleted: {
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
         };
         TemplateInfo: {
             /** @description What `template` takes in POST /api/workspaces */
@@ -1583,7 +1754,7 @@ export interface components {
         CreateWebhookBody: {
             /** @description http:// or https:// URL the events are POSTed to. Link-local and cloud-metadata addresses are refused (IP literals in any spelling here, names when resolved at delivery); with APP_WEBHOOK_DENY_PRIVATE=true loopback and private addresses too. Redirects are not followed. */
             url: string;
-            /** @description event names: workspace.created, workspace.started, workspace.stopped, workspace.restarted, workspace.deleted, workspace.failed, webhook.disabled; or "*" for all (also those added later). An unknown name answers 400. */
+            /** @description event names: workspace.created, workspace.started, workspace.stopped, workspace.restarted, workspace.deleted, workspace.failed, workspace.paused, workspace.resumed, webhook.disabled; or "*" for all (also those added later). An unknown name answers 400. */
             events: string[];
             /** @description shared secret of both signatures (16 to 512 characters); a secret written `whsec_<base64>` keys the Standard Webhooks signature with the decoded bytes. Stored, never returned or logged. */
             secret: string;
@@ -1617,7 +1788,7 @@ export interface components {
         PatchWebhookBody: {
             /** @description http:// or https:// URL the events are POSTed to. Link-local and cloud-metadata addresses are refused (IP literals in any spelling here, names when resolved at delivery); with APP_WEBHOOK_DENY_PRIVATE=true loopback and private addresses too. Redirects are not followed. */
             url?: string;
-            /** @description event names: workspace.created, workspace.started, workspace.stopped, workspace.restarted, workspace.deleted, workspace.failed, webhook.disabled; or "*" for all (also those added later). An unknown name answers 400. */
+            /** @description event names: workspace.created, workspace.started, workspace.stopped, workspace.restarted, workspace.deleted, workspace.failed, workspace.paused, workspace.resumed, webhook.disabled; or "*" for all (also those added later). An unknown name answers 400. */
             events?: string[];
             /** @description shared secret of both signatures (16 to 512 characters); a secret written `whsec_<base64>` keys the Standard Webhooks signature with the decoded bytes. Stored, never returned or logged. */
             secret?: string;
@@ -1835,7 +2006,7 @@ export interface operations {
     listWorkspaces: {
         parameters: {
             query?: {
-                status?: "creating" | "starting" | "running" | "stopping" | "stopped" | "restarting" | "failed";
+                status?: "creating" | "starting" | "running" | "stopping" | "stopped" | "restarting" | "failed" | "paused";
                 type?: "persistent" | "temporary";
             };
             header?: {
@@ -1871,7 +2042,8 @@ export interface operations {
                      *             "codeServer": "string",
                      *             "rdp": "string",
                      *             "ssh": "string"
-                     *           }
+                     *           },
+                     *           "autoStopMinutes": 0
                      *         }
                      *       ]
                      *     }
@@ -3237,6 +3409,482 @@ export interface operations {
             };
         };
     };
+    pauseWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "status": "creating"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ActionResult"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `WORKSPACE_NOT_FOUND`: no workspace with this id is yours */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "WORKSPACE_NOT_FOUND",
+                     *         "message": "no workspace with this id is yours",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
+                             * @enum {string}
+                             */
+                            code: "WORKSPACE_NOT_FOUND";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `INVALID_TRANSITION`: the current status does not allow this move (details.status, details.allowedFrom) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_TRANSITION",
+                     *         "message": "the current status does not allow this move (details.status, details.allowedFrom)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
+                             * @enum {string}
+                             */
+                            code: "INVALID_TRANSITION";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_ERROR`: the Docker engine refused the operation */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_ERROR",
+                     *         "message": "the Docker engine refused the operation",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_ERROR: the Docker engine refused the operation
+                             * @enum {string}
+                             */
+                            code: "ENGINE_ERROR";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_UNAVAILABLE`: no container engine answers; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_UNAVAILABLE",
+                     *         "message": "no container engine answers; nothing was done",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
+                             * @enum {string}
+                             */
+                            code: "ENGINE_UNAVAILABLE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    resumeWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "status": "creating"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ActionResult"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `WORKSPACE_NOT_FOUND`: no workspace with this id is yours */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "WORKSPACE_NOT_FOUND",
+                     *         "message": "no workspace with this id is yours",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
+                             * @enum {string}
+                             */
+                            code: "WORKSPACE_NOT_FOUND";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `INVALID_TRANSITION`: the current status does not allow this move (details.status, details.allowedFrom) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_TRANSITION",
+                     *         "message": "the current status does not allow this move (details.status, details.allowedFrom)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
+                             * @enum {string}
+                             */
+                            code: "INVALID_TRANSITION";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_ERROR`: the Docker engine refused the operation */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_ERROR",
+                     *         "message": "the Docker engine refused the operation",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_ERROR: the Docker engine refused the operation
+                             * @enum {string}
+                             */
+                            code: "ENGINE_ERROR";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_UNAVAILABLE`: no container engine answers; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_UNAVAILABLE",
+                     *         "message": "no container engine answers; nothing was done",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
+                             * @enum {string}
+                             */
+                            code: "ENGINE_UNAVAILABLE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
     getQuotas: {
         parameters: {
             query?: never;
@@ -3326,6 +3974,1060 @@ export interface operations {
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    createSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description unknown fields are ignored */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "x"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateSnapshotBody"];
+            };
+        };
+        responses: {
+            /** @description Response for status 201 */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "workspaceId": "string",
+                     *       "template": "string",
+                     *       "sizeBytes": 0,
+                     *       "createdAt": "2026-01-01T00:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Snapshot"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `WORKSPACE_NOT_FOUND`: no workspace with this id is yours */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "WORKSPACE_NOT_FOUND",
+                     *         "message": "no workspace with this id is yours",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
+                             * @enum {string}
+                             */
+                            code: "WORKSPACE_NOT_FOUND";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `INVALID_TRANSITION`: the current status does not allow this move (details.status, details.allowedFrom) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_TRANSITION",
+                     *         "message": "the current status does not allow this move (details.status, details.allowedFrom)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
+                             * @enum {string}
+                             */
+                            code: "INVALID_TRANSITION";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: the request body is over 4 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "the request body is over 4 MiB",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
+                             * @enum {string}
+                             */
+                            code: "PAYLOAD_TOO_LARGE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds; `QUOTA_EXCEEDED`: a per-actor quota is full (details.quota, details.limit); free one first */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_ERROR`: the Docker engine refused the operation */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_ERROR",
+                     *         "message": "the Docker engine refused the operation",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_ERROR: the Docker engine refused the operation
+                             * @enum {string}
+                             */
+                            code: "ENGINE_ERROR";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_UNAVAILABLE`: no container engine answers; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_UNAVAILABLE",
+                     *         "message": "no container engine answers; nothing was done",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
+                             * @enum {string}
+                             */
+                            code: "ENGINE_UNAVAILABLE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    forkWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description unknown fields are ignored */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "x",
+                 *       "count": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["ForkBody"];
+            };
+        };
+        responses: {
+            /** @description Response for status 201 */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "workspaces": [
+                     *         {
+                     *           "id": "ws_1m8k2x9q",
+                     *           "name": "demo",
+                     *           "status": "creating",
+                     *           "port": 20000,
+                     *           "template": "minimal",
+                     *           "type": "persistent",
+                     *           "createdAt": "2026-01-05T10:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ForkResult"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `WORKSPACE_NOT_FOUND`: no workspace with this id is yours */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "WORKSPACE_NOT_FOUND",
+                     *         "message": "no workspace with this id is yours",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
+                             * @enum {string}
+                             */
+                            code: "WORKSPACE_NOT_FOUND";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `WORKSPACE_EXISTS`: a workspace with this name exists (names are unique across owners); `INVALID_TRANSITION`: the current status does not allow this move (details.status, details.allowedFrom); `PORT_UNAVAILABLE`: the port is reserved by another workspace or in use on the host */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "WORKSPACE_EXISTS",
+                     *         "message": "a workspace with this name exists (names are unique across owners)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description WORKSPACE_EXISTS: a workspace with this name exists (names are unique across owners); INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom); PORT_UNAVAILABLE: the port is reserved by another workspace or in use on the host
+                             * @enum {string}
+                             */
+                            code: "WORKSPACE_EXISTS" | "INVALID_TRANSITION" | "PORT_UNAVAILABLE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: the request body is over 4 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "the request body is over 4 MiB",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
+                             * @enum {string}
+                             */
+                            code: "PAYLOAD_TOO_LARGE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds; `QUOTA_EXCEEDED`: a per-actor quota is full (details.quota, details.limit); free one first */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_ERROR`: the Docker engine refused the operation */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_ERROR",
+                     *         "message": "the Docker engine refused the operation",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_ERROR: the Docker engine refused the operation
+                             * @enum {string}
+                             */
+                            code: "ENGINE_ERROR";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_UNAVAILABLE`: no container engine answers; nothing was done; `ISOLATION_UNAVAILABLE`: Keel cannot firewall workspace networks here */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_UNAVAILABLE",
+                     *         "message": "no container engine answers; nothing was done",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done; ISOLATION_UNAVAILABLE: Keel cannot firewall workspace networks here
+                             * @enum {string}
+                             */
+                            code: "ENGINE_UNAVAILABLE" | "ISOLATION_UNAVAILABLE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listSnapshots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "snapshots": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "workspaceId": "string",
+                     *           "template": "string",
+                     *           "sizeBytes": 0,
+                     *           "createdAt": "2026-01-01T00:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SnapshotList"];
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "workspaceId": "string",
+                     *       "template": "string",
+                     *       "sizeBytes": 0,
+                     *       "createdAt": "2026-01-01T00:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Snapshot"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `SNAPSHOT_NOT_FOUND`: no snapshot with this id is yours */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "SNAPSHOT_NOT_FOUND",
+                     *         "message": "no snapshot with this id is yours",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description SNAPSHOT_NOT_FOUND: no snapshot with this id is yours
+                             * @enum {string}
+                             */
+                            code: "SNAPSHOT_NOT_FOUND";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    deleteSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SnapshotDeleted"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `SNAPSHOT_NOT_FOUND`: no snapshot with this id is yours */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "SNAPSHOT_NOT_FOUND",
+                     *         "message": "no snapshot with this id is yours",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description SNAPSHOT_NOT_FOUND: no snapshot with this id is yours
+                             * @enum {string}
+                             */
+                            code: "SNAPSHOT_NOT_FOUND";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `SNAPSHOT_IN_USE`: workspaces made from this snapshot exist (details.workspaces); delete them first */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "SNAPSHOT_IN_USE",
+                     *         "message": "workspaces made from this snapshot exist (details.workspaces); delete them first",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description SNAPSHOT_IN_USE: workspaces made from this snapshot exist (details.workspaces); delete them first
+                             * @enum {string}
+                             */
+                            code: "SNAPSHOT_IN_USE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_ERROR`: the Docker engine refused the operation */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_ERROR",
+                     *         "message": "the Docker engine refused the operation",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_ERROR: the Docker engine refused the operation
+                             * @enum {string}
+                             */
+                            code: "ENGINE_ERROR";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_UNAVAILABLE`: no container engine answers; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_UNAVAILABLE",
+                     *         "message": "no container engine answers; nothing was done",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
+                             * @enum {string}
+                             */
+                            code: "ENGINE_UNAVAILABLE";
                             message: string;
                             details: {
                                 [key: string]: unknown;

@@ -23,6 +23,7 @@ import {
 import { call, callOr, engineError } from './docker-calls';
 import { networkCalls } from './docker-networks';
 import { socketWriter } from './socket-writer';
+import { imageCalls } from './docker-images';
 import { frameSplitter, jsonLineSplitter, logPieceAssembler, rawLogAssembler, type LogPiece } from './frames';
 
 /** The dockerode client, for the engine files split out of this one (docker-networks.ts). */
@@ -81,6 +82,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
 
   const engine: Engine = {
     ...networkCalls(docker),
+    ...imageCalls(docker),
 
     async ping() {
       // Bounded: an engine that accepts the connection and never answers is as good as none.
@@ -194,6 +196,15 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
       await call(() => docker.getContainer(id).restart({ t: graceSeconds }));
     },
 
+    // No inspect first: resume is on a user's critical path (200 ms); the state machine knows the state.
+    async pause(id: string): Promise<void> {
+      await call(() => docker.getContainer(id).pause());
+    },
+
+    async unpause(id: string): Promise<void> {
+      await call(() => docker.getContainer(id).unpause());
+    },
+
     async remove(id: string): Promise<void> {
       await callOr(404, undefined, () => docker.getContainer(id).remove({ force: true, v: true }));
     },
@@ -203,6 +214,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
       if (!info) return null;
       return {
         running: info.State.Running && !info.State.Restarting,
+        paused: info.State.Paused,
         exitCode: info.State.ExitCode,
         oomKilled: info.State.OOMKilled,
         error: info.State.Error ?? '',
@@ -353,9 +365,8 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
       onChunk: (stream: StdStream, bytes: Uint8Array) => void,
     ): Promise<ExecHandle> {
       const withStdin = opts.stdin === true;
-      const exec = await call(() =>
-        docker.getContainer(containerId).exec({ Cmd: opts.cmd, Env: opts.env, AttachStdout: true, AttachStderr: true, AttachStdin: withStdin, Tty: false }),
-      );
+      const spec = { Cmd: opts.cmd, Env: opts.env, AttachStdout: true, AttachStderr: true, AttachStdin: withStdin, Tty: false };
+      const exec = await call(() => docker.getContainer(containerId).exec(spec));
       const stream = (await call(() => exec.start({ hijack: true, stdin: withStdin }))) as NodeJS.ReadWriteStream & { destroy(): void; pause(): void; resume(): void };
       const split = frameSplitter(onChunk);
       // Set by close() too: output after it is discarded.

@@ -8,6 +8,7 @@ export const LABEL_WORKSPACE = 'dev.keel.workspace';
 export const LABEL_OWNER = 'dev.keel.owner';
 export const LABEL_INSTANCE = 'dev.keel.instance';
 export const LABEL_TEMPLATE = 'dev.keel.template';
+export const LABEL_SNAPSHOT = 'dev.keel.snapshot';
 
 /**
  * Why an engine call failed, as far as callers care: `unavailable` (no engine answers), `not-found`
@@ -72,7 +73,9 @@ export interface NetworkInfo {
 }
 
 export interface ContainerState {
+  /** True for a paused container too (its processes exist, frozen); `paused` tells them apart. */
   running: boolean;
+  paused: boolean;
   exitCode: number;
   oomKilled: boolean;
   error: string;
@@ -171,12 +174,27 @@ export interface Engine {
   /** SIGKILL; a container that does not run is fine. */
   kill(id: string): Promise<void>;
   restart(id: string, graceSeconds: number): Promise<void>;
+  /** Freezes every process of a running container (cgroup freezer): memory kept, no CPU. */
+  pause(id: string): Promise<void>;
+  /** Thaws a paused container. */
+  unpause(id: string): Promise<void>;
   /** Removes a container (running or not) and its anonymous volumes; an absent one is fine. */
   remove(id: string): Promise<void>;
   /** The container's state, or null when the engine has no such container. The one "does it run?" question. */
   inspect(id: string): Promise<ContainerState | null>;
   /** One sample of the container's counters (no two-sample wait: the caller keeps the previous one). */
   stats(id: string): Promise<RawStats>;
+
+  /** `docker commit` (the container paused meanwhile) to the image `ref` carrying `labels`. */
+  commit(id: string, ref: string, labels: Record<string, string>): Promise<void>;
+  /** A tar of `path` in the container (volumes included), its last path element at the root of the tar. */
+  getArchive(id: string, path: string): Promise<Readable>;
+  /** The image's size in bytes, or null when the engine has no such image. */
+  imageSize(ref: string): Promise<number | null>;
+  /** Removes an image; an absent one is fine; one a container uses answers EngineError `conflict`. */
+  removeImage(ref: string): Promise<void>;
+  /** Snapshot images (LABEL_SNAPSHOT) carrying the managed label and `instance`'s label. */
+  listSnapshotImages(instance: string): Promise<{ ref: string; snapshotId: string }[]>;
 
   /** Containers carrying the managed label and `instance`'s label. */
   listManaged(instance: string): Promise<ManagedObject[]>;

@@ -12,8 +12,8 @@ export const NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$';
 const JsonInteger = Type.Integer;
 
 export const WorkspaceStatusSchema = t.Union(
-  [t.Literal('creating'), t.Literal('starting'), t.Literal('running'), t.Literal('stopping'), t.Literal('stopped'), t.Literal('restarting'), t.Literal('failed')],
-  { description: 'creating, starting, stopping and restarting are in progress; failed carries `reason`' },
+  [t.Literal('creating'), t.Literal('starting'), t.Literal('running'), t.Literal('stopping'), t.Literal('stopped'), t.Literal('restarting'), t.Literal('failed'), t.Literal('paused')],
+  { description: 'creating, starting, stopping and restarting are in progress; failed carries `reason`; paused: processes frozen, memory kept' },
 );
 export const WorkspaceTypeSchema = t.Union([t.Literal('persistent'), t.Literal('temporary')]);
 // The schema and the table's status list must name the same values (a compile-time check).
@@ -47,6 +47,20 @@ export const CreateWorkspaceBody = t.Object(
       }),
     ),
     repo: t.Optional(RepoSchema),
+    snapshot: t.Optional(
+      t.String({
+        minLength: 1,
+        maxLength: 64,
+        description: "a snapshot's id (GET /api/snapshots): the workspace starts with its file system and volume, on its template; `template` and `repo` are then ignored. Not yours or absent: 404 SNAPSHOT_NOT_FOUND",
+      }),
+    ),
+    autoStopMinutes: t.Optional(
+      t.Number({
+        minimum: 0,
+        maximum: 525_600,
+        description: 'stop the workspace after this many minutes without activity (fractions allowed; 0: never). Default: APP_AUTO_STOP_MINUTES (60)',
+      }),
+    ),
   },
   {
     description: 'unknown fields are ignored',
@@ -85,6 +99,8 @@ export const Workspace = t.Object({
   containerId: t.Nullable(t.String(), { description: 'null until the container exists, or after it was removed outside Keel' }),
   urls: Urls,
   reason: t.Optional(t.String({ description: 'why the workspace is failed' })),
+  autoStopMinutes: t.Number({ description: 'minutes without activity after which Keel stops the workspace; 0: never' }),
+  stopReason: t.Optional(t.Literal('idle', { description: 'present while the workspace is stopped because it was idle for autoStopMinutes' })),
 });
 export type WorkspaceView = Static<typeof Workspace>;
 
@@ -123,7 +139,7 @@ export const DeleteResult = t.Object({ id: t.String(), deleted: t.Literal(true) 
 
 const QuotaCounts = t.Object({
   workspaces: JsonInteger({ description: 'workspaces held, whatever their status' }),
-  running: JsonInteger({ description: 'workspaces creating, starting, restarting or running' }),
+  running: JsonInteger({ description: 'workspaces creating, starting, restarting, running or paused' }),
   execs: JsonInteger({ description: 'exec calls in flight' }),
   streams: JsonInteger({ description: 'open log follows, streaming execs and agent streams' }),
   volumes: JsonInteger({ description: 'volumes kept by deletes of persistent workspaces (GET /api/volumes lists them)' }),

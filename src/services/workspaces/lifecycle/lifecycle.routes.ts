@@ -21,7 +21,7 @@ import {
 } from './lifecycle.model';
 
 const QUOTAS =
-  'A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting or running; past ' +
+  'A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting, running or paused; past ' +
   'either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. ' +
   'GET /api/quotas says what the caller uses.';
 
@@ -111,12 +111,33 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       query: StopQuery,
       detail: { ...op('stopWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'ENGINE_UNAVAILABLE']),
         summary: 'Stop a workspace (force=true: SIGKILL)',
-        description: `From running, starting or restarting (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. ${TRANSITIONS}`,
+        description: `From running, starting, restarting or paused (force also from stopping). SIGTERM, then SIGKILL after the grace period. A temporary workspace is deleted with its volume once stopped. ${TRANSITIONS}`,
       },
     })
     .post('/api/workspaces/:id/restart', ({ actor, params }) => ws.restart(actor, params.id), {
       ...transition,
       detail: { ...op('restartWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'QUOTA_EXCEEDED', 'ENGINE_UNAVAILABLE']), summary: 'Restart a workspace', description: `From running or stopped. ${TRANSITIONS} A restart from stopped takes a running place. ${QUOTAS}` },
+    })
+    .post('/api/workspaces/:id/pause', ({ actor, params }) => ws.pause(actor, params.id), {
+      ...transition,
+      response: { ...transition.response, 502: ErrorEnvelope, 503: ErrorEnvelope },
+      detail: { ...op('pauseWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
+        summary: 'Pause a running workspace (docker pause)',
+        description:
+          'From running. Every process is frozen (no CPU), memory and state are kept, and the workspace still counts against APP_QUOTA_RUNNING. ' +
+          'Answers once done with `{id, status: "paused"}` and sends `workspace.paused`; exec, logs and agent turns answer 409 `WORKSPACE_NOT_RUNNING` while paused. ' +
+          'A move the current status does not allow answers 409 `INVALID_TRANSITION`. Stop and delete work from paused.',
+      },
+    })
+    .post('/api/workspaces/:id/resume', ({ actor, params }) => ws.resume(actor, params.id), {
+      ...transition,
+      response: { ...transition.response, 502: ErrorEnvelope, 503: ErrorEnvelope },
+      detail: { ...op('resumeWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
+        summary: 'Resume a paused workspace (docker unpause)',
+        description:
+          'From paused. The processes continue where they were; answers once done with `{id, status: "running"}` (milliseconds) and sends `workspace.resumed`. ' +
+          'A move the current status does not allow answers 409 `INVALID_TRANSITION`.',
+      },
     })
     .get('/api/quotas', ({ actor }) => ws.quotas(actor), {
       response: { 200: QuotaView, 401: ErrorEnvelope, 429: ErrorEnvelope },

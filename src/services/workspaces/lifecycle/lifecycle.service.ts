@@ -22,6 +22,8 @@ import { createRecords } from './records';
 import { repoUrlProblem, type RepoRequest } from './repo-clone';
 import { createStateMachine } from './state-machine';
 import { createStats } from './stats';
+import { createActivity } from './activity';
+import { createSnapshots, snapshotNotFound } from './snapshots';
 import { createTaskQueue } from './task-queue';
 import { DEFAULT_TEMPLATE, type TemplateRegistry } from '../images/templates';
 import { createdView, workspaceView, type CreatedView } from './views';
@@ -47,6 +49,8 @@ export interface LifecycleDeps {
   templates: TemplateRegistry;
   /** Marks this Keel's containers and volumes, so several Keels (or test runs) can share one engine. */
   instance: string;
+  /** Where snapshot volume archives are kept (`$APP_DATA_DIR/snapshots`). */
+  snapshotDir: string;
   /** Key of the per-workspace code-server secrets (code-secret.ts). */
   codeKey: Buffer;
   /** Addresses a repo clone may never reach beyond the platform's rules (targets.ts). */
@@ -75,12 +79,14 @@ export function createLifecycle(deps: LifecycleDeps) {
     db: deps.db,
     clock: deps.clock,
     portRange: deps.settings.workspacePortRange,
+    autoStopMinutes: deps.settings.autoStopMinutes,
     quotas,
     inserted: (tx, row) => records.recordEvent(tx, 'created', row),
   });
   const { engines } = deps;
   const firewall = createFirewalls({ instance, log, settings: deps.settings, engines, engineOfWorkspace: (id) => access.row(id)?.engine });
-  const provisioner = createProvisioner({ engine, engines, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy });
+  const snapshots = createSnapshots({ db: deps.db, engine, access, queue, clock: deps.clock, log, instance, dir: deps.snapshotDir, quota: deps.settings.snapshotQuota });
+  const provisioner = createProvisioner({ engine, engines, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy, snapshots });
   const view = (row: WorkspaceRow) => workspaceView(row, host, codeSecret(deps.codeKey, row.id));
 
   async function destroy(row: WorkspaceRow, removeVolume: boolean): Promise<void> {
@@ -92,15 +98,17 @@ export function createLifecycle(deps: LifecycleDeps) {
     if (removeVolume) await engine.removeVolume(row.volume);
     records.delete(row, !removeVolume);
     stats.forget(row, { disk: true });
+    activity.forget(row.id);
     // After the row: the workspace is gone once its container is. A network left by a failure here has
     // no workspace, so the next reconciliation removes it with its rules.
     await provisioner.removeNetwork(row.id).catch((e) => log.warn('workspace network not removed', { workspace: row.id, ...errorFields(e) }));
   }
 
   const machine = createStateMachine({ engine, records, access, queue, provisioner, stats, templates, settings: deps.settings, log, quotas, destroy });
+  const activity = createActivity({ clock: deps.clock, log, awake: records.awake, stopIdle: machine.stopIdle });
   const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork, engineUp: (row) => engines.isUp(row.engine) });
 
-  return {
+  const lifecycle = {
     list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }) {
       return records.list(actor, filter).map(view);
     },
@@ -118,6 +126,16 @@ export function createLifecycle(deps: LifecycleDeps) {
      * answers `creating` at once. Whatever is refused, nothing is stored.
      */
     async create(actor: Actor, input: CreateWorkspaceInput): Promise<CreatedView> {
+      if (input.snapshot) {
+        // A snapshot brings its template and its files: no repo is cloned over them.
+        let source;
+        try {
+          source = snapshots.getOwned(actor, input.snapshot);
+        } catch {
+          throw snapshotNotFound();
+        }
+        input = { ...input, template: source.template, repo: undefined };
+      }
       const template = templates.get(input.template ?? DEFAULT_TEMPLATE);
       if (!template) {
         throw new AppError('INVALID_REQUEST', 'unknown template', { property: '/template', known: templates.names() });
@@ -144,6 +162,7 @@ export function createLifecycle(deps: LifecycleDeps) {
         records.relay();
         const repo: RepoRequest | undefined = input.repo && ticket ? { url: input.repo.url, branch: input.repo.branch, ticket } : undefined;
         machine.create(row, repo);
+        activity.expect(row.autoStopMinutes);
         return createdView(row, host, codeSecret(deps.codeKey, row.id));
       } catch (e) {
         ticket?.release();
@@ -152,9 +171,63 @@ export function createLifecycle(deps: LifecycleDeps) {
     },
 
     // An operation on a workspace whose engine does not answer is refused (503) before anything moves.
-    start: (actor: Actor, id: string) => machine.start(actor, access.engineReady(access.getOwned(actor, id))),
+    start(actor: Actor, id: string) {
+      const row = access.engineReady(access.getOwned(actor, id));
+      const started = machine.start(actor, row);
+      activity.expect(row.autoStopMinutes);
+      return started;
+    },
     stop: (actor: Actor, id: string, force: boolean) => machine.stop(access.engineReady(access.getOwned(actor, id)), force),
-    restart: (actor: Actor, id: string) => machine.restart(actor, access.engineReady(access.getOwned(actor, id))),
+    restart(actor: Actor, id: string) {
+      const row = access.engineReady(access.getOwned(actor, id));
+      const restarted = machine.restart(actor, row);
+      activity.expect(row.autoStopMinutes);
+      return restarted;
+    },
+    pause: (actor: Actor, id: string) => machine.freeze(access.engineReady(access.getOwned(actor, id)), 'pause'),
+    resume: (actor: Actor, id: string) => machine.freeze(access.engineReady(access.getOwned(actor, id)), 'resume'),
+
+    /**
+     * Records use of a workspace now, resetting its idle countdown (autoStopMinutes). API calls on a
+     * workspace, exec, logs and agent turns count already (they go through access); a feature that
+     * sees use outside them (terminal input, preview traffic, file changes) calls this. Cheap (an
+     * in-memory write), safe to call per request; an unknown id is harmless.
+     */
+    touch: (id: string) => activity.touch(id),
+
+    snapshots: {
+      list: (actor: Actor) => snapshots.list(actor).map(snapshots.view),
+      get: (actor: Actor, id: string) => snapshots.view(snapshots.getOwned(actor, id)),
+      create: async (actor: Actor, workspaceId: string, name: string) => snapshots.view(await snapshots.create(actor, workspaceId, name)),
+      remove: (actor: Actor, id: string) => snapshots.remove(actor, id),
+    },
+
+    /**
+     * `count` new workspaces `<name>-1` ... `<name>-<count>` from one snapshot (named `name`) of the
+     * workspace. The names and the actor's workspace and running quotas are checked for all of them
+     * before anything is made: a fork is refused whole (409, 429) rather than left half done.
+     */
+    async fork(actor: Actor, id: string, input: { name: string; count: number }): Promise<{ workspaces: CreatedView[] }> {
+      const names = Array.from({ length: input.count }, (_, i) => `${input.name}-${i + 1}`);
+      for (const n of names) {
+        if (n.length > 63) throw new AppError('INVALID_REQUEST', 'name plus the "-<n>" suffix must fit in 63 characters', { property: '/name' });
+        if (records.nameTaken(n)) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name already exists', { name: n });
+      }
+      if (!actor.admin) {
+        const used = quotas.usage(actor);
+        if (used.workspaces + input.count > quotas.limits.workspaces) {
+          throw new AppError('QUOTA_EXCEEDED', `a fork of ${input.count} would pass APP_QUOTA_WORKSPACES`, { quota: 'workspaces', limit: quotas.limits.workspaces });
+        }
+        if (used.running + input.count > quotas.limits.running) {
+          throw new AppError('QUOTA_EXCEEDED', `a fork of ${input.count} would pass APP_QUOTA_RUNNING`, { quota: 'running', limit: quotas.limits.running });
+        }
+      }
+      const source = access.getOwned(actor, id);
+      const snap = await snapshots.create(actor, id, input.name);
+      const made: CreatedView[] = [];
+      for (const name of names) made.push(await lifecycle.create(actor, { name, snapshot: snap.id, type: source.type, autoStopMinutes: source.autoStopMinutes }));
+      return { workspaces: made };
+    },
 
     /** Keel's active workspaces on an engine and the memory their templates ask (placement, engine/engines.ts). */
     placementLoad(name: string): { active: number; memoryBytes: number } {
@@ -226,11 +299,14 @@ export function createLifecycle(deps: LifecycleDeps) {
       records.startRelay();
       reconciler.watch();
       await reconciler.reconcileAll({ startUp: true });
+      await snapshots.reconcile();
+      activity.start();
     },
 
     /** Stops following events and waits (bounded) for queued engine work. */
     async close(): Promise<void> {
       reconciler.stop();
+      activity.stop();
       engines.stop();
       stats.stop();
       // A clone in flight is cut short; the workspace stays `creating` and the next start-up settles it.
@@ -239,6 +315,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       await records.stopRelay();
     },
   };
+  return lifecycle;
 }
 
 export type Lifecycle = ReturnType<typeof createLifecycle>;

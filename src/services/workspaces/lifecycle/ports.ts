@@ -18,6 +18,8 @@ export function createReservations(deps: {
   clock: Clock;
   portRange: [number, number];
   quotas: Quotas;
+  /** `autoStopMinutes` of a create that names none (APP_AUTO_STOP_MINUTES). */
+  autoStopMinutes: number;
   /** Writes what goes with the new row in its transaction (the workspace.created event). */
   inserted(tx: Parameters<Parameters<Db['transaction']>[0]>[0], row: WorkspaceRow): void;
 }) {
@@ -75,6 +77,9 @@ export function createReservations(deps: {
       repoUrl: input.repo ? scrubUrls(input.repo.url) : null,
       repoBranch: input.repo?.branch ?? null,
       reason: null,
+      autoStopMinutes: input.autoStopMinutes ?? deps.autoStopMinutes,
+      stopReason: null,
+      snapshotId: input.snapshot ?? null,
       createdAt: now,
       updatedAt: now,
     };

@@ -27,7 +27,25 @@ export function failureReason(e: unknown, log: Logger): string {
   return scrubUrls(e instanceof Error ? e.message : String(e)).slice(0, 500);
 }
 
-export function createProvisioner(deps: { engine: Engine; engines: Engines; records: Records; access: Access; settings: WorkspacesConfig; log: Logger; instance: string; firewall: Firewall; codeKey: Buffer; clonePolicy: TargetPolicy }) {
+/** What a workspace made from a snapshot takes from it (snapshots.ts). */
+export interface SnapshotSource {
+  image(snapshotId: string): string | null;
+  restoreVolume(containerId: string, snapshotId: string): Promise<void>;
+}
+
+export function createProvisioner(deps: {
+  engine: Engine;
+  engines: Engines;
+  records: Records;
+  access: Access;
+  settings: WorkspacesConfig;
+  log: Logger;
+  instance: string;
+  firewall: Firewall;
+  codeKey: Buffer;
+  clonePolicy: TargetPolicy;
+  snapshots: SnapshotSource;
+}) {
   const { engine, records, settings, log } = deps;
   const networks = createWorkspaceNetworks({ engine, engines: deps.engines, firewall: deps.firewall });
   const imageReady = new Map<string, Promise<void>>();
@@ -84,7 +102,10 @@ export function createProvisioner(deps: { engine: Engine; engines: Engines; reco
       if (state && state.networks.length === 1 && state.networks[0] === networkName(row.id)) return row.containerId;
       if (state) await engine.remove(row.containerId);
     }
-    await ensureImage(row, template);
+    // From a snapshot: its committed image (kept while the workspace exists: SNAPSHOT_IN_USE), else the template's.
+    const snapshotImage = row.snapshotId ? deps.snapshots.image(row.snapshotId) : null;
+    if (row.snapshotId && !snapshotImage) throw new EngineError('the snapshot this workspace was made from no longer exists');
+    if (!snapshotImage) await ensureImage(row, template);
     // A crash between the engine's create and the record below leaves a container of this workspace
     // that no row names (and that holds the name): it goes first, so the retry after the restart
     // makes the container again instead of colliding with it.
@@ -96,7 +117,7 @@ export function createProvisioner(deps: { engine: Engine; engines: Engines; reco
     }
     const containerId = await engine.createContainer({
       name: `keel-${row.name}-${row.id.slice(-6)}`,
-      image: imageOf(template),
+      image: snapshotImage ?? imageOf(template),
       cmd: ['/bin/sh', '-c', supervisorScript(template.command, template.services)],
       user: template.user,
       workdir: template.workdir,
@@ -161,6 +182,7 @@ export function createProvisioner(deps: { engine: Engine; engines: Engines; reco
         const containerId = await ensureContainer(row, template);
         abort.signal.throwIfAborted();
         if (repo) await copyRepo(containerId, template, repo, abort.signal);
+        else if (row.snapshotId && !row.provisioned) await deps.snapshots.restoreVolume(containerId, row.snapshotId);
         abort.signal.throwIfAborted();
         records.update(id, { provisioned: true });
         return { containerId };

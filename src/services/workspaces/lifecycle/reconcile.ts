@@ -121,7 +121,7 @@ export function createReconciler(deps: {
       watcher = engine.watchEvents(
         instance,
         (e) => {
-          if (e.action === 'start' || e.action === 'die' || e.action === 'destroy') onEvent(e.workspaceId);
+          if (['start', 'die', 'destroy', 'pause', 'unpause'].includes(e.action)) onEvent(e.workspaceId);
         },
         () => void reconcileAll({ startUp: false }).catch((err) => log.warn('reconciliation failed', errorFields(err))),
       );

@@ -11,7 +11,7 @@ import type { Access } from '../access';
 import { retainedVolumes, workspaceEventOutbox, workspaces, type WorkspaceRow, type WorkspaceStatus, type WorkspaceType } from '../workspaces.tables';
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
-export type WorkspaceEvent = 'created' | 'started' | 'stopped' | 'restarted' | 'deleted' | 'failed';
+export type WorkspaceEvent = 'created' | 'started' | 'stopped' | 'restarted' | 'deleted' | 'failed' | 'paused' | 'resumed';
 
 export function createRecords(deps: {
   db: Db;
@@ -36,6 +36,7 @@ export function createRecords(deps: {
     .prepare();
   const listedAll = db.select().from(workspaces).where(filters).orderBy(...order).prepare();
   const runningRows = db.select().from(workspaces).where(eq(workspaces.status, 'running')).prepare();
+  const awakeRows = db.select().from(workspaces).where(inArray(workspaces.status, ['creating', 'starting', 'restarting', 'running'])).prepare();
   const activeRows = db
     .select({ engine: workspaces.engine, template: workspaces.template })
     .from(workspaces)
@@ -103,6 +104,10 @@ export function createRecords(deps: {
 
     /** Every running workspace, whoever owns it (the stats sampler's round). */
     running: (): WorkspaceRow[] => runningRows.all(),
+    /** Every workspace running or on its way to (the idle sweep's round). */
+    awake: (): WorkspaceRow[] => awakeRows.all(),
+
+    nameTaken: (name: string): boolean => !!db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, name)).get(),
 
     ids(): string[] {
       return db.select({ id: workspaces.id }).from(workspaces).all().map((r) => r.id);

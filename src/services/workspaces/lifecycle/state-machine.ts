@@ -7,7 +7,7 @@ import { AppError } from '../../../platform/errors';
 import '../workspaces.errors';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Logger } from '../../../platform/runtime';
-import { workspaceNotFound } from '../access';
+import { engineFailure, workspaceNotFound } from '../access';
 import { EngineError, type Engine } from '../engine/engine';
 import { failureReason, type Provisioner } from './provision';
 import type { Records } from './records';
@@ -23,8 +23,10 @@ import type { WorkspaceRow, WorkspaceStatus } from '../workspaces.tables';
 /** The source statuses each operation accepts (docs/workspaces.md: states and transitions). */
 const ALLOWED_FROM = {
   start: ['stopped', 'failed'],
-  stop: ['running', 'starting', 'restarting'],
-  forceStop: ['running', 'starting', 'restarting', 'stopping'],
+  stop: ['running', 'starting', 'restarting', 'paused'],
+  forceStop: ['running', 'starting', 'restarting', 'stopping', 'paused'],
+  pause: ['running'],
+  resume: ['paused'],
   restart: ['running', 'stopped'],
 } as const satisfies Record<string, readonly WorkspaceStatus[]>;
 
@@ -77,8 +79,14 @@ export function createStateMachine(deps: {
       deps.stats.forget(row, { disk: false });
       return;
     }
+    // Paused outside Keel (docker pause) or by Keel before a crash: the row follows the engine.
+    if (state.paused) {
+      if (row.status !== 'paused') records.change(id, { status: 'paused', reason: null }, ['paused']);
+      return;
+    }
     if (row.status === 'running') return;
-    const after = records.change(id, { status: 'running', reason: null }, row.status === 'restarting' ? ['restarted', 'started'] : ['started']);
+    const events = row.status === 'restarting' ? (['restarted', 'started'] as const) : row.status === 'paused' ? (['resumed'] as const) : (['started'] as const);
+    const after = records.change(id, { status: 'running', reason: null, stopReason: null }, [...events]);
     deps.stats.begin(after);
   }
 
@@ -114,6 +122,8 @@ export function createStateMachine(deps: {
       await engine.start(await provisioner.ensureContainer(row, templateOf(row)));
     },
     async stop(row: WorkspaceRow, force: boolean) {
+      // A frozen container would hold SIGTERM until thawed: thaw it first so the stop is graceful.
+      if (row.containerId && (await engine.inspect(row.containerId))?.paused) await engine.unpause(row.containerId);
       if (row.containerId) await (force ? engine.kill(row.containerId) : engine.stop(row.containerId, settings.stopGraceSeconds));
     },
     async restart(row: WorkspaceRow) {
@@ -164,6 +174,54 @@ export function createStateMachine(deps: {
       // Not behind a graceful stop that may be waiting out its grace period.
       if (force && row.containerId) await engine.kill(row.containerId).catch(() => {});
       return { id: row.id, status: 'stopping' };
+    },
+
+    /**
+     * Stops a workspace found idle, recording `stopReason: "idle"` with the move to `stopping`; does
+     * nothing when its status moved meanwhile (an operation of the user wins).
+     */
+    stopIdle(row: WorkspaceRow): void {
+      if (queue.busy(row.id) || !records.moveStatus(row.id, ['running'], 'stopping')) return;
+      records.update(row.id, { stopReason: 'idle' });
+      log.info('stopping an idle workspace', { workspace: row.id, autoStopMinutes: row.autoStopMinutes });
+      void run(row.id, (r) => work.stop(r, false), 'stopped');
+    },
+
+    /**
+     * Pauses (docker pause) or resumes (unpause) and answers once the engine did it: these take
+     * milliseconds, so the answer is the settled status, not an in-progress one. Runs on the
+     * workspace's queue, behind any operation in flight, and checks the status again there.
+     */
+    async freeze(row: WorkspaceRow, operation: 'pause' | 'resume'): Promise<{ id: string; status: WorkspaceStatus }> {
+      const allowed = ALLOWED_FROM[operation];
+      const refuse = (status: WorkspaceStatus) =>
+        new AppError('INVALID_TRANSITION', `cannot ${operation} a workspace that is ${status}`, { status, operation, allowedFrom: [...allowed] });
+      if (!(allowed as readonly string[]).includes(row.status)) throw refuse(row.status);
+      let failure: unknown;
+      let status: WorkspaceStatus = row.status;
+      await queue.enqueue(row.id, async () => {
+        const now = deps.access.row(row.id);
+        if (!now) return void (failure = workspaceNotFound());
+        if (!(allowed as readonly string[]).includes(now.status) || !now.containerId) return void (failure = refuse(now.status));
+        try {
+          if (operation === 'pause') {
+            await engine.pause(now.containerId);
+            records.change(now.id, { status: 'paused' }, ['paused']);
+            deps.stats.forget(now, { disk: false });
+            status = 'paused';
+          } else {
+            await engine.unpause(now.containerId);
+            deps.stats.begin(records.change(now.id, { status: 'running', stopReason: null }, ['resumed']));
+            status = 'running';
+          }
+        } catch (e) {
+          // The engine says what the container is now (it may have died meanwhile).
+          await settle(now.id).catch(() => {});
+          failure = engineFailure(e);
+        }
+      });
+      if (failure) throw failure;
+      return { id: row.id, status };
     },
 
     restart(actor: Actor, row: WorkspaceRow): { id: string; status: WorkspaceStatus } {

@@ -25,6 +25,8 @@ export function workspaceView(row: WorkspaceRow, publicHost: string, codeSecret:
       ssh: `ssh -p ${row.sshPort} keel@${publicHost}`,
     },
     ...(row.status === 'failed' && row.reason ? { reason: row.reason } : {}),
+    autoStopMinutes: row.autoStopMinutes,
+    ...(row.stopReason ? { stopReason: row.stopReason } : {}),
   };
 }
 

@@ -21,7 +21,7 @@ export type PreviewTarget =
   | { ok: true; workspaceId: string; port: number }
   | { ok: false; error: AppError };
 
-export function createPreviewsService(deps: { db: Db; clock: Clock; access: Pick<Access, 'getOwned' | 'row'>; baseUrl: () => string }) {
+export function createPreviewsService(deps: { db: Db; clock: Clock; access: Pick<Access, 'getOwned' | 'row'>; baseUrl: () => string; onActivity?: (workspaceId: string) => void }) {
   const { db, clock } = deps;
   const lastWrite = new Map<string, number>();
   const iso = (ms = clock.now()) => new Date(ms).toISOString();
@@ -73,6 +73,8 @@ export function createPreviewsService(deps: { db: Db; clock: Clock; access: Pick
 
     /** Records traffic to the workspace (throttled): the idle stop counts it as activity. */
     touch(workspaceId: string) {
+      // The idle stop's own clock (Lifecycle.touch): every request and frame counts.
+      deps.onActivity?.(workspaceId);
       const now = clock.now();
       if (now - (lastWrite.get(workspaceId) ?? 0) < ACTIVITY_WRITE_MS) return;
       lastWrite.set(workspaceId, now);

@@ -9,6 +9,8 @@ export const WEBHOOK_EVENTS = [
   'workspace.restarted',
   'workspace.deleted',
   'workspace.failed',
+  'workspace.paused',
+  'workspace.resumed',
   'webhook.disabled',
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];

@@ -50,7 +50,7 @@ async function startLifecycle() {
     log,
     checkSeconds: 60,
   });
-  lifecycle = createLifecycle({ db, bus, log, clock: systemClock, settings, engine: engines.routed, engines, access, quotas, templates: createTemplateRegistry(), instance: 'keel_unit', codeKey: Buffer.alloc(32, 7) });
+  lifecycle = createLifecycle({ db, bus, log, clock: systemClock, settings, engine: engines.routed, engines, access, quotas, templates: createTemplateRegistry(), instance: 'keel_unit', snapshotDir: join(dataDir, 'snapshots'), codeKey: Buffer.alloc(32, 7) });
   await lifecycle.startUp();
 }
 
@@ -152,7 +152,7 @@ describe('stop, start and restart', () => {
     await settled(w.id, 'stopped');
     const e = await refusal(() => lifecycle.stop(alice, w.id, false));
     expect(e.code).toBe('INVALID_TRANSITION');
-    expect(e.details).toEqual({ status: 'stopped', operation: 'stop', allowedFrom: ['running', 'starting', 'restarting'] });
+    expect(e.details).toEqual({ status: 'stopped', operation: 'stop', allowedFrom: ['running', 'starting', 'restarting', 'paused'] });
   });
 
   test('start runs a stopped workspace again in the same container', async () => {

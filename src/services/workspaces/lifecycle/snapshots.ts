@@ -1,0 +1,169 @@
+// Snapshots of a workspace: its container's file system committed to an image (docker commit, the
+// processes paused meanwhile) and its volume as a tar in the data dir. Both are made first and the
+// row written last, so a crash of Keel at any point leaves only objects without a row, which
+// start-up removes (reconcile); a snapshot deleted is gone from the engine and the disk too.
+import { and, asc, count, eq, sql } from 'drizzle-orm';
+import { createReadStream, createWriteStream, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { AppError } from '../../../platform/errors';
+import type { Db } from '../../../platform/db';
+import type { Actor } from '../../../platform/auth/workspace-token';
+import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
+import { engineFailure, type Access } from '../access';
+import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_SNAPSHOT, type Engine } from '../engine/engine';
+import { MOUNT_PATH } from './stats';
+import type { TaskQueue } from './task-queue';
+import { snapshots, workspaces, type SnapshotRow } from '../workspaces.tables';
+
+/** Statuses a workspace can be snapshotted from: its container exists and is not being changed. */
+const SNAPSHOT_FROM = ['running', 'paused', 'stopped'] as const;
+
+export const snapshotNotFound = () => new AppError('SNAPSHOT_NOT_FOUND', 'snapshot not found');
+
+export function createSnapshots(deps: {
+  db: Db;
+  engine: Engine;
+  access: Access;
+  queue: TaskQueue;
+  clock: Clock;
+  log: Logger;
+  instance: string;
+  /** Where the volume archives are kept (`$APP_DATA_DIR/snapshots`). */
+  dir: string;
+  /** Snapshots a non-admin actor may hold (APP_QUOTA_SNAPSHOTS). */
+  quota: number;
+}) {
+  const { db, engine, log, instance, dir } = deps;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const archive = (id: string) => join(dir, `${id}.tar`);
+  const imageRef = (id: string) => `keel-snapshot:${id}`;
+  const byId = db.select().from(snapshots).where(eq(snapshots.id, sql.placeholder('id'))).prepare();
+  const countOf = (owner: string) => db.select({ n: count() }).from(snapshots).where(eq(snapshots.owner, owner)).get()?.n ?? 0;
+
+  const overQuota = () =>
+    new AppError('QUOTA_EXCEEDED', `at most ${deps.quota} snapshots per actor (APP_QUOTA_SNAPSHOTS); delete one first`, { quota: 'snapshots', limit: deps.quota });
+
+  function getOwned(actor: Actor, id: string): SnapshotRow {
+    const row = byId.get({ id });
+    if (!row || (!actor.admin && row.owner !== actor.id)) throw snapshotNotFound();
+    return row;
+  }
+
+  /** Removes what a snapshot holds on the engine and the disk (each absent part is fine). */
+  async function removeObjects(id: string, image: string) {
+    await engine.removeImage(image);
+    rmSync(archive(id), { force: true });
+  }
+
+  const view = (r: SnapshotRow) => ({ id: r.id, name: r.name, workspaceId: r.workspaceId, template: r.template, sizeBytes: r.sizeBytes, createdAt: r.createdAt });
+
+  return {
+    view,
+    getOwned,
+
+    list(actor: Actor) {
+      const q = db.select().from(snapshots);
+      return (actor.admin ? q : q.where(eq(snapshots.owner, actor.id))).orderBy(asc(snapshots.createdAt), asc(snapshots.id)).all();
+    },
+
+    /**
+     * Commits the workspace's container and archives its volume, on the workspace's queue (behind any
+     * operation in flight, and no stop or delete meanwhile). 409 when the workspace has no settled
+     * container, 429 past the quota (checked again just before the row is written).
+     */
+    async create(actor: Actor, workspaceId: string, name: string): Promise<SnapshotRow> {
+      const ws = deps.access.getOwned(actor, workspaceId);
+      const refuse = (status: string) =>
+        new AppError('INVALID_TRANSITION', `cannot snapshot a workspace that is ${status}`, { status, operation: 'snapshot', allowedFrom: [...SNAPSHOT_FROM] });
+      if (!(SNAPSHOT_FROM as readonly string[]).includes(ws.status)) throw refuse(ws.status);
+      if (!actor.admin && countOf(ws.owner) >= deps.quota) throw overQuota();
+      let result: SnapshotRow | undefined;
+      let failure: unknown;
+      await deps.queue.enqueue(ws.id, async () => {
+        const row = deps.access.row(ws.id);
+        if (!row || !(SNAPSHOT_FROM as readonly string[]).includes(row.status) || !row.containerId) {
+          failure = row ? refuse(row.status) : snapshotNotFound();
+          return;
+        }
+        const id = newId('snap', deps.clock);
+        const image = imageRef(id);
+        try {
+          await engine.commit(row.containerId, image, { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance, [LABEL_SNAPSHOT]: id, [LABEL_OWNER]: row.owner });
+          await pipeline(await engine.getArchive(row.containerId, MOUNT_PATH), createWriteStream(archive(id), { mode: 0o600 }));
+          const sizeBytes = ((await engine.imageSize(image)) ?? 0) + (await stat(archive(id))).size;
+          // The quota again, in the same synchronous step as the insert: two snapshots at once cannot overshoot.
+          if (!actor.admin && countOf(row.owner) >= deps.quota) throw overQuota();
+          result = db
+            .insert(snapshots)
+            .values({ id, name, owner: row.owner, workspaceId: row.id, template: row.template, image, sizeBytes, createdAt: isoNow(deps.clock) })
+            .returning()
+            .get();
+        } catch (e) {
+          await removeObjects(id, image).catch(() => {});
+          failure = e instanceof AppError ? e : engineFailure(e);
+        }
+      });
+      if (failure) throw failure;
+      return result!;
+    },
+
+    /** Removes the snapshot from the engine, the disk and the list; 409 SNAPSHOT_IN_USE while workspaces made from it exist. */
+    async remove(actor: Actor, id: string): Promise<{ id: string; deleted: true }> {
+      const row = getOwned(actor, id);
+      const users = db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.snapshotId, id)).all().map((w) => w.id);
+      if (users.length > 0) {
+        throw new AppError('SNAPSHOT_IN_USE', 'workspaces made from this snapshot still exist (their containers use its image); delete them first', { workspaces: users });
+      }
+      try {
+        await removeObjects(row.id, row.image);
+      } catch (e) {
+        throw engineFailure(e);
+      }
+      db.delete(snapshots).where(and(eq(snapshots.id, id))).run();
+      return { id, deleted: true };
+    },
+
+    /** The image a workspace made from `snapshotId` runs (null once the snapshot is gone). */
+    image: (snapshotId: string): string | null => byId.get({ id: snapshotId })?.image ?? null,
+
+    /** Copies the snapshot's volume archive into a created container's volume (before its first start). */
+    async restoreVolume(containerId: string, snapshotId: string): Promise<void> {
+      await engine.putArchive(containerId, dirname(MOUNT_PATH), createReadStream(archive(snapshotId)));
+    },
+
+    /**
+     * Start-up: a row whose image the engine lost goes (it cannot be started from); an image or an
+     * archive of this instance without a row (a crash mid-snapshot or mid-delete) is removed.
+     */
+    async reconcile(): Promise<void> {
+      let images: { ref: string; snapshotId: string }[];
+      try {
+        images = await engine.listSnapshotImages(instance);
+      } catch (e) {
+        log.warn('the engine did not list snapshot images; snapshot clean-up skipped', errorFields(e));
+        return;
+      }
+      const onEngine = new Set(images.map((i) => i.snapshotId));
+      for (const row of db.select().from(snapshots).all()) {
+        if (onEngine.has(row.id)) continue;
+        log.warn('removing a snapshot whose image is gone from the engine', { snapshot: row.id });
+        rmSync(archive(row.id), { force: true });
+        db.delete(snapshots).where(eq(snapshots.id, row.id)).run();
+      }
+      const known = new Set(db.select({ id: snapshots.id }).from(snapshots).all().map((r) => r.id));
+      for (const i of images) {
+        if (known.has(i.snapshotId)) continue;
+        log.warn('removing a snapshot image no snapshot owns', { image: i.ref });
+        await engine.removeImage(i.ref).catch((e) => log.warn('snapshot image removal failed', errorFields(e)));
+      }
+      for (const f of readdirSync(dir)) {
+        const id = f.replace(/\.tar$/, '');
+        if (!known.has(id)) rmSync(join(dir, f), { force: true });
+      }
+    },
+  };
+}
+
+export type Snapshots = ReturnType<typeof createSnapshots>;
