@@ -22,6 +22,7 @@ import {
 } from './engine';
 import { call, callOr, engineError } from './docker-calls';
 import { networkCalls } from './docker-networks';
+import { socketWriter } from './socket-writer';
 import { imageCalls } from './docker-images';
 import { frameSplitter, jsonLineSplitter, logPieceAssembler, rawLogAssembler, type LogPiece } from './frames';
 
@@ -218,6 +219,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
         oomKilled: info.State.OOMKilled,
         error: info.State.Error ?? '',
         networks: Object.keys(info.NetworkSettings?.Networks ?? {}),
+        address: Object.values(info.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress,
       };
     },
 
@@ -359,11 +361,13 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
 
     async execStart(
       containerId: string,
-      opts: { cmd: string[]; env?: string[] },
+      opts: { cmd: string[]; env?: string[]; stdin?: boolean },
       onChunk: (stream: StdStream, bytes: Uint8Array) => void,
     ): Promise<ExecHandle> {
-      const exec = await call(() => docker.getContainer(containerId).exec({ Cmd: opts.cmd, Env: opts.env, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false }));
-      const stream = (await call(() => exec.start({ hijack: true, stdin: false }))) as NodeJS.ReadableStream & { destroy(): void; pause(): void; resume(): void };
+      const withStdin = opts.stdin === true;
+      const spec = { Cmd: opts.cmd, Env: opts.env, AttachStdout: true, AttachStderr: true, AttachStdin: withStdin, Tty: false };
+      const exec = await call(() => docker.getContainer(containerId).exec(spec));
+      const stream = (await call(() => exec.start({ hijack: true, stdin: withStdin }))) as NodeJS.ReadWriteStream & { destroy(): void; pause(): void; resume(): void };
       const split = frameSplitter(onChunk);
       // Set by close() too: output after it is discarded.
       let ended = false;
@@ -383,6 +387,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
           const info = await call(() => exec.inspect());
           return info.Running ? null : info.ExitCode ?? null;
         },
+        ...(withStdin ? { stdin: socketWriter(stream) } : {}),
       };
     },
 
