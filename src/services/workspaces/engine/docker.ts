@@ -23,6 +23,7 @@ import {
 import { call, callOr, engineError } from './docker-calls';
 import { networkCalls } from './docker-networks';
 import { socketWriter } from './socket-writer';
+import { execTty } from './docker-tty';
 import { imageCalls } from './docker-images';
 import { frameSplitter, jsonLineSplitter, logPieceAssembler, rawLogAssembler, type LogPiece } from './frames';
 
@@ -390,6 +391,8 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
         ...(withStdin ? { stdin: socketWriter(stream) } : {}),
       };
     },
+
+    execTty: (containerId, opts, onData) => execTty(docker, containerId, opts, onData),
 
     async execCollect(containerId: string, cmd: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
       const out = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
