@@ -52,7 +52,7 @@ const upgrade = (id: string, ticket: string) =>
   });
 
 beforeAll(async () => {
-  p = await startTestPlatform({ services: ['workspaces'], dataDir });
+  p = await startTestPlatform({ services: ['workspaces'], env: { APP_QUOTA_STREAMS: '8' }, dataDir });
   ws = (await createRunning(p!, 'terminals', { timeoutMs: 90_000 })).id;
 }, 120_000);
 
@@ -153,3 +153,12 @@ test('a workspace that is not running answers 409 WORKSPACE_NOT_RUNNING', async 
   expect(res.status).toBe(409);
   expect(await errorCode(res)).toBe('WORKSPACE_NOT_RUNNING');
 }, 150_000);
+
+test('a live terminal holds one of its actor\'s stream slots: past APP_QUOTA_STREAMS a new one answers 429', async () => {
+  const own = (await createRunning(p!, 'terminals-quota', { as: 'carol', timeoutMs: 90_000 })).id;
+  const openAs = () => p!.api('workspaces', `/api/workspaces/${own}/terminals`, { method: 'POST', json: {}, as: 'carol' });
+  for (let i = 0; i < 8; i++) expect((await openAs()).status).toBe(201);
+  const past = await openAs();
+  expect(past.status).toBe(429);
+  expect(((await past.json()) as any).error).toMatchObject({ code: 'QUOTA_EXCEEDED', details: { quota: 'streams', limit: 8 } });
+}, 120_000);
