@@ -26,7 +26,7 @@ export interface McpToolDeps {
 const Id = Type.String({ minLength: 1, maxLength: 128, description: 'workspace id (`ws_...`)' });
 const WorkspaceRef = Type.Object({ id: Id }, { additionalProperties: false });
 const ListInput = Type.Object(
-  { status: Type.Optional(Type.String({ enum: ['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed'], description: 'only workspaces in this status' })) },
+  { status: Type.Optional(Type.String({ enum: ['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed', 'paused'], description: 'only workspaces in this status' })) },
   { additionalProperties: false },
 );
 const StopInput = Type.Object({ id: Id, force: Type.Optional(Type.Boolean({ description: 'kill at once instead of a graceful stop' })) }, { additionalProperties: false });
