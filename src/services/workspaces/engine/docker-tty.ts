@@ -1,12 +1,13 @@
 // A terminal's engine exec: `docker exec` with a TTY (one raw byte stream, no stdout/stderr framing),
 // stdin hijacked, resized through the exec's own resize call.
 import type Docker from 'dockerode';
-import { call } from './docker-calls';
+import type { DockerClient } from './docker';
+import { call, streamEnd } from './docker-calls';
 import type { TtyHandle } from './engine';
 import { socketWriter } from './socket-writer';
 
 export async function execTty(
-  docker: Docker,
+  docker: DockerClient,
   containerId: string,
   opts: { cmd: string[]; env?: string[]; cols: number; rows: number },
   onData: (bytes: Uint8Array) => void,
@@ -18,15 +19,7 @@ export async function execTty(
   stream.on('data', (b: Buffer) => {
     if (!ended) onData(b);
   });
-  const done = new Promise<void>((resolve) => {
-    const end = () => {
-      ended = true;
-      resolve();
-    };
-    stream.once('end', end);
-    stream.once('close', end);
-    stream.once('error', end);
-  });
+  const done = streamEnd(stream, () => (ended = true));
   // The size asked at create is not applied by every engine version: it is set again once started.
   await call(() => exec.resize({ w: opts.cols, h: opts.rows })).catch(() => undefined);
   const input = socketWriter(stream);
