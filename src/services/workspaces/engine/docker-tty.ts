@@ -1,10 +1,13 @@
 // A terminal's engine exec: `docker exec` with a TTY (one raw byte stream, no stdout/stderr framing),
 // stdin hijacked, resized through the exec's own resize call.
-import type Docker from 'dockerode';
 import type { DockerClient } from './docker';
 import { call, streamEnd } from './docker-calls';
 import type { TtyHandle } from './engine';
 import { socketWriter } from './socket-writer';
+
+type Exec = Awaited<ReturnType<ReturnType<DockerClient['getContainer']>['exec']>>;
+type ExecSpec = Parameters<ReturnType<DockerClient['getContainer']>['exec']>[0];
+type ExecStart = Parameters<Exec['start']>[0];
 
 export async function execTty(
   docker: DockerClient,
@@ -13,8 +16,8 @@ export async function execTty(
   onData: (bytes: Uint8Array) => void,
 ): Promise<TtyHandle> {
   const spec = { Cmd: opts.cmd, Env: opts.env, AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: true, ConsoleSize: [opts.rows, opts.cols] };
-  const exec = await call(() => docker.getContainer(containerId).exec(spec as Docker.ExecCreateOptions));
-  const stream = (await call(() => exec.start({ hijack: true, stdin: true, Tty: true } as Docker.ExecStartOptions))) as NodeJS.ReadWriteStream & { destroy(): void; destroyed?: boolean };
+  const exec = await call(() => docker.getContainer(containerId).exec(spec as ExecSpec));
+  const stream = (await call(() => exec.start({ hijack: true, stdin: true, Tty: true } as ExecStart))) as NodeJS.ReadWriteStream & { destroy(): void; destroyed?: boolean };
   let ended = false;
   stream.on('data', (b: Buffer) => {
     if (!ended) onData(b);
