@@ -20,7 +20,7 @@ import { parseBusUrl } from '../../platform/bus/nats';
 import type { JobProgress, JobSubmission, JobView } from '../../platform/bus/subjects';
 import { errorFields, newId, type Clock, type Logger } from '../../platform/runtime';
 import { openStateStore } from './jetstream-state';
-import type { JobQueue, JobRow, Outcome } from './queue';
+import { answerJobCommands, type JobQueue, type JobRow, type Outcome } from './queue';
 import { checkSubmission, jobNotFound, toJobView } from './workers.service';
 
 export const JOB_STREAM = 'KEEL_JOBS';
@@ -324,28 +324,16 @@ export async function createJetStreamQueue(deps: JetStreamQueueDeps): Promise<Jo
     await announce(row);
   }
 
-  function listen(bus: Bus): () => void {
-    const offs = [
-      bus.answer('cmd.workers.submit', async (req) => {
-        const out = await submit(req);
-        if (!out.deduplicated) deps.onSubmit();
-        return out;
-      }),
-      bus.answer('cmd.workers.cancel', async (req) => ({ job: await cancel(req?.id) })),
-      bus.answer('qry.workers.job', async (req) => ({ job: toJobView(await existing(req?.id)) })),
-    ];
-    return () => offs.forEach((off) => off());
-  }
-
+  const get = async (id: string) => toJobView(await existing(id));
   return {
     submit,
-    get: async (id) => toJobView(await existing(id)),
+    get,
     cancel,
     claim,
     renew,
     progress,
     finish,
-    listen,
+    listen: (bus: Bus) => answerJobCommands(bus, { submit, cancel, get }, deps.onSubmit),
     async close() {
       await nc.drain().catch(() => nc.close());
     },

@@ -31,3 +31,17 @@ export interface JobQueue {
   /** Releases what the queue holds open (a connection); the database queue holds nothing. */
   close?(): Promise<void>;
 }
+
+/** The workers' bus commands (submit, cancel, look up) answered from either queue; returns the unsubscribe. */
+export function answerJobCommands(bus: Bus, queue: Pick<JobQueue, 'submit' | 'cancel' | 'get'>, onSubmit: () => void): () => void {
+  const offs = [
+    bus.answer('cmd.workers.submit', async (req) => {
+      const out = await queue.submit(req);
+      if (!out.deduplicated) onSubmit();
+      return out;
+    }),
+    bus.answer('cmd.workers.cancel', async (req) => ({ job: await queue.cancel(req?.id) })),
+    bus.answer('qry.workers.job', async (req) => ({ job: await queue.get(req?.id) })),
+  ];
+  return () => offs.forEach((off) => off());
+}

@@ -8,7 +8,7 @@ import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import './workers.errors';
 import { errorFields, newId, type Clock, type Logger } from '../../platform/runtime';
-import type { JobQueue, JobRow, Outcome } from './queue';
+import { answerJobCommands, type JobQueue, type JobRow, type Outcome } from './queue';
 import { workersJobs } from './workers.tables';
 
 export type { JobRow } from './queue';
@@ -195,20 +195,7 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
     await announce(row);
   }
 
-  /** Answers the workers' bus commands: submit, cancel and look up a job. Returns the unsubscribe. */
-  function listen(bus: Bus): () => void {
-    const offs = [
-      bus.answer('cmd.workers.submit', async (req) => {
-        const out = await submit(req);
-        if (!out.deduplicated) deps.onSubmit();
-        return out;
-      }),
-      bus.answer('cmd.workers.cancel', async (req) => ({ job: await cancel(req?.id) })),
-      bus.answer('qry.workers.job', (req) => ({ job: get(req?.id) })),
-    ];
-    return () => offs.forEach((off) => off());
-  }
-
+  const listen = (bus: Bus) => answerJobCommands(bus, { submit, cancel, get }, deps.onSubmit);
   return { submit, get, cancel, claim, renew, progress, finish, listen };
 }
 

@@ -16,7 +16,20 @@ export interface PlaybackSegmentDeps {
   timeoutMs: number;
 }
 
-const failed = (message: string, retryable = true) => new AppError(retryable ? 'PLAYBACK_FFMPEG_FAILED' : 'PLAYBACK_SOURCE_UNREADABLE', message);
+export const failed = (message: string, retryable = true) => new AppError(retryable ? 'PLAYBACK_FFMPEG_FAILED' : 'PLAYBACK_SOURCE_UNREADABLE', message);
+
+/** Runs ffmpeg, killed when `signal` aborts or after `timeoutMs`: its exit code, the signal that ended it, its stderr. */
+export async function runFfmpeg(deps: Pick<PlaybackSegmentDeps, 'ffmpegPath' | 'timeoutMs'>, args: string[], signal: AbortSignal) {
+  const proc = Bun.spawn([deps.ffmpegPath, ...args], { stdout: 'ignore', stderr: 'pipe' });
+  const stop = () => proc.kill('SIGKILL');
+  signal.addEventListener('abort', stop, { once: true });
+  const timer = setTimeout(stop, deps.timeoutMs);
+  const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+  clearTimeout(timer);
+  signal.removeEventListener('abort', stop);
+  signal.throwIfAborted();
+  return { code, stderr, signalCode: proc.signalCode };
+}
 
 /**
  * ffmpeg's arguments for one segment. Timestamps stay those of the source (-copyts, mpegts_copyts)
@@ -70,18 +83,11 @@ export function createPlaybackSegmentJob(deps: PlaybackSegmentDeps): JobHandler<
       const work = join(cacheRoot, '.work', `${job.id}-${job.attempt}`);
       mkdirSync(work, { recursive: true });
       try {
-        const proc = Bun.spawn([deps.ffmpegPath, ...segmentArgs(p, input, join(work, 'piece-%d.ts'))], { stdout: 'ignore', stderr: 'pipe' });
-        const stop = () => proc.kill('SIGKILL');
-        signal.addEventListener('abort', stop, { once: true });
-        const timer = setTimeout(stop, deps.timeoutMs);
-        const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
-        clearTimeout(timer);
-        signal.removeEventListener('abort', stop);
-        signal.throwIfAborted();
+        const { code, stderr, signalCode } = await runFfmpeg(deps, segmentArgs(p, input, join(work, 'piece-%d.ts')), signal);
         const first = join(work, 'piece-0.ts');
         if (code !== 0 || !existsSync(first)) {
-          log.warn('ffmpeg could not make the segment', { code, signal: proc.signalCode, stderr: stderr.slice(0, 400) });
-          throw failed(proc.signalCode ? `ffmpeg was stopped (${proc.signalCode}) while making the segment` : 'ffmpeg could not make the segment');
+          log.warn('ffmpeg could not make the segment', { code, signal: signalCode, stderr: stderr.slice(0, 400) });
+          throw failed(signalCode ? `ffmpeg was stopped (${signalCode}) while making the segment` : 'ffmpeg could not make the segment');
         }
         mkdirSync(dirname(output), { recursive: true });
         renameSync(first, output);

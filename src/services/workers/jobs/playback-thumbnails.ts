@@ -3,12 +3,10 @@
 import { existsSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { PlaybackThumbnailsJob } from '../../../platform/bus/subjects';
-import { AppError } from '../../../platform/errors';
 import { isInside } from '../../../platform/paths';
 import type { JobHandler } from './index';
-import type { PlaybackSegmentDeps } from './playback-segment';
+import { failed, runFfmpeg, type PlaybackSegmentDeps } from './playback-segment';
 
-const failed = (message: string, retryable = true) => new AppError(retryable ? 'PLAYBACK_FFMPEG_FAILED' : 'PLAYBACK_SOURCE_UNREADABLE', message);
 
 export function thumbnailArgs(job: PlaybackThumbnailsJob, input: string, out: string): string[] {
   const filter = `fps=1/${job.intervalS},scale=${job.width}:${job.height},tile=${job.columns}x${job.rows}`;
@@ -38,16 +36,9 @@ export function createPlaybackThumbnailsJob(deps: PlaybackSegmentDeps): JobHandl
       mkdirSync(work, { recursive: true });
       try {
         const tmp = join(work, 'sprite.jpg');
-        const proc = Bun.spawn([deps.ffmpegPath, ...thumbnailArgs(p, input, tmp)], { stdout: 'ignore', stderr: 'pipe' });
-        const stop = () => proc.kill('SIGKILL');
-        signal.addEventListener('abort', stop, { once: true });
-        const timer = setTimeout(stop, deps.timeoutMs);
-        const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
-        clearTimeout(timer);
-        signal.removeEventListener('abort', stop);
-        signal.throwIfAborted();
+        const { code, stderr, signalCode } = await runFfmpeg(deps, thumbnailArgs(p, input, tmp), signal);
         if (code !== 0 || !existsSync(tmp)) {
-          log.warn('ffmpeg could not make the thumbnails', { code, signal: proc.signalCode, stderr: stderr.slice(0, 400) });
+          log.warn('ffmpeg could not make the thumbnails', { code, signal: signalCode, stderr: stderr.slice(0, 400) });
           throw failed('ffmpeg could not make the thumbnails');
         }
         mkdirSync(dirname(output), { recursive: true });
