@@ -2,10 +2,10 @@
 // running on their own networks with their own volumes, and no actor sees them; a create it can serve
 // claims one and answers `running` at once, under the workspace's own id (its code-server secret
 // matches the container's env); two claims share nothing; the pool refills; creates that ask a port
-// or a repo are made cold.
+// or a repo are made cold; a graceful close removes the entries still waiting.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { ownPortRange, requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
-import { docker, inspect, keelInstance, waitFor } from '../../helpers/docker';
+import { docker, inspect, keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';
 import { bareRepo, gitDaemon } from '../../helpers/git';
 import { closeAndClean, getWorkspace, waitStatus } from '../../helpers/workspaces';
 
@@ -60,9 +60,12 @@ beforeAll(async () => {
   await poolFull();
 }, 180_000);
 
+let closed = false;
+
 afterAll(async () => {
   daemon?.stop();
-  await closeAndClean(p);
+  if (closed) await removeInstanceObjects(instance);
+  else await closeAndClean(p);
 });
 
 describe('warm pool', () => {
@@ -159,5 +162,21 @@ describe('warm pool', () => {
     }
     expect((await exec(wr.id, 'cat /workspace/README.md')).stdout).toBe('hello\n');
     expect(new Set((await waiting()).map((e) => e.id))).toEqual(entries);
+  });
+
+  test('a graceful close removes the waiting entries (containers, volumes, networks) and leaves the claimed workspaces', async () => {
+    await poolFull();
+    const owned = await allWorkspaceIds();
+    const entries = await waiting();
+    await p.close();
+    closed = true;
+    for (const e of entries) {
+      expect(inspect('container', e.id)).toBeNull();
+      expect(inspect('volume', `keel-ws-${e.workspace.replace('_', '-')}`)).toBeNull();
+      expect(docker('network', 'inspect', `keel-${e.workspace}`).code).not.toBe(0);
+    }
+    const left = pooled().map((c) => c.workspace);
+    expect(left.every((id) => owned.has(id))).toBe(true);
+    expect(left.length).toBeGreaterThan(0);
   });
 });

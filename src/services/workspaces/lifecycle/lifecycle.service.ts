@@ -341,13 +341,13 @@ export function createLifecycle(deps: LifecycleDeps) {
     /** Stops following events and waits (bounded) for queued engine work. */
     async close(): Promise<void> {
       reconciler.stop();
-      pool.stop();
+      const poolGone = pool.stop(CLOSE_WAIT_MS);
       activity.stop();
       engines.stop();
       stats.stop();
       // A clone in flight is cut short; the workspace stays `creating` and the next start-up settles it.
       provisioner.cancelAll();
-      await queue.drain(CLOSE_WAIT_MS);
+      await Promise.all([queue.drain(CLOSE_WAIT_MS), poolGone]);
       await records.stopRelay();
     },
   };

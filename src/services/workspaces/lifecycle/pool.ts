@@ -11,8 +11,9 @@
 // KEEL_WORKSPACE_NAME (`warm-<id tail>`), the container's name and its owner label (empty, with
 // LABEL_POOL); the row is what says who owns the workspace (docs/workspaces.md, "Warm pool").
 //
-// A crash or restart: entries of a previous run belong to no row, so start-up reconciliation removes
-// them like any unowned object (container, network and rules, volume) and the pool is made again;
+// A graceful close removes the ready entries. A crash: entries of a previous run belong to no row, so
+// start-up reconciliation removes them like any unowned object (container, network and rules,
+// volume) and the pool is made again;
 // an entry whose claim committed its row is a workspace like any other. A smaller APP_WARM_POOL
 // therefore takes effect at the next start.
 import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
@@ -171,10 +172,15 @@ export function createWarmPool(deps: {
       fill();
     },
 
-    /** Stops refilling; entries stay on the engine and the next start-up removes them. */
-    stop() {
+    /**
+     * Stops refilling and removes the ready entries (a Keel that is not started again leaves nothing
+     * behind). What a bounded close cuts short, or an entry still being made, the next start-up removes.
+     */
+    async stop(waitMs: number): Promise<void> {
       running = false;
       if (timer) clearTimeout(timer);
+      const all = [...ready.values()].flatMap((list) => list.splice(0));
+      await Promise.race([Promise.all(all.map((e) => discard(e.id, e.containerId))), Bun.sleep(waitMs)]);
     },
   };
 }
