@@ -8,6 +8,7 @@ import { ownPortRange, requireTestEnv, startTestPlatform, type TestPlatform } fr
 import { docker, inspect, keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';
 import { bareRepo, gitDaemon } from '../../helpers/git';
 import { closeAndClean, getWorkspace, waitStatus } from '../../helpers/workspaces';
+import { sseReader } from '../../helpers/sse';
 
 requireTestEnv('DOCKER_HOST');
 
@@ -96,9 +97,10 @@ describe('warm pool', () => {
     expect(quotas.used.running).toBe(0);
   });
 
-  test('a create the pool can serve claims an entry and is running at once, under the id its code-server secret was made for', async () => {
+  test('a create the pool can serve claims an entry and is running at once, under the id its code-server secret was made for, with the events of any create', async () => {
     await poolFull();
     const before = new Set((await waiting()).map((e) => e.id));
+    const stream = sseReader(await p.api('workspaces', '/api/events'));
     const r = await create('warm-one');
     expect(r.status).toBe(201);
     console.log(`warm create answered in ${r.ms.toFixed(0)} ms (status ${r.body.status})`);
@@ -118,6 +120,14 @@ describe('warm pool', () => {
     const listed = (await (await p.api('workspaces', '/api/workspaces')).json()) as { workspaces: { id: string }[] };
     expect(listed.workspaces.map((x) => x.id)).toEqual([w.id]);
     expect((await exec(w.id, 'echo ok')).stdout.trim()).toBe('ok');
+    // The events of any create, for this workspace, and none of any entry.
+    const frames = await stream.collect((f) => f.event === 'workspace' && JSON.parse(f.data!).event === 'workspace.started', 30_000);
+    await stream.cancel();
+    const events = frames.filter((f) => f.event === 'workspace').map((f) => JSON.parse(f.data!));
+    expect(events.map((e) => [e.event, e.workspace.id, e.workspace.name])).toEqual([
+      ['workspace.created', w.id, 'warm-one'],
+      ['workspace.started', w.id, 'warm-one'],
+    ]);
   });
 
   test('the pool refills in the background after a claim', async () => {
