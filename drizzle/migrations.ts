@@ -65,5 +65,11 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795648568154,
     "breakpoints": true,
     "sql": "CREATE TABLE `workspaces_snapshots` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`name` text NOT NULL,\n\t`owner` text NOT NULL,\n\t`workspace_id` text NOT NULL,\n\t`template` text NOT NULL,\n\t`image` text NOT NULL,\n\t`size_bytes` integer NOT NULL,\n\t`created_at` text NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `workspaces_snapshots_owner_idx` ON `workspaces_snapshots` (`owner`,`created_at`);--> statement-breakpoint\nALTER TABLE `workspaces_workspaces` ADD `auto_stop_minutes` real DEFAULT 0 NOT NULL;--> statement-breakpoint\nALTER TABLE `workspaces_workspaces` ADD `stop_reason` text;--> statement-breakpoint\nALTER TABLE `workspaces_workspaces` ADD `snapshot_id` text;"
+  },
+  {
+    "tag": "0011_kind_sumo",
+    "when": 1795648846012,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `workspaces_activity` (\n\t`workspace_id` text PRIMARY KEY NOT NULL,\n\t`last_activity_at` text NOT NULL\n);\n--> statement-breakpoint\nCREATE TABLE `workspaces_previews` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`workspace_id` text NOT NULL,\n\t`owner` text NOT NULL,\n\t`port` integer NOT NULL,\n\t`token_hash` text NOT NULL,\n\t`url` text NOT NULL,\n\t`expires_at` text NOT NULL,\n\t`revoked_at` text,\n\t`created_at` text NOT NULL\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `workspaces_previews_token_hash_unique` ON `workspaces_previews` (`token_hash`);--> statement-breakpoint\nCREATE INDEX `workspaces_previews_workspace_idx` ON `workspaces_previews` (`workspace_id`,`created_at`);--> statement-breakpoint\nCREATE TABLE `workspaces_processes` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`workspace_id` text NOT NULL,\n\t`owner` text NOT NULL,\n\t`name` text,\n\t`command` text NOT NULL,\n\t`status` text NOT NULL,\n\t`exit_code` integer,\n\t`started_at` text NOT NULL,\n\t`ended_at` text\n);\n--> statement-breakpoint\nCREATE INDEX `workspaces_processes_workspace_idx` ON `workspaces_processes` (`workspace_id`,`started_at`);--> statement-breakpoint\nCREATE INDEX `workspaces_processes_status_idx` ON `workspaces_processes` (`status`);"
   }
 ];

@@ -49,6 +49,7 @@ export async function fetchDocuments(): Promise<Record<ServiceName, unknown>> {
     APP_SOURCES_PORT: '0',
     APP_WORKERS_PORT: '0',
     APP_IDENTITY_PORT: '0',
+    APP_PREVIEW_PORT: '0',
     APP_PLAYBACK_PORT: '0',
     APP_BUS: 'memory',
     // Nothing is created: the documents describe the API, whichever engine runs the workspaces.

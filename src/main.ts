@@ -44,7 +44,7 @@ export async function startPlatform(env: Record<string, string | undefined>): Pr
   try {
     for (const name of config.services) {
       const service = await definitions[name].create({ ...deps, log: log.child({ service: name }) }, serviceConfigs.get(name));
-      service.app.listen({ hostname: config.host, port: config.ports[name], maxRequestBodySize: MAX_BODY_BYTES + 1024 });
+      service.app.listen({ hostname: config.host, port: config.ports[name], maxRequestBodySize: Math.max(MAX_BODY_BYTES, service.maxRequestBodySize ?? 0) + 1024 });
       const server = service.app.server!;
       urls[name] = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server.port}`;
       running.push({ name, service, server });

@@ -68,6 +68,7 @@ export async function startTestPlatform(opts: { services: ServiceName[]; env?: R
     APP_SOURCES_PORT: '0',
     APP_WORKERS_PORT: '0',
     APP_IDENTITY_PORT: '0',
+    APP_PREVIEW_PORT: '0',
     APP_PLAYBACK_PORT: '0',
     APP_WORKSPACE_PORT_RANGE: ownPortRange(),
     ...opts.env,

@@ -23,6 +23,7 @@ export const freePortsEnv = () => ({
   APP_SOURCES_PORT: '0',
   APP_WORKERS_PORT: '0',
   APP_IDENTITY_PORT: '0',
+  APP_PREVIEW_PORT: '0',
   APP_PLAYBACK_PORT: '0',
 });
 

@@ -92,7 +92,7 @@ const PROGRAMS: Record<string, string> = {
       console.log(code);
     } else {
       const ws: Workspace = got.data;
-      const status: 'creating' | 'starting' | 'running' | 'stopping' | 'stopped' | 'restarting' | 'failed' = ws.status;
+      const status: 'creating' | 'starting' | 'running' | 'paused' | 'stopping' | 'stopped' | 'restarting' | 'failed' = ws.status;
       console.log(status);
     }
     const run = await keel.workspaces.POST('/api/workspaces/{id}/exec', { params: { path: { id: 'ws_1' } }, body: { command: 'ls', stream: true }, parseAs: 'stream' });

@@ -53,13 +53,15 @@ describe('each service publishes a valid OpenAPI 3.0 document', () => {
     expect(details.additionalProperties).toBeDefined();
   });
 
-  test('every body is application/json, and every operation that takes one documents the 400 the parser answers', () => {
+  test('every body is application/json but the streamed raw ones, and every operation that takes one documents the 400 the parser answers', () => {
     let bodies = 0;
+    // Raw bodies the route streams itself (a file's bytes, a process's stdin).
+    const raw = ['writeWorkspaceFile', 'writeWorkspaceProcessStdin'];
     for (const service of SERVICES) {
       for (const { where, op } of operations(docs[service])) {
         if (!op.requestBody) continue;
         bodies++;
-        expect(Object.keys(op.requestBody.content ?? {}), where).toEqual(['application/json']);
+        expect(Object.keys(op.requestBody.content ?? {}), where).toEqual([raw.includes(op.operationId ?? '') ? 'application/octet-stream' : 'application/json']);
         expect(op.responses['400'], where).toBeDefined();
       }
     }
@@ -78,6 +80,9 @@ const OPERATION_IDS: Record<ServiceName, string[]> = {
     'getAgentSession', 'deleteAgentSession', 'sendAgentMessage', 'streamAgentEvents', 'cancelAgentTurn', 'listAgentApprovals', 'decideAgentApproval', 'getUsage', 'mcp', 'createWebhook', 'listWebhooks',
     'getWebhook', 'updateWebhook', 'deleteWebhook', 'pingWebhook', 'listWebhookDeliveries', 'getWebhookDelivery', 'redeliverWebhookDelivery',
     'streamEvents', 'listTemplates', 'listVolumes', 'deleteVolume',
+    'readWorkspaceFile', 'writeWorkspaceFile', 'deleteWorkspaceFile', 'moveWorkspaceFile',
+    'startWorkspaceProcess', 'listWorkspaceProcesses', 'getWorkspaceProcess', 'readWorkspaceProcessOutput', 'writeWorkspaceProcessStdin', 'signalWorkspaceProcess',
+    'createWorkspacePreview', 'listWorkspacePreviews', 'revokeWorkspacePreview',
   ],
   catalog: ['getHealth', 'getVersion', 'listKinds', 'listWorks', 'getWork', 'listWorkAssets', 'listWorkRelations', 'scanFile', 'startLibraryScan', 'getLibraryScan'],
   identity: [

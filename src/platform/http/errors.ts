@@ -96,6 +96,7 @@ export function toAppError(code: string | number, error: unknown, style: ErrorSt
   if (code === 'PARSE') {
     // Elysia wraps what a parser throws in its ParseError; the hardened parser's refusal is the cause.
     const refusal = error instanceof JsonRefusal ? error : (error as { cause?: unknown } | undefined)?.cause;
+    if (error instanceof BodyTooLarge || refusal instanceof BodyTooLarge) return tooLarge(style);
     if (refusal instanceof JsonRefusal) {
       const details = { reason: refusal.reason, ...(refusal.reason === 'depth' ? { limit: MAX_JSON_DEPTH } : {}) };
       return style === 'envelope'
@@ -130,11 +131,11 @@ export function render(e: AppError, style: ErrorStyle, path: string | undefined)
 }
 
 /** Installs the error model on an app. Call it first on a service's root app. */
-export function errorHandling(style: ErrorStyle, opts: { production: boolean; log?: Logger }) {
+export function errorHandling(style: ErrorStyle, opts: { production: boolean; log?: Logger; streamedBodies?: StreamedBodies }) {
   const log = opts.log ?? createLogger({ component: 'http' });
   const app = new Elysia({ name: `platform.errors.${style}`, seed: opts.production });
-  app.use(bodyLimit(style));
-  app.use(hardenedJsonBody());
+  app.use(bodyLimit(style, opts.streamedBodies));
+  app.use(hardenedJsonBody(opts.streamedBodies));
   // The media services (problem style) do not enable HEAD (media spec, GET /health).
   if (style === 'problem') app.use(headNotEnabled());
   return app.onError(
@@ -160,19 +161,52 @@ export function errorHandling(style: ErrorStyle, opts: { production: boolean; lo
  * octet-stream) stay Elysia's and never become objects, so the route's schema refuses them. An empty
  * body is no body (null), as for a POST without one. Refusals reach onError as PARSE (see toAppError).
  */
-export function hardenedJsonBody() {
+export function hardenedJsonBody(streamed?: StreamedBodies) {
   return new Elysia({ name: 'platform.hardened-json-body' }).onParse({ as: 'global' }, async ({ request }, contentType) => {
+    // A streamed body is the route's to read from request.body, never buffered here.
+    if (streamed?.(request)) return null;
     if (isJsonMediaType(contentType)) {
-      const text = await request.text();
+      const text = await boundedText(request);
       return text.trim() === '' ? null : parseJsonBody(text);
     }
     const type = contentType.toLowerCase();
     if (type.startsWith('multipart/') || type === 'application/x-www-form-urlencoded') {
-      if ((await request.text()).trim() === '') return null;
+      if ((await boundedText(request)).trim() === '') return null;
       throw new JsonRefusal('not-json', 'the request body must be JSON (application/json)');
     }
+    // Any other type is read here too, within the limit (no route but a streamed one takes it; its
+    // schema refuses a string where it wants an object).
+    if (!streamed) return;
+    return await boundedText(request);
   });
 }
+
+/**
+ * The body as text, refused past MAX_BODY_BYTES as it arrives: a chunked body declares no length,
+ * and a service with streamed uploads lets Bun accept large bodies (main.ts), so the limit is ours.
+ */
+async function boundedText(request: Request): Promise<string> {
+  if (!request.body) return '';
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body) {
+    size += chunk.byteLength;
+    if (size > MAX_BODY_BYTES) throw new BodyTooLarge();
+    parts.push(chunk);
+  }
+  return new TextDecoder().decode(Buffer.concat(parts));
+}
+
+/** A body past MAX_BODY_BYTES found while reading it; rendered as 413 in the service's error model. */
+class BodyTooLarge extends Error {
+  constructor() {
+    super('request body too large');
+  }
+}
+const tooLarge = (style: ErrorStyle) =>
+  style === 'envelope'
+    ? new AppError('PAYLOAD_TOO_LARGE', `request bodies are limited to ${MAX_BODY_BYTES} bytes`)
+    : new AppError('payload-too-large', `Request bodies are limited to ${MAX_BODY_BYTES} bytes`);
 
 /**
  * Refuses HEAD on every route (405 with `Allow: GET`, rendered by the service's error model): the
@@ -190,16 +224,19 @@ export function headNotEnabled() {
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /**
+ * Requests whose body the route streams itself (file uploads, process stdin): they escape
+ * MAX_BODY_BYTES and the JSON parser, and the route enforces its own limit as it reads.
+ */
+export type StreamedBodies = (request: Request) => boolean;
+
+/**
  * Refuses a declared body over MAX_BODY_BYTES before reading it, in the service's error model.
  * (A chunked body with no length meets Bun's own `maxRequestBodySize`, set by main.ts.)
  */
-function bodyLimit(style: ErrorStyle) {
+function bodyLimit(style: ErrorStyle, streamed?: StreamedBodies) {
   return new Elysia({ name: `platform.body-limit.${style}` }).onRequest(({ request }) => {
+    if (streamed?.(request)) return;
     const length = Number(request.headers.get('content-length') ?? 0);
-    if (length > MAX_BODY_BYTES) {
-      throw style === 'envelope'
-        ? new AppError('PAYLOAD_TOO_LARGE', `request bodies are limited to ${MAX_BODY_BYTES} bytes`)
-        : new AppError('payload-too-large', `Request bodies are limited to ${MAX_BODY_BYTES} bytes`);
-    }
+    if (length > MAX_BODY_BYTES) throw tooLarge(style);
   });
 }

@@ -4,7 +4,7 @@
 import { Elysia } from 'elysia';
 import type { ErrorTable } from '../errors';
 import type { ServiceDeps } from '../service';
-import { ErrorEnvelope, errorHandling, ProblemSchema, type ErrorStyle } from './errors';
+import { ErrorEnvelope, errorHandling, ProblemSchema, type ErrorStyle, type StreamedBodies } from './errors';
 import { healthRoutes } from './health';
 import { nameModels, openapiDocs } from './openapi';
 
@@ -21,13 +21,17 @@ export interface ServiceAppOptions {
   tags?: { name: string; description: string }[];
   /** The OpenAPI plugin hides dotted paths as static files; true keeps them (e.g. /.well-known/jwks.json). */
   dottedPaths?: boolean;
+  /** Requests whose body the route streams and limits itself (see errors.ts). */
+  streamedBodies?: StreamedBodies;
 }
 
 /** `deps` gives the production switch (error detail), the logger (unexpected errors) and the clock (/health). */
 export function createServiceApp(deps: Pick<ServiceDeps, 'config' | 'log' | 'clock'>, opts: ServiceAppOptions) {
   // The error shapes first: the shapes that carry one (a stream's error event) refer to it.
   for (const models of [{ ErrorEnvelope, Problem: ProblemSchema }, ...(opts.models ?? [])]) nameModels(models);
-  const app = new Elysia({ name: 'platform.service-app', seed: opts.name }).use(errorHandling(opts.style, { production: deps.config.production, log: deps.log }));
+  const app = new Elysia({ name: 'platform.service-app', seed: opts.name }).use(
+    errorHandling(opts.style, { production: deps.config.production, log: deps.log, streamedBodies: opts.streamedBodies }),
+  );
   return app
     .use(
       openapiDocs(() => app, {

@@ -19,6 +19,9 @@ import * as lifecycleModels from './lifecycle/lifecycle.model';
 import * as snapshotsModels from './lifecycle/snapshots.model';
 import * as logsModels from './logs/logs.model';
 import * as execModels from './exec/exec.model';
+import * as filesModels from './files/files.model';
+import * as processesModels from './processes/processes.model';
+import * as previewsModels from './previews/previews.model';
 import * as agentModels from './agent/agent.model';
 import * as usageModels from './usage/usage.model';
 import * as webhooksModels from './webhooks/webhooks.model';
@@ -36,6 +39,13 @@ import { createWorkspaceEvents } from './events/events.service';
 import { eventsRoutes } from './events/events.routes';
 import { uiAssets } from './ui/ui.assets';
 import { uiRoutes } from './ui/ui.routes';
+import { createFilesService } from './files/files.service';
+import { filesRoutes, streamedFileUpload } from './files/files.routes';
+import { createProcessesService } from './processes/processes.service';
+import { processesRoutes, streamedStdin } from './processes/processes.routes';
+import { createPreviewsService } from './previews/previews.service';
+import { createPreviewProxy } from './previews/previews.proxy';
+import { previewsRoutes } from './previews/previews.routes';
 import { createExecService } from './exec/exec.service';
 import { execRoutes } from './exec/exec.routes';
 import { createLogHub } from './logs/logs.hub';
@@ -139,6 +149,13 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const hub = createLogHub({ engine, log: deps.log, clock: deps.clock });
   const logs = createLogsService({ engine, hub, access });
   const exec = createExecService({ engine, access, onExecEnd: usage.recordExec });
+  const files = createFilesService({ engine, access, maxBytes: settings.fileMaxBytes });
+  const processes = createProcessesService({ db: deps.db, engine, access, clock: deps.clock, settings: settings.processes });
+  // Previews are a second listener of this service (not a service of their own): links, activity and
+  // the proxy all need the workspace rows and the engine, which only this service owns.
+  let previewPort = settings.previewPort;
+  const previews = createPreviewsService({ db: deps.db, clock: deps.clock, access, baseUrl: () => `http://${settings.publicHost}:${previewPort}`, onActivity: (id) => workspaces.touch(id) });
+  const previewProxy = createPreviewProxy({ previews, engine, access, log: deps.log });
   const volumes = createVolumes({ db: deps.db, engine });
   const events = createWorkspaceEvents({ clock: deps.clock });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: streamSettings.heartbeatMs, log: deps.log });
@@ -157,6 +174,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     store: agentStore,
     providers: createProviders(agentSettings.providers),
     shell: exec,
+    files,
     takeExecSlot: (actor) => quotas.take(actor, 'execs'),
     access,
     config: agentSettings,
@@ -181,7 +199,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     name: 'workspaces',
     style: 'envelope',
     errors: workspaceErrors,
-    models: [lifecycleModels, snapshotsModels, logsModels, execModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels, usageModels],
+    models: [lifecycleModels, snapshotsModels, logsModels, execModels, filesModels, processesModels, previewsModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels, usageModels],
     title: 'Keel workspace API',
     description:
       'Containerized development workspaces on a Docker engine: lifecycle, logs, command execution and agent sessions. ' +
@@ -191,6 +209,9 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       { name: 'workspaces', description: 'Workspace lifecycle' },
       { name: 'logs', description: 'Workspace logs' },
       { name: 'exec', description: 'Commands in a workspace' },
+      { name: 'files', description: "A workspace's files, streamed both ways" },
+      { name: 'processes', description: 'Commands that outlive their request: output kept and followed, stdin, signals' },
+      { name: 'previews', description: "Links to a workspace's ports, served by Keel on APP_PREVIEW_PORT" },
       { name: 'agent', description: 'Agent sessions that act in their workspace' },
       { name: 'usage', description: 'What each actor spent: tokens, command time, running time' },
       { name: 'mcp', description: 'Keel as a Model Context Protocol server' },
@@ -199,6 +220,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       { name: 'volumes', description: 'Volumes kept by deletes, counted against APP_QUOTA_VOLUMES' },
       { name: 'snapshots', description: 'Snapshots of workspaces (file system and volume) and forks, counted against APP_QUOTA_SNAPSHOTS' },
     ],
+    streamedBodies: (request) => streamedFileUpload(request) || streamedStdin(request),
   })
     .use(uiRoutes({ assets: uiAssets }))
     .use(auth)
@@ -208,6 +230,9 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     .use(volumesRoutes({ auth, volumes }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
     .use(execRoutes({ auth, exec, sse, quotas }))
+    .use(filesRoutes({ auth, files }))
+    .use(processesRoutes({ auth, processes, sse, quotas }))
+    .use(previewsRoutes({ auth, previews }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
     .use(usageRoutes({ auth, usage }))
     .use(mcpRoutes({ auth, workspaces, exec, quotas }))
@@ -231,6 +256,9 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   return {
     app,
     workspaces,
+    // Bun lets any body through: uploads are counted by their route (413 FILE_TOO_LARGE), every other
+    // body by the platform's limit as it is read (413 PAYLOAD_TOO_LARGE), both in the envelope.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     async start() {
       // Subscriptions before the first await: main.ts calls start() right after the app listens, so no
       // event of a request is missed (webhook deliveries, the event stream's ring).
@@ -239,6 +267,11 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       unsubscribe.push(hub.listen(deps.bus));
       outbox.listen(deps.bus); // outbox.stop() unsubscribes
       announce();
+      // Processes a previous run followed are no longer followed: visibly lost, never "running".
+      const lost = processes.markLost();
+      if (lost) deps.log.info('processes of a previous run marked lost', { count: lost });
+      previewPort = previewProxy.listen(deps.config.host, settings.previewPort);
+      deps.log.info('preview listener', { url: `http://${deps.config.host}:${previewPort}` });
       agent.recover();
       targets.start();
       // Deliveries a previous run left pending go out again.
@@ -248,6 +281,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     },
     async stop() {
       hub.closeAll();
+      processes.close();
+      previewProxy.stop();
       await agent.close();
       for (const off of unsubscribe.splice(0)) off();
       await workspaces.close();

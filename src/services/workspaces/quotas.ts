@@ -58,7 +58,7 @@ export interface QuotaSlot {
 }
 
 /** `sessions` and `dailyTokens` are the agent's own quotas, counted from its tables (agent/agent.usage.ts). */
-export const quotaExceeded = (quota: QuotaName | 'sessions' | 'dailyTokens', limit: number) =>
+export const quotaExceeded = (quota: QuotaName | 'sessions' | 'dailyTokens' | 'processes', limit: number) =>
   new AppError('QUOTA_EXCEEDED', `quota exceeded: ${quota} (limit ${limit}); free one first`, { quota, limit });
 
 const NO_SLOT: QuotaSlot = { release() {} };

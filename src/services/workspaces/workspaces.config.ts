@@ -194,6 +194,12 @@ export interface WorkspacesConfig {
    * (any value) silences both; KEEL_ENGINE_ORIGIN is where scripts/dev.ts found the engine.
    */
   announce: { engine: boolean; token: boolean; engineOrigin: string };
+  /** APP_FILE_MAX_BYTES: the largest file an upload may write (PUT .../files); default 1 GiB. */
+  fileMaxBytes: number;
+  /** APP_PREVIEW_PORT: the preview listener's port (0: any free one). */
+  previewPort: number;
+  /** APP_QUOTA_PROCESSES and APP_PROCESS_OUTPUT_BYTES (processes/). */
+  processes: { quota: number; outputBytes: number };
 }
 
 export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
@@ -243,6 +249,12 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     logMaxSize: readEngineSize(env, 'APP_WORKSPACE_LOG_MAX_SIZE', '10m') || '10m',
     logMaxFiles: readInt(env, 'APP_WORKSPACE_LOG_MAX_FILES', 3, 1, 100),
     diskLimit: readEngineSize(env, 'APP_WORKSPACE_DISK_LIMIT', ''),
+    fileMaxBytes: readInt(env, 'APP_FILE_MAX_BYTES', 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+    previewPort: readInt(env, 'APP_PREVIEW_PORT', 3105, 0, 65535),
+    processes: {
+      quota: readInt(env, 'APP_QUOTA_PROCESSES', 16, 0, 1_000_000),
+      outputBytes: readInt(env, 'APP_PROCESS_OUTPUT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    },
     announce: {
       engine: !env.APP_QUIET_TOKEN && env.NODE_ENV !== 'test',
       token: !env.APP_QUIET_TOKEN,

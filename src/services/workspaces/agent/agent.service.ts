@@ -15,7 +15,7 @@ import { createApprovals, parsePolicy, SUSPENDED, withApproval } from './approva
 import { checkMcpServers, connectMcpServers } from './mcp-client';
 import type { TargetPolicy } from '../../../platform/net/address-policy';
 import type { Providers } from './providers/providers';
-import { workspaceTools, type TakeExecSlot, type WorkspaceShell } from './tools';
+import { workspaceTools, type TakeExecSlot, type WorkspaceFiles, type WorkspaceShell } from './tools';
 import { createAgentUsage } from './agent.usage';
 import { followEvents, replayTurn } from './agent.log';
 import { newLiveTurn, type LiveTurn, type TurnEnd } from './agent.live';
@@ -24,6 +24,8 @@ export interface AgentServiceDeps {
   store: AgentStore;
   providers: Providers;
   shell: WorkspaceShell;
+  /** The files feature: read_file, write_file and list_directory stream through it. */
+  files: WorkspaceFiles;
   /** An exec slot of the actor's quota for each command a tool runs. */
   takeExecSlot: TakeExecSlot;
   access: Pick<Access, 'getOwned'>;
@@ -125,7 +127,7 @@ export function createAgentService(deps: AgentServiceDeps) {
           system: systemPrompt(row.workspaceId, JSON.parse(row.context) as AgentContext, mcp.notes),
           history: toModelMessages(history),
           message,
-          tools: withApproval({ ...mcp.tools, ...workspaceTools(deps.shell, deps.takeExecSlot, actor, row.workspaceId) }, parsePolicy(row.toolApproval)),
+          tools: withApproval({ ...mcp.tools, ...workspaceTools(deps.shell, deps.files, deps.takeExecSlot, actor, row.workspaceId) }, parsePolicy(row.toolApproval)),
           resume,
           async awaitDecisions(calls) {
             clearTimeout(timer);

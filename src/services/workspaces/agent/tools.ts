@@ -15,6 +15,18 @@ export interface WorkspaceShell {
   run(actor: Actor, workspaceId: string, input: ExecInput, signal?: AbortSignal): Promise<ExecResult>;
 }
 
+/** What the file tools need of the files feature (its service, as GET/PUT .../files use it). */
+export interface WorkspaceFiles {
+  stat(actor: Actor, workspaceId: string, path: string): Promise<
+    ({ kind: 'directory'; entries: { name: string; type: string; size: number; mode: string; modifiedAt: string }[] } | { kind: 'file'; size: number }) & {
+      containerId: string;
+      path: string;
+    }
+  >;
+  open(containerId: string, path: string, range: { start: number; length: number } | null): Promise<ReadableStream<Uint8Array>>;
+  write(actor: Actor, workspaceId: string, path: string, body: ReadableStream<Uint8Array> | null, declaredLength: number | null): Promise<{ path: string; size: number }>;
+}
+
 /**
  * Takes one of the actor's exec slots (APP_QUOTA_EXECS) for one command, as POST .../exec does; throws
  * 429 QUOTA_EXCEEDED when none is left, which the tool hands to the model as its result.
@@ -25,8 +37,10 @@ export type TakeExecSlot = (actor: Actor) => { release(): void };
 export const TOOL_OUTPUT_MAX_CHARS = 16_384;
 export const READ_FILE_MAX_CHARS = 65_536;
 export const WRITE_FILE_MAX_CHARS = 262_144;
-/** One environment string stays far below Linux's 128 KiB per-string limit (4 bytes per char at worst). */
-const WRITE_CHUNK_CHARS = 16_384;
+/** Bytes read for read_file: enough for READ_FILE_MAX_CHARS characters of 4 bytes each. */
+const READ_FILE_MAX_BYTES = READ_FILE_MAX_CHARS * 4;
+/** Entries of a directory handed back by list_directory. */
+export const LIST_MAX_ENTRIES = 1000;
 
 const Path = (description: string) => Type.String({ minLength: 1, maxLength: 4096, pattern: '^[^\\u0000]+$', description });
 
@@ -65,34 +79,20 @@ const readFileSchema = schema(ReadFileInput);
 const writeFileSchema = schema(WriteFileInput);
 const listDirectorySchema = schema(ListDirectoryInput);
 
-/** A single-quoted shell word. */
-const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
 function cut(text: string, max: number): { text: string; truncated: boolean } {
   return text.length > max ? { text: text.slice(0, max), truncated: true } : { text, truncated: false };
 }
 
-/** Splits without cutting a surrogate pair in two. */
-function chunks(text: string, size: number): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < text.length; ) {
-    let end = Math.min(i + size, text.length);
-    const last = text.charCodeAt(end - 1);
-    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
-    out.push(text.slice(i, end));
-    i = end;
-  }
-  return out.length ? out : [''];
-}
-
 /** A workspace or engine refusal as the model reads it. */
 function refusal(e: unknown): { error: string; code?: string } {
+  if (e instanceof AppError && e.code === 'FILE_NOT_FOUND') return { error: 'No such file or directory', code: e.code };
   if (e instanceof AppError) return { error: e.message, code: e.code };
   return { error: e instanceof Error ? e.message : String(e) };
 }
 
 /** The tool set of one turn: `actor` is the caller of the turn, `workspaceId` the session's workspace. */
-export function workspaceTools(shell: WorkspaceShell, takeExecSlot: TakeExecSlot, actor: Actor, workspaceId: string): ToolSet {
+export function workspaceTools(shell: WorkspaceShell, files: WorkspaceFiles, takeExecSlot: TakeExecSlot, actor: Actor, workspaceId: string): ToolSet {
   // Every command a tool runs holds an exec slot until it is gone, so turns cannot run more commands
   // at once than the actor's exec calls could.
   const run = async (input: ExecInput, signal?: AbortSignal) => {
@@ -104,11 +104,14 @@ export function workspaceTools(shell: WorkspaceShell, takeExecSlot: TakeExecSlot
     }
   };
 
-  /** Runs a helper command; its failure (non-zero exit) becomes `{error}` from its stderr. */
-  const helper = async (command: string, signal: AbortSignal | undefined, env?: Record<string, string>) => {
-    const r = await run({ command, env, timeout: EXEC_TIMEOUT_DEFAULT_MS }, signal);
-    if (r.exitCode !== 0) return { ok: false as const, error: r.stderr.trim().slice(0, 2000) || `exit code ${r.exitCode}`, r };
-    return { ok: true as const, r };
+  /** A file operation holds an exec slot too: it runs a helper in the container (files.service.ts). */
+  const withSlot = async <T>(op: () => Promise<T>): Promise<T> => {
+    const slot = takeExecSlot(actor);
+    try {
+      return await op();
+    } finally {
+      slot.release();
+    }
   };
 
   return {
@@ -139,12 +142,16 @@ export function workspaceTools(shell: WorkspaceShell, takeExecSlot: TakeExecSlot
     read_file: tool({
       description: `Read a text file of the workspace (at most ${READ_FILE_MAX_CHARS} characters are returned).`,
       inputSchema: readFileSchema,
-      execute: async ({ path }, { abortSignal }) => {
+      execute: async ({ path }) => {
         try {
-          const h = await helper(`cat -- ${quote(path)}`, abortSignal);
-          if (!h.ok) return { path, error: h.error };
-          const c = cut(h.r.stdout, READ_FILE_MAX_CHARS);
-          return { path, content: c.text, ...(c.truncated || h.r.stdoutTruncated ? { truncated: true } : {}) };
+          return await withSlot(async () => {
+            const found = await files.stat(actor, workspaceId, path);
+            if (found.kind === 'directory') return { path, error: 'Is a directory: use list_directory' };
+            const length = Math.min(found.size, READ_FILE_MAX_BYTES);
+            const bytes = length ? await Bun.readableStreamToBytes(await files.open(found.containerId, found.path, { start: 0, length })) : new Uint8Array();
+            const c = cut(new TextDecoder().decode(bytes), READ_FILE_MAX_CHARS);
+            return { path, content: c.text, ...(c.truncated || found.size > length ? { truncated: true } : {}) };
+          });
         } catch (e) {
           return { path, ...refusal(e) };
         }
@@ -154,17 +161,11 @@ export function workspaceTools(shell: WorkspaceShell, takeExecSlot: TakeExecSlot
     write_file: tool({
       description: 'Write a text file in the workspace, replacing its content; missing parent directories are created.',
       inputSchema: writeFileSchema,
-      execute: async ({ path, content }, { abortSignal }) => {
+      execute: async ({ path, content }) => {
         try {
-          // The content travels in an environment variable, never in the command line (no quoting, no size surprise).
-          const parts = chunks(content, WRITE_CHUNK_CHARS);
-          const target = quote(path);
-          for (let i = 0; i < parts.length; i++) {
-            const prep = i === 0 ? `d=$(dirname -- ${target}) && mkdir -p -- "$d" && : > ${target} && ` : '';
-            const h = await helper(`${prep}printf '%s' "$KEEL_CONTENT" >> ${target}`, abortSignal, { KEEL_CONTENT: parts[i]! });
-            if (!h.ok) return { path, error: h.error };
-          }
-          return { path, bytes: Buffer.byteLength(content, 'utf8') };
+          const bytes = Buffer.from(content, 'utf8');
+          const r = await withSlot(() => files.write(actor, workspaceId, path, new Blob([bytes]).stream(), bytes.byteLength));
+          return { path, bytes: r.size };
         } catch (e) {
           return { path, ...refusal(e) };
         }
@@ -172,15 +173,18 @@ export function workspaceTools(shell: WorkspaceShell, takeExecSlot: TakeExecSlot
     }),
 
     list_directory: tool({
-      description: 'List a directory of the workspace (`ls -la`: type and mode, size, date, name).',
+      description: `List a directory of the workspace: one line per entry (type, mode, size, modified, name), at most ${LIST_MAX_ENTRIES}.`,
       inputSchema: listDirectorySchema,
-      execute: async ({ path }, { abortSignal }) => {
+      execute: async ({ path }) => {
         const dir = path ?? '.';
         try {
-          const h = await helper(`ls -la -- ${quote(dir)}`, abortSignal);
-          if (!h.ok) return { path: dir, error: h.error };
-          const c = cut(h.r.stdout, TOOL_OUTPUT_MAX_CHARS);
-          return { path: dir, listing: c.text, ...(c.truncated ? { truncated: true } : {}) };
+          return await withSlot(async () => {
+            const found = await files.stat(actor, workspaceId, dir);
+            if (found.kind === 'file') return { path: dir, error: 'Not a directory: use read_file' };
+            const shown = found.entries.slice(0, LIST_MAX_ENTRIES);
+            const listing = shown.map((e) => `${e.type[0]} ${e.mode} ${e.size} ${e.modifiedAt} ${e.name}`).join('\n');
+            return { path: dir, listing, ...(found.entries.length > shown.length ? { truncated: true } : {}) };
+          });
         } catch (e) {
           return { path: dir, ...refusal(e) };
         }

@@ -41,3 +41,19 @@ export async function callOr<T, F>(status: number, fallback: F, fn: () => Promis
     throw engineError(e);
   }
 }
+
+/** Resolves when the stream ends, closes or fails (whichever comes first), after `onEnd` ran once. */
+export function streamEnd(stream: NodeJS.ReadableStream, onEnd: () => void): Promise<void> {
+  return new Promise((resolve) => {
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      onEnd();
+      resolve();
+    };
+    stream.on('end', end);
+    stream.on('close', end);
+    stream.on('error', end);
+  });
+}

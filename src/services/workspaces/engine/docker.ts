@@ -20,8 +20,9 @@ import {
   type RawStats,
   type StdStream,
 } from './engine';
-import { call, callOr, engineError } from './docker-calls';
+import { call, callOr, engineError, streamEnd } from './docker-calls';
 import { networkCalls } from './docker-networks';
+import { execCalls } from './docker-exec';
 import { imageCalls } from './docker-images';
 import { frameSplitter, jsonLineSplitter, logPieceAssembler, rawLogAssembler, type LogPiece } from './frames';
 
@@ -47,22 +48,6 @@ function connection(dockerHost: string | undefined, certPath?: string): Docker.D
   return undefined;
 }
 
-/** Resolves when the stream ends, closes or fails (whichever comes first), after `onEnd` ran once. */
-function streamEnd(stream: NodeJS.ReadableStream, onEnd: () => void): Promise<void> {
-  return new Promise((resolve) => {
-    let ended = false;
-    const end = () => {
-      if (ended) return;
-      ended = true;
-      onEnd();
-      resolve();
-    };
-    stream.on('end', end);
-    stream.on('close', end);
-    stream.on('error', end);
-  });
-}
-
 export function createEngine(dockerHost?: string, opts: { certPath?: string } = {}): Engine {
   const docker = new Docker(connection(dockerHost, opts.certPath));
 
@@ -82,6 +67,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
   const engine: Engine = {
     ...networkCalls(docker),
     ...imageCalls(docker),
+    ...execCalls(docker),
 
     async ping() {
       // Bounded: an engine that accepts the connection and never answers is as good as none.
@@ -218,6 +204,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
         oomKilled: info.State.OOMKilled,
         error: info.State.Error ?? '',
         networks: Object.keys(info.NetworkSettings?.Networks ?? {}),
+        address: Object.values(info.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress,
       };
     },
 
@@ -356,48 +343,6 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
         },
       };
     },
-
-    async execStart(
-      containerId: string,
-      opts: { cmd: string[]; env?: string[] },
-      onChunk: (stream: StdStream, bytes: Uint8Array) => void,
-    ): Promise<ExecHandle> {
-      const exec = await call(() => docker.getContainer(containerId).exec({ Cmd: opts.cmd, Env: opts.env, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false }));
-      const stream = (await call(() => exec.start({ hijack: true, stdin: false }))) as NodeJS.ReadableStream & { destroy(): void; pause(): void; resume(): void };
-      const split = frameSplitter(onChunk);
-      // Set by close() too: output after it is discarded.
-      let ended = false;
-      stream.on('data', (b: Buffer) => {
-        if (!ended) split(b);
-      });
-      const done = streamEnd(stream, () => (ended = true));
-      return {
-        done,
-        close() {
-          ended = true;
-          stream.destroy();
-        },
-        pause: () => stream.pause(),
-        resume: () => stream.resume(),
-        async exitCode() {
-          const info = await call(() => exec.inspect());
-          return info.Running ? null : info.ExitCode ?? null;
-        },
-      };
-    },
-
-    async execCollect(containerId: string, cmd: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
-      const out = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
-      const h = await engine.execStart(containerId, { cmd }, (s, b) => out[s].push(b));
-      await h.done;
-      const text = (parts: Uint8Array[]) => Buffer.concat(parts).toString('utf8');
-      return { exitCode: await h.exitCode(), stdout: text(out.stdout), stderr: text(out.stderr) };
-    },
-
-    async killProcessGroup(containerId: string, pid: number): Promise<void> {
-      await engine.execCollect(containerId, ['kill', '-KILL', `-${pid}`, `${pid}`]).catch(() => undefined);
-    },
-
   };
   return engine;
 }

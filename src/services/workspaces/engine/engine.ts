@@ -83,6 +83,8 @@ export interface ContainerState {
   error: string;
   /** Names of the networks the container is attached to. */
   networks: string[];
+  /** Its IPv4 address on its network (previews reach its ports there); absent when it has none. */
+  address?: string;
 }
 
 /** A container or volume carrying this Keel instance's labels; `id` is the volume name for volumes. */
@@ -124,6 +126,8 @@ export interface ExecHandle {
   resume(): void;
   /** Exit code once the process has ended; null while it runs. */
   exitCode(): Promise<number | null>;
+  /** The process's stdin, when started with `stdin: true`: write waits while the engine is behind; end() closes it (EOF). */
+  stdin?: { write(bytes: Uint8Array): Promise<void>; end(): void };
 }
 
 export interface Engine {
@@ -220,7 +224,7 @@ export interface Engine {
     onPiece: (stream: StdStream, piece: LogPiece) => void,
   ): Promise<LogStreamHandle>;
   /** Starts a process in the container and streams its output (chunks per stream) to onChunk. */
-  execStart(containerId: string, opts: { cmd: string[]; env?: string[] }, onChunk: (stream: StdStream, bytes: Uint8Array) => void): Promise<ExecHandle>;
+  execStart(containerId: string, opts: { cmd: string[]; env?: string[]; stdin?: boolean }, onChunk: (stream: StdStream, bytes: Uint8Array) => void): Promise<ExecHandle>;
   /** Runs a short helper command (kill, ps, du) to completion and returns its output. */
   execCollect(containerId: string, cmd: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }>;
   /** Kills a process group inside the container (the exec'd command and everything it started); never throws. */

@@ -9,6 +9,7 @@ import type { LogsService } from './logs.service';
 import type { ExecService } from '../exec/exec.service';
 import type { Quotas } from '../quotas';
 import { ErrorEnvelope } from '../../../platform/http/errors';
+import { jsonList } from '../../../platform/http/json-list';
 import { IdParams } from '../lifecycle/lifecycle.model';
 import { workspaceOperation as op } from '../workspaces.errors';
 
@@ -31,7 +32,8 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
             throw e;
           }
         }
-        return { logs: await deps.logs.snapshot(actor, params.id, query) };
+        // Up to tail x 64 KiB: written entry by entry past 1 MiB (json-list.ts); the cast as for SSE above.
+        return jsonList('logs', await deps.logs.snapshot(actor, params.id, query), (e) => e.message.length) as { logs: LogEntry[] };
       },
       {
         params: IdParams,

@@ -1,0 +1,153 @@
+// The workspace as a computer, against the engine reached directly, in the same run:
+// (1) files: upload and download MB/s through Keel (PUT/GET .../files) against `docker cp` of the
+//     same file to and from the same container;
+// (2) processes: ms from POST .../processes to the first stdout event of a follow, against
+//     `docker exec <container> sh -c 'echo ready'` to its first output byte;
+// (3) previews: requests/s and p50/p99 of a small page through a preview link, against the same
+//     busybox httpd reached directly at the container's address.
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { load, round, summarize } from './lib';
+import { startKeelProcess } from './keel-process';
+
+const MB = 1024 * 1024;
+const FILE_MB = Number(process.env.BENCH_COMPUTER_MB ?? 100);
+const FILE_RUNS = Number(process.env.BENCH_COMPUTER_FILE_RUNS ?? 3);
+const PROCESS_RUNS = Number(process.env.BENCH_COMPUTER_PROCESS_RUNS ?? 20);
+const PREVIEW_REQUESTS = Number(process.env.BENCH_COMPUTER_PREVIEW_REQUESTS ?? 2000);
+const PREVIEW_CONCURRENCY = Number(process.env.BENCH_COMPUTER_PREVIEW_CONCURRENCY ?? 8);
+
+function docker(...args: string[]): void {
+  const p = Bun.spawnSync(['docker', ...args], { stdout: 'ignore', stderr: 'pipe' });
+  if (p.exitCode !== 0) throw new Error(`docker ${args[0]} failed: ${p.stderr.toString().slice(0, 300)}`);
+}
+
+async function seconds(fn: () => Promise<void> | void): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return (performance.now() - t0) / 1000;
+}
+
+export async function run(): Promise<Record<string, unknown>> {
+  const keel = await startKeelProcess({ APP_QUOTA_PROCESSES: '1000000' });
+  const scratch = mkdtempSync(join(tmpdir(), 'keel-bench-computer-'));
+  try {
+    const ws = await keel.workspace(`bench-computer-${Date.now().toString(36)}`);
+    const api = (path: string, init: RequestInit & { json?: unknown } = {}) => keel.api(`/api/workspaces/${ws.id}${path}`, init);
+
+    // (1) Files: one file on the host, moved both ways by each path in turn.
+    const src = join(scratch, 'payload.bin');
+    const block = new Uint8Array(MB).map((_, i) => (i * 131) % 251);
+    const writer = Bun.file(src).writer();
+    for (let i = 0; i < FILE_MB; i++) writer.write(block);
+    await writer.end();
+    const bytes = statSync(src).size;
+    const up = { keel: [] as number[], cp: [] as number[] };
+    const down = { keel: [] as number[], cp: [] as number[] };
+    for (let i = 0; i < FILE_RUNS; i++) {
+      up.keel.push(
+        await seconds(async () => {
+          const res = await api('/files?path=bench/keel.bin', { method: 'PUT', body: Bun.file(src).stream() });
+          if (res.status !== 200) throw new Error(`upload failed: ${res.status}`);
+          await res.arrayBuffer();
+        }),
+      );
+      up.cp.push(await seconds(() => docker('cp', src, `${ws.containerId}:/workspace/cp.bin`)));
+      down.keel.push(
+        await seconds(async () => {
+          const res = await api('/files?path=bench/keel.bin');
+          let n = 0;
+          for await (const c of res.body!) n += c.byteLength;
+          if (n !== bytes) throw new Error(`download short: ${n}`);
+        }),
+      );
+      down.cp.push(await seconds(() => docker('cp', `${ws.containerId}:/workspace/cp.bin`, join(scratch, `back-${i}.bin`))));
+      rmSync(join(scratch, `back-${i}.bin`), { force: true });
+    }
+    const mbps = (s: number[]) => round(bytes / MB / summarize(s).medianMs);
+    const files = {
+      megabytes: round(bytes / MB),
+      runs: FILE_RUNS,
+      uploadMBps: { keel: mbps(up.keel), dockerCp: mbps(up.cp) },
+      downloadMBps: { keel: mbps(down.keel), dockerCp: mbps(down.cp) },
+      uploadTimeRatio: round(summarize(up.keel).medianMs / summarize(up.cp).medianMs),
+      downloadTimeRatio: round(summarize(down.keel).medianMs / summarize(down.cp).medianMs),
+    };
+    console.table({ upload: files.uploadMBps, download: files.downloadMBps });
+
+    // (2) Processes: start to first output line, interleaved with docker exec.
+    const viaKeel: number[] = [];
+    const viaExec: number[] = [];
+    for (let i = 0; i < PROCESS_RUNS + 3; i++) {
+      const t0 = performance.now();
+      const res = await api('/processes', { method: 'POST', json: { command: 'echo ready' } });
+      const { id } = (await res.json()) as { id: string };
+      const follow = await api(`/processes/${id}/output?follow=true`);
+      const reader = follow.body!.getReader();
+      let text = '';
+      while (!text.includes('event: stdout')) {
+        const r = await reader.read();
+        if (r.done) throw new Error('no output');
+        text += new TextDecoder().decode(r.value);
+      }
+      const keelMs = performance.now() - t0;
+      await reader.cancel();
+      const t1 = performance.now();
+      const p = Bun.spawn(['docker', 'exec', ws.containerId, 'sh', '-c', 'echo ready'], { stdout: 'pipe', stderr: 'ignore' });
+      await p.stdout.getReader().read();
+      const execMs = performance.now() - t1;
+      await p.exited;
+      if (i >= 3) {
+        viaKeel.push(keelMs);
+        viaExec.push(execMs);
+      }
+    }
+    const pk = summarize(viaKeel);
+    const pe = summarize(viaExec);
+    const processes = {
+      runs: PROCESS_RUNS,
+      keel: { medianMs: round(pk.medianMs), p99Ms: round(pk.p99Ms) },
+      dockerExec: { medianMs: round(pe.medianMs), p99Ms: round(pe.p99Ms) },
+      medianRatio: round(pk.medianMs / pe.medianMs),
+    };
+    console.table({ 'Keel start -> first stdout event': processes.keel, 'docker exec -> first byte': processes.dockerExec });
+
+    // (3) Previews: a small page from busybox httpd, through the link and directly.
+    await api('/files?path=site/index.html', { method: 'PUT', body: '<h1>bench</h1>\n'.repeat(20) });
+    await api('/processes', { method: 'POST', json: { command: 'exec httpd -f -p 8090 -c /dev/null -h /workspace/site' } });
+    const link = (await (await api('/previews', { method: 'POST', json: { port: 8090 } })).json()) as { url: string };
+    const viaPreview = link.url.replace('localhost', '127.0.0.1') + 'index.html';
+    const inspect = Bun.spawnSync(['docker', 'inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', ws.containerId]);
+    const direct = `http://${inspect.stdout.toString().trim()}:8090/index.html`;
+    const get = (url: string) => async () => {
+      const r = await fetch(url);
+      if (r.status !== 200) throw new Error(`preview bench: ${r.status}`);
+      await r.arrayBuffer();
+    };
+    for (let i = 0; i < 50; i++) await get(viaPreview)();
+    const halves = { preview: [] as Awaited<ReturnType<typeof load>>[], direct: [] as Awaited<ReturnType<typeof load>>[] };
+    for (let h = 0; h < 2; h++) {
+      halves.direct.push(await load(get(direct), { total: PREVIEW_REQUESTS / 2, concurrency: PREVIEW_CONCURRENCY, warmup: 20 }));
+      halves.preview.push(await load(get(viaPreview), { total: PREVIEW_REQUESTS / 2, concurrency: PREVIEW_CONCURRENCY, warmup: 20 }));
+    }
+    const merge = (xs: Awaited<ReturnType<typeof load>>[]) => ({
+      rps: round(xs.reduce((a, x) => a + x.requests, 0) / xs.reduce((a, x) => a + x.seconds, 0)),
+      p50Ms: round(Math.max(...xs.map((x) => x.p50Ms))),
+      p99Ms: round(Math.max(...xs.map((x) => x.p99Ms))),
+    });
+    const pv = merge(halves.preview);
+    const dr = merge(halves.direct);
+    const previews = { requests: PREVIEW_REQUESTS, concurrency: PREVIEW_CONCURRENCY, preview: pv, direct: dr, addedP50Ms: round(pv.p50Ms - dr.p50Ms), rpsRatio: round(pv.rps / dr.rps) };
+    console.table({ 'through the preview': pv, 'the workspace directly': dr });
+    return { files, processes, previews };
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+    await keel.stop();
+  }
+}
+
+if (import.meta.main) {
+  await run();
+  process.exit(0);
+}
