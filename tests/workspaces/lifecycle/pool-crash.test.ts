@@ -1,5 +1,6 @@
 // A real Keel process with a warm pool (APP_WARM_POOL=minimal=1) killed with SIGKILL while a create
-// claims an entry, then started again on the same data dir: nothing is left stuck. The claimed
+// claims an entry, then started again on the same data dir: nothing is left stuck. A claim answered
+// before the kill runs on in its entry. The cut
 // workspace is either stored and running in the entry's container, or absent with that container
 // gone; entries of the killed run that nobody claimed are removed (containers, volumes, networks) and
 // the pool is made again, serving the next create at once.
@@ -21,6 +22,8 @@ let keel: KeelProcess | undefined;
 let instance = '';
 /** Pool containers of the killed run, by the workspace id each was made for. */
 let before: { id: string; workspace: string }[] = [];
+/** A workspace whose claim was answered before the kill. */
+let done: any;
 
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(keel!.urls.workspaces + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -49,8 +52,12 @@ beforeAll(async () => {
   keel = await startKeel([BUN, 'src/main.ts'], env, ['workspaces']);
   instance = keelInstance(dataDir);
   await waitFor('the warm entry to be ready', entryReady, 120_000, 250);
+  done = (await call('POST', '/api/workspaces', { name: 'warm-done', template: 'minimal' })).body;
+  expect(done.status).toBe('running');
+  await waitFor('the warm entry to be made again', entryReady, 120_000, 250);
+  const owned = await ownedIds();
   // The claim takes this entry and starts the refill, so a second entry may be half made when the kill lands.
-  before = pooled();
+  before = pooled().filter((c) => !owned.has(c.workspace));
   void fetch(keel.urls.workspaces + '/api/workspaces', { method: 'POST', headers, body: JSON.stringify({ name: 'warm-cut', template: 'minimal' }) }).catch(() => {});
   await Bun.sleep(10);
   keel.proc.kill('SIGKILL');
@@ -80,6 +87,14 @@ test('the create cut short is a running workspace in the entry it claimed, or no
     expect(inspect('volume', `keel-ws-${entry.workspace.replace('_', '-')}`)).toBeNull();
   }
   console.log(`after the kill: ${cut ? 'claimed and running' : 'not claimed, entry removed'}`);
+});
+
+test('a workspace claimed before the kill runs on in its entry after the restart', async () => {
+  const w = (await call('GET', `/api/workspaces/${done.id}`)).body;
+  expect(w.status).toBe('running');
+  expect(w.name).toBe('warm-done');
+  expect(inspect('container', w.containerId).State.Running).toBe(true);
+  expect(inspect('container', w.containerId).Config.Labels['dev.keel.workspace']).toBe(done.id);
 });
 
 test("the killed run's unclaimed entries are removed with their volumes and networks, and the pool is made again", async () => {
