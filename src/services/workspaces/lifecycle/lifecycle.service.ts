@@ -264,8 +264,8 @@ export function createLifecycle(deps: LifecycleDeps) {
 
     /** Keel's active workspaces on an engine and the memory their templates ask (placement, engine/engines.ts). */
     placementLoad(name: string): { active: number; memoryBytes: number } {
-      let active = 0;
-      let memoryBytes = 0;
+      // Warm entries hold their memory while they wait: placement counts them.
+      let { active, memoryBytes } = pool.load(name);
       for (const r of records.active()) {
         if (engines.nameOf(r.engine) !== name) continue;
         active++;

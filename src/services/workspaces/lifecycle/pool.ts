@@ -47,7 +47,7 @@ export function createWarmPool(deps: {
   const ready = new Map<string, WarmEntry[]>(sizes.map(([t]) => [t, []]));
   const making = new Map<string, number>(sizes.map(([t]) => [t, 0]));
   /** Every entry not yet recorded as a workspace (ready, being made, being claimed): reconcile keeps their objects. */
-  const entries = new Map<string, { engine: string | null; ports: number[] }>();
+  const entries = new Map<string, { engine: string | null; template: string; ports: number[] }>();
   const pausedUntil = new Map<string, number>();
   let active = 0;
   let running = false;
@@ -96,8 +96,8 @@ export function createWarmPool(deps: {
       const isolation = await deps.firewall.of(placed).status();
       if (!isolation.active && engines.settingsOf(placed).firewall === 'required') throw new Error(`network isolation is unavailable: ${isolation.reason}`);
       const recorded = engines.names.length > 1 ? placed : null;
-      entries.set(id, { engine: recorded, ports: [] });
-      const ports = await deps.holdPorts((p) => entries.set(id, { engine: recorded, ports: p }));
+      entries.set(id, { engine: recorded, template: template.name, ports: [] });
+      const ports = await deps.holdPorts((p) => entries.set(id, { engine: recorded, template: template.name, ports: p }));
       if (!ports) throw new Error('no free port is left in APP_WORKSPACE_PORT_RANGE');
       const [port, sshPort, rdpPort] = ports;
       const now = isoNow(deps.clock);
@@ -161,6 +161,18 @@ export function createWarmPool(deps: {
 
     /** Ids of entries not recorded as workspaces: their containers, networks and volumes are not orphans. */
     ids: (): Set<string> => new Set(entries.keys()),
+
+    /** Entries on engine `name` and the memory their templates ask: they hold it like running workspaces (placement). */
+    load(name: string): { active: number; memoryBytes: number } {
+      let active = 0;
+      let memoryBytes = 0;
+      for (const e of entries.values()) {
+        if (engines.nameOf(e.engine) !== name) continue;
+        active++;
+        memoryBytes += (deps.templates.get(e.template)?.resources.memoryMb ?? 0) * MiB;
+      }
+      return { active, memoryBytes };
+    },
 
     /** The engine of an entry (engines route its calls by it before any row exists). */
     engineOf: (id: string): string | null | undefined => entries.get(id)?.engine,
