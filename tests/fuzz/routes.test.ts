@@ -90,8 +90,13 @@ async function snapshot() {
   return { workspaces: ws.workspaces.length, actors: actors.actors.length, works: works.total };
 }
 
-function expectErrorModel(service: ServiceName, res: Response, body: any) {
-  if (STYLE[service] === 'envelope') {
+function expectErrorModel(service: ServiceName, route: Route, res: Response, body: any) {
+  if (route.path === '/mcp' && body.jsonrpc === '2.0') {
+    // The MCP endpoint speaks JSON-RPC: a message it refuses gets JSON-RPC's error object.
+    expect(res.headers.get('content-type')).toStartWith('application/json');
+    expect(Number.isInteger(body.error.code)).toBe(true);
+    expect(typeof body.error.message).toBe('string');
+  } else if (STYLE[service] === 'envelope') {
     expect(res.headers.get('content-type')).toStartWith('application/json');
     expect(typeof body.error.code).toBe('string');
     expect(typeof body.error.message).toBe('string');
@@ -143,7 +148,7 @@ describe('every route of every service, with arbitrary input', () => {
               const sentBody = route.method !== 'GET' && values.body.text !== undefined;
               if (sentBody && values.body.mustRefuse) expect(res.status, `${where} to a body the parser must refuse`).toBeGreaterThanOrEqual(400);
               if (res.status < 400) return;
-              expectErrorModel(service, res, JSON.parse(text));
+              expectErrorModel(service, route, res, JSON.parse(text));
               expect(text.includes(MARKER), `${where} and repeated the input`).toBe(false);
               for (const [name, value] of res.headers) expect(value.includes(MARKER), `${where} with the input in ${name}`).toBe(false);
               if (before) expect(await snapshot(), `${where} yet changed what exists`).toEqual(before);

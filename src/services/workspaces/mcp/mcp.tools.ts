@@ -10,18 +10,23 @@ import { ExecBody } from '../exec/exec.model';
 import type { ExecService } from '../exec/exec.service';
 import { CreateWorkspaceBody } from '../lifecycle/lifecycle.model';
 import type { Lifecycle } from '../lifecycle/lifecycle.service';
+import type { FilesService } from '../files/files.service';
+import type { ProcessesService } from '../processes/processes.service';
 import type { Quotas } from '../quotas';
+import { computerTools, ListDirectoryInput, ProcessRef, ReadFileInput, SignalInput, StartProcessInput, WriteFileInput } from './mcp.computer';
 
 export interface McpToolDeps {
   workspaces: Lifecycle;
   exec: ExecService;
   quotas: Quotas;
+  files: FilesService;
+  processes: ProcessesService;
 }
 
 const Id = Type.String({ minLength: 1, maxLength: 128, description: 'workspace id (`ws_...`)' });
 const WorkspaceRef = Type.Object({ id: Id }, { additionalProperties: false });
 const ListInput = Type.Object(
-  { status: Type.Optional(Type.String({ enum: ['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed'], description: 'only workspaces in this status' })) },
+  { status: Type.Optional(Type.String({ enum: ['creating', 'starting', 'running', 'stopping', 'stopped', 'restarting', 'failed', 'paused'], description: 'only workspaces in this status' })) },
   { additionalProperties: false },
 );
 const StopInput = Type.Object({ id: Id, force: Type.Optional(Type.Boolean({ description: 'kill at once instead of a graceful stop' })) }, { additionalProperties: false });
@@ -40,6 +45,7 @@ const define = <S extends TSchema>(t: McpTool<S>): McpTool => t as unknown as Mc
 
 export function mcpTools(deps: McpToolDeps): Record<string, McpTool> {
   const ws = deps.workspaces;
+  const c = computerTools(deps);
   return {
     list_workspaces: define({ description: 'List your workspaces (admins: all), oldest first', input: ListInput, run: (a, i) => ({ workspaces: ws.list(a, i as never) }) }),
     create_workspace: define({
@@ -63,6 +69,38 @@ export function mcpTools(deps: McpToolDeps): Record<string, McpTool> {
           slot.release();
         }
       },
+    }),
+    read_file: define({
+      description:
+        'Read a file of a running workspace: {path, size, encoding, content, truncated}. `encoding` is `utf-8` when the bytes are UTF-8 text, else `base64`; ' +
+        'at most the first 1 MiB is answered (`truncated: true` past it). A directory answers its entries, as list_directory.',
+      input: ReadFileInput,
+      run: (a, i) => c.readFile(a, i),
+    }),
+    write_file: define({
+      description: 'Create or replace a file of a running workspace with `content` (UTF-8 text, or base64 with `encoding: "base64"`); parents are made. Answers {path, size}.',
+      input: WriteFileInput,
+      run: (a, i) => c.writeFile(a, i),
+    }),
+    list_directory: define({
+      description: 'List a directory of a running workspace (default `/workspace`): {path, type, entries: [{name, type, size, mode, modifiedAt}]} sorted by name',
+      input: ListDirectoryInput,
+      run: (a, i) => c.listDirectory(a, i),
+    }),
+    start_process: define({
+      description: 'Start a command (`sh -c`) that keeps running after the call (a server, a watcher, a long build); answers {id, status}. Read it with get_process, stop it with signal_process.',
+      input: StartProcessInput,
+      run: (a, i) => c.startProcess(a, i),
+    }),
+    get_process: define({
+      description: 'A process started by start_process: {status (running, exited or lost), exitCode, output: {stdout, stderr}} with the output kept so far',
+      input: ProcessRef,
+      run: (a, i) => c.getProcess(a, i),
+    }),
+    signal_process: define({
+      description: 'Send TERM, KILL, INT or HUP to a running process and what it started',
+      input: SignalInput,
+      run: (a, i) => c.signalProcess(a, i as never),
     }),
   };
 }
