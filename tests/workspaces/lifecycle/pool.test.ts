@@ -154,6 +154,21 @@ describe('warm pool', () => {
     expect((await exec(wb.id, 'cat /workspace/a.txt /tmp/a.txt 2>/dev/null; echo end')).stdout.trim()).toBe('end');
   });
 
+  test('a refused create (name taken) answers 409 and leaves the pool with the same, unused entries', async () => {
+    await poolFull();
+    const entries = new Set((await waiting()).map((e) => e.id));
+    const again = await create('warm-one');
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('WORKSPACE_EXISTS');
+    expect(new Set((await waiting()).map((e) => e.id))).toEqual(entries);
+    // The entry handed back serves the next create.
+    const next = await create('warm-after-409');
+    expect(next.status).toBe(201);
+    expect(next.body.status).toBe('running');
+    const claimed = (await getWorkspace(p, next.body.id)).body;
+    expect([...entries].some((id) => claimed.containerId.startsWith(id))).toBe(true);
+  });
+
   test('creates that ask a port or a repo are made cold, and leave the pool as it was', async () => {
     await poolFull();
     const entries = new Set((await waiting()).map((e) => e.id));
