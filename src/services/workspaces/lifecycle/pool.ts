@@ -56,7 +56,11 @@ export function createWarmPool(deps: {
   function fill() {
     if (!running) return;
     for (const [template, size] of sizes) {
-      while (active < deps.settings.warmPoolConcurrency && ready.get(template)!.length + making.get(template)! < size && (pausedUntil.get(template) ?? 0) <= deps.clock.now()) {
+      const short = () => ready.get(template)!.length + making.get(template)! < size;
+      const until = pausedUntil.get(template) ?? 0;
+      // A template waiting after a failure is looked at again when its wait ends.
+      if (short() && until > deps.clock.now() && Number.isFinite(until)) wakeAt(until);
+      while (active < deps.settings.warmPoolConcurrency && short() && until <= deps.clock.now()) {
         active++;
         making.set(template, making.get(template)! + 1);
         void make(template).finally(() => {
@@ -66,6 +70,14 @@ export function createWarmPool(deps: {
         });
       }
     }
+  }
+
+  function wakeAt(at: number) {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      fill();
+    }, Math.max(0, at - deps.clock.now()));
   }
 
   /** Drops an entry from the engine: container, volume, then the network with its rules (as a delete does). */
@@ -115,10 +127,6 @@ export function createWarmPool(deps: {
       if (running) {
         log.warn('warm pool entry not made; retrying later', { template: templateName, ...errorFields(e) });
         pausedUntil.set(templateName, deps.clock.now() + RETRY_MS);
-        timer ??= setTimeout(() => {
-          timer = undefined;
-          fill();
-        }, RETRY_MS);
       }
       await discard(id, containerId);
     }
