@@ -173,7 +173,13 @@ export function createProvisioner(deps: {
     async makeWarm(row: WorkspaceRow, template: Template): Promise<string> {
       await engine.createVolume(row.volume, labels(row, true), settings.diskLimit || undefined);
       const containerId = await ensureContainer(row, template, true);
-      await engine.start(containerId);
+      try {
+        await engine.start(containerId);
+      } catch (e) {
+        // The caller drops the entry's volume and network; the container it never learnt of goes here.
+        await engine.remove(containerId).catch(() => {});
+        throw e;
+      }
       return containerId;
     },
 
