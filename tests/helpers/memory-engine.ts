@@ -257,6 +257,10 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
       enter('execStart');
       throw new EngineError('the memory engine runs no processes', 'refused');
     },
+    async execTty() {
+      enter('execTty');
+      throw new EngineError('the memory engine runs no processes', 'refused');
+    },
     async execCollect() {
       enter('execCollect');
       return { exitCode: 0, stdout: '', stderr: '' };

@@ -75,7 +75,7 @@ describe('each service publishes a valid OpenAPI 3.0 document', () => {
  */
 const OPERATION_IDS: Record<ServiceName, string[]> = {
   workspaces: [
-    'getHealth', 'getVersion', 'listWorkspaces', 'createWorkspace', 'getWorkspace', 'deleteWorkspace', 'startWorkspace', 'stopWorkspace',
+    'getHealth', 'getVersion', 'openWorkspaceTerminal', 'ticketWorkspaceTerminal', 'attachWorkspaceTerminal', 'listWorkspaces', 'createWorkspace', 'getWorkspace', 'deleteWorkspace', 'startWorkspace', 'stopWorkspace',
     'restartWorkspace', 'pauseWorkspace', 'resumeWorkspace', 'createSnapshot', 'forkWorkspace', 'listSnapshots', 'getSnapshot', 'deleteSnapshot', 'getQuotas', 'getWorkspaceLogs', 'getStreamStats', 'execCommand', 'createAgentSession', 'listAgentSessions',
     'getAgentSession', 'deleteAgentSession', 'sendAgentMessage', 'streamAgentEvents', 'cancelAgentTurn', 'listAgentApprovals', 'decideAgentApproval', 'getUsage', 'mcp', 'createWebhook', 'listWebhooks',
     'getWebhook', 'updateWebhook', 'deleteWebhook', 'pingWebhook', 'listWebhookDeliveries', 'getWebhookDelivery', 'redeliverWebhookDelivery',

@@ -10,7 +10,7 @@ import type { ErrorTable } from '../errors';
 import { ErrorEnvelope, ProblemSchema, type ErrorStyle } from './errors';
 import { VERSION } from './health';
 import { addErrorResponses, errorComponent } from './openapi-errors';
-import { addExamples, extractComponents, normalizeSchemas, operationsOf, type Content, type Document, type Response, type Schema } from './openapi-schemas';
+import { addExamples, extractComponents, normalizeSchemas, operationsOf, type Content, type Document, type Operation, type Response, type Schema } from './openapi-schemas';
 import { referenceUi } from './reference-ui';
 
 export { toOpenApi30Schema, nameModels } from './openapi-schemas';
@@ -63,6 +63,22 @@ function flagImplicitOperationIds(doc: Document, explicit: Set<string>) {
   for (const { op } of operationsOf(doc)) if (!op.operationId || !explicit.has(op.operationId)) op['x-keel-implicit-operation-id'] = true;
 }
 
+/**
+ * The generator lists an Elysia `.ws` route under the method `ws`, which OpenAPI has not: it is the
+ * GET that a WebSocket upgrade is, answering 101. Such a route authorises itself (a ticket in its
+ * query), so it declares no Bearer security.
+ */
+function webSocketsAsGet(doc: Document) {
+  for (const item of Object.values(doc.paths) as Record<string, Operation>[]) {
+    const op = item.ws;
+    if (!op) continue;
+    delete item.ws;
+    op.responses = { 101: { description: 'Switching Protocols: the connection is now the WebSocket' }, ...op.responses };
+    op.security = [];
+    item.get = op;
+  }
+}
+
 export interface OpenapiOptions {
   title: string;
   description: string;
@@ -91,6 +107,7 @@ export function buildDocument(app: AnyElysia, opts: OpenapiOptions): Document {
       },
     }),
   ) as Document;
+  webSocketsAsGet(doc);
   const routes = app.routes;
   flagImplicitOperationIds(doc, new Set(routes.map((r) => (r.hooks?.detail as { operationId?: string } | undefined)?.operationId).filter((id): id is string => !!id)));
   addDetailResponses(doc, routes);

@@ -28,6 +28,8 @@ export interface WorkspaceAuthOptions {
    * `headers` are the rate-limit headers the answer must carry.
    */
   early?: (request: Request, actor: Actor, headers: HeaderPairs) => Response | undefined;
+  /** Requests under the prefix that carry their own authorisation (a WebSocket's ticket): no token needed here. */
+  ownAuth?: (request: Request) => boolean;
 }
 
 /** X-RateLimit-* of a decision, as pairs (a Response takes them without an intermediate object). */
@@ -77,7 +79,7 @@ export function workspaceAuth(opts: WorkspaceAuthOptions) {
         throw new AppError('RATE_LIMITED', 'rate limit exceeded; retry after the window resets', { limit: d.limit, retryAfter: d.retryAfter }, { retryAfter: d.retryAfter });
       }
       if (actor) actors.set(request, actor);
-      else if (new URL(request.url).pathname.startsWith(prefix)) {
+      else if (new URL(request.url).pathname.startsWith(prefix) && !opts.ownAuth?.(request)) {
         throw new AppError('UNAUTHORIZED', failure ?? 'a Bearer token is required');
       }
     })

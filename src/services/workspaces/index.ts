@@ -22,6 +22,7 @@ import * as execModels from './exec/exec.model';
 import * as filesModels from './files/files.model';
 import * as processesModels from './processes/processes.model';
 import * as previewsModels from './previews/previews.model';
+import * as terminalsModels from './terminals/terminals.model';
 import * as agentModels from './agent/agent.model';
 import * as usageModels from './usage/usage.model';
 import * as webhooksModels from './webhooks/webhooks.model';
@@ -46,6 +47,8 @@ import { processesRoutes, streamedStdin } from './processes/processes.routes';
 import { createPreviewsService } from './previews/previews.service';
 import { createPreviewProxy } from './previews/previews.proxy';
 import { previewsRoutes } from './previews/previews.routes';
+import { createTerminalsService } from './terminals/terminals.service';
+import { terminalAttachRoute, terminalsRoutes, ticketAuthorised } from './terminals/terminals.routes';
 import { createExecService } from './exec/exec.service';
 import { execRoutes } from './exec/exec.routes';
 import { createLogHub } from './logs/logs.hub';
@@ -155,6 +158,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   // the proxy all need the workspace rows and the engine, which only this service owns.
   let previewPort = settings.previewPort;
   const previews = createPreviewsService({ db: deps.db, clock: deps.clock, access, baseUrl: () => `http://${settings.publicHost}:${previewPort}`, onActivity: (id) => workspaces.touch(id) });
+  const terminals = createTerminalsService({ engine, access, quotas, clock: deps.clock, onActivity: (id) => workspaces.touch(id) });
   const previewProxy = createPreviewProxy({ previews, engine, access, log: deps.log });
   const volumes = createVolumes({ db: deps.db, engine });
   const events = createWorkspaceEvents({ clock: deps.clock });
@@ -189,6 +193,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const auth = workspaceAuth({
     seed: 'workspaces',
     early: (request, actor, headers) => lists.early(request, listScope(actor), headers),
+    ownAuth: ticketAuthorised,
     clock: deps.clock,
     secret: deps.config.apiSecret,
     anonymousLimit: settings.anonymousLimit,
@@ -199,7 +204,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     name: 'workspaces',
     style: 'envelope',
     errors: workspaceErrors,
-    models: [lifecycleModels, snapshotsModels, logsModels, execModels, filesModels, processesModels, previewsModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels, usageModels],
+    models: [lifecycleModels, snapshotsModels, logsModels, execModels, filesModels, processesModels, terminalsModels, previewsModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels, usageModels],
     title: 'Keel workspace API',
     description:
       'Containerized development workspaces on a Docker engine: lifecycle, logs, command execution and agent sessions. ' +
@@ -211,6 +216,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       { name: 'exec', description: 'Commands in a workspace' },
       { name: 'files', description: "A workspace's files, streamed both ways" },
       { name: 'processes', description: 'Commands that outlive their request: output kept and followed, stdin, signals' },
+      { name: 'terminals', description: 'Terminals (PTYs) in a workspace over a WebSocket, with tickets and reattach' },
       { name: 'previews', description: "Links to a workspace's ports, served by Keel on APP_PREVIEW_PORT" },
       { name: 'agent', description: 'Agent sessions that act in their workspace' },
       { name: 'usage', description: 'What each actor spent: tokens, command time, running time' },
@@ -223,6 +229,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     streamedBodies: (request) => streamedFileUpload(request) || streamedStdin(request),
   })
     .use(uiRoutes({ assets: uiAssets }))
+    .use(terminalAttachRoute({ terminals }))
     .use(auth)
     .use(workspacesRoutes({ auth, workspaces, lists }))
     .use(snapshotsRoutes({ auth, workspaces }))
@@ -232,6 +239,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     .use(execRoutes({ auth, exec, sse, quotas }))
     .use(filesRoutes({ auth, files }))
     .use(processesRoutes({ auth, processes, sse, quotas }))
+    .use(terminalsRoutes({ auth, terminals }))
     .use(previewsRoutes({ auth, previews }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
     .use(usageRoutes({ auth, usage }))
@@ -282,6 +290,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     async stop() {
       hub.closeAll();
       processes.close();
+      terminals.close();
       previewProxy.stop();
       await agent.close();
       for (const off of unsubscribe.splice(0)) off();

@@ -24,6 +24,7 @@ const own = defineErrors({
   DELIVERY_IN_FLIGHT: { status: 409, description: 'an attempt of this delivery is in flight' },
   FILE_NOT_FOUND: { status: 404, description: 'nothing at this path in the workspace' },
   PROCESS_NOT_FOUND: { status: 404, description: 'no process with this id in the workspace' },
+  TERMINAL_NOT_FOUND: { status: 404, description: 'no live terminal with this id in the workspace (ended, or detached for over 10 minutes)' },
   PREVIEW_NOT_FOUND: { status: 404, description: 'no preview link with this id or secret' },
   PERMISSION_DENIED: { status: 403, description: "the template's user may not read, write, delete or move this path" },
   FILE_CONFLICT: { status: 409, description: 'the path is in the way: a non-empty directory without recursive=true, a directory where a file is written, a full disk' },

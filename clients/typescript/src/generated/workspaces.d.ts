@@ -36,6 +36,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workspaces/{id}/terminals/{tid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Attach to a terminal: a WebSocket upgrade authorised by `?ticket=` (no Authorization header)
+         * @description Binary frames carry the terminal's bytes both ways; a text frame `{"type":"resize","cols":N,"rows":N}` resizes it. The socket first receives what is kept (the last 64 KiB), then the live output. An unknown, used or expired ticket answers 401 UNAUTHORIZED before the upgrade; an ended terminal 404 TERMINAL_NOT_FOUND. The socket closes (1000) when the terminal ends.
+         */
+        get: operations["attachWorkspaceTerminal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workspaces": {
         parameters: {
             query?: never;
@@ -558,6 +578,46 @@ export interface paths {
          * @description Errors: 404 PROCESS_NOT_FOUND, 409 PROCESS_NOT_RUNNING.
          */
         post: operations["signalWorkspaceProcess"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workspaces/{id}/terminals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Open a terminal (a PTY) in the workspace; answers a ticket to attach to it
+         * @description Starts `command` (default: a login shell) on a TTY of `cols` x `rows` as the template's user. Attach with a WebSocket to `GET /api/workspaces/{id}/terminals/{tid}?ticket=T` within 60 s; the ticket works once. A terminal holds one of the actor's `APP_QUOTA_STREAMS` slots while it lives (admins exempt), and ends 10 minutes after its last socket closed, or when its process exits.
+         */
+        post: operations["openWorkspaceTerminal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workspaces/{id}/terminals/{tid}/tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new single-use ticket to (re)attach to a terminal
+         * @description The next socket first receives what the terminal wrote since the last one closed (the last 64 KiB).
+         */
+        post: operations["ticketWorkspaceTerminal"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1459,6 +1519,31 @@ export interface components {
             /** @enum {boolean} */
             signalled: true;
         };
+        TerminalBody: {
+            /**
+             * @description columns of the TTY (default 80)
+             * @default 80
+             */
+            cols?: string | number;
+            /**
+             * @description rows of the TTY (default 24)
+             * @default 24
+             */
+            rows?: string | number;
+            /** @description run by `sh -c` on the TTY; default: the template user's login shell (`sh -l`) */
+            command?: string;
+        };
+        TerminalTicket: {
+            /** @description the terminal */
+            id: string;
+            /** @description single-use: authorises one WebSocket upgrade of GET .../terminals/{tid}?ticket= */
+            ticket: string;
+            /**
+             * Format: date-time
+             * @description the ticket is refused after this (60 s)
+             */
+            expiresAt: string;
+        };
         PreviewBody: {
             /** @description the workspace's port, on its own network */
             port: string | number;
@@ -1998,6 +2083,89 @@ export interface operations {
                         component: string;
                         train: string;
                         version: string;
+                    };
+                };
+            };
+        };
+    };
+    attachWorkspaceTerminal: {
+        parameters: {
+            query: {
+                ticket: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                tid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the connection is now the WebSocket */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `TERMINAL_NOT_FOUND`: no live terminal with this id in the workspace (ended, or detached for over 10 minutes) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "TERMINAL_NOT_FOUND",
+                     *         "message": "no live terminal with this id in the workspace (ended, or detached for over 10 minutes)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description TERMINAL_NOT_FOUND: no live terminal with this id in the workspace (ended, or detached for over 10 minutes)
+                             * @enum {string}
+                             */
+                            code: "TERMINAL_NOT_FOUND";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
                     };
                 };
             };
@@ -8546,6 +8714,436 @@ export interface operations {
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    openWorkspaceTerminal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "cols": 80,
+                 *       "rows": 24,
+                 *       "command": "x"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TerminalBody"];
+            };
+        };
+        responses: {
+            /** @description Response for status 201 */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "ticket": "string",
+                     *       "expiresAt": "2026-01-01T00:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TerminalTicket"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `WORKSPACE_NOT_FOUND`: no workspace with this id is yours */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "WORKSPACE_NOT_FOUND",
+                     *         "message": "no workspace with this id is yours",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
+                             * @enum {string}
+                             */
+                            code: "WORKSPACE_NOT_FOUND";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `WORKSPACE_NOT_RUNNING`: the workspace is not running; start it first */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "WORKSPACE_NOT_RUNNING",
+                     *         "message": "the workspace is not running; start it first",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first
+                             * @enum {string}
+                             */
+                            code: "WORKSPACE_NOT_RUNNING";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: the request body is over 4 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "the request body is over 4 MiB",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
+                             * @enum {string}
+                             */
+                            code: "PAYLOAD_TOO_LARGE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds; `QUOTA_EXCEEDED`: a per-actor quota is full (details.quota, details.limit); free one first */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_ERROR`: the Docker engine refused the operation */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_ERROR",
+                     *         "message": "the Docker engine refused the operation",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_ERROR: the Docker engine refused the operation
+                             * @enum {string}
+                             */
+                            code: "ENGINE_ERROR";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `ENGINE_UNAVAILABLE`: no container engine answers; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_UNAVAILABLE",
+                     *         "message": "no container engine answers; nothing was done",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
+                             * @enum {string}
+                             */
+                            code: "ENGINE_UNAVAILABLE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+    };
+    ticketWorkspaceTerminal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                tid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 201 */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "ticket": "string",
+                     *       "expiresAt": "2026-01-01T00:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TerminalTicket"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `WORKSPACE_NOT_FOUND`: no workspace with this id is yours; `TERMINAL_NOT_FOUND`: no live terminal with this id in the workspace (ended, or detached for over 10 minutes) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "WORKSPACE_NOT_FOUND",
+                     *         "message": "no workspace with this id is yours",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; TERMINAL_NOT_FOUND: no live terminal with this id in the workspace (ended, or detached for over 10 minutes)
+                             * @enum {string}
+                             */
+                            code: "WORKSPACE_NOT_FOUND" | "TERMINAL_NOT_FOUND";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
                             message: string;
                             details: {
                                 [key: string]: unknown;

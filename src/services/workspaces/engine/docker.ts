@@ -23,6 +23,7 @@ import {
 import { call, callOr, engineError, streamEnd } from './docker-calls';
 import { networkCalls } from './docker-networks';
 import { execCalls } from './docker-exec';
+import { execTty } from './docker-tty';
 import { imageCalls } from './docker-images';
 import { frameSplitter, jsonLineSplitter, logPieceAssembler, rawLogAssembler, type LogPiece } from './frames';
 
@@ -68,6 +69,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
     ...networkCalls(docker),
     ...imageCalls(docker),
     ...execCalls(docker),
+    execTty: (containerId, opts, onData) => execTty(docker, containerId, opts, onData),
 
     async ping() {
       // Bounded: an engine that accepts the connection and never answers is as good as none.

@@ -130,6 +130,17 @@ export interface ExecHandle {
   stdin?: { write(bytes: Uint8Array): Promise<void>; end(): void };
 }
 
+/** A process on a TTY (execTty): its bytes arrive raw, its window can be resized. */
+export interface TtyHandle {
+  /** Resolves when the process has ended (or close() was called). */
+  done: Promise<void>;
+  /** Writes to the TTY, waiting while the engine is behind. */
+  write(bytes: Uint8Array): Promise<void>;
+  resize(cols: number, rows: number): Promise<void>;
+  /** Hangs up: the engine closes the TTY and its process gets SIGHUP. */
+  close(): void;
+}
+
 export interface Engine {
   /** Resolves when the engine answers; EngineError `unavailable` when none does. */
   ping(): Promise<void>;
@@ -225,6 +236,8 @@ export interface Engine {
   ): Promise<LogStreamHandle>;
   /** Starts a process in the container and streams its output (chunks per stream) to onChunk. */
   execStart(containerId: string, opts: { cmd: string[]; env?: string[]; stdin?: boolean }, onChunk: (stream: StdStream, bytes: Uint8Array) => void): Promise<ExecHandle>;
+  /** Starts a process on a TTY of `cols` x `rows` (docker exec -it); its bytes go to onData. */
+  execTty(containerId: string, opts: { cmd: string[]; env?: string[]; cols: number; rows: number }, onData: (bytes: Uint8Array) => void): Promise<TtyHandle>;
   /** Runs a short helper command (kill, ps, du) to completion and returns its output. */
   execCollect(containerId: string, cmd: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }>;
   /** Kills a process group inside the container (the exec'd command and everything it started); never throws. */

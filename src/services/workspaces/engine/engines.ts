@@ -190,6 +190,7 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     logStream: (id, opts, onLine) => ofContainer(id).logStream(id, opts, onLine),
     execStart: (id, opts, onChunk) => ofContainer(id).execStart(id, opts, onChunk),
     execCollect: (id, cmd) => ofContainer(id).execCollect(id, cmd),
+    execTty: (id, opts, onData) => ofContainer(id).execTty(id, opts, onData),
     killProcessGroup: (id, pid) => ofContainer(id).killProcessGroup(id, pid),
   };
 

@@ -1,0 +1,82 @@
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
+// The Terminal view of a workspace's page: xterm.js (bundled from npm, served by Keel) on a terminal
+// of the workspace API. `Open terminal` opens one; its id is kept in this tab, so a reload asks a new
+// ticket for the same terminal and first shows what it wrote meanwhile (the server's replay).
+import { Terminal } from '@xterm/xterm';
+import '@xterm/xterm/css/xterm.css';
+import { api, messageOf } from './api';
+import { h } from './dom';
+import type { PanelContext } from './workspace';
+
+interface Ticket {
+  id: string;
+  ticket: string;
+  expiresAt: string;
+}
+
+const COLS = 100;
+const ROWS = 24;
+const key = (workspaceId: string) => `keel.terminal.${workspaceId}`;
+
+export function terminalPanel(ctx: PanelContext): HTMLElement {
+  const screen = h('div', { class: 'terminal', 'aria-label': 'Terminal screen' });
+  const error = h('p', { role: 'alert', class: 'error' });
+  const openButton = h('button', { type: 'button' }, 'Open terminal');
+  const section = h('section', { 'aria-labelledby': 'term-h' }, h('h2', { id: 'term-h' }, 'Terminal'), openButton, error, screen);
+  let term: Terminal | undefined;
+  let socket: WebSocket | undefined;
+
+  /** xterm.js measures its cells when opened: the page must be in the document first. */
+  const shown = () => new Promise<void>((resolve) => {
+    const check = () => (screen.isConnected || ctx.signal.aborted ? resolve() : requestAnimationFrame(check));
+    check();
+  });
+
+  async function attach(t: Ticket) {
+    await shown();
+    // The page was left (or rebuilt) while the ticket was on its way: the ticket stays unused.
+    if (ctx.signal.aborted) return;
+    sessionStorage.setItem(key(ctx.id), t.id);
+    socket?.close();
+    term ??= new Terminal({ cols: COLS, rows: ROWS, convertEol: false });
+    if (!term.element) {
+      term.open(screen);
+      const enc = new TextEncoder();
+      term.onData((d) => socket?.readyState === WebSocket.OPEN && socket.send(enc.encode(d)));
+    }
+    const url = `${location.origin.replace(/^http/, 'ws')}/api/workspaces/${ctx.id}/terminals/${t.id}?ticket=${encodeURIComponent(t.ticket)}`;
+    const ws = new WebSocket(url);
+    ws.binaryType = 'arraybuffer';
+    ws.onopen = () => ws.send(JSON.stringify({ type: 'resize', cols: term!.cols, rows: term!.rows }));
+    ws.onmessage = (e) => term!.write(typeof e.data === 'string' ? e.data : new Uint8Array(e.data as ArrayBuffer));
+    ws.onclose = () => {
+      if (socket === ws) socket = undefined;
+    };
+    socket = ws;
+    term.focus();
+  }
+
+  async function run(f: () => Promise<Ticket>) {
+    error.textContent = '';
+    try {
+      await attach(await f());
+    } catch (e) {
+      if (!ctx.signal.aborted) error.textContent = messageOf(e);
+    }
+  }
+
+  openButton.addEventListener('click', () => void run(() => api<Ticket>('POST', `/api/workspaces/${ctx.id}/terminals`, { cols: COLS, rows: ROWS }, ctx.signal)));
+  // A terminal this tab opened before a reload: reattach (it may have ended: then nothing to show).
+  const kept = sessionStorage.getItem(key(ctx.id));
+  if (kept) {
+    void api<Ticket>('POST', `/api/workspaces/${ctx.id}/terminals/${kept}/tickets`, undefined, ctx.signal)
+      .then(attach)
+      .catch((e) => (e as { status?: number }).status === 404 && sessionStorage.removeItem(key(ctx.id)));
+  }
+  ctx.signal.addEventListener('abort', () => {
+    socket?.close();
+    term?.dispose();
+  });
+  return section;
+}
