@@ -8,6 +8,8 @@
 //     (the CLI) of a bare container of the same image.
 //  4. Fork of 10: POST /api/workspaces/{id}/fork {count: 10} until all 10 run, against 10 creates from
 //     the template sent at once until all run.
+//  5. Warm create-to-running: a Keel with APP_WARM_POOL=minimal=5 (its own process), each create made
+//     once the pool is full again, against `docker run -d` in the same run.
 // BENCH_WORKSPACES_PARTS (e.g. "3,4") runs only those parts (default: all).
 import { load, printTable, round, summarize } from './lib';
 import { startKeelProcess, type KeelProcess } from './keel-process';
@@ -19,7 +21,8 @@ const CONCURRENCY = 16;
 const CREATE_RUNS = 5;
 const RESUME_RUNS = 20;
 const FORK_COUNT = 10;
-const PARTS = new Set((process.env.BENCH_WORKSPACES_PARTS ?? '1,2,3,4').split(',').map((s) => s.trim()));
+const WARM_POOL = 5;
+const PARTS = new Set((process.env.BENCH_WORKSPACES_PARTS ?? '1,2,3,4,5').split(',').map((s) => s.trim()));
 
 function docker(...args: string[]) {
   const r = Bun.spawnSync(['docker', ...args], { stdout: 'pipe', stderr: 'pipe' });
@@ -120,6 +123,45 @@ async function forkOfTen(keel: KeelProcess, source: { id: string }, created: str
   return { count: FORK_COUNT, forkMs: round(forkMs, 0), createsMs: round(createMs, 0), ratio: round(forkMs / createMs, 2) };
 }
 
+/** Pool entries of `keel` running and not yet claimed (pool containers whose workspace is not listed). */
+async function warmReady(keel: KeelProcess): Promise<number> {
+  const instance = (await Bun.file(`${keel.dataDir}/workspaces-instance`).text()).trim();
+  const rows = docker('ps', '--filter', `label=dev.keel.instance=${instance}`, '--filter', 'label=dev.keel.pool', '--format', '{{.Label "dev.keel.workspace"}}').split('\n').filter(Boolean);
+  const listed = (await (await keel.api('/api/workspaces')).json()) as WorkspaceList;
+  const owned = new Set(listed.workspaces.map((w) => w.id));
+  return rows.filter((id) => !owned.has(id)).length;
+}
+
+async function warmCreates(image: string) {
+  const keel = await startKeelProcess({ APP_WORKSPACE_PORT_RANGE: '25000-25999', APP_WARM_POOL: `minimal=${WARM_POOL}` });
+  const created: string[] = [];
+  try {
+    const api: number[] = [];
+    for (let i = 0; i < CREATE_RUNS; i++) {
+      const t0 = performance.now();
+      while ((await warmReady(keel)) < WARM_POOL) {
+        if (performance.now() - t0 > 180_000) throw new Error('the warm pool did not fill in 180 s');
+        await Bun.sleep(100);
+      }
+      const r = await createToRunning(keel, `bench-warm-${i}`);
+      api.push(r.ms);
+      created.push(r.id);
+    }
+    const bare: number[] = [];
+    for (let i = 0; i < CREATE_RUNS; i++) bare.push(dockerRunOnce(100 + i, image));
+    const a = summarize(api);
+    const b = summarize(bare);
+    printTable(`warm create-to-running (APP_WARM_POOL=minimal=${WARM_POOL}), median of ${CREATE_RUNS}`, [
+      { path: 'POST /api/workspaces -> running (warm entry)', medianMs: round(a.medianMs, 0), maxMs: round(a.maxMs, 0) },
+      { path: 'docker run -d (same image, volume, port, limits)', medianMs: round(b.medianMs, 0), maxMs: round(b.maxMs, 0) },
+    ]);
+    return { runs: CREATE_RUNS, pool: WARM_POOL, apiMedianMs: round(a.medianMs, 0), apiMaxMs: round(a.maxMs, 0), dockerRunMedianMs: round(b.medianMs, 0), ratio: round(a.medianMs / b.medianMs, 3) };
+  } finally {
+    for (const id of created) await keel.api(`/api/workspaces/${id}?volumes=true`, { method: 'DELETE' }).catch(() => {});
+    await keel.stop();
+  }
+}
+
 function dockerRunOnce(i: number, image: string): number {
   const name = `keel-bench-baseline-${process.pid}-${i}`;
   const t0 = performance.now();
@@ -140,6 +182,7 @@ export async function run(): Promise<Record<string, unknown>> {
     created.push(first.id);
     const image = (JSON.parse(docker('inspect', first.containerId)) as { Config: { Image: string } }[])[0]!.Config.Image;
     const out: Record<string, unknown> = {};
+    if (PARTS.has('5')) out.warmCreateToRunning = await warmCreates(image);
     if (PARTS.has('3')) out.resume = await resumeLatency(keel, first, image);
     if (PARTS.has('4')) out.fork = await forkOfTen(keel, first, created);
     if (PARTS.has('2')) {

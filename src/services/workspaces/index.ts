@@ -114,7 +114,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     settings: settings.engines,
     connect: (e) => createEngine(e.host, { certPath: e.certPath }),
     locate: {
-      workspace: (id) => access.row(id)?.engine,
+      workspace: (id) => access.row(id)?.engine ?? workspaces.pooledEngine(id),
       container: access.engineOfContainer,
       volume: access.engineOfVolume,
       load: (name) => workspaces.placementLoad(name),

@@ -119,6 +119,19 @@ function readEngines(env: Env, subnetPool: string, firewall: FirewallMode): Engi
 }
 
 /** Engine sizes as the engine writes them: a number and an optional k, m or g (e.g. 10m, 20g). */
+/** `APP_WARM_POOL`: `template=count,...` (lifecycle/pool.ts); template names are checked against the registry at start-up. */
+function readWarmPool(env: Env): Record<string, number> {
+  const raw = readString(env, 'APP_WARM_POOL', '').trim();
+  const pool: Record<string, number> = {};
+  if (!raw) return pool;
+  for (const part of raw.split(',')) {
+    const m = /^\s*([a-z0-9][a-z0-9._-]*)\s*=\s*(\d{1,3})\s*$/.exec(part);
+    if (!m || Number(m[2]) > 100) throw new ConfigError('APP_WARM_POOL', 'must read template=count,... with counts 0-100 (e.g. minimal=4,bun-typescript=2)');
+    pool[m[1]!] = Number(m[2]);
+  }
+  return pool;
+}
+
 function readEngineSize(env: Env, name: string, fallback: string): string {
   const v = readString(env, name, fallback).toLowerCase();
   if (v && !/^[1-9]\d{0,6}[kmg]?$/.test(v)) throw new ConfigError(name, 'must be a size such as 10m or 20g');
@@ -148,6 +161,10 @@ export interface WorkspacesConfig {
   stopGraceSeconds: number;
   /** Default `autoStopMinutes` of a create that gives none (0: never); docs/workspaces.md says why 60. */
   autoStopMinutes: number;
+  /** Warm containers kept per template (APP_WARM_POOL; lifecycle/pool.ts); empty: no pool. */
+  warmPool: Record<string, number>;
+  /** Pool entries made at once while the pool refills (APP_WARM_POOL_CONCURRENCY). */
+  warmPoolConcurrency: number;
   /** Snapshots an actor may hold (APP_QUOTA_SNAPSHOTS); admins are exempt. */
   snapshotQuota: number;
   /** Tag of the offline-built minimal image (tests use their own tag). */
@@ -218,6 +235,8 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     },
     stopGraceSeconds: readInt(env, 'APP_WORKSPACE_STOP_GRACE', 10, 0, 300),
     autoStopMinutes: readInt(env, 'APP_AUTO_STOP_MINUTES', 60, 0, 525_600),
+    warmPool: readWarmPool(env),
+    warmPoolConcurrency: readInt(env, 'APP_WARM_POOL_CONCURRENCY', 2, 1, 16),
     snapshotQuota: readInt(env, 'APP_QUOTA_SNAPSHOTS', 20, 0, 1_000_000),
     minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),
     bunImage: readImageRef(env, 'APP_WORKSPACE_BUN_IMAGE', BUN_IMAGE),

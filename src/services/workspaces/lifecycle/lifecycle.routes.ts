@@ -81,7 +81,9 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
           summary: 'Create a workspace',
           description:
             'Answers 201 with status `creating`; the image is made ready (the `minimal` image is built offline on first use), the volume ' +
-            'and container are created, `repo` is cloned into /workspace on the Keel host, and the workspace starts. Any failure ends in ' +
+            'and container are created, `repo` is cloned into /workspace on the Keel host, and the workspace starts. With a warm pool for ' +
+            'the template (APP_WARM_POOL) and no `port`, `repo` or `snapshot`, a container made ahead is claimed and the answer is 201 ' +
+            'with status `running` (docs/workspaces.md, "Warm pool"). Any failure ends in ' +
             'status `failed` with `reason`. 409 `WORKSPACE_EXISTS` when the name is taken (names are unique across all owners), 409 ' +
             '`PORT_UNAVAILABLE` when `port` is reserved by another workspace or held by any process on the host, 400 `INVALID_REQUEST` ' +
             'for a malformed body, an unknown template, a `port` outside APP_WORKSPACE_PORT_RANGE (admins excepted), a repo URL that is not ' +

@@ -24,8 +24,9 @@ import { createStateMachine } from './state-machine';
 import { createStats } from './stats';
 import { createActivity } from './activity';
 import { createSnapshots, snapshotNotFound } from './snapshots';
+import { createWarmPool, type WarmPool } from './pool';
 import { createTaskQueue } from './task-queue';
-import { DEFAULT_TEMPLATE, type TemplateRegistry } from '../images/templates';
+import { DEFAULT_TEMPLATE, type Template, type TemplateRegistry } from '../images/templates';
 import { createdView, workspaceView, type CreatedView } from './views';
 import { codeSecret } from './code-secret';
 import type { CreateWorkspaceInput } from './lifecycle.model';
@@ -81,12 +82,18 @@ export function createLifecycle(deps: LifecycleDeps) {
     portRange: deps.settings.workspacePortRange,
     autoStopMinutes: deps.settings.autoStopMinutes,
     quotas,
-    inserted: (tx, row) => records.recordEvent(tx, 'created', row),
+    held: () => pool.heldPorts(),
+    // A claimed warm entry is stored running: its created and started events go in the same transaction.
+    inserted: (tx, row) => {
+      records.recordEvent(tx, 'created', row);
+      if (row.status === 'running') records.recordEvent(tx, 'started', row);
+    },
   });
   const { engines } = deps;
-  const firewall = createFirewalls({ instance, log, settings: deps.settings, engines, engineOfWorkspace: (id) => access.row(id)?.engine });
+  const firewall = createFirewalls({ instance, log, settings: deps.settings, engines, engineOfWorkspace: (id) => access.row(id)?.engine ?? pool.engineOf(id) });
   const snapshots = createSnapshots({ db: deps.db, engine, access, queue, clock: deps.clock, log, instance, dir: deps.snapshotDir, quota: deps.settings.snapshotQuota });
   const provisioner = createProvisioner({ engine, engines, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy, snapshots });
+  const pool: WarmPool = createWarmPool({ settings: deps.settings, templates, engine, engines, firewall, provisioner, holdPorts: reservations.holdPorts, clock: deps.clock, log: log.child({ component: 'warm-pool' }) });
   const view = (row: WorkspaceRow) => workspaceView(row, host, codeSecret(deps.codeKey, row.id));
 
   async function destroy(row: WorkspaceRow, removeVolume: boolean): Promise<void> {
@@ -106,7 +113,25 @@ export function createLifecycle(deps: LifecycleDeps) {
 
   const machine = createStateMachine({ engine, records, access, queue, provisioner, stats, templates, settings: deps.settings, log, quotas, destroy });
   const activity = createActivity({ clock: deps.clock, log, awake: records.awake, stopIdle: machine.stopIdle });
-  const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork, engineUp: (row) => engines.isUp(row.engine) });
+  const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork, engineUp: (row) => engines.isUp(row.engine), pooled: () => pool.ids() });
+
+  /** The warm path of create: the entry's row stored `running` (name and quotas checked in the same step), or null. */
+  async function claimWarm(actor: Actor, input: CreateWorkspaceInput, template: Template): Promise<CreatedView | null> {
+    const entry = await pool.take(template.name);
+    if (!entry) return null;
+    let row: WorkspaceRow;
+    try {
+      row = await reservations.reserve(actor, input, template, entry.engine, entry);
+    } catch (e) {
+      pool.giveBack(entry);
+      throw e;
+    }
+    pool.claimed(entry);
+    records.relay();
+    stats.begin(row);
+    activity.expect(row.autoStopMinutes);
+    return createdView(row, host, codeSecret(deps.codeKey, row.id));
+  }
 
   const lifecycle = {
     list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }) {
@@ -148,6 +173,11 @@ export function createLifecycle(deps: LifecycleDeps) {
         if (problem) throw new AppError('INVALID_REQUEST', problem, { property: '/repo/url' });
       }
       quotas.checkCreate(actor);
+      // A create a warm entry can serve (no port, repo or snapshot) claims one; with none ready it goes cold.
+      if (input.port === undefined && !input.repo && !input.snapshot && pool.serves(template.name)) {
+        const warm = await claimWarm(actor, input, template);
+        if (warm) return warm;
+      }
       const ticket = input.repo ? clones.admit() : undefined;
       if (ticket === null) throw cloneQueueFull();
       try {
@@ -229,10 +259,13 @@ export function createLifecycle(deps: LifecycleDeps) {
       return { workspaces: made };
     },
 
+    /** Where a warm pool entry lives (no row places it yet): engines route its calls by this. */
+    pooledEngine: (id: string) => pool.engineOf(id),
+
     /** Keel's active workspaces on an engine and the memory their templates ask (placement, engine/engines.ts). */
     placementLoad(name: string): { active: number; memoryBytes: number } {
-      let active = 0;
-      let memoryBytes = 0;
+      // Warm entries hold their memory while they wait: placement counts them.
+      let { active, memoryBytes } = pool.load(name);
       for (const r of records.active()) {
         if (engines.nameOf(r.engine) !== name) continue;
         active++;
@@ -301,17 +334,20 @@ export function createLifecycle(deps: LifecycleDeps) {
       await reconciler.reconcileAll({ startUp: true });
       await snapshots.reconcile();
       activity.start();
+      // After reconciliation removed a previous run's entries (they belong to no row).
+      pool.start();
     },
 
     /** Stops following events and waits (bounded) for queued engine work. */
     async close(): Promise<void> {
       reconciler.stop();
+      const poolGone = pool.stop(CLOSE_WAIT_MS);
       activity.stop();
       engines.stop();
       stats.stop();
       // A clone in flight is cut short; the workspace stays `creating` and the next start-up settles it.
       provisioner.cancelAll();
-      await queue.drain(CLOSE_WAIT_MS);
+      await Promise.all([queue.drain(CLOSE_WAIT_MS), poolGone]);
       await records.stopRelay();
     },
   };

@@ -13,6 +13,21 @@ import type { CreateWorkspaceInput } from './lifecycle.model';
 import type { Quotas } from '../quotas';
 import { workspaces, type WorkspaceRow } from '../workspaces.tables';
 
+/** A warm container made ahead for a workspace to come (pool.ts): everything its row will record. */
+export interface WarmEntry {
+  id: string;
+  template: string;
+  engine: string | null;
+  port: number;
+  sshPort: number;
+  rdpPort: number;
+  volume: string;
+  containerId: string;
+}
+
+/** The volume of workspace `id` (pool entries pre-allocate the id, so theirs is the same). */
+export const volumeOf = (id: string) => `keel-ws-${id.replace('_', '-')}`;
+
 export function createReservations(deps: {
   db: Db;
   clock: Clock;
@@ -20,6 +35,8 @@ export function createReservations(deps: {
   quotas: Quotas;
   /** `autoStopMinutes` of a create that names none (APP_AUTO_STOP_MINUTES). */
   autoStopMinutes: number;
+  /** Ports the warm pool holds for its entries (pool.ts): no workspace may take them. */
+  held?: () => Iterable<number>;
   /** Writes what goes with the new row in its transaction (the workspace.created event). */
   inserted(tx: Parameters<Parameters<Db['transaction']>[0]>[0], row: WorkspaceRow): void;
 }) {
@@ -34,14 +51,20 @@ export function createReservations(deps: {
     for (const r of db.select({ a: workspaces.port, b: workspaces.sshPort, c: workspaces.rdpPort }).from(workspaces).all()) {
       reserved.add(r.a).add(r.b).add(r.c);
     }
+    for (const p of deps.held?.() ?? []) reserved.add(p);
     return reserved;
   }
 
-  /** `engine`: where placement put the workspace (engine/engines.ts); it stays there. */
-  async function reserve(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null = null): Promise<WorkspaceRow> {
+  /**
+   * `engine`: where placement put the workspace (engine/engines.ts); it stays there. `warm`: a pool
+   * entry being claimed (pool.ts): its pre-allocated id, ports, volume and running container are
+   * recorded as they are, in `running`, in the one insert (a crash leaves the row or an unowned entry).
+   */
+  async function reserve(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null = null, warm?: WarmEntry): Promise<WorkspaceRow> {
     if (db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, input.name)).get()) {
       throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists', { property: '/name' });
     }
+    if (warm) return insert(actor, input, template, warm.engine, warm);
     const reserved = taken();
     if (input.port !== undefined) {
       if (reserved.has(input.port)) {
@@ -59,21 +82,26 @@ export function createReservations(deps: {
     portHint = (auto[auto.length - 1]! - lo + 1) % (hi - lo + 1);
     const [port, sshPort, rdpPort] = input.port === undefined ? auto : [input.port, ...auto];
     const id = newId('ws', clock);
+    return insert(actor, input, template, engine, { id, port: port!, sshPort: sshPort!, rdpPort: rdpPort!, volume: volumeOf(id), containerId: null, engine });
+  }
+
+  function insert(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null, at: Omit<WarmEntry, 'containerId' | 'template'> & { containerId: string | null }): WorkspaceRow {
     const now = isoNow(clock);
+    const warm = at.containerId !== null;
     const row: WorkspaceRow = {
-      id,
+      id: at.id,
       name: input.name,
       owner: actor.id,
       template: template.name,
       type: input.type ?? 'persistent',
-      status: 'creating',
-      port: port!,
-      sshPort: sshPort!,
-      rdpPort: rdpPort!,
-      containerId: null,
+      status: warm ? 'running' : 'creating',
+      port: at.port,
+      sshPort: at.sshPort,
+      rdpPort: at.rdpPort,
+      containerId: at.containerId,
       engine,
-      volume: `keel-ws-${id.replace('_', '-')}`,
-      provisioned: false,
+      volume: at.volume,
+      provisioned: warm,
       repoUrl: input.repo ? scrubUrls(input.repo.url) : null,
       repoBranch: input.repo?.branch ?? null,
       reason: null,
@@ -103,10 +131,27 @@ export function createReservations(deps: {
     return row;
   }
 
+  /** Three free ports of the range for a pool entry; `hold` records them in the same step, so no create takes them. */
+  function holdPorts(hold: (ports: [number, number, number]) => void): Promise<[number, number, number] | null> {
+    const run = async () => {
+      const auto = await allocatePorts(portRange, taken(), 3, portHint);
+      if (!auto) return null;
+      portHint = (auto[2]! - lo + 1) % (hi - lo + 1);
+      const ports = auto as [number, number, number];
+      hold(ports);
+      return ports;
+    };
+    const next = queue.then(run, run);
+    queue = next.catch(() => {});
+    return next;
+  }
+
   return {
+    holdPorts,
+
     /** Checks the name and ports and inserts the row in `creating`; 409 when either is taken. */
-    reserve(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null = null): Promise<WorkspaceRow> {
-      const run = () => reserve(actor, input, template, engine);
+    reserve(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null = null, warm?: WarmEntry): Promise<WorkspaceRow> {
+      const run = () => reserve(actor, input, template, engine, warm);
       const next = queue.then(run, run);
       queue = next.catch(() => {});
       return next;

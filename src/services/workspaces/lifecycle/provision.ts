@@ -2,7 +2,7 @@
 // volume, the container, the repo copied in). Each step finds what exists first, so the same code
 // finishes a creation that a crash of Keel cut short.
 import { errorFields, type Logger } from '../../../platform/runtime';
-import { EngineError, LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/engine';
+import { EngineError, LABEL_INSTANCE, LABEL_POOL, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/engine';
 import { buildTemplateImage, templateImage } from '../images/template-image';
 import { CloneError, cloneRepo, scrubUrls, type RepoRequest } from './repo-clone';
 import { tarDirectory } from '../images/tar';
@@ -52,12 +52,14 @@ export function createProvisioner(deps: {
   /** Creations in progress, so a delete can cut a slow repo clone short instead of waiting for it. */
   const inFlight = new Map<string, AbortController>();
 
-  const labels = (row: WorkspaceRow): Record<string, string> => ({
+  /** Warm pool entries are made for an owner to come: they carry LABEL_POOL and an empty owner label. */
+  const labels = (row: WorkspaceRow, pooled = false): Record<string, string> => ({
     [LABEL_MANAGED]: 'true',
     [LABEL_WORKSPACE]: row.id,
     [LABEL_OWNER]: row.owner,
     [LABEL_TEMPLATE]: row.template,
     [LABEL_INSTANCE]: deps.instance,
+    ...(pooled ? { [LABEL_POOL]: row.template } : {}),
   });
 
   const imageOf = (template: Template) => templateImage(template, settings);
@@ -95,8 +97,8 @@ export function createProvisioner(deps: {
    * unguarded (rules are lost when the host reboots; a container made before networks existed, on
    * the engine's default bridge, is made again on its own network).
    */
-  async function ensureContainer(row: WorkspaceRow, template: Template): Promise<string> {
-    await networks.ensure(row, labels(row));
+  async function ensureContainer(row: WorkspaceRow, template: Template, pooled = false): Promise<string> {
+    await networks.ensure(row, labels(row, pooled));
     if (row.containerId) {
       const state = await engine.inspect(row.containerId);
       if (state && state.networks.length === 1 && state.networks[0] === networkName(row.id)) return row.containerId;
@@ -123,7 +125,7 @@ export function createProvisioner(deps: {
       workdir: template.workdir,
       env: { ...template.env, KEEL_WORKSPACE_ID: row.id, KEEL_WORKSPACE_NAME: row.name, [CODE_SECRET_ENV]: codeSecret(deps.codeKey, row.id) },
       hostname: row.name.replace(/[._]/g, '-').slice(0, 63),
-      labels: labels(row),
+      labels: labels(row, pooled),
       volume: row.volume,
       mountPath: MOUNT_PATH,
       ports: [
@@ -139,7 +141,7 @@ export function createProvisioner(deps: {
       log: { maxSize: settings.logMaxSize, maxFiles: settings.logMaxFiles },
       diskLimit: settings.diskLimit || undefined,
     });
-    records.update(row.id, { containerId });
+    if (!pooled) records.update(row.id, { containerId });
     return containerId;
   }
 
@@ -163,6 +165,23 @@ export function createProvisioner(deps: {
 
   return {
     ensureContainer,
+
+    /**
+     * A warm pool entry (pool.ts): volume, network with its firewall rules, container, started. `row`
+     * is the workspace-to-be (its id, ports and volume are the ones a claim records); no row is stored.
+     */
+    async makeWarm(row: WorkspaceRow, template: Template): Promise<string> {
+      await engine.createVolume(row.volume, labels(row, true), settings.diskLimit || undefined);
+      const containerId = await ensureContainer(row, template, true);
+      try {
+        await engine.start(containerId);
+      } catch (e) {
+        // The caller drops the entry's volume and network; the container it never learnt of goes here.
+        await engine.remove(containerId).catch(() => {});
+        throw e;
+      }
+      return containerId;
+    },
 
     /** Removes the workspace's network and firewall rules (after its container). */
     removeNetwork: (workspaceId: string) => networks.remove(workspaceId),

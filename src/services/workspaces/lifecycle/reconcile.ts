@@ -28,6 +28,8 @@ export function createReconciler(deps: {
   removeNetwork: Provisioner['removeNetwork'];
   /** Whether the workspace's engine answers: a workspace on an engine that does not waits for it to come back. */
   engineUp?: (row: WorkspaceRow) => boolean;
+  /** Warm pool entries not yet recorded as workspaces (pool.ts): their objects are not orphans. */
+  pooled?: () => Set<string>;
 }) {
   const { engine, records, queue, machine, log, instance, firewall } = deps;
   let watcher: { stop(): void } | undefined;
@@ -79,7 +81,7 @@ export function createReconciler(deps: {
         return queue.enqueue(id, () => machine.settle(id), false);
       }),
     );
-    const owned = new Set(records.ids());
+    const owned = new Set([...records.ids(), ...(deps.pooled?.() ?? [])]);
     if (opts.startUp) {
       // Rules of this instance's workspaces that no longer exist (deleted while Keel was down, or a crash mid-delete).
       for (const id of await firewall.tagged()) if (!owned.has(id)) await firewall.release(id);

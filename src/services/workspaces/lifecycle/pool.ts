@@ -1,0 +1,208 @@
+// The warm pool (APP_WARM_POOL): per template, containers made ahead of time, each with its own
+// volume, network, firewall rules and ports, already running, so a create it can serve is `running`
+// as soon as its row is stored. Entries live only in this process's memory and on the engine, never
+// in the workspaces table: no actor lists, counts or reaches them. A claim records the entry as the
+// new workspace's row (its id, ports, volume and container) and the entry leaves the pool for good;
+// nothing is ever reused after a claim, so a workspace never carries anything of another.
+//
+// The id is pre-allocated: the container's env is fixed at creation and KEEL_CODE_SECRET is
+// HMAC(key, workspace id) (code-secret.ts), so the entry is made under the id the workspace gets
+// when claimed. What is fixed at creation and cannot follow the claim: the hostname and
+// KEEL_WORKSPACE_NAME (`warm-<id tail>`), the container's name and its owner label (empty, with
+// LABEL_POOL); the row is what says who owns the workspace (docs/workspaces.md, "Warm pool").
+//
+// A graceful close removes the ready entries. A crash: entries of a previous run belong to no row, so
+// start-up reconciliation removes them like any unowned object (container, network and rules,
+// volume) and the pool is made again;
+// an entry whose claim committed its row is a workspace like any other. A smaller APP_WARM_POOL
+// therefore takes effect at the next start.
+import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
+import type { Engine } from '../engine/engine';
+import type { Engines } from '../engine/engines';
+import type { Firewalls } from '../network/firewalls';
+import { templateImage } from '../images/template-image';
+import type { TemplateRegistry } from '../images/templates';
+import type { WorkspacesConfig } from '../workspaces.config';
+import type { WorkspaceRow } from '../workspaces.tables';
+import type { Provisioner } from './provision';
+import { volumeOf, type WarmEntry } from './ports';
+import { MiB } from './stats';
+
+/** After a failed entry, the template's refill waits this long (an engine in trouble is not hammered). */
+const RETRY_MS = 5_000;
+
+export function createWarmPool(deps: {
+  settings: WorkspacesConfig;
+  templates: TemplateRegistry;
+  engine: Engine;
+  engines: Engines;
+  firewall: Firewalls;
+  provisioner: Provisioner;
+  holdPorts: (hold: (ports: [number, number, number]) => void) => Promise<[number, number, number] | null>;
+  clock: Clock;
+  log: Logger;
+}) {
+  const { engine, engines, log } = deps;
+  const sizes = Object.entries(deps.settings.warmPool).filter(([, n]) => n > 0);
+  const ready = new Map<string, WarmEntry[]>(sizes.map(([t]) => [t, []]));
+  const making = new Map<string, number>(sizes.map(([t]) => [t, 0]));
+  /** Every entry not yet recorded as a workspace (ready, being made, being claimed): reconcile keeps their objects. */
+  const entries = new Map<string, { engine: string | null; template: string; ports: number[] }>();
+  const pausedUntil = new Map<string, number>();
+  let active = 0;
+  let running = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  function fill() {
+    if (!running) return;
+    for (const [template, size] of sizes) {
+      const short = () => ready.get(template)!.length + making.get(template)! < size;
+      const until = pausedUntil.get(template) ?? 0;
+      // A template waiting after a failure is looked at again when its wait ends.
+      if (short() && until > deps.clock.now() && Number.isFinite(until)) wakeAt(until);
+      while (active < deps.settings.warmPoolConcurrency && short() && until <= deps.clock.now()) {
+        active++;
+        making.set(template, making.get(template)! + 1);
+        void make(template).finally(() => {
+          active--;
+          making.set(template, making.get(template)! - 1);
+          fill();
+        });
+      }
+    }
+  }
+
+  function wakeAt(at: number) {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      fill();
+    }, Math.max(0, at - deps.clock.now()));
+  }
+
+  /** Drops an entry from the engine: container, volume, then the network with its rules (as a delete does). */
+  async function discard(id: string, containerId: string | null) {
+    try {
+      if (containerId) await engine.remove(containerId);
+      await engine.removeVolume(volumeOf(id));
+      await deps.provisioner.removeNetwork(id);
+    } catch (e) {
+      // Left for start-up reconciliation, which removes objects no workspace owns.
+      log.warn('warm pool entry not removed', { entry: id, ...errorFields(e) });
+    } finally {
+      entries.delete(id);
+    }
+  }
+
+  async function make(templateName: string) {
+    const template = deps.templates.get(templateName);
+    if (!template) {
+      log.warn('APP_WARM_POOL names an unknown template; no entries for it', { template: templateName });
+      pausedUntil.set(templateName, Number.POSITIVE_INFINITY);
+      return;
+    }
+    const id = newId('ws', deps.clock);
+    let containerId: string | null = null;
+    try {
+      const placed = await engines.place(templateImage(template, deps.settings), template.resources.memoryMb * MiB);
+      const isolation = await deps.firewall.of(placed).status();
+      if (!isolation.active && engines.settingsOf(placed).firewall === 'required') throw new Error(`network isolation is unavailable: ${isolation.reason}`);
+      const recorded = engines.names.length > 1 ? placed : null;
+      entries.set(id, { engine: recorded, template: template.name, ports: [] });
+      const ports = await deps.holdPorts((p) => entries.set(id, { engine: recorded, template: template.name, ports: p }));
+      if (!ports) throw new Error('no free port is left in APP_WORKSPACE_PORT_RANGE');
+      const [port, sshPort, rdpPort] = ports;
+      const now = isoNow(deps.clock);
+      // The workspace-to-be, as provisioning reads it; it is not stored until a claim.
+      const row: WorkspaceRow = {
+        id, name: `warm-${id.slice(-6).toLowerCase()}`, owner: '', template: template.name, type: 'persistent', status: 'creating',
+        port, sshPort, rdpPort, containerId: null, engine: recorded, volume: volumeOf(id), provisioned: false,
+        repoUrl: null, repoBranch: null, reason: null, autoStopMinutes: 0, stopReason: null, snapshotId: null, createdAt: now, updatedAt: now,
+      };
+      containerId = await deps.provisioner.makeWarm(row, template);
+      if (!running) throw new Error('Keel is closing');
+      ready.get(templateName)!.push({ id, template: template.name, engine: recorded, port, sshPort, rdpPort, volume: row.volume, containerId });
+      log.debug('warm pool entry ready', { template: templateName, entry: id });
+    } catch (e) {
+      if (running) {
+        log.warn('warm pool entry not made; retrying later', { template: templateName, ...errorFields(e) });
+        pausedUntil.set(templateName, deps.clock.now() + RETRY_MS);
+      }
+      await discard(id, containerId);
+    }
+  }
+
+  return {
+    /** Whether creates of `template` may be served from the pool (it has a size for it). */
+    serves: (template: string) => ready.has(template),
+
+    /**
+     * A ready entry of `template`, taken out of the pool (null when none is ready: the create goes
+     * cold). An entry whose container no longer runs is dropped. The taker must call `claimed` once
+     * the row is stored, or `giveBack` when the create was refused before (name taken, quota).
+     */
+    async take(template: string): Promise<WarmEntry | null> {
+      const list = ready.get(template);
+      while (list?.length) {
+        const entry = list.shift()!;
+        fill();
+        const state = await engine.inspect(entry.containerId).catch(() => null);
+        if (state?.running && !state.paused) return entry;
+        log.warn('warm pool entry found not running; dropped', { entry: entry.id });
+        void discard(entry.id, entry.containerId);
+      }
+      return null;
+    },
+
+    /** The entry is a workspace now (its row holds the ports and names its objects). */
+    claimed(entry: WarmEntry) {
+      entries.delete(entry.id);
+    },
+
+    /** An entry taken for a create that was refused: nobody used it, it goes back to the front. */
+    giveBack(entry: WarmEntry) {
+      ready.get(entry.template)?.unshift(entry);
+    },
+
+    /** Ports held by entries (reservations never hand them to a create). */
+    heldPorts: (): number[] => [...entries.values()].flatMap((e) => e.ports),
+
+    /** Ids of entries not recorded as workspaces: their containers, networks and volumes are not orphans. */
+    ids: (): Set<string> => new Set(entries.keys()),
+
+    /** Entries on engine `name` and the memory their templates ask: they hold it like running workspaces (placement). */
+    load(name: string): { active: number; memoryBytes: number } {
+      let active = 0;
+      let memoryBytes = 0;
+      for (const e of entries.values()) {
+        if (engines.nameOf(e.engine) !== name) continue;
+        active++;
+        memoryBytes += (deps.templates.get(e.template)?.resources.memoryMb ?? 0) * MiB;
+      }
+      return { active, memoryBytes };
+    },
+
+    /** The engine of an entry (engines route its calls by it before any row exists). */
+    engineOf: (id: string): string | null | undefined => entries.get(id)?.engine,
+
+    /** Starts filling (after start-up reconciliation removed a previous run's entries). */
+    start() {
+      if (!sizes.length) return;
+      running = true;
+      fill();
+    },
+
+    /**
+     * Stops refilling and removes the ready entries (a Keel that is not started again leaves nothing
+     * behind). What a bounded close cuts short, or an entry still being made, the next start-up removes.
+     */
+    async stop(waitMs: number): Promise<void> {
+      running = false;
+      if (timer) clearTimeout(timer);
+      const all = [...ready.values()].flatMap((list) => list.splice(0));
+      await Promise.race([Promise.all(all.map((e) => discard(e.id, e.containerId))), Bun.sleep(waitMs)]);
+    },
+  };
+}
+
+export type WarmPool = ReturnType<typeof createWarmPool>;
