@@ -1,7 +1,7 @@
-// The dashboard's files: built by Bun's bundler from client/index.html (the HTML, one script, one
-// stylesheet, names hashed). `bun run build` builds them once and embeds them in the single binary
-// (scripts/build.ts defines KEEL_UI_ASSETS); from source (npm run dev, tests) they are built in
-// memory on first use, a fraction of a second.
+// The dashboard's files: built by Bun's bundler from client/index.html (the HTML, its script and the
+// chunks it loads on demand, one stylesheet, names hashed). `bun run build` builds them once and
+// embeds them in the single binary (scripts/build.ts defines KEEL_UI_ASSETS); from source (npm run
+// dev, tests) they are built in memory on first use, a fraction of a second.
 import { join } from 'node:path';
 
 declare const KEEL_UI_ASSETS: string | undefined;
@@ -27,6 +27,8 @@ export async function buildUiAssets(): Promise<Record<string, UiAsset>> {
     entrypoints: [join(import.meta.dir, 'client', 'index.html')],
     target: 'browser',
     minify: true,
+    // Chunks for what the page imports only when needed (xterm.js behind the Terminal view).
+    splitting: true,
     publicPath: ASSET_PREFIX,
     naming: { entry: '[name].[ext]', chunk: '[name]-[hash].[ext]', asset: '[name]-[hash].[ext]' },
   });

@@ -3,7 +3,9 @@
 // The Terminal view of a workspace's page: xterm.js (bundled from npm, served by Keel) on a terminal
 // of the workspace API. `Open terminal` opens one; its id is kept in this tab, so a reload asks a new
 // ticket for the same terminal and first shows what it wrote meanwhile (the server's replay).
-import { Terminal } from '@xterm/xterm';
+// xterm.js (~270 kB) is a chunk of its own, loaded when a terminal is first opened, so the page's
+// first script stays small; its stylesheet (a few kB) goes with the dashboard's.
+import type { Terminal } from '@xterm/xterm';
 import '@xterm/xterm/css/xterm.css';
 import { api, messageOf } from './api';
 import { h } from './dom';
@@ -39,7 +41,10 @@ export function terminalPanel(ctx: PanelContext): HTMLElement {
     if (ctx.signal.aborted) return;
     sessionStorage.setItem(key(ctx.id), t.id);
     socket?.close();
-    term ??= new Terminal({ cols: COLS, rows: ROWS, convertEol: false });
+    if (!term) {
+      const xterm = await import('@xterm/xterm');
+      term ??= new xterm.Terminal({ cols: COLS, rows: ROWS, convertEol: false });
+    }
     if (!term.element) {
       term.open(screen);
       const enc = new TextEncoder();
