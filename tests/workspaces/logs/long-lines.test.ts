@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { apiAt, ownPortRange, requireTestEnv, startTestPlatform, type ApiCall } from '../../helpers/platform';
+import { apiAt, ownPortRange, requireTestEnv, startTestPlatform, testToken, type ApiCall } from '../../helpers/platform';
 import { BUN, startKeel, type KeelProcess } from '../../helpers/process';
 import { watchHealth } from '../../helpers/health-watch';
+import { followLogs } from '../../helpers/log-follower';
 import { sseReader } from '../../helpers/sse';
 import { closeAndClean, createRunning } from '../../helpers/workspaces';
 import { keelInstance, removeInstanceObjects } from '../../helpers/docker';
@@ -170,11 +171,8 @@ describe('long log lines', () => {
     for (let i = 0; i < repeats / 10_000; i++) want.add(block);
     const wantHex = want.hex();
 
-    const abort = new AbortController();
-    const res = await api('workspaces', `/api/workspaces/${id}/logs?follow=true&tail=0&service=main`, { signal: abort.signal });
-    expect(res.status).toBe(200);
-    const reader = sseReader(res);
-    expect((await reader.next())?.comment).toBe('connected');
+    // Followed from a process of its own (helpers/log-follower.ts), which resolves once the follow is open.
+    const follow = await followLogs(`${keel!.urls.workspaces}/api/workspaces/${id}/logs?follow=true&tail=0&service=main`, testToken('alice'), 'after-the-long-line');
 
     const pid = keel!.proc.pid;
     const health = await watchHealth(SERVICES.map((s) => keel!.urls[s]!));
@@ -183,25 +181,16 @@ describe('long log lines', () => {
     const written = sh(id, `yes '${pattern}' | head -c ${(unit + 1) * repeats} | tr -d '\\n' > /proc/1/fd/1; printf '\\nafter-the-long-line\\n' > /proc/1/fd/1`, 300_000);
 
     // Followed: entries of at most 64 KiB, one timestamp, in order, until the line after it.
-    const followed = digest();
-    const sizes: number[] = [];
-    let stamp = '';
-    for (;;) {
-      const f = await reader.nextEvent(60_000);
-      expect(f?.event).toBeUndefined();
-      const e = JSON.parse(f!.data!) as Entry;
-      if (e.message === 'after-the-long-line') break;
-      stamp ||= e.timestamp;
-      expect(e.timestamp).toBe(stamp);
-      expect(e.service).toBe('main');
-      followed.add(e.message);
-      sizes.push(utf8.encode(e.message).byteLength);
-    }
-    abort.abort();
+    const followed = await follow.report;
+    expect(followed.event).toBeUndefined();
     await written;
     const rssFollowed = rss(pid);
+    expect(followed.timestamps).toHaveLength(1);
+    const stamp = followed.timestamps[0]!;
+    expect(followed.services).toEqual(['main']);
+    const sizes = followed.sizes;
     expect(followed.bytes).toBe(want.bytes);
-    expect(followed.hex()).toBe(wantHex);
+    expect(followed.sha256).toBe(wantHex);
     expect(Math.max(...sizes)).toBeLessThanOrEqual(CAP);
     // Cut only where the next character would not fit: every entry but the last is nearly full.
     expect(Math.min(...sizes.slice(0, -1))).toBeGreaterThan(CAP - 4);
