@@ -46,6 +46,8 @@ function expectExit(code: number, out: string) {
 }
 
 if (import.meta.main) {
+  // The test that started it may be gone (it failed before stop()): nobody reads the report then.
+  process.stdout.on('error', () => process.exit(0));
   const urls = JSON.parse(process.env.KEEL_HEALTH_URLS!) as string[];
   const everyMs = Number(process.env.KEEL_HEALTH_EVERY_MS);
   let stop = false;
@@ -74,5 +76,9 @@ if (import.meta.main) {
     if (report.rounds++ === 0) process.stdout.write('started\n');
     await Bun.sleep(everyMs);
   }
-  process.stdout.write(JSON.stringify(report) + '\n');
+  try {
+    process.stdout.write(JSON.stringify(report) + '\n');
+  } catch {
+    process.exit(0);
+  }
 }
