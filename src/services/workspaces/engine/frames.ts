@@ -102,6 +102,23 @@ function splitTimestamp(bytes: Uint8Array): { ts: string; body: Uint8Array } {
   return { ts: String.fromCharCode(...bytes.subarray(0, sp)), body: bytes.subarray(sp + 1) };
 }
 
+/** A line cutter and a decoder per stream: what both log assemblers below keep. */
+function streamCutters(onPiece: OnPiece, maxBytes: number) {
+  const make = (s: StdStream) => ({ cut: lineCutter(maxBytes, (p) => onPiece(s, p)), dec: new TextDecoder() });
+  return { stdout: make('stdout'), stderr: make('stderr') };
+}
+
+/** Ends each stream's line in progress with what its decoder still holds (the end of the log). */
+function flushCutters(st: ReturnType<typeof streamCutters>) {
+  for (const { cut, dec } of Object.values(st)) {
+    const rest = dec.decode();
+    if (!cut.open && !rest) continue;
+    if (!cut.open) cut.begin('');
+    cut.append(rest);
+    cut.end();
+  }
+}
+
 /**
  * Rebuilds log lines from the engine's log frames (one frame per log message, "<ts> <text>") and
  * cuts them into pieces of at most maxBytes. The engine splits a line longer than 16 KiB into
@@ -110,8 +127,7 @@ function splitTimestamp(bytes: Uint8Array): { ts: string; body: Uint8Array } {
  * `messages` counts the engine's messages (its `tail` counts those).
  */
 export function logPieceAssembler(onPiece: OnPiece, maxBytes = LOG_PIECE_MAX_BYTES) {
-  const make = (s: StdStream) => ({ cut: lineCutter(maxBytes, (p) => onPiece(s, p)), dec: new TextDecoder() });
-  const st = { stdout: make('stdout'), stderr: make('stderr') };
+  const st = streamCutters(onPiece, maxBytes);
   let messages = 0;
   return {
     get messages() {
@@ -136,15 +152,7 @@ export function logPieceAssembler(onPiece: OnPiece, maxBytes = LOG_PIECE_MAX_BYT
       cut.append(from === 0 ? text : text.slice(from));
       if (ends) cut.end();
     },
-    flush() {
-      for (const { cut, dec } of Object.values(st)) {
-        const rest = dec.decode();
-        if (!cut.open && !rest) continue;
-        if (!cut.open) cut.begin('');
-        cut.append(rest);
-        cut.end();
-      }
-    },
+    flush: () => flushCutters(st),
   };
 }
 
@@ -153,8 +161,7 @@ export function logPieceAssembler(onPiece: OnPiece, maxBytes = LOG_PIECE_MAX_BYT
  * timestamp is read when its first chunk holds it whole (a 40-byte prefix), else it stays empty.
  */
 export function rawLogAssembler(onPiece: OnPiece, maxBytes = LOG_PIECE_MAX_BYTES) {
-  const make = (s: StdStream) => ({ cut: lineCutter(maxBytes, (p) => onPiece(s, p)), dec: new TextDecoder() });
-  const st = { stdout: make('stdout'), stderr: make('stderr') };
+  const st = streamCutters(onPiece, maxBytes);
   return {
     push(stream: StdStream, bytes: Uint8Array) {
       const { cut, dec } = st[stream];
@@ -177,15 +184,7 @@ export function rawLogAssembler(onPiece: OnPiece, maxBytes = LOG_PIECE_MAX_BYTES
         from = nl + 1;
       }
     },
-    flush() {
-      for (const { cut, dec } of Object.values(st)) {
-        const rest = dec.decode();
-        if (!cut.open && !rest) continue;
-        if (!cut.open) cut.begin('');
-        cut.append(rest);
-        cut.end();
-      }
-    },
+    flush: () => flushCutters(st),
   };
 }
 
