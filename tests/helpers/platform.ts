@@ -42,6 +42,17 @@ export function testToken(sub = 'alice', o: { role?: 'admin'; ttlSeconds?: numbe
   return mintToken(TEST_SECRET, { sub, ttlSeconds: o.ttlSeconds ?? 3600, role: o.role });
 }
 
+/** Every service's port as `0`: each listens on a free one and logs its URL. */
+export const freePortsEnv = () => ({
+  APP_WORKSPACES_PORT: '0',
+  APP_CATALOG_PORT: '0',
+  APP_SOURCES_PORT: '0',
+  APP_WORKERS_PORT: '0',
+  APP_IDENTITY_PORT: '0',
+  APP_PREVIEW_PORT: '0',
+  APP_PLAYBACK_PORT: '0',
+});
+
 export type ApiCall = (service: ServiceName, path: string, init?: RequestInit & { as?: string | null; json?: unknown }) => Promise<Response>;
 
 /** fetch against the services at `urls` with a Bearer token for `as` (default alice; `admin` has the admin role); `json` is sent as the body. */
@@ -63,13 +74,7 @@ export async function startTestPlatform(opts: { services: ServiceName[]; env?: R
     APP_DATA_DIR: dataDir,
     APP_API_SECRET: TEST_SECRET,
     APP_SERVICES: opts.services.join(','),
-    APP_WORKSPACES_PORT: '0',
-    APP_CATALOG_PORT: '0',
-    APP_SOURCES_PORT: '0',
-    APP_WORKERS_PORT: '0',
-    APP_IDENTITY_PORT: '0',
-    APP_PREVIEW_PORT: '0',
-    APP_PLAYBACK_PORT: '0',
+    ...freePortsEnv(),
     APP_WORKSPACE_PORT_RANGE: ownPortRange(),
     ...opts.env,
   };

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
-import { TEST_SECRET } from './platform';
+import { freePortsEnv, TEST_SECRET } from './platform';
 
 export const ROOT = join(import.meta.dir, '..', '..');
 export const BUN = process.execPath;
@@ -17,15 +17,6 @@ export interface KeelProcess {
   stop(): Promise<number>;
 }
 
-export const freePortsEnv = () => ({
-  APP_WORKSPACES_PORT: '0',
-  APP_CATALOG_PORT: '0',
-  APP_SOURCES_PORT: '0',
-  APP_WORKERS_PORT: '0',
-  APP_IDENTITY_PORT: '0',
-  APP_PREVIEW_PORT: '0',
-  APP_PLAYBACK_PORT: '0',
-});
 
 /** Starts `cmd` and waits until every service in APP_SERVICES has logged its URL. */
 export async function startKeel(cmd: string[], env: Record<string, string>, services: string[]): Promise<KeelProcess> {

@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verifyHs256 } from '../../src/platform/auth/workspace-token';
-import { BUN, ROOT, freePortsEnv, startKeel } from '../helpers/process';
+import { BUN, ROOT, startKeel } from '../helpers/process';
+import { freePortsEnv } from '../helpers/platform';
 
 const run = (env: Record<string, string>) => {
   const r = Bun.spawnSync([BUN, 'src/main.ts'], {
