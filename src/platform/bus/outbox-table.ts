@@ -1,9 +1,9 @@
 // The shape of a service's event outbox table. Each service declares its own table with this factory
-// in its *.tables.ts (it owns the rows; drizzle-kit finds it there); event-outbox.ts relays the rows.
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+// in its *.tables.ts, with the builders of platform/db-schema.ts (it owns the rows; drizzle-kit finds it there); event-outbox.ts relays the rows.
+import type { TableBuilders } from '../db-schema';
 
-export function eventOutboxTable(name: string) {
-  return sqliteTable(
+export function eventOutboxTable({ table, text, integer, index }: TableBuilders, name: string) {
+  return table(
     name,
     {
       /** Insertion order: the order events are relayed in. */
@@ -25,8 +25,8 @@ export function eventOutboxTable(name: string) {
 export type EventOutboxTable = ReturnType<typeof eventOutboxTable>;
 
 /** An idempotent consumer's memory: the event ids it has acted on (the row is written with the effect). */
-export function eventInboxTable(name: string) {
-  return sqliteTable(name, {
+export function eventInboxTable({ table, text, integer }: TableBuilders, name: string) {
+  return table(name, {
     eventId: text('event_id').primaryKey(),
     /** Epoch ms. */
     receivedAt: integer('received_at').notNull(),
