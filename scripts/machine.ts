@@ -6,10 +6,12 @@
 //     a private engine kept in `dir`, another dockerd already running on this machine; or starts a
 //     private dockerd in `dir` (vfs storage, iptables on as Docker's default) and leaves it running
 //     on purpose so the next run reuses it (`bun scripts/engine.ts stop <dir>` stops it);
-//   - starts a nats-server on loopback that accepts only one user and password (tests).
+//   - starts a nats-server on loopback that accepts only one user and password (tests);
+//   - starts a private PostgreSQL cluster on loopback with a password (tests), from Debian's packages.
 // The compiled binary (src/bin.ts) never imports this file: only these scripts install anything.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -26,7 +28,7 @@ const APT_PACKAGES: Record<string, string> = {
   ldd: 'libc-bin', // finds the C library files the offline bun-typescript image needs
 };
 /** What only the tests need: the dashboard's end-to-end tests drive Debian's Chromium (never a downloaded one). */
-const TEST_APT_PACKAGES: Record<string, string> = { chromium: 'chromium' };
+const TEST_APT_PACKAGES: Record<string, string> = { chromium: 'chromium', pg_ctlcluster: 'postgresql' };
 
 const say = (line: string) => process.stderr.write(`keel: ${line}\n`);
 const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
@@ -235,6 +237,57 @@ export async function startNats(): Promise<{ url: string; stop: () => void }> {
   throw new MachineError('nats-server did not start');
 }
 
+/** The server programs of Debian's newest installed PostgreSQL (they are not on PATH there). */
+function postgresBin(): string {
+  const root = '/usr/lib/postgresql';
+  const versions = existsSync(root) ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))) : [];
+  if (!versions.length) throw new MachineError('PostgreSQL is not installed (apt-get install postgresql)');
+  return join(root, versions.sort((a, b) => Number(b) - Number(a))[0]!, 'bin');
+}
+
+/**
+ * A private PostgreSQL cluster in a temporary directory, on loopback, whose one role `keel` logs in
+ * with a random password (scram-sha-256); run as Debian's `postgres` user when we are root, since
+ * PostgreSQL refuses to run as root. Durability settings are off: it lives for one test run. The URL
+ * names the `postgres` database; tests create a database of their own in it.
+ */
+export async function startPostgres(): Promise<{ url: string; stop: () => void }> {
+  const bin = postgresBin();
+  const dir = mkdtempSync(join(tmpdir(), 'keel-pg-'));
+  const pass = randomBytes(12).toString('hex');
+  writeFileSync(join(dir, 'password'), pass, { mode: 0o600 });
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) {
+    const id = (flag: string) => run('id', [flag, 'postgres']);
+    if (id('-u').status !== 0) throw new MachineError('the postgres user is missing (apt-get install postgresql creates it)');
+    const [uid, gid] = [Number(id('-u').stdout), Number(id('-g').stdout)];
+    chownSync(dir, uid, gid);
+    chownSync(join(dir, 'password'), uid, gid);
+  }
+  const as = (cmd: string, args: string[]) => (asRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args]) as [string, string[]];
+  const data = join(dir, 'data');
+  const init = run(...as(join(bin, 'initdb'), ['-D', data, '-U', 'keel', `--pwfile=${join(dir, 'password')}`, '--auth=scram-sha-256', '-E', 'UTF8', '--no-sync']));
+  if (init.status !== 0) throw new MachineError(`initdb failed: ${init.stderr.trim().split('\n').pop()}`);
+  const port = await freePort();
+  const options = ['-h', '127.0.0.1', '-p', String(port), '-k', dir, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'];
+  const log = openSync(join(dir, 'postgres.log'), 'a');
+  const child = spawn(...as(join(bin, 'postgres'), ['-D', data, ...options]), { stdio: ['ignore', log, log], detached: true });
+  const stop = () => {
+    run(...as(join(bin, 'pg_ctl'), ['stop', '-D', data, '-m', 'immediate', '-s']));
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  for (let i = 0; i < 100; i++) {
+    if (run(...as(join(bin, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(port), '-q'])).status === 0) {
+      return { url: `postgres://keel:${pass}@127.0.0.1:${port}/postgres`, stop };
+    }
+    await Bun.sleep(100);
+  }
+  const why = readFileSync(join(dir, 'postgres.log'), 'utf8').trim().split('\n').pop();
+  stop();
+  throw new MachineError(`PostgreSQL did not start: ${why}`);
+}
+
 /** The private engine of `npm test`, shared by every test run on this machine (left running). */
 export const TEST_ENGINE_DIR = '/tmp/keel-test-docker';
 
@@ -249,7 +302,15 @@ export async function prepareTestMachine(): Promise<PreparedMachine> {
   installMissing(TEST_APT_PACKAGES);
   const engine = await ensureEngine({ dir: TEST_ENGINE_DIR, dockerHost: process.env.DOCKER_HOST || undefined });
   const nats = await startNats();
-  return { env: { DOCKER_HOST: engine.host, KEEL_TEST_NATS_URL: nats.url }, engine, stop: () => nats.stop() };
+  const postgres = await startPostgres().catch((e) => {
+    nats.stop();
+    throw e;
+  });
+  return {
+    env: { DOCKER_HOST: engine.host, KEEL_TEST_NATS_URL: nats.url, KEEL_TEST_POSTGRES_URL: postgres.url },
+    engine,
+    stop: () => (nats.stop(), postgres.stop()),
+  };
 }
 
 /** Where `npm run dev` keeps its private engine, and where `npm run engine:*` looks for it. */

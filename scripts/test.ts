@@ -2,29 +2,50 @@
 // machine is made ready by bun's test preload (tests/helpers/preload.ts, scripts/machine.ts), so a
 // plain `bun test` does the same; no test is skipped for a missing dependency: if one cannot be set
 // up, the run fails saying why.
+//
+// The whole suite (no arguments) runs in two passes: everything on the embedded SQLite, then the
+// suites of the services that keep their state in PostgreSQL when asked (APP_DATABASE_URL) again
+// with KEEL_TEST_DATABASE=postgres, each test platform on a fresh database of the run's cluster.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/** The suites of the services written for both databases (platform/store.ts). */
+export const POSTGRES_SUITES = ['tests/catalog', 'tests/identity', 'tests/sources', 'tests/workers'];
+
 const reportDir = mkdtempSync(join(tmpdir(), 'keel-test-report-'));
-const report = join(reportDir, 'junit.xml');
-// A per-test limit that leaves room for engine work on a busy 2-core machine (bun's default is 5 s).
-const test = spawn(process.execPath, ['test', '--timeout', '30000', '--reporter=junit', `--reporter-outfile=${report}`, ...process.argv.slice(2)], {
-  stdio: 'inherit',
-  env: { ...process.env, NODE_ENV: 'test' },
-});
-const code: number = await new Promise((resolve) => test.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
+
+/** One `bun test` run; its exit code and its counts from the junit report. */
+async function pass(name: string, args: string[], env: Record<string, string>) {
+  const report = join(reportDir, `${name}.xml`);
+  // A per-test limit that leaves room for engine work on a busy 2-core machine (bun's default is 5 s).
+  const test = spawn(process.execPath, ['test', '--timeout', '30000', '--reporter=junit', `--reporter-outfile=${report}`, ...args], {
+    stdio: 'inherit',
+    env: { ...process.env, NODE_ENV: 'test', ...env },
+  });
+  const code: number = await new Promise((resolve) => test.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
+  let counts = { tests: 0, failures: 0, skipped: 0 };
+  try {
+    const head = /<testsuites[^>]*>/.exec(readFileSync(report, 'utf8'))?.[0] ?? '';
+    const count = (attr: string) => Number(new RegExp(`${attr}="(\\d+)"`).exec(head)?.[1] ?? 0);
+    counts = { tests: count('tests'), failures: count('failures'), skipped: count('skipped') };
+  } catch {
+    // No report (bun failed before running tests): its own output and the exit code say why.
+  }
+  return { code, ...counts };
+}
+
+const args = process.argv.slice(2);
+const passes = [await pass('sqlite', args, {})];
+if (args.length === 0) {
+  process.stdout.write('\nThe services written for both databases, again on PostgreSQL:\n');
+  passes.push(await pass('postgres', POSTGRES_SUITES, { KEEL_TEST_DATABASE: 'postgres' }));
+}
 
 // One plain closing line that any CI can read: "N passed, N failed".
-try {
-  const head = /<testsuites[^>]*>/.exec(readFileSync(report, 'utf8'))?.[0] ?? '';
-  const count = (attr: string) => Number(new RegExp(`${attr}="(\\d+)"`).exec(head)?.[1] ?? 0);
-  const failed = count('failures');
-  const skipped = count('skipped');
-  process.stdout.write(`\n${count('tests') - failed - skipped} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
-} catch {
-  // No report (bun failed before running tests): its own output and the exit code say why.
-}
+const sum = (k: 'tests' | 'failures' | 'skipped') => passes.reduce((n, p) => n + p[k], 0);
+const [tests, failed, skipped] = [sum('tests'), sum('failures'), sum('skipped')];
+if (tests > 0) process.stdout.write(`\n${tests - failed - skipped} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
 rmSync(reportDir, { recursive: true, force: true });
-process.exit(code);
+process.exit(passes.find((p) => p.code !== 0)?.code ?? 0);

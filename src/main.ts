@@ -1,6 +1,7 @@
 // Start-up: config -> database + migrations -> bus -> services -> listen. SIGTERM/SIGINT -> drain and stop.
 import { loadConfig, ConfigError, type ServiceName } from './platform/config';
 import { openDb } from './platform/db';
+import { openPostgresStore, sqliteStore, type Store } from './platform/store';
 import { openBus, type Bus } from './platform/bus';
 import { MAX_BODY_BYTES } from './platform/http/errors';
 import { createLogger, systemClock } from './platform/runtime';
@@ -35,9 +36,20 @@ export async function startPlatform(env: Record<string, string | undefined>): Pr
   // Every named service's own variables, before anything opens: a bad one stops start-up here.
   const serviceConfigs = new Map(config.services.map((name) => [name, definitions[name].loadConfig(env)]));
   const db = openDb(config.dataDir);
-  const bus = await openBus(config.bus, log.child({ component: 'bus' }));
+  let store: Store;
+  try {
+    store = config.databaseUrl ? await openPostgresStore(config.databaseUrl) : sqliteStore(db);
+  } catch (e) {
+    db.$client.close();
+    throw new ConfigError('APP_DATABASE_URL', `PostgreSQL could not be used: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const bus = await openBus(config.bus, log.child({ component: 'bus' })).catch(async (e) => {
+    await store.close();
+    db.$client.close();
+    throw e;
+  });
   const shutdown = new AbortController();
-  const deps: ServiceDeps = { config, db, bus, log, clock: systemClock, shutdown: shutdown.signal };
+  const deps: ServiceDeps = { config, db, store, bus, log, clock: systemClock, shutdown: shutdown.signal };
 
   const running: { name: ServiceName; service: Service; server: { stop(force?: boolean): Promise<void> | void } }[] = [];
   const urls: Platform['urls'] = {};
@@ -54,6 +66,7 @@ export async function startPlatform(env: Record<string, string | undefined>): Pr
   } catch (e) {
     for (const r of running) await r.server.stop(true);
     await bus.close();
+    await store.close();
     db.$client.close();
     throw e;
   }
@@ -67,6 +80,7 @@ export async function startPlatform(env: Record<string, string | undefined>): Pr
       // Reverse start order: a service stops before the ones it was started after (and may be using).
       for (const r of [...running].reverse()) await r.service.stop?.();
       await bus.close();
+      await store.close();
       db.$client.close();
       log.info('stopped');
     })());

@@ -29,6 +29,8 @@ export interface Config {
   /** True when the secret was generated (dev mode); start-up then prints an admin token. */
   apiSecretGenerated: boolean;
   bus: string;
+  /** APP_DATABASE_URL: a postgres:// URL keeps state in PostgreSQL; unset, the SQLite file under the data dir. */
+  databaseUrl?: string;
   /** APP_LOG_LEVEL: `debug`, `info`, `warn`, `error`; default `info`, `warn` under NODE_ENV=test. */
   logLevel: LogLevel;
   /** What GET /version reports: APP_COMMIT (default: the binary's commit, `dev` from source) and APP_TRAIN (`edge`). */
@@ -92,6 +94,14 @@ function readBus(env: Env): string {
   return v;
 }
 
+function readDatabaseUrl(env: Env): string | undefined {
+  const v = readString(env, 'APP_DATABASE_URL', '');
+  if (v === '') return undefined;
+  // The value holds a password: the message never repeats it.
+  if (!/^postgres(ql)?:\/\/[^\s]+$/.test(v)) throw new ConfigError('APP_DATABASE_URL', 'must be a postgres:// URL (unset: the SQLite file under APP_DATA_DIR)');
+  return v;
+}
+
 const SECRET_RE = /^[0-9a-f]{64}$/i;
 
 /** The workspace-API secret: given, or (outside production) generated once and kept under the data dir. */
@@ -146,6 +156,7 @@ export function loadConfig(env: Env = process.env): Config {
     apiSecret: secret,
     apiSecretGenerated: generated,
     bus: readBus(env),
+    databaseUrl: readDatabaseUrl(env),
     build: { commit: env.APP_COMMIT || undefined, train: readString(env, 'APP_TRAIN', 'edge') },
     logLevel: readLogLevel(env),
     env,

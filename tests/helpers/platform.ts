@@ -5,11 +5,12 @@ import { join } from 'node:path';
 import { startPlatform, type Platform } from '../../src/main';
 import { mintToken } from '../../src/platform/auth/workspace-token';
 import type { ServiceName } from '../../src/platform/config';
+import { SQL } from 'bun';
 
 export const TEST_SECRET = 'a'.repeat(16) + '0123456789abcdef'.repeat(3);
 
 /** Environment the suite relies on; the test preload (tests/helpers/preload.ts) provides it. */
-export function requireTestEnv(name: 'DOCKER_HOST' | 'KEEL_TEST_NATS_URL'): string {
+export function requireTestEnv(name: 'DOCKER_HOST' | 'KEEL_TEST_NATS_URL' | 'KEEL_TEST_POSTGRES_URL'): string {
   const v = process.env[name];
   if (!v) throw new Error(`${name} is not set: run the suite with \`bun test\` or \`npm test\` from the checkout, whose preload starts what the tests need`);
   return v;
@@ -66,8 +67,41 @@ export function apiAt(urls: Partial<Record<ServiceName, string>>): ApiCall {
   };
 }
 
+/** True when this run keeps state in PostgreSQL (`KEEL_TEST_DATABASE=postgres`, the test command's second pass). */
+export const onPostgres = () => process.env.KEEL_TEST_DATABASE === 'postgres';
+
+/**
+ * A fresh database in the test run's PostgreSQL cluster, as the URL to give APP_DATABASE_URL; drop()
+ * removes it (closing whatever still holds it).
+ */
+export async function freshPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const admin = requireTestEnv('KEEL_TEST_POSTGRES_URL');
+  const name = `keel_${crypto.randomUUID().replaceAll('-', '')}`;
+  const sql = new SQL(admin, { max: 1 });
+  try {
+    await sql.unsafe(`CREATE DATABASE ${name}`);
+  } finally {
+    await sql.close();
+  }
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const sql = new SQL(admin, { max: 1 });
+      try {
+        await sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await sql.close();
+      }
+    },
+  };
+}
+
 export async function startTestPlatform(opts: { services: ServiceName[]; env?: Record<string, string>; dataDir?: string }): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'keel-test-'));
+  // On the PostgreSQL pass each platform gets a database of its own, as each gets a data dir.
+  const database = onPostgres() && !opts.env?.APP_DATABASE_URL ? await freshPostgresDatabase() : undefined;
   const env: Record<string, string | undefined> = {
     ...process.env,
     NODE_ENV: 'test',
@@ -76,9 +110,13 @@ export async function startTestPlatform(opts: { services: ServiceName[]; env?: R
     APP_SERVICES: opts.services.join(','),
     ...freePortsEnv(),
     APP_WORKSPACE_PORT_RANGE: ownPortRange(),
+    ...(database && { APP_DATABASE_URL: database.url }),
     ...opts.env,
   };
-  const platform = await startPlatform(env);
+  const platform = await startPlatform(env).catch(async (e) => {
+    await database?.drop();
+    throw e;
+  });
   return {
     ...platform,
     dataDir,
@@ -91,6 +129,7 @@ export async function startTestPlatform(opts: { services: ServiceName[]; env?: R
     api: apiAt(platform.urls),
     async close() {
       await platform.stop();
+      await database?.drop();
       if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };

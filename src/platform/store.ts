@@ -1,0 +1,138 @@
+// Where services keep their state: the embedded SQLite file (the default) or PostgreSQL
+// (APP_DATABASE_URL=postgres://...), behind one handle. Code written against a Store runs on both:
+//   - tables come from the service's definer for `store.dialect` (platform/db-schema.ts);
+//   - every query is awaited (drizzle's builders are thenables on both); SQLite's synchronous
+//     `.get()`, `.all()`, `.run()` and raw `$client` calls do not exist on PostgreSQL;
+//   - a transaction is `store.transaction(async (tx) => ...)`, whose body awaits only its own
+//     queries (no bus, no engine, no fetch): on SQLite it holds the one connection's write lock.
+// SQLite-only or PostgreSQL-only SQL stays in this file and in db.ts.
+import { SQL } from 'bun';
+import { createHash } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/bun-sql';
+import { postgresMigrations } from '../../drizzle/migrations';
+import type { Db } from './db';
+import { dbVersion } from './db-version';
+import type { Dialect } from './db-schema';
+
+/** Drizzle over either database, typed with SQLite's builders (see the rules above). */
+export type Orm = Omit<Db, '$client'>;
+
+export interface Store {
+  dialect: Dialect;
+  orm: Orm;
+  /** Runs `body` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(body: (tx: Orm) => Promise<T>): Promise<T>;
+  /**
+   * The change counter: a value that moves whenever a committed write could change what a read
+   * answers (platform/db-version.ts). Read before a cached answer is built.
+   */
+  version(): string | Promise<string>;
+  close(): Promise<void>;
+}
+
+/** The SQLite database main.ts opened, as a Store. */
+export function sqliteStore(db: Db): Store {
+  const client = db.$client;
+  let queue: Promise<unknown> = Promise.resolve();
+  return {
+    dialect: 'sqlite',
+    orm: db,
+    transaction(body) {
+      // One connection: transactions take turns. Drizzle's own SQLite transaction would commit at the
+      // body's first await, so BEGIN and COMMIT are ours.
+      const run = queue.then(async () => {
+        client.exec('BEGIN IMMEDIATE');
+        try {
+          const result = await body(db);
+          client.exec('COMMIT');
+          return result;
+        } catch (e) {
+          if (client.inTransaction) client.exec('ROLLBACK');
+          throw e;
+        }
+      });
+      queue = run.catch(() => undefined);
+      return run;
+    },
+    version: dbVersion(client),
+    async close() {
+      await queue;
+    },
+  };
+}
+
+/** A lock number all Keel processes share, so that one migrates while the others wait. */
+const MIGRATION_LOCK = 0x6b65656c; // "keel"
+
+/**
+ * PostgreSQL at `url`: a pool of connections (Bun's own client), the migrations applied under an
+ * advisory lock (several processes may start at once), and the change counter kept by triggers.
+ */
+export async function openPostgresStore(url: string): Promise<Store> {
+  const client = new SQL(url, { max: 10, idleTimeout: 60 });
+  const orm = drizzlePostgres({ client });
+  try {
+    const lock = await client.reserve();
+    try {
+      await lock`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
+      await migrate(orm);
+      await countChanges(orm);
+    } finally {
+      await lock`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`.catch(() => undefined);
+      lock.release();
+    }
+  } catch (e) {
+    await client.close();
+    throw e;
+  }
+  return {
+    dialect: 'postgres',
+    orm: orm as unknown as Orm,
+    transaction: (body) => orm.transaction((tx) => body(tx as unknown as Orm)),
+    async version() {
+      const [row] = await client`SELECT coalesce(sum(n), 0)::text AS v FROM keel_changes`;
+      return row.v as string;
+    },
+    async close() {
+      await client.close();
+    },
+  };
+}
+
+/** drizzle's own migrator fed from the embedded copy (as db.ts does for SQLite). */
+async function migrate(orm: ReturnType<typeof drizzlePostgres>) {
+  const metas = postgresMigrations.map((m) => ({
+    sql: m.sql.split('--> statement-breakpoint'),
+    bps: m.breakpoints,
+    folderMillis: m.when,
+    hash: createHash('sha256').update(m.sql).digest('hex'),
+  }));
+  const internal = orm as unknown as { dialect: { migrate: Function }; session: unknown };
+  await internal.dialect.migrate(metas, internal.session, {});
+}
+
+/**
+ * The change counter on PostgreSQL: a statement trigger on every table adds one to that table's row
+ * of keel_changes, in the writing transaction, so the sum moves exactly when the write commits (a
+ * sequence would move before the commit, and a read between the two would cache old rows under the
+ * new value). One row per table keeps writers to different tables off each other's row lock.
+ * Checked at every start, so a table a later migration adds gets its trigger too.
+ */
+async function countChanges(orm: ReturnType<typeof drizzlePostgres>) {
+  await orm.execute(sql`CREATE TABLE IF NOT EXISTS keel_changes (table_name text PRIMARY KEY, n bigint NOT NULL)`);
+  await orm.execute(
+    sql.raw(`CREATE OR REPLACE FUNCTION keel_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO keel_changes AS c VALUES (TG_TABLE_NAME, 1) ON CONFLICT (table_name) DO UPDATE SET n = c.n + 1;
+  RETURN NULL;
+END $$`),
+  );
+  const tables = await orm.execute<{ name: string }>(
+    sql`SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'keel_changes'`,
+  );
+  for (const { name } of tables) {
+    const table = sql.identifier(name);
+    await orm.execute(sql`CREATE OR REPLACE TRIGGER keel_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION keel_changed()`);
+  }
+}
