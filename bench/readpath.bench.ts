@@ -124,7 +124,7 @@ export async function run(): Promise<Record<string, unknown>> {
     rows.push(row('GET /api/workspaces, If-None-Match: 304 (bare: 200 with the body)', figures['list304@32']!));
     printTable(`read path vs a bare Bun.serve answering the same bytes (wrk -t1, ${SECONDS} s, best of ${ROUNDS})`, rows);
 
-    const stages = stageProfile(join(keel.dataDir, 'keel.db'), OWNER, keel.secret);
+    const stages = await stageProfile(join(keel.dataDir, 'keel.db'), OWNER, keel.secret);
     printTable('one read, stage by stage (µs, in-process)', [
       { stage: 'verify HS256 token / cached token', before: stages.common.verifyHs256Us, after: stages.common.cachedTokenUs },
       { stage: 'rate limit', before: stages.common.rateLimitUs, after: stages.common.rateLimitUs },

@@ -5,13 +5,14 @@
 // the same event id, so JetStream drops it as a duplicate and consumers act once per id anyway.
 import { and, asc, eq, inArray, isNotNull, isNull, lt } from 'drizzle-orm';
 import type { Db } from '../db';
+import type { Orm } from '../store';
 import { errorFields, newId, type Clock, type Logger } from '../runtime';
 import type { Bus, DurableSubject } from './bus';
 import type { BusEvents } from './subjects';
 import type { EventInboxTable, EventOutboxTable } from './outbox-table';
 
 /** A transaction handle (or the database itself) of the caller's own write. */
-type Tx = Pick<Db, 'insert' | 'select'>;
+type Tx = Pick<Orm, 'insert' | 'select'>;
 
 /** Rows relayed per pass. */
 const BATCH = 100;
@@ -22,7 +23,8 @@ const KEEP_SENT_MS = 24 * 3600_000;
 
 export type WithoutEventId<T> = Omit<T, 'eventId'>;
 
-export function createEventOutbox(deps: { db: Db; table: EventOutboxTable; bus: Bus; clock: Clock; log: Logger }) {
+/** `db`: the service's Store orm (SQLite or PostgreSQL), or the SQLite Db of a service not yet on the Store. */
+export function createEventOutbox(deps: { db: Orm; table: EventOutboxTable; bus: Bus; clock: Clock; log: Logger }) {
   const { db, table, bus, clock, log } = deps;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running = false;
@@ -32,13 +34,13 @@ export function createEventOutbox(deps: { db: Db; table: EventOutboxTable; bus: 
   /** Sends unsent rows in order until none is left; a failure stops the pass (the rows stay for the next). */
   async function pass(): Promise<void> {
     for (;;) {
-      const rows = db.select().from(table).where(isNull(table.sentAt)).orderBy(asc(table.seq)).limit(BATCH).all();
+      const rows = await db.select().from(table).where(isNull(table.sentAt)).orderBy(asc(table.seq)).limit(BATCH);
       if (rows.length === 0) return;
       // Handed to the bus in order (one connection keeps it); each resolves when the bus took it.
       const results = await Promise.allSettled(rows.map((r) => bus.publish(r.subject as DurableSubject, JSON.parse(r.payload), { untilStored: true })));
       const firstFailed = results.findIndex((r) => r.status === 'rejected');
       const sent = (firstFailed === -1 ? rows : rows.slice(0, firstFailed)).map((r) => r.seq);
-      if (sent.length) db.update(table).set({ sentAt: clock.now() }).where(inArray(table.seq, sent)).run();
+      if (sent.length) await db.update(table).set({ sentAt: clock.now() }).where(inArray(table.seq, sent));
       if (firstFailed !== -1) throw (results[firstFailed] as PromiseRejectedResult).reason;
     }
   }
@@ -63,15 +65,27 @@ export function createEventOutbox(deps: { db: Db; table: EventOutboxTable; bus: 
       });
   }
 
+  /** The row of a new event, and the payload that will be published. */
+  function eventRow<S extends DurableSubject>(subject: S, payload: WithoutEventId<BusEvents[S]>) {
+    const eventId = newId('evt', clock);
+    const full = { eventId, ...payload } as BusEvents[S];
+    return { full, row: { eventId, subject, payload: JSON.stringify(full), createdAt: clock.now() } };
+  }
+
   return {
     /**
      * Writes `payload` (given an event id) as an unsent event of `subject` through `tx`, the caller's
-     * transaction, and returns what will be published. Call kick() once the transaction committed.
+     * transaction (store.transaction), and returns what will be published. Call kick() once it committed.
      */
-    record<S extends DurableSubject>(tx: Tx, subject: S, payload: WithoutEventId<BusEvents[S]>): BusEvents[S] {
-      const eventId = newId('evt', clock);
-      const full = { eventId, ...payload } as BusEvents[S];
-      tx.insert(table).values({ eventId, subject, payload: JSON.stringify(full), createdAt: clock.now() }).run();
+    async record<S extends DurableSubject>(tx: Tx, subject: S, payload: WithoutEventId<BusEvents[S]>): Promise<BusEvents[S]> {
+      const { full, row } = eventRow(subject, payload);
+      await tx.insert(table).values(row);
+      return full;
+    },
+    /** record() inside a synchronous SQLite transaction, for the services not yet on the Store (workspaces). */
+    recordSync<S extends DurableSubject>(tx: Pick<Db, 'insert'>, subject: S, payload: WithoutEventId<BusEvents[S]>): BusEvents[S] {
+      const { full, row } = eventRow(subject, payload);
+      tx.insert(table).values(row).run();
       return full;
     },
     /** Relays what is unsent now (after a commit). */
@@ -79,7 +93,9 @@ export function createEventOutbox(deps: { db: Db; table: EventOutboxTable; bus: 
     /** Relays what a previous run left, then keeps relaying. */
     start() {
       running = true;
-      db.delete(table).where(and(isNotNull(table.sentAt), lt(table.createdAt, clock.now() - KEEP_SENT_MS))).run();
+      Promise.resolve(db.delete(table).where(and(isNotNull(table.sentAt), lt(table.createdAt, clock.now() - KEEP_SENT_MS)))).catch((e) =>
+        log.warn('sent events not pruned', errorFields(e)),
+      );
       kick();
     },
     /** Stops relaying; a pass under way finishes (rows it could not send wait for the next start). */
@@ -104,6 +120,7 @@ const PRUNE_SEEN_EVERY_MS = 3600_000;
  * returns false for a duplicate. Ids older than the stream's retention are forgotten.
  */
 export function createEventInbox(deps: { db: Db; table: EventInboxTable; clock: Clock }) {
+  type Tx = Pick<Db, 'insert' | 'select'>;
   const { db, table: inbox, clock } = deps;
   let prunedAt = 0;
   return {

@@ -44,8 +44,11 @@ function rawTarget(url: string): string {
 }
 
 export interface ResponseCacheOptions {
-  /** The data version (platform/db-version.ts): an entry is served only while it is unchanged. */
-  version: () => string;
+  /**
+   * The data version (Store.version(), platform/store.ts): an entry is served only while it is
+   * unchanged. Synchronous on SQLite, so a hit costs no await there; a round trip on PostgreSQL.
+   */
+  version: () => string | Promise<string>;
   /** Cache-Control of the answers, e.g. `private, no-cache` (per actor) or `no-cache` (public). */
   cacheControl: string;
   /** Vary of the answers (`Authorization` when the scope comes from the token). */
@@ -157,20 +160,31 @@ export function createResponseCache(opts: ResponseCacheOptions) {
      * The answer must depend on nothing else of the request (no host, no other header): `early()`
      * serves it again by scope, path and query alone.
      */
-    answer(request: Request, set: ElysiaSet, scope: string, key: string, build: () => unknown): Response {
+    answer(request: Request, set: ElysiaSet, scope: string, key: string, build: () => unknown): Response | Promise<Response> {
       const full = `${scope}\u0000${key}`;
-      const version = opts.version(); // read before building: a write during the build makes the entry stale, never the reverse
-      let entry = current(full, version);
-      if (entry) hits++;
-      else {
+      const finish = (entry: Entry) => {
+        // This raw target passed the route's validation and means `key`: early() may answer it now.
+        remember(`${scope}\u0000${rawTarget(request.url)}`, full);
+        return respond(request, entry, headersFor(set, entry.etag));
+      };
+      const withVersion = (version: string) => {
+        const entry = current(full, version);
+        if (entry) {
+          hits++;
+          return finish(entry);
+        }
         misses++;
-        const body = JSON.stringify(build());
-        entry = { version, body, etag: `"${Bun.hash(body).toString(36)}"` };
-        store(full, entry);
-      }
-      // This raw target passed the route's validation and means `key`: early() may answer it now.
-      remember(`${scope}\u0000${rawTarget(request.url)}`, full);
-      return respond(request, entry, headersFor(set, entry.etag));
+        const keep = (value: unknown) => {
+          const body = JSON.stringify(value);
+          const built = { version, body, etag: `"${Bun.hash(body).toString(36)}"` };
+          store(full, built);
+          return finish(built);
+        };
+        const value = build();
+        return value instanceof Promise ? value.then(keep) : keep(value);
+      };
+      const version = opts.version(); // read before building: a write during the build makes the entry stale, never the reverse
+      return typeof version === 'string' ? withVersion(version) : version.then(withVersion);
     },
     /**
      * The answer of a GET from an onRequest hook, before routing and validation, or undefined to
@@ -179,18 +193,22 @@ export function createResponseCache(opts: ResponseCacheOptions) {
      * are added to the answer. Call it only after everything the request must pass (auth, the
      * rate limit), with the scope the route's handler would use.
      */
-    early(request: Request, scope: string, headers: HeaderPairs): Response | undefined {
+    early(request: Request, scope: string, headers: HeaderPairs): Response | undefined | Promise<Response | undefined> {
       if (request.method !== 'GET') return undefined;
       const full = validated.get(`${scope}\u0000${rawTarget(request.url)}`);
       if (full === undefined) return undefined;
       const inm = request.headers.get('if-none-match');
       if (inm !== null && inm.length > MAX_IF_NONE_MATCH) return undefined; // the route's header validation answers it
-      const entry = current(full, opts.version());
-      if (!entry) return undefined;
-      earlyHits++;
-      const h = baseHeaders(entry.etag);
-      for (const [k, v] of headers) h[k] = v;
-      return respond(request, entry, h);
+      const withVersion = (version: string) => {
+        const entry = current(full, version);
+        if (!entry) return undefined;
+        earlyHits++;
+        const h = baseHeaders(entry.etag);
+        for (const [k, v] of headers) h[k] = v;
+        return respond(request, entry, h);
+      };
+      const version = opts.version();
+      return typeof version === 'string' ? withVersion(version) : version.then(withVersion);
     },
     stats: () => ({ entries: entries.size, chars, hits, misses, earlyHits, targets: validated.size }),
   };

@@ -27,7 +27,7 @@ export interface WorkspaceAuthOptions {
    * returns undefined to let it go on (e.g. `(req, actor, h) => lists.early(req, listScope(actor), h)`).
    * `headers` are the rate-limit headers the answer must carry.
    */
-  early?: (request: Request, actor: Actor, headers: HeaderPairs) => Response | undefined;
+  early?: (request: Request, actor: Actor, headers: HeaderPairs) => Response | undefined | Promise<Response | undefined>;
   /** Requests under the prefix that carry their own authorisation (a WebSocket's ticket): no token needed here. */
   ownAuth?: (request: Request) => boolean;
 }
@@ -67,21 +67,26 @@ export function workspaceAuth(opts: WorkspaceAuthOptions) {
       }
       const key = actor ? `sub:${actor.id}` : `ip:${server?.requestIP(request)?.address ?? 'unknown'}`;
       const d = limiter.hit(key, actor ? authenticated : anonymous);
+      const onward = () => {
+        set.headers['x-ratelimit-limit'] = String(d.limit);
+        set.headers['x-ratelimit-remaining'] = String(d.remaining);
+        set.headers['x-ratelimit-reset'] = String(d.resetAt);
+        if (!d.allowed) {
+          throw new AppError('RATE_LIMITED', 'rate limit exceeded; retry after the window resets', { limit: d.limit, retryAfter: d.retryAfter }, { retryAfter: d.retryAfter });
+        }
+        if (actor) actors.set(request, actor);
+        else if (new URL(request.url).pathname.startsWith(prefix) && !opts.ownAuth?.(request)) {
+          throw new AppError('UNAUTHORIZED', failure ?? 'a Bearer token is required');
+        }
+      };
       if (actor && d.allowed && early) {
         // Returned as is: nothing is left in `set`, so Elysia does not copy the answer to add headers.
+        // (An early answer on PostgreSQL waits for the data version; on SQLite it is synchronous.)
         const answer = early(request, actor, rateLimitHeaders(d));
+        if (answer instanceof Promise) return answer.then((a) => a ?? onward());
         if (answer) return answer;
       }
-      set.headers['x-ratelimit-limit'] = String(d.limit);
-      set.headers['x-ratelimit-remaining'] = String(d.remaining);
-      set.headers['x-ratelimit-reset'] = String(d.resetAt);
-      if (!d.allowed) {
-        throw new AppError('RATE_LIMITED', 'rate limit exceeded; retry after the window resets', { limit: d.limit, retryAfter: d.retryAfter }, { retryAfter: d.retryAfter });
-      }
-      if (actor) actors.set(request, actor);
-      else if (new URL(request.url).pathname.startsWith(prefix) && !opts.ownAuth?.(request)) {
-        throw new AppError('UNAUTHORIZED', failure ?? 'a Bearer token is required');
-      }
+      return onward();
     })
     .resolve({ as: 'scoped' }, ({ request }) => {
       const actor = actors.get(request);

@@ -76,12 +76,12 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
         },
       },
     )
-    .get('/works/:id', ({ params }) => ({ work: catalog.getWork(params.id) }), {
+    .get('/works/:id', async ({ params }) => ({ work: await catalog.getWork(params.id) }), {
       params: WorkIdParams,
       response: { 200: t.Object({ work: WorkSchema }), ...errors, ...notFound },
       detail: { ...op('getWork', ['CATALOG_WORK_NOT_FOUND']), tags: ['works'], summary: 'One work (404 CATALOG_WORK_NOT_FOUND)' },
     })
-    .get('/works/:id/assets', ({ params }) => ({ assets: catalog.workAssets(params.id) }), {
+    .get('/works/:id/assets', async ({ params }) => ({ assets: await catalog.workAssets(params.id) }), {
       params: WorkIdParams,
       response: { 200: t.Object({ assets: t.Array(AssetSummarySchema) }), ...errors, ...notFound },
       detail: { ...op('listWorkAssets', ['CATALOG_WORK_NOT_FOUND']),
@@ -89,7 +89,7 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
         summary: 'Playable assets of a work over its editions: indexed first, then newest (404 CATALOG_WORK_NOT_FOUND)',
       },
     })
-    .get('/works/:id/relations', ({ params }) => ({ relations: catalog.workRelations(params.id) }), {
+    .get('/works/:id/relations', async ({ params }) => ({ relations: await catalog.workRelations(params.id) }), {
       params: WorkIdParams,
       response: { 200: t.Object({ relations: t.Array(RelationSchema) }), ...errors, ...notFound },
       detail: { ...op('listWorkRelations', ['CATALOG_WORK_NOT_FOUND']),

@@ -5,16 +5,16 @@ import type { Bus } from '../../platform/bus/bus';
 import { createEventOutbox } from '../../platform/bus/event-outbox';
 import type { ProbeStream } from '../../platform/bus/media-shapes';
 import type { BusQueries } from '../../platform/bus/subjects';
-import type { Db } from '../../platform/db';
+import type { Orm, Store } from '../../platform/store';
 import { AppError } from '../../platform/errors';
 import './catalog.errors';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Asset, AssetSummary, MediaIndex, Relation, ScanInput, Work } from './catalog.model';
-import { catalogAssets, catalogEditions, catalogEventOutbox, catalogMediaIndexes, catalogRelations, catalogWorks } from './catalog.tables';
+import { catalogTables, type catalogAssets, type catalogMediaIndexes, type catalogRelations, type catalogWorks } from './catalog.tables';
 import { identify, type Identified } from './identify';
 import { createWorksPager } from './works-pager';
 import type { KindRegistry } from './kinds';
-import { libraryFiles } from './library/library.tables';
+import { libraryTables } from './library/library.tables';
 import { locate } from './paths';
 
 // A 4xx AppError is not retryable and permanent unless it says otherwise.
@@ -23,7 +23,7 @@ export const editionNotFound = () => new AppError('CATALOG_EDITION_NOT_FOUND', '
 export const bindingConflict = () => new AppError('CATALOG_BINDING_CONFLICT', 'The edition does not belong to the work');
 
 export interface CatalogDeps {
-  db: Db;
+  store: Store;
   bus: Bus;
   clock: Clock;
   log: Logger;
@@ -33,7 +33,7 @@ export interface CatalogDeps {
   probeWaitMs: number;
 }
 
-type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+type Tx = Orm;
 type AssetRow = typeof catalogAssets.$inferSelect;
 type IndexRow = typeof catalogMediaIndexes.$inferSelect;
 type WorkRow = typeof catalogWorks.$inferSelect;
@@ -69,66 +69,69 @@ export function facetsOf(streams: ProbeStream[]): string[] {
 }
 
 export function createCatalog(deps: CatalogDeps) {
-  const events = createEventOutbox({ db: deps.db, table: catalogEventOutbox, bus: deps.bus, clock: deps.clock, log: deps.log });
-  const { db, clock } = deps;
+  const { store, clock } = deps;
+  const db = store.orm;
+  const { catalogWorks, catalogEditions, catalogAssets, catalogMediaIndexes, catalogRelations, catalogEventOutbox } = catalogTables(store.dialect);
+  const { libraryFiles } = libraryTables(store.dialect);
+  const events = createEventOutbox({ db, table: catalogEventOutbox, bus: deps.bus, clock, log: deps.log });
 
-  function findWork(id: string): WorkRow | undefined {
-    return db.select().from(catalogWorks).where(eq(catalogWorks.id, id)).get();
+  async function findWork(id: string): Promise<WorkRow | undefined> {
+    return (await db.select().from(catalogWorks).where(eq(catalogWorks.id, id)))[0];
   }
 
   /** Finds the work with `key`, or makes it. */
-  function ensureWork(tx: Tx, key: string, kind: string, title: string, year: number, now: number): WorkRow {
-    const found = tx.select().from(catalogWorks).where(eq(catalogWorks.matchKey, key)).get();
+  async function ensureWork(tx: Tx, key: string, kind: string, title: string, year: number, now: number): Promise<WorkRow> {
+    const [found] = await tx.select().from(catalogWorks).where(eq(catalogWorks.matchKey, key));
     if (found) return found;
     const row = { id: newId('wrk', clock), kind, title, originalTitle: title, year, matchKey: key, createdAt: now, updatedAt: now };
-    tx.insert(catalogWorks).values(row).run();
+    await tx.insert(catalogWorks).values(row);
     return row;
   }
 
-  function ensureRelation(tx: Tx, parent: string, child: string, rel: string, ordinal: number[], now: number) {
-    tx.insert(catalogRelations)
+  async function ensureRelation(tx: Tx, parent: string, child: string, rel: string, ordinal: number[], now: number) {
+    await tx
+      .insert(catalogRelations)
       .values({ parentWorkId: parent, childWorkId: child, rel, ordinal, ordinalKey: ordinalKey(ordinal), createdAt: now })
-      .onConflictDoNothing()
-      .run();
+      .onConflictDoNothing();
   }
 
-  function ensureEdition(tx: Tx, workId: string, kind: string, now: number): string {
-    const found = tx
+  async function ensureEdition(tx: Tx, workId: string, kind: string, now: number): Promise<string> {
+    const [found] = await tx
       .select({ id: catalogEditions.id })
       .from(catalogEditions)
       .where(and(eq(catalogEditions.workId, workId), eq(catalogEditions.kind, kind)))
-      .get();
+      .limit(1);
     if (found) return found.id;
     const id = newId('edn', clock);
-    tx.insert(catalogEditions).values({ id, workId, kind, createdAt: now, updatedAt: now }).run();
+    await tx.insert(catalogEditions).values({ id, workId, kind, createdAt: now, updatedAt: now });
     return id;
   }
 
   /** Files an identified name: the work, for an episode its series and season with their relations, and the edition. */
-  function fileIdentified(tx: Tx, idf: Identified, now: number): string {
-    if (!idf.episode) return ensureEdition(tx, ensureWork(tx, idf.key, idf.kind, idf.title, idf.year, now).id, idf.editionKind, now);
+  async function fileIdentified(tx: Tx, idf: Identified, now: number): Promise<string> {
+    if (!idf.episode) return ensureEdition(tx, (await ensureWork(tx, idf.key, idf.kind, idf.title, idf.year, now)).id, idf.editionKind, now);
     const { seriesKey, seriesTitle, season, episode } = idf.episode;
-    const series = ensureWork(tx, seriesKey, 'series', seriesTitle, idf.year, now);
-    const seasonWork = ensureWork(tx, `${seriesKey}|s${season}`, 'season', `${seriesTitle} Season ${season}`, 0, now);
-    const work = ensureWork(tx, idf.key, idf.kind, idf.title, idf.year, now);
-    ensureRelation(tx, series.id, seasonWork.id, 'has-season', [season], now);
-    ensureRelation(tx, seasonWork.id, work.id, 'has-episode', [season, episode], now);
+    const series = await ensureWork(tx, seriesKey, 'series', seriesTitle, idf.year, now);
+    const seasonWork = await ensureWork(tx, `${seriesKey}|s${season}`, 'season', `${seriesTitle} Season ${season}`, 0, now);
+    const work = await ensureWork(tx, idf.key, idf.kind, idf.title, idf.year, now);
+    await ensureRelation(tx, series.id, seasonWork.id, 'has-season', [season], now);
+    await ensureRelation(tx, seasonWork.id, work.id, 'has-episode', [season, episode], now);
     return ensureEdition(tx, work.id, idf.editionKind, now);
   }
 
   /** A new workless edition, for an asset nothing identifies. */
-  function unidentifiedEdition(tx: Tx, now: number): string {
+  async function unidentifiedEdition(tx: Tx, now: number): Promise<string> {
     const id = newId('edn', clock);
-    tx.insert(catalogEditions).values({ id, workId: null, kind: 'unidentified', createdAt: now, updatedAt: now }).run();
+    await tx.insert(catalogEditions).values({ id, workId: null, kind: 'unidentified', createdAt: now, updatedAt: now });
     return id;
   }
 
   /** Checks the explicit binding of the body before any work is done. */
-  function checkBinding(input: ScanInput): { editionId?: string; workId?: string } | null {
+  async function checkBinding(input: ScanInput): Promise<{ editionId?: string; workId?: string } | null> {
     if (!input.editionId && !input.workId) return null;
-    if (input.workId && !findWork(input.workId)) throw workNotFound();
+    if (input.workId && !(await findWork(input.workId))) throw workNotFound();
     if (input.editionId) {
-      const ed = db.select().from(catalogEditions).where(eq(catalogEditions.id, input.editionId)).get();
+      const [ed] = await db.select().from(catalogEditions).where(eq(catalogEditions.id, input.editionId));
       if (!ed || ed.workId === null) throw editionNotFound();
       if (input.workId && ed.workId !== input.workId) throw bindingConflict();
     }
@@ -137,34 +140,33 @@ export function createCatalog(deps: CatalogDeps) {
 
   async function scan(input: ScanInput): Promise<{ asset: Asset; index: MediaIndex | null; indexed: boolean }> {
     const loc = locate(deps.mediaRoots, input.path, input.root);
-    const binding = checkBinding(input);
+    const binding = await checkBinding(input);
     const probe: BusQueries['qry.media.probe']['reply'] = await deps.bus.request(
       'qry.media.probe',
       { root: loc.root, path: loc.relPath },
       { timeoutMs: deps.probeWaitMs },
     );
 
-    const result = db.transaction((tx) => {
+    const result = await store.transaction(async (tx) => {
       const now = clock.now();
-      const existing = tx
+      const [existing] = await tx
         .select()
         .from(catalogAssets)
-        .where(and(eq(catalogAssets.root, loc.root), eq(catalogAssets.path, loc.relPath)))
-        .get();
-      const oldIndex = existing ? tx.select().from(catalogMediaIndexes).where(eq(catalogMediaIndexes.assetId, existing.id)).get() : undefined;
+        .where(and(eq(catalogAssets.root, loc.root), eq(catalogAssets.path, loc.relPath)));
+      const [oldIndex] = existing ? await tx.select().from(catalogMediaIndexes).where(eq(catalogMediaIndexes.assetId, existing.id)) : [];
       const replaced = !!existing && (existing.fastHash !== probe.fastHash || existing.sizeBytes !== probe.sizeBytes);
 
       // Where the asset is filed: an explicit binding, else where it already is (an identified asset,
       // or any file that is not a medium now), else where its name says, else a workless edition.
-      const bound = binding?.editionId ?? (binding?.workId ? ensureEdition(tx, binding.workId, 'standard', now) : undefined);
+      const bound = binding?.editionId ?? (binding?.workId ? await ensureEdition(tx, binding.workId, 'standard', now) : undefined);
       let editionId: string;
       if (bound) editionId = bound;
       else if (existing && (existing.identification === 'identified' || !probe.medium)) editionId = existing.editionId;
       else {
         const idf = probe.medium ? identify(loc.relPath, deps.kinds.plugins) : null;
-        editionId = idf ? fileIdentified(tx, idf, now) : (existing?.editionId ?? unidentifiedEdition(tx, now));
+        editionId = idf ? await fileIdentified(tx, idf, now) : (existing?.editionId ?? (await unidentifiedEdition(tx, now)));
       }
-      const workId = tx.select({ w: catalogEditions.workId }).from(catalogEditions).where(eq(catalogEditions.id, editionId)).get()?.w ?? null;
+      const workId = (await tx.select({ w: catalogEditions.workId }).from(catalogEditions).where(eq(catalogEditions.id, editionId)))[0]?.w ?? null;
       // Identified means: a medium filed under a work. Every non-medium is unidentified, even when bound.
       const identification: Asset['identification'] = probe.medium && workId !== null ? 'identified' : 'unidentified';
 
@@ -181,20 +183,20 @@ export function createCatalog(deps: CatalogDeps) {
       if (existing) {
         const changed = Object.entries(fields).some(([k, v]) => (existing as Record<string, unknown>)[k] !== v);
         asset = { ...existing, ...fields, updatedAt: changed ? now : existing.updatedAt };
-        if (changed) tx.update(catalogAssets).set({ ...fields, updatedAt: now }).where(eq(catalogAssets.id, existing.id)).run();
+        if (changed) await tx.update(catalogAssets).set({ ...fields, updatedAt: now }).where(eq(catalogAssets.id, existing.id));
         // A workless edition left without assets goes with its last asset.
         if (existing.editionId !== editionId) {
-          const left = tx.select({ n: count() }).from(catalogAssets).where(eq(catalogAssets.editionId, existing.editionId)).get();
-          if (left?.n === 0) tx.delete(catalogEditions).where(and(eq(catalogEditions.id, existing.editionId), isNull(catalogEditions.workId))).run();
+          const [left] = await tx.select({ n: count() }).from(catalogAssets).where(eq(catalogAssets.editionId, existing.editionId));
+          if (left?.n === 0) await tx.delete(catalogEditions).where(and(eq(catalogEditions.id, existing.editionId), isNull(catalogEditions.workId)));
         }
       } else {
         asset = { id: newId('ast', clock), root: loc.root, path: loc.relPath, ...fields, createdAt: now, updatedAt: now };
-        tx.insert(catalogAssets).values(asset).run();
+        await tx.insert(catalogAssets).values(asset);
       }
 
       let index: IndexRow | undefined;
       if (!probe.medium) {
-        if (oldIndex) tx.delete(catalogMediaIndexes).where(eq(catalogMediaIndexes.id, oldIndex.id)).run();
+        if (oldIndex) await tx.delete(catalogMediaIndexes).where(eq(catalogMediaIndexes.id, oldIndex.id));
       } else {
         const f = probe.facts;
         const facts = {
@@ -205,16 +207,16 @@ export function createCatalog(deps: CatalogDeps) {
         if (oldIndex && sameFacts) index = oldIndex; // nothing learnt: the index stands as it is
         else if (oldIndex) {
           index = { ...oldIndex, ...facts, indexVersion: oldIndex.indexVersion + 1, createdAt: now };
-          tx.update(catalogMediaIndexes).set(index).where(eq(catalogMediaIndexes.id, oldIndex.id)).run();
+          await tx.update(catalogMediaIndexes).set(index).where(eq(catalogMediaIndexes.id, oldIndex.id));
         } else {
           index = { id: newId('idx', clock), assetId: asset.id, ...facts, indexVersion: 1, createdAt: now };
-          tx.insert(catalogMediaIndexes).values(index).run();
+          await tx.insert(catalogMediaIndexes).values(index);
         }
       }
       // The event is written with the asset it names (the outbox), so a crash right after the commit
       // cannot leave an indexed asset that the sources never hear of; the relay sends it once committed.
       if (index) {
-        events.record(tx, 'evt.catalog.assetIndexed', {
+        await events.record(tx, 'evt.catalog.assetIndexed', {
           assetId: asset.id,
           editionId: asset.editionId,
           workId,
@@ -239,30 +241,29 @@ export function createCatalog(deps: CatalogDeps) {
   }
 
   // GET /works is the hot read: pages seek from sparse marks (works-pager.ts), not an OFFSET walk.
-  const works = createWorksPager(deps.db);
+  const works = createWorksPager(store);
 
-  function listWorks(page: number, pageSize: number): { total: number; works: Work[] } {
-    const { total, rows } = works.page(page, pageSize);
+  async function listWorks(page: number, pageSize: number): Promise<{ total: number; works: Work[] }> {
+    const { total, rows } = await works.page(page, pageSize);
     return { total, works: rows.map(toWork) };
   }
 
-  function getWork(id: string): Work {
-    const w = findWork(id);
+  async function getWork(id: string): Promise<Work> {
+    const w = await findWork(id);
     if (!w) throw workNotFound();
     return toWork(w);
   }
 
-  function workAssets(id: string): AssetSummary[] {
-    if (!findWork(id)) throw workNotFound();
-    const rows = db
+  async function workAssets(id: string): Promise<AssetSummary[]> {
+    if (!(await findWork(id))) throw workNotFound();
+    const rows = await db
       .select({ asset: catalogAssets, index: catalogMediaIndexes, available: libraryFiles.available })
       .from(catalogAssets)
       .innerJoin(catalogEditions, eq(catalogEditions.id, catalogAssets.editionId))
       .leftJoin(catalogMediaIndexes, eq(catalogMediaIndexes.assetId, catalogAssets.id))
       .leftJoin(libraryFiles, eq(libraryFiles.assetId, catalogAssets.id))
       .where(eq(catalogEditions.workId, id))
-      .orderBy(desc(sql`${catalogMediaIndexes.id} IS NOT NULL`), desc(catalogAssets.createdAt), desc(catalogAssets.id))
-      .all();
+      .orderBy(desc(sql`${catalogMediaIndexes.id} IS NOT NULL`), desc(catalogAssets.createdAt), desc(catalogAssets.id));
     return rows.map(({ asset, index, available }) => ({
       assetId: asset.id,
       editionId: asset.editionId,
@@ -279,15 +280,15 @@ export function createCatalog(deps: CatalogDeps) {
   }
 
   /** The work's lineage: relations up to its root and down through its descendants, by ordinal. */
-  function workRelations(id: string): Relation[] {
-    if (!findWork(id)) throw workNotFound();
+  async function workRelations(id: string): Promise<Relation[]> {
+    if (!(await findWork(id))) throw workNotFound();
     // Keyed as catalog_relations_pair is unique, so a relation met twice is listed once.
     const found = new Map<string, typeof catalogRelations.$inferSelect>();
     // Up: a season or an episode shows where it sits. Down: a series lists its seasons and their episodes.
     for (const [from, to] of [['childWorkId', 'parentWorkId'], ['parentWorkId', 'childWorkId']] as const) {
       let cursor = [id];
       for (let depth = 0; depth < 8 && cursor.length; depth++) {
-        const rows = db.select().from(catalogRelations).where(inArray(catalogRelations[from], cursor)).all();
+        const rows = await db.select().from(catalogRelations).where(inArray(catalogRelations[from], cursor));
         for (const r of rows) found.set(`${r.parentWorkId}|${r.childWorkId}|${r.rel}`, r);
         cursor = rows.map((r) => r[to]);
       }

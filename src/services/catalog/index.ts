@@ -1,6 +1,5 @@
 // Composition root of the catalog service: the media engine (answering qry.media.probe on the bus),
 // the kind registry with its plugins, the catalog rules and the HTTP app.
-import { dbVersion } from '../../platform/db-version';
 import { bearerGuard } from '../../platform/http/bearer-guard';
 import { createResponseCache } from '../../platform/http/response-cache';
 import { createServiceApp } from '../../platform/http/service-app';
@@ -34,9 +33,9 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
     timeoutMs: cfg.probeTimeoutMs,
   });
   const answerer = createProbeAnswerer({ mediaRoots: cfg.mediaRoots, ffprobe });
-  const playable = createPlayableAnswerer({ db: deps.db });
+  const playable = createPlayableAnswerer({ store: deps.store });
   const catalog = createCatalog({
-    db: deps.db,
+    store: deps.store,
     bus: deps.bus,
     clock: deps.clock,
     log: deps.log,
@@ -52,7 +51,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
     log: deps.log.child({ component: 'bearer-guard' }),
     limits: { scan: cfg.scanBudget },
   });
-  const library = createLibrary({ db: deps.db, bus: deps.bus, clock: deps.clock, log: deps.log, mediaRoots: cfg.mediaRoots, scanFile: catalog.scan });
+  const library = createLibrary({ store: deps.store, bus: deps.bus, clock: deps.clock, log: deps.log, mediaRoots: cfg.mediaRoots, scanFile: catalog.scan });
   const app = createServiceApp(deps, {
     name: 'catalog',
     style: 'problem',
@@ -72,7 +71,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
       library,
       guard,
       // The serialised pages of /works, until the next write (platform/http/response-cache.ts).
-      pages: createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'no-cache' }),
+      pages: createResponseCache({ version: deps.store.version, cacheControl: 'no-cache' }),
     }),
   );
 

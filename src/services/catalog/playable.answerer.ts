@@ -3,23 +3,23 @@
 import { eq } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import type { BusQueries } from '../../platform/bus/subjects';
-import type { Db } from '../../platform/db';
+import type { Store } from '../../platform/store';
 import { AppError } from '../../platform/errors';
-import { catalogAssets, catalogMediaIndexes } from './catalog.tables';
+import { catalogTables } from './catalog.tables';
 
 type Playable = BusQueries['qry.catalog.playable'];
 
-export function createPlayableAnswerer(deps: { db: Db }) {
-  function playable(req: Playable['request']): Playable['reply'] {
+export function createPlayableAnswerer(deps: { store: Store }) {
+  const { catalogAssets, catalogMediaIndexes } = catalogTables(deps.store.dialect);
+  async function playable(req: Playable['request']): Promise<Playable['reply']> {
     if (typeof req?.assetId !== 'string' || req.assetId.length < 1 || req.assetId.length > 128) {
       throw new AppError('CATALOG_REQUEST_INVALID', 'qry.catalog.playable needs an assetId of 1 to 128 characters');
     }
-    const row = deps.db
+    const [row] = await deps.store.orm
       .select({ asset: catalogAssets, index: catalogMediaIndexes })
       .from(catalogAssets)
       .leftJoin(catalogMediaIndexes, eq(catalogMediaIndexes.assetId, catalogAssets.id))
-      .where(eq(catalogAssets.id, req.assetId))
-      .get();
+      .where(eq(catalogAssets.id, req.assetId));
     const none = { assetId: req.assetId, container: '', durationMs: 0, bitrateBps: 0, keyframesMs: [], streams: [] };
     if (!row) return { ...none, found: false, indexed: false };
     if (!row.index) return { ...none, container: row.asset.container, found: true, indexed: false };

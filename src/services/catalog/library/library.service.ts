@@ -3,24 +3,25 @@
 // catalog owns assets and their availability; the worker only walks the disk.
 import { realpathSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { eq } from 'drizzle-orm';
+import { and, count, eq, gte, inArray, lt, ne, isNull, or, sql } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
 import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, ScanTarget, WorkerJobs } from '../../../platform/bus/subjects';
-import type { Db } from '../../../platform/db';
+import type { Store } from '../../../platform/store';
 import { AppError } from '../../../platform/errors';
 import '../catalog.errors';
 import { isInside } from '../../../platform/paths';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
 import { checkRelativePath, noMediaRoots, pathRefused } from '../paths';
 import type { LibraryScanView } from './library.model';
-import { libraryScans } from './library.tables';
+import { catalogTables } from '../catalog.tables';
+import { libraryTables } from './library.tables';
 
 export const scanNotFound = () => new AppError('CATALOG_SCAN_NOT_FOUND', 'No such library scan');
 export const folderNotFound = () =>
   new AppError('CATALOG_FOLDER_NOT_FOUND', 'No folder exists at the path under the media roots');
 
 export interface LibraryDeps {
-  db: Db;
+  store: Store;
   bus: Bus;
   clock: Clock;
   log: Logger;
@@ -29,44 +30,46 @@ export interface LibraryDeps {
   scanFile(input: { path: string; root: number }): Promise<{ asset: { id: string; path: string } }>;
 }
 
-type FileRow = { asset_id: string | null; size_bytes: number; mtime_ms: number; available: number; seen_scan: string | null };
+/** Paths per UPDATE when a sweep marks files offline (well under both databases' parameter limits). */
+const OFFLINE_BATCH = 1000;
 
 const ZERO: LibraryScanCounts = { seen: 0, added: 0, changed: 0, unchanged: 0, offline: 0, failed: 0 };
 
 export function createLibrary(deps: LibraryDeps) {
-  const { db, clock } = deps;
-  const sqlite = db.$client;
+  const { store, clock } = deps;
+  const db = store.orm;
+  const { libraryFiles, libraryScans } = libraryTables(store.dialect);
+  const { catalogAssets } = catalogTables(store.dialect);
+  const at = (root: number, path: string) => and(eq(libraryFiles.root, root), eq(libraryFiles.path, path));
 
-  // The hot path of a rescan runs these once per file: prepared once, on the raw driver.
-  const q = {
-    file: sqlite.prepare('SELECT asset_id, size_bytes, mtime_ms, available, seen_scan FROM library_files WHERE root = ? AND path = ?'),
-    unchanged: sqlite.prepare(`UPDATE library_files SET seen_scan = ?, outcome = 'unchanged', available = 1, checked_at = ? WHERE root = ? AND path = ?`),
-    assetAt: sqlite.prepare('SELECT id FROM catalog_assets WHERE root = ? AND path = ?'),
-    upsert: sqlite.prepare(
-      `INSERT INTO library_files (root, path, asset_id, size_bytes, mtime_ms, available, seen_scan, outcome, checked_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8)
-       ON CONFLICT (root, path) DO UPDATE SET asset_id = COALESCE(?3, asset_id), size_bytes = ?4, mtime_ms = ?5, available = 1,
-         seen_scan = ?6, outcome = ?7, checked_at = ?8`,
-    ),
-    counts: sqlite.prepare('SELECT outcome, COUNT(*) AS n FROM library_files WHERE seen_scan = ? GROUP BY outcome'),
-    unseen: sqlite.prepare(
-      `SELECT path, asset_id, available FROM library_files
-       WHERE root = ?1 AND checked_at < ?2 AND (seen_scan IS NULL OR seen_scan != ?3)
-         AND (?4 = '' OR (path >= ?4 || '/' AND path < ?4 || '0'))`,
-    ),
-    offline: sqlite.prepare(`UPDATE library_files SET available = 0, outcome = 'offline', seen_scan = ?, checked_at = ? WHERE root = ? AND path = ?`),
-  };
+  /** The file row of (root, path), as the last scan left it. */
+  async function fileRow(root: number, path: string) {
+    return (await db.select().from(libraryFiles).where(at(root, path)))[0];
+  }
 
-  const scanRow = (id: string) => db.select().from(libraryScans).where(eq(libraryScans.id, id)).get();
-  function liveScan(id: unknown) {
-    const row = typeof id === 'string' ? scanRow(id) : undefined;
+  /** Records what a scan found of a file: the asset it is (kept when null: a failed probe), its size and mtime, the outcome. */
+  async function recordFile(root: number, path: string, f: { assetId: string | null; sizeBytes: number; mtimeMs: number; scanId: string; outcome: string }) {
+    const row = { root, path, assetId: f.assetId, sizeBytes: f.sizeBytes, mtimeMs: f.mtimeMs, available: true, seenScan: f.scanId, outcome: f.outcome, checkedAt: clock.now() };
+    await db
+      .insert(libraryFiles)
+      .values(row)
+      .onConflictDoUpdate({
+        target: [libraryFiles.root, libraryFiles.path],
+        set: { ...row, assetId: sql`coalesce(excluded.asset_id, ${libraryFiles.assetId})` },
+      });
+  }
+
+  const scanRow = async (id: string) => (await db.select().from(libraryScans).where(eq(libraryScans.id, id)))[0];
+  async function liveScan(id: unknown) {
+    const row = typeof id === 'string' ? await scanRow(id) : undefined;
     if (!row) throw scanNotFound();
     return row;
   }
 
-  function countsOf(scanId: string): LibraryScanCounts {
+  async function countsOf(scanId: string): Promise<LibraryScanCounts> {
     const c = { ...ZERO };
-    for (const { outcome, n } of q.counts.all(scanId) as { outcome: keyof LibraryScanCounts; n: number }[]) {
+    const rows = await db.select({ outcome: libraryFiles.outcome, n: count() }).from(libraryFiles).where(eq(libraryFiles.seenScan, scanId)).groupBy(libraryFiles.outcome);
+    for (const { outcome, n } of rows as { outcome: keyof LibraryScanCounts; n: number }[]) {
       if (outcome in c) c[outcome] += n;
       if (outcome !== 'offline') c.seen += n;
     }
@@ -118,7 +121,7 @@ export function createLibrary(deps: LibraryDeps) {
     const targets = targetsOf(req ?? {});
     const id = newId('scn', clock);
     // The row exists before the job can run; a deduplicated or refused submission takes it away again.
-    db.insert(libraryScans).values({ id, status: 'queued', targets, createdAt: clock.now() }).run();
+    await db.insert(libraryScans).values({ id, status: 'queued', targets, createdAt: clock.now() });
     let submitted: BusQueries['cmd.workers.submit']['reply'];
     try {
       submitted = await deps.bus.request('cmd.workers.submit', {
@@ -127,67 +130,76 @@ export function createLibrary(deps: LibraryDeps) {
         payload: { scanId: id, targets },
       });
     } catch (e) {
-      db.delete(libraryScans).where(eq(libraryScans.id, id)).run();
+      await db.delete(libraryScans).where(eq(libraryScans.id, id));
       throw e;
     }
     if (submitted.deduplicated) {
-      db.delete(libraryScans).where(eq(libraryScans.id, id)).run();
+      await db.delete(libraryScans).where(eq(libraryScans.id, id));
       const existing = (submitted.job.payload as WorkerJobs['library.scan']).scanId;
-      return { id: existing, status: (scanRow(existing)?.status ?? 'queued') as LibraryScanStatus };
+      return { id: existing, status: ((await scanRow(existing))?.status ?? 'queued') as LibraryScanStatus };
     }
-    db.update(libraryScans).set({ jobId: submitted.job.id }).where(eq(libraryScans.id, id)).run();
+    await db.update(libraryScans).set({ jobId: submitted.job.id }).where(eq(libraryScans.id, id));
     return { id, status: 'queued' };
   }
 
-  function getScan(id: string): LibraryScanView {
-    const row = liveScan(id);
+  async function getScan(id: string): Promise<LibraryScanView> {
+    const row = await liveScan(id);
     const ended = row.status === 'done' || row.status === 'failed';
     return {
       id: row.id,
       status: row.status as LibraryScanStatus,
-      counts: ended && row.counts ? ({ ...ZERO, ...row.counts } as LibraryScanCounts) : countsOf(row.id),
+      counts: ended && row.counts ? ({ ...ZERO, ...row.counts } as LibraryScanCounts) : await countsOf(row.id),
       startedAt: row.startedAt,
       finishedAt: row.finishedAt,
       ...(row.status === 'failed' ? { error: row.error ?? 'the scan failed' } : {}),
     };
   }
 
-  function begin(scanId: string) {
-    const row = liveScan(scanId);
-    db.update(libraryScans)
+  async function begin(scanId: string) {
+    const row = await liveScan(scanId);
+    await db
+      .update(libraryScans)
       .set({ status: 'running', startedAt: row.startedAt ?? clock.now(), error: null, finishedAt: null })
-      .where(eq(libraryScans.id, scanId))
-      .run();
+      .where(eq(libraryScans.id, scanId));
     return { ok: true as const };
   }
 
   /** Unchanged files (same size and mtime) are marked seen here; the rest go back to be probed. */
   async function compare(scanId: string, root: number, files: LibraryFileStat[]) {
-    liveScan(scanId);
+    await liveScan(scanId);
     const now = clock.now();
     const probe: LibraryFileStat[] = [];
     const returned: BusEvents['evt.catalog.assetAvailability'][] = [];
-    let unchanged = 0;
-    sqlite.transaction(() => {
+    const same: string[] = [];
+    // One read and one write per batch (at most APP_LIBRARY_BATCH paths), not one per file.
+    await store.transaction(async (tx) => {
+      const paths = files.map((f) => f.path);
+      const rows = paths.length ? await tx.select().from(libraryFiles).where(and(eq(libraryFiles.root, root), inArray(libraryFiles.path, paths))) : [];
+      const known = new Map(rows.map((r) => [r.path, r]));
       for (const f of files) {
-        const row = q.file.get(root, f.path) as FileRow | null;
-        if (row?.seen_scan === scanId) continue; // handled by an earlier attempt of this scan
-        if (row && row.asset_id && row.size_bytes === f.sizeBytes && row.mtime_ms === f.mtimeMs) {
-          q.unchanged.run(scanId, now, root, f.path);
-          unchanged++;
-          if (!row.available) returned.push({ assetId: row.asset_id, root, path: f.path, available: true, at: now });
+        const row = known.get(f.path);
+        if (row?.seenScan === scanId) continue; // handled by an earlier attempt of this scan
+        if (row && row.assetId && row.sizeBytes === f.sizeBytes && row.mtimeMs === f.mtimeMs) {
+          same.push(f.path);
+          if (!row.available) returned.push({ assetId: row.assetId, root, path: f.path, available: true, at: now });
         } else probe.push(f);
       }
-    })();
+      if (same.length) {
+        await tx
+          .update(libraryFiles)
+          .set({ seenScan: scanId, outcome: 'unchanged', available: true, checkedAt: now })
+          .where(and(eq(libraryFiles.root, root), inArray(libraryFiles.path, same)));
+      }
+    });
     await publishAvailability(returned);
-    return { probe, unchanged, returned: returned.length };
+    return { probe, unchanged: same.length, returned: returned.length };
   }
 
   /** Probes one new or changed file through the scan path; a file the engine cannot read is `failed`, not an error. */
   async function index(scanId: string, root: number, file: LibraryFileStat): Promise<BusQueries['cmd.library.index']['reply']> {
-    liveScan(scanId);
-    const before = q.file.get(root, file.path) as FileRow | null;
-    const existed = !!(q.assetAt.get(root, file.path) as { id: string } | null);
+    await liveScan(scanId);
+    const before = await fileRow(root, file.path);
+    const [existed] = await db.select({ id: catalogAssets.id }).from(catalogAssets).where(and(eq(catalogAssets.root, root), eq(catalogAssets.path, file.path)));
     let assetId: string;
     let path = file.path;
     try {
@@ -197,53 +209,67 @@ export function createLibrary(deps: LibraryDeps) {
     } catch (e) {
       // The bus failing is the job's problem (it retries); the file failing is this file's outcome.
       if (!(e instanceof AppError) || e.code.startsWith('BUS_')) throw e;
-      q.upsert.run(root, file.path, null, -1, -1, scanId, 'failed', clock.now());
+      await recordFile(root, file.path, { assetId: null, sizeBytes: -1, mtimeMs: -1, scanId, outcome: 'failed' });
       return { outcome: 'failed', assetId: null, reason: e.message };
     }
     const outcome = existed ? 'changed' : 'added';
-    const now = clock.now();
-    q.upsert.run(root, path, assetId, file.sizeBytes, file.mtimeMs, scanId, outcome, now);
-    if (before && !before.available) await publishAvailability([{ assetId, root, path, available: true, at: now }]);
+    await recordFile(root, path, { assetId, sizeBytes: file.sizeBytes, mtimeMs: file.mtimeMs, scanId, outcome });
+    if (before && !before.available) await publishAvailability([{ assetId, root, path, available: true, at: clock.now() }]);
     return { outcome, assetId };
   }
 
   /** Known files under the folder this scan did not see are marked unavailable (never deleted). */
   async function sweep(scanId: string, root: number, folder: string, skipped: string[]) {
-    const scan = liveScan(scanId);
+    const scan = await liveScan(scanId);
     const now = clock.now();
     const spared = (p: string) => skipped.some((d) => p === d || p.startsWith(d + '/'));
     const gone: BusEvents['evt.catalog.assetAvailability'][] = [];
     let offline = 0;
-    sqlite.transaction(() => {
+    await store.transaction(async (tx) => {
       // Rows another scan touched since this one began were seen on disk by it: not this scan's to judge.
-      const rows = q.unseen.all(root, scan.startedAt ?? now, scanId, folder) as { path: string; asset_id: string | null; available: number }[];
-      for (const r of rows) {
-        if (spared(r.path)) continue;
-        q.offline.run(scanId, now, root, r.path);
-        offline++;
-        if (r.available && r.asset_id) gone.push({ assetId: r.asset_id, root, path: r.path, available: false, at: now });
+      const rows = await tx
+        .select({ path: libraryFiles.path, assetId: libraryFiles.assetId, available: libraryFiles.available })
+        .from(libraryFiles)
+        .where(
+          and(
+            eq(libraryFiles.root, root),
+            lt(libraryFiles.checkedAt, scan.startedAt ?? now),
+            or(isNull(libraryFiles.seenScan), ne(libraryFiles.seenScan, scanId)),
+            // Below the folder: '/' and '0' are neighbours in byte order, so this is a range of the index.
+            folder === '' ? undefined : and(gte(libraryFiles.path, `${folder}/`), lt(libraryFiles.path, `${folder}0`)),
+          ),
+        );
+      const paths = rows.filter((r) => !spared(r.path));
+      for (let i = 0; i < paths.length; i += OFFLINE_BATCH) {
+        const chunk = paths.slice(i, i + OFFLINE_BATCH).map((r) => r.path);
+        await tx
+          .update(libraryFiles)
+          .set({ available: false, outcome: 'offline', seenScan: scanId, checkedAt: now })
+          .where(and(eq(libraryFiles.root, root), inArray(libraryFiles.path, chunk)));
       }
-    })();
+      offline = paths.length;
+      for (const r of paths) if (r.available && r.assetId) gone.push({ assetId: r.assetId, root, path: r.path, available: false, at: now });
+    });
     await publishAvailability(gone);
     return { offline };
   }
 
-  function finish(scanId: string) {
-    liveScan(scanId);
-    const counts = countsOf(scanId);
-    db.update(libraryScans).set({ status: 'done', counts, finishedAt: clock.now(), error: null }).where(eq(libraryScans.id, scanId)).run();
+  async function finish(scanId: string) {
+    await liveScan(scanId);
+    const counts = await countsOf(scanId);
+    await db.update(libraryScans).set({ status: 'done', counts, finishedAt: clock.now(), error: null }).where(eq(libraryScans.id, scanId));
     return { counts };
   }
 
   /** A scan job that ended without finishing (failed for good, cancelled) fails its scan with the reason. */
-  function onJob(job: JobView) {
+  async function onJob(job: JobView) {
     if (job.type !== 'library.scan' || (job.status !== 'failed' && job.status !== 'cancelled')) return;
-    const row = scanRow((job.payload as WorkerJobs['library.scan']).scanId);
+    const row = await scanRow((job.payload as WorkerJobs['library.scan']).scanId);
     if (!row || row.status === 'done' || row.status === 'failed') return;
-    db.update(libraryScans)
-      .set({ status: 'failed', error: job.error ?? job.status, counts: countsOf(row.id), finishedAt: clock.now() })
-      .where(eq(libraryScans.id, row.id))
-      .run();
+    await db
+      .update(libraryScans)
+      .set({ status: 'failed', error: job.error ?? job.status, counts: await countsOf(row.id), finishedAt: clock.now() })
+      .where(eq(libraryScans.id, row.id));
   }
 
   /** Answers the scan job's steps and the bus command that starts a scan; follows the scan jobs' ends. */

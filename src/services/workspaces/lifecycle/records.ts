@@ -48,7 +48,7 @@ export function createRecords(deps: {
   /** Writes the event of `row`'s change through `tx`, the transaction of the change. */
   function recordEvent(tx: Tx | Db, event: WorkspaceEvent, row: WorkspaceRow) {
     deps.onEvent?.(tx, event, row);
-    outbox.record(tx, `evt.workspace.${event}`, {
+    outbox.recordSync(tx, `evt.workspace.${event}`, {
       event: `workspace.${event}`,
       timestamp: isoNow(clock),
       owner: row.owner,

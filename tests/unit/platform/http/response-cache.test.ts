@@ -129,7 +129,7 @@ describe('response cache', () => {
     small.answer(req, { headers: {} }, 's', 'big', build('x'.repeat(600)));
     small.answer(req, { headers: {} }, 's', 'big2', build('y'.repeat(600)));
     expect(small.stats().chars).toBeLessThanOrEqual(1000);
-    const huge = await small.answer(req, { headers: {} }, 's', 'huge', build('z'.repeat(5000))).text();
+    const huge = await (await small.answer(req, { headers: {} }, 's', 'huge', build('z'.repeat(5000)))).text();
     expect(huge.length).toBe(5002); // answered, not kept
     expect(small.stats().chars).toBeLessThanOrEqual(1000);
   });
@@ -298,7 +298,7 @@ describe('early answers (before routing and validation)', () => {
     expect(small.early(new Request('http://keel.test/x?i=49'), 'other', [])).toBeUndefined();
     // A long target (a query padded with what the schema strips) is answered, never remembered.
     const long = `http://keel.test/x?pad=${'p'.repeat(600)}`;
-    expect(await small.answer(new Request(long), { headers: {} }, 's', 'same', () => 1).text()).toBe('1');
+    expect(await (await small.answer(new Request(long), { headers: {} }, 's', 'same', () => 1)).text()).toBe('1');
     expect(small.early(new Request(long), 's', [])).toBeUndefined();
   });
 });
