@@ -89,7 +89,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
   return {
     dialect: 'postgres',
     orm: orm as unknown as Orm,
-    transaction: (body) => orm.transaction((tx) => body(tx as unknown as Orm)),
+    transaction: (body) => withRetries(() => orm.transaction((tx) => body(tx as unknown as Orm))),
     async version() {
       const [row] = await client`SELECT coalesce(sum(n), 0)::text AS v FROM keel_changes`;
       return row.v as string;
@@ -98,6 +98,33 @@ export async function openPostgresStore(url: string): Promise<Store> {
       await client.close();
     },
   };
+}
+
+/**
+ * Conflicts that a second run of the same body resolves: a unique key another process inserted
+ * between this body's look and its insert (two catalog replicas indexing one file), a serialization
+ * failure, a deadlock. The body is run again from its start, and then sees the other's committed row;
+ * bodies touch nothing but the database, so running one again is safe.
+ */
+const RETRIED = new Set(['23505', '40001', '40P01']);
+const ATTEMPTS = 3;
+
+async function withRetries<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (e) {
+      if (attempt >= ATTEMPTS || !RETRIED.has(sqlState(e) ?? '')) throw e;
+    }
+  }
+}
+
+/** The SQLSTATE of a PostgreSQL error, also when drizzle wrapped it (its `cause`). */
+function sqlState(e: unknown): string | undefined {
+  for (let x = e as { errno?: unknown; cause?: unknown } | undefined, depth = 0; x && depth < 3; x = x.cause as typeof x, depth++) {
+    if (typeof x.errno === 'string' && /^[0-9A-Z]{5}$/.test(x.errno)) return x.errno;
+  }
+  return undefined;
 }
 
 /** drizzle's own migrator fed from the embedded copy (as db.ts does for SQLite). */
