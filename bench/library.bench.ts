@@ -1,13 +1,18 @@
 // The library crawl on 100,000 files (1,000 folders of 100): the crawl alone (readdir with file
 // types, a stat per media file, batches) against a bare recursive readdir+stat as the baseline, and
 // an unchanged rescan end to end (POST /library/scans -> workers job -> catalog compare -> done)
-// of a library whose 100,000 files the catalog already knows, on the in-process bus and on NATS.
+// of a library whose 100,000 files the catalog already knows, on the in-process bus and on NATS, with
+// the catalog's state in SQLite and in PostgreSQL (the test run's private cluster).
 // Aims (issue 12): crawl over 5,000 files/s (Immich imports ~3,000/s); unchanged rescan under 5 s.
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPlatform } from '../src/main';
 import { openDb } from '../src/platform/db';
+import { openPostgresStore, sqliteStore, type Store } from '../src/platform/store';
+import { catalogTables } from '../src/services/catalog/catalog.tables';
+import { libraryTables } from '../src/services/catalog/library/library.tables';
+import { freshPostgresDatabase } from '../tests/helpers/platform';
 import { crawl } from '../src/services/workers/crawl';
 import { catalogToken } from '../tests/helpers/media';
 import { scanLibrary } from '../tests/helpers/library';
@@ -42,44 +47,49 @@ function bareWalk(dir: string): number {
   return n;
 }
 
-/** What a first scan would have left: an asset and a library row per file (not probed: seeded). */
-function seedCatalog(dataDir: string, root: string) {
-  const db = openDb(dataDir);
-  const sqlite = db.$client;
+/** What a first scan would have left: an asset and a library row per file (not probed: seeded), in either database. */
+async function seedCatalog(store: Store, root: string) {
+  const { catalogEditions, catalogAssets } = catalogTables(store.dialect);
+  const { libraryFiles } = libraryTables(store.dialect);
   const now = Date.now();
-  sqlite.run(`INSERT INTO catalog_editions (id, work_id, kind, created_at, updated_at) VALUES ('edn_bench', NULL, 'unidentified', ?, ?)`, [now, now]);
-  const asset = sqlite.prepare(
-    `INSERT INTO catalog_assets (id, edition_id, root, path, container, fast_hash, size_bytes, identification, kind, layout, created_at, updated_at)
-     VALUES (?, 'edn_bench', 0, ?, 'mkv', '0000000000000000', ?, 'unidentified', 'logical-composition', 'file', ?, ?)`,
-  );
-  const file = sqlite.prepare(
-    `INSERT INTO library_files (root, path, asset_id, size_bytes, mtime_ms, available, seen_scan, outcome, checked_at) VALUES (0, ?, ?, ?, ?, 1, NULL, 'added', ?)`,
-  );
-  let i = 0;
-  sqlite.transaction(() => {
-    const walk = (rel: string) => {
-      for (const d of readdirSync(join(root, rel), { withFileTypes: true })) {
-        const r = rel ? `${rel}/${d.name}` : d.name;
-        if (d.isDirectory()) walk(r);
-        else {
-          const s = statSync(join(root, r));
-          const id = `ast_bench${i++}`;
-          asset.run(id, r, s.size, now, now);
-          file.run(r, id, s.size, Math.trunc(s.mtimeMs), now);
-        }
+  const assets: (typeof catalogAssets.$inferInsert)[] = [];
+  const rows: (typeof libraryFiles.$inferInsert)[] = [];
+  const walk = (rel: string) => {
+    for (const d of readdirSync(join(root, rel), { withFileTypes: true })) {
+      const r = rel ? `${rel}/${d.name}` : d.name;
+      if (d.isDirectory()) walk(r);
+      else {
+        const s = statSync(join(root, r));
+        const id = `ast_bench${assets.length}`;
+        assets.push({ id, editionId: 'edn_bench', root: 0, path: r, container: 'mkv', fastHash: '0000000000000000', sizeBytes: s.size, identification: 'unidentified', kind: 'logical-composition', layout: 'file', createdAt: now, updatedAt: now });
+        rows.push({ root: 0, path: r, assetId: id, sizeBytes: s.size, mtimeMs: Math.trunc(s.mtimeMs), available: true, seenScan: null, outcome: 'added', checkedAt: now });
       }
-    };
-    walk('');
-  })();
-  sqlite.close();
+    }
+  };
+  walk('');
+  await store.transaction(async (tx) => {
+    await tx.insert(catalogEditions).values({ id: 'edn_bench', workId: null, kind: 'unidentified', createdAt: now, updatedAt: now });
+    for (let i = 0; i < assets.length; i += 1000) {
+      await tx.insert(catalogAssets).values(assets.slice(i, i + 1000));
+      await tx.insert(libraryFiles).values(rows.slice(i, i + 1000));
+    }
+  });
+  await store.close();
 }
 
-async function rescan(bus: string, root: string, files: number) {
+async function rescan(bus: string, root: string, files: number, database: 'sqlite' | 'postgres' = 'sqlite') {
   const dataDir = mkdtempSync(join(tmpdir(), 'keel-bench-library-data-'));
-  seedCatalog(dataDir, root);
+  const pg = database === 'postgres' ? await freshPostgresDatabase() : undefined;
+  if (pg) await seedCatalog(await openPostgresStore(pg.url), root);
+  else {
+    const db = openDb(dataDir);
+    await seedCatalog(sqliteStore(db), root);
+    db.$client.close();
+  }
   const p = await startPlatform({
     ...process.env, NODE_ENV: 'test', APP_QUIET_TOKEN: '1', APP_DATA_DIR: dataDir, APP_API_SECRET: SECRET, APP_BUS: bus, APP_MEDIA_ROOTS: root,
     APP_SERVICES: 'identity,catalog,workers', APP_IDENTITY_PORT: '0', APP_CATALOG_PORT: '0', APP_WORKERS_PORT: '0', APP_WORKERS_POLL_MS: '50',
+    ...(pg && { APP_DATABASE_URL: pg.url }),
   });
   try {
     const identity = {
@@ -98,6 +108,7 @@ async function rescan(bus: string, root: string, files: number) {
     return { seconds: round(seconds, 2), filesPerSec: Math.round(files / seconds) };
   } finally {
     await p.stop();
+    await pg?.drop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
@@ -123,12 +134,14 @@ export async function run(): Promise<Record<string, unknown>> {
       crawl: { seconds: round(crawlS, 2), filesPerSec: Math.round(files / crawlS) },
       unchangedRescanMemory: await rescan('memory', root, files),
       unchangedRescanNats: await rescan(nats.url, root, files),
+      unchangedRescanPostgres: await rescan('memory', root, files, 'postgres'),
       ratios: {} as Record<string, number>,
     };
     results.ratios = {
       crawlVsBareWalk: round(results.crawl.seconds / results.bareWalk.seconds, 2),
       rescanMemoryVsCrawl: round(results.unchangedRescanMemory.seconds / results.crawl.seconds, 2),
       rescanNatsVsMemory: round(results.unchangedRescanNats.seconds / results.unchangedRescanMemory.seconds, 2),
+      rescanPostgresVsSqlite: round(results.unchangedRescanPostgres.seconds / results.unchangedRescanMemory.seconds, 2),
       crawlVsImmich3000: round(results.crawl.filesPerSec / 3000, 1),
     };
     printTable(`Library crawl and unchanged rescan, ${files} files`, [
@@ -136,6 +149,7 @@ export async function run(): Promise<Record<string, unknown>> {
       { what: 'crawl (no probe)', ...results.crawl },
       { what: 'unchanged rescan, memory bus', ...results.unchangedRescanMemory },
       { what: 'unchanged rescan, NATS', ...results.unchangedRescanNats },
+      { what: 'unchanged rescan, memory bus, PostgreSQL', ...results.unchangedRescanPostgres },
     ]);
     console.log(results.ratios);
     return results;
