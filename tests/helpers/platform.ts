@@ -21,6 +21,8 @@ export interface TestPlatform extends Platform {
   url(service: ServiceName): string;
   /** A workspace-API token for `sub`. */
   token(sub?: string, opts?: { role?: 'admin'; ttlSeconds?: number }): string;
+  /** Its PostgreSQL database on the PostgreSQL pass (APP_DATABASE_URL), to read rows past the services. */
+  databaseUrl?: string;
   /** fetch against a service with a Bearer token for `as` (default alice). */
   api(service: ServiceName, path: string, init?: RequestInit & { as?: string | null; json?: unknown }): Promise<Response>;
   /** Stops and removes the data dir. */
@@ -98,6 +100,17 @@ export async function freshPostgresDatabase(): Promise<{ url: string; drop(): Pr
   };
 }
 
+/**
+ * The database of a test whose platforms follow one another (a restart) or run side by side: on the
+ * PostgreSQL pass a fresh database, given to each platform as `env`; on SQLite nothing (the data dir
+ * they share holds it).
+ */
+export async function sharedDatabase(): Promise<{ env: Record<string, string>; drop(): Promise<void> }> {
+  if (!onPostgres()) return { env: {}, drop: async () => {} };
+  const database = await freshPostgresDatabase();
+  return { env: { APP_DATABASE_URL: database.url }, drop: database.drop };
+}
+
 export async function startTestPlatform(opts: { services: ServiceName[]; env?: Record<string, string>; dataDir?: string }): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'keel-test-'));
   // On the PostgreSQL pass each platform gets a database of its own, as each gets a data dir.
@@ -120,6 +133,7 @@ export async function startTestPlatform(opts: { services: ServiceName[]; env?: R
   return {
     ...platform,
     dataDir,
+    databaseUrl: env.APP_DATABASE_URL,
     url: (s) => {
       const u = platform.urls[s];
       if (!u) throw new Error(`service ${s} is not running in this test platform`);

@@ -1,5 +1,6 @@
 // Actors and their API keys through HTTP: admin only, keys shown once and stored hashed, rotation,
 // disabling and policy changes ending sessions, problem+json for every error.
+import { SQL } from 'bun';
 import { Database } from 'bun:sqlite';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
@@ -19,6 +20,24 @@ afterAll(async () => {
   await p.close();
 });
 
+/** An actor's row as stored, read past the service: from PostgreSQL on its pass, else the SQLite file. */
+async function storedActor(id: string): Promise<Record<string, unknown>> {
+  if (p.databaseUrl) {
+    const sql = new SQL(p.databaseUrl, { max: 1 });
+    try {
+      return (await sql`select * from identity_actors where id = ${id}`)[0];
+    } finally {
+      await sql.close();
+    }
+  }
+  const db = new Database(join(p.dataDir, 'keel.db'), { readonly: true });
+  try {
+    return db.query('select * from identity_actors where id = ?').get(id) as Record<string, unknown>;
+  } finally {
+    db.close();
+  }
+}
+
 describe('creating actors', () => {
   test('an admin creates an actor and receives its API key once', async () => {
     const res = await p.api('identity', '/actors', { method: 'POST', as: 'admin', json: { name: 'ingest', policies: [SCAN, READ] } });
@@ -35,14 +54,9 @@ describe('creating actors', () => {
 
   test('only the SHA-256 of the API key is stored', async () => {
     const { actor, apiKey } = await createActor(p);
-    const db = new Database(join(p.dataDir, 'keel.db'), { readonly: true });
-    try {
-      const row = db.query('select * from identity_actors where id = ?').get(actor.id) as Record<string, unknown>;
-      expect(row.api_key_hash).toBe(createHash('sha256').update(apiKey).digest('hex'));
-      expect(JSON.stringify(row)).not.toContain(apiKey.slice(8));
-    } finally {
-      db.close();
-    }
+    const row = await storedActor(actor.id);
+    expect(row.api_key_hash).toBe(createHash('sha256').update(apiKey).digest('hex'));
+    expect(JSON.stringify(row)).not.toContain(apiKey.slice(8));
   });
 
   test('without a token 401 unauthenticated; with a non-admin workspace token 403 forbidden', async () => {

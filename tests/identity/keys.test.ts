@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { sharedDatabase, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { bearer, createActor, openSession, sleep, startGuardedApp } from '../helpers/identity';
 
 const jwksOf = async (p: TestPlatform) => ((await (await fetch(p.url('identity') + '/.well-known/jwks.json')).json()).keys as { kid: string }[]).map((k) => k.kid);
@@ -140,15 +140,17 @@ describe('automatic rotation and persistence', () => {
 
   test('the generated key is kept under APP_DATA_DIR (mode 0600) and reused after a restart', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'keel-identity-keys-'));
+    // The same database after the restart too (on the PostgreSQL pass), so the session is still known.
+    const database = await sharedDatabase();
     try {
-      const a = await startTestPlatform({ services: ['identity'], dataDir });
+      const a = await startTestPlatform({ services: ['identity'], dataDir, env: database.env });
       const kids = await jwksOf(a);
       const { apiKey } = await createActor(a);
       const s = await openSession(a, apiKey);
       await a.close();
       const file = join(dataDir, 'identity-keys.json');
       expect(statSync(file).mode & 0o777).toBe(0o600);
-      const b = await startTestPlatform({ services: ['identity'], dataDir });
+      const b = await startTestPlatform({ services: ['identity'], dataDir, env: database.env });
       try {
         expect(await jwksOf(b)).toEqual(kids);
         const g = startGuardedApp(b.bus);
@@ -158,6 +160,7 @@ describe('automatic rotation and persistence', () => {
         await b.close();
       }
     } finally {
+      await database.drop();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

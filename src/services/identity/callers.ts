@@ -34,7 +34,7 @@ export function createCallers(deps: { identity: Identity; keys: KeyStore; clock:
       }
     }
     const claims = await verify(token);
-    const { actorId, policies } = livePrincipal(claims, deps.identity.sessionState(claims.sessionId, claims.actorId));
+    const { actorId, policies } = livePrincipal(claims, await deps.identity.sessionState(claims.sessionId, claims.actorId));
     return { admin: policies.includes(ADMIN_POLICY), actorId };
   }
 

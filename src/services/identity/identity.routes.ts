@@ -79,27 +79,27 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
         description: 'New tokens are signed with a new key; the previous one stays in the JWKS until previousPublishedUntil (APP_IDENTITY_KEY_OVERLAP_S), so the tokens it signed stay valid until they expire. With `{"retirePrevious": true}` it leaves the JWKS at once: identity and every guard refuse its tokens from then on (guards hear it on the bus, evt.identity.keysChanged). 409 IDENTITY_KEYS_EXTERNAL when the key comes from APP_IDENTITY_SIGNING_KEY.',
       },
     })
-    .post('/actors', ({ body, status, set }) => {
+    .post('/actors', async ({ body, status, set }) => {
       Object.assign(set.headers, noStore);
-      return status(201, identity.createActor(body));
+      return status(201, await identity.createActor(body));
     }, {
       auth: 'admin',
       body: CreateActorBody,
       response: { 201: ActorWithKey, ...adminErrors },
       detail: { ...op('createActor', ADMIN), tags: ['actors'], summary: 'Create an actor', description: 'Answers the API key once; only its hash is kept.' },
     })
-    .get('/actors', () => ({ actors: identity.listActors() }), {
+    .get('/actors', async () => ({ actors: await identity.listActors() }), {
       auth: 'admin',
       response: { 200: t.Object({ actors: t.Array(ActorSchema) }), ...adminErrors },
       detail: { ...op('listActors', ADMIN), tags: ['actors'], summary: 'List actors' },
     })
-    .get('/actors/:id', ({ params }) => ({ actor: identity.getActor(params.id) }), {
+    .get('/actors/:id', async ({ params }) => ({ actor: await identity.getActor(params.id) }), {
       auth: 'admin',
       params: IdParams,
       response: { 200: t.Object({ actor: ActorSchema }), ...adminErrors, 404: ProblemSchema },
       detail: { ...op('getActor', [...ADMIN, 'IDENTITY_ACTOR_NOT_FOUND']), tags: ['actors'], summary: 'Get an actor' },
     })
-    .patch('/actors/:id', ({ params, body }) => ({ actor: identity.updateActor(params.id, body) }), {
+    .patch('/actors/:id', async ({ params, body }) => ({ actor: await identity.updateActor(params.id, body) }), {
       auth: 'admin',
       params: IdParams,
       body: UpdateActorBody,
@@ -110,7 +110,7 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
         description: 'Disabling or changing policies ends the actor\'s sessions: they answer 401 reauth-required (reason actor-disabled or policies-changed).',
       },
     })
-    .post('/actors/:id/keys/rotate', ({ params, set }) => {
+    .post('/actors/:id/keys/rotate', async ({ params, set }) => {
       Object.assign(set.headers, noStore);
       return identity.rotateActorKey(params.id);
     }, {
@@ -146,8 +146,8 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
         security: [],
       },
     })
-    .delete('/sessions/:id', ({ params, caller, status }) => {
-      identity.revokeSession(params.id, caller);
+    .delete('/sessions/:id', async ({ params, caller, status }) => {
+      await identity.revokeSession(params.id, caller);
       return status(204, undefined);
     }, {
       auth: 'caller',

@@ -1,21 +1,21 @@
 // Actors, API keys and sessions: the rules, free of HTTP. Every denial is an AppError whose code the
 // problem+json renderer shows as is (`unauthenticated`, `reauth-required`, IDENTITY_*_NOT_FOUND).
-import { and, desc, eq, isNull, lt, or } from 'drizzle-orm';
+import { and, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import type { IdentitySessionEndReason } from '../../platform/bus/subjects';
-import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import './identity.errors';
 import { reauthRequired, unauthenticated } from '../../platform/auth/denials';
 import type { SessionState } from '../../platform/auth/session-check';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
+import type { Orm, Store } from '../../platform/store';
 import type { IdentityConfig } from './identity.config';
-import { actors, refreshTokens, sessions, type ActorRow, type SessionRow } from './identity.tables';
+import { identityTables, type ActorRow, type SessionRow } from './identity.tables';
 import type { KeyStore } from './keys';
 import { API_KEY_PREFIX, hashSecret, isSecretShaped, newSecret, REFRESH_TOKEN_PREFIX, secretHint, signAccessToken } from './tokens';
 
 export interface IdentityDeps {
-  db: Db;
+  store: Store;
   clock: Clock;
   log: Logger;
   config: IdentityConfig;
@@ -56,11 +56,20 @@ export function sessionView(s: SessionRow, refreshExpiresAt: number | null) {
   };
 }
 
-export function createIdentity(deps: IdentityDeps) {
-  const { db, clock, log, config, keys } = deps;
+/** What a transaction answers instead of throwing, so that what it wrote is committed (a revocation for reuse). */
+interface Denial {
+  error: AppError;
+  /** The session revoked because its refresh token came back. */
+  reuse?: string;
+}
 
-  const findActor = (id: string) => db.select().from(actors).where(eq(actors.id, id)).get();
-  const findSession = (id: string) => db.select().from(sessions).where(eq(sessions.id, id)).get();
+export function createIdentity(deps: IdentityDeps) {
+  const { store, clock, log, config, keys } = deps;
+  const db = store.orm;
+  const { actors, sessions, refreshTokens } = identityTables(store.dialect);
+
+  const findActor = async (id: string) => (await db.select().from(actors).where(eq(actors.id, id)).limit(1))[0];
+  const findSession = async (id: string) => (await db.select().from(sessions).where(eq(sessions.id, id)).limit(1))[0];
 
   /** Why a session is not live, or undefined when it is. The one rule the bus, refresh and revoke share. */
   function endReason(s: SessionRow, a: ActorRow | undefined): IdentitySessionEndReason | undefined {
@@ -74,11 +83,20 @@ export function createIdentity(deps: IdentityDeps) {
   }
 
   /** Stores a new refresh token for the session (inside the caller's transaction) and returns it. */
-  function newRefreshToken(tx: Pick<Db, 'insert'>, s: SessionRow, now: number) {
+  async function newRefreshToken(tx: Orm, s: SessionRow, now: number) {
     const refreshToken = newSecret(REFRESH_TOKEN_PREFIX);
     const refreshExpiresAt = Math.min(now + config.refreshTtlS * 1000, s.expiresAt);
-    tx.insert(refreshTokens).values({ hash: hashSecret(refreshToken), sessionId: s.id, createdAt: now, expiresAt: refreshExpiresAt }).run();
+    await tx.insert(refreshTokens).values({ hash: hashSecret(refreshToken), sessionId: s.id, createdAt: now, expiresAt: refreshExpiresAt });
     return { refreshToken, refreshExpiresAt };
+  }
+
+  /** A refresh token presented a second time: its session ends (unless it already has). Inside the caller's transaction. */
+  async function revokeForReuse(tx: Orm, sessionId: string, now: number): Promise<Denial> {
+    await tx
+      .update(sessions)
+      .set({ revokedAt: now, endReason: 'refresh-reuse' })
+      .where(and(eq(sessions.id, sessionId), isNull(sessions.revokedAt)));
+    return { error: reauthRequired('refresh-reuse'), reuse: sessionId };
   }
 
   /** Signs the access token that goes with a refresh token just stored. */
@@ -90,8 +108,15 @@ export function createIdentity(deps: IdentityDeps) {
     return { session: sessionView(s, r.refreshExpiresAt), accessToken, refreshToken: r.refreshToken, expiresIn: exp - iat, tokenType: 'Bearer' as const };
   }
 
+  // Several identity processes may share one PostgreSQL database, so no rule below reads a row and
+  // then writes what it read: a write that must see the latest row is conditional (`... WHERE
+  // used_at IS NULL RETURNING`), or the transaction first claims the row with a write, which holds
+  // it until the commit (PostgreSQL's row lock; on SQLite transactions take turns anyway).
+  // Transactions write the tables in one order, actors, sessions, refresh tokens: on PostgreSQL
+  // each write also locks its table's row of the change counter (platform/store.ts) until the
+  // commit, and one order keeps two transactions from waiting on each other.
   const identity = {
-    createActor(input: { name: string; policies: string[] }) {
+    async createActor(input: { name: string; policies: string[] }) {
       const now = clock.now();
       const apiKey = newSecret(API_KEY_PREFIX);
       const row: ActorRow = {
@@ -107,17 +132,17 @@ export function createIdentity(deps: IdentityDeps) {
         createdAt: now,
         updatedAt: now,
       };
-      db.insert(actors).values(row).run();
+      await db.insert(actors).values(row);
       log.info('actor created', { actorId: row.id });
       return { actor: actorView(row), apiKey };
     },
 
-    listActors() {
-      return db.select().from(actors).orderBy(desc(actors.createdAt)).all().map(actorView);
+    async listActors() {
+      return (await db.select().from(actors).orderBy(desc(actors.createdAt))).map(actorView);
     },
 
-    getActor(id: string) {
-      const a = findActor(id);
+    async getActor(id: string) {
+      const a = await findActor(id);
       if (!a) throw actorNotFound();
       return actorView(a);
     },
@@ -126,68 +151,84 @@ export function createIdentity(deps: IdentityDeps) {
      * Disabling an actor or changing its policies ends its sessions (re-authentication required).
      * Disabling revokes them for good: re-enabling the actor must not revive a stolen refresh token.
      */
-    updateActor(id: string, patch: { name?: string; disabled?: boolean; policies?: string[] }) {
-      const a = findActor(id);
-      if (!a) throw actorNotFound();
-      const policies = patch.policies ? [...new Set(patch.policies)].sort() : a.policies;
-      const changed = JSON.stringify(policies) !== JSON.stringify(a.policies);
+    async updateActor(id: string, patch: { name?: string; disabled?: boolean; policies?: string[] }) {
       const now = clock.now();
-      const next = {
-        name: patch.name ?? a.name,
-        disabled: patch.disabled ?? a.disabled,
-        policies,
-        policiesVersion: changed ? a.policiesVersion + 1 : a.policiesVersion,
-        updatedAt: now,
-      };
-      db.transaction((tx) => {
-        tx.update(actors).set(next).where(eq(actors.id, id)).run();
+      const updated = await store.transaction(async (tx) => {
+        // Claimed first, so that two concurrent updates each build on the other's result (no lost
+        // policies-version bump, no missed disable).
+        const [a] = await tx.update(actors).set({ updatedAt: now }).where(eq(actors.id, id)).returning();
+        if (!a) return undefined;
+        const policies = patch.policies ? [...new Set(patch.policies)].sort() : a.policies;
+        const changed = JSON.stringify(policies) !== JSON.stringify(a.policies);
+        const next = {
+          name: patch.name ?? a.name,
+          disabled: patch.disabled ?? a.disabled,
+          policies,
+          policiesVersion: changed ? a.policiesVersion + 1 : a.policiesVersion,
+          updatedAt: now,
+        };
+        await tx.update(actors).set(next).where(eq(actors.id, id));
         if (next.disabled && !a.disabled) {
-          tx.update(sessions)
+          await tx
+            .update(sessions)
             .set({ revokedAt: now, endReason: 'actor-disabled' })
-            .where(and(eq(sessions.actorId, id), isNull(sessions.revokedAt)))
-            .run();
+            .where(and(eq(sessions.actorId, id), isNull(sessions.revokedAt)));
         }
+        return { actor: { ...a, ...next }, changed };
       });
-      log.info('actor updated', { actorId: id, disabled: next.disabled, policiesChanged: changed });
-      return actorView({ ...a, ...next });
+      if (!updated) throw actorNotFound();
+      log.info('actor updated', { actorId: id, disabled: updated.actor.disabled, policiesChanged: updated.changed });
+      return actorView(updated.actor);
     },
 
     /** A new API key; the old one stops working now and the sessions it opened need re-authentication. */
-    rotateActorKey(id: string) {
-      const a = findActor(id);
-      if (!a) throw actorNotFound();
+    async rotateActorKey(id: string) {
       const apiKey = newSecret(API_KEY_PREFIX);
       const now = clock.now();
-      const next = { apiKeyHash: hashSecret(apiKey), apiKeyHint: secretHint(apiKey, API_KEY_PREFIX), keyVersion: a.keyVersion + 1, keyRotatedAt: now, updatedAt: now };
-      db.update(actors).set(next).where(eq(actors.id, id)).run();
+      const [a] = await db
+        .update(actors)
+        .set({ apiKeyHash: hashSecret(apiKey), apiKeyHint: secretHint(apiKey, API_KEY_PREFIX), keyVersion: sql`${actors.keyVersion} + 1`, keyRotatedAt: now, updatedAt: now })
+        .where(eq(actors.id, id))
+        .returning();
+      if (!a) throw actorNotFound();
       log.info('actor api key rotated', { actorId: id });
-      return { actor: actorView({ ...a, ...next }), apiKey };
+      return { actor: actorView(a), apiKey };
     },
 
     async createSession(apiKey: string) {
-      const a = isSecretShaped(apiKey, API_KEY_PREFIX)
-        ? db.select().from(actors).where(eq(actors.apiKeyHash, hashSecret(apiKey))).get()
-        : undefined;
-      if (!a) throw unauthenticated('The API key is not valid');
-      if (a.disabled) throw unauthenticated('The actor is disabled');
+      if (!isSecretShaped(apiKey, API_KEY_PREFIX)) throw unauthenticated('The API key is not valid');
+      const apiKeyHash = hashSecret(apiKey);
       const now = clock.now();
-      const s: SessionRow = {
-        id: newId('ses', clock),
-        actorId: a.id,
-        keyVersion: a.keyVersion,
-        policiesVersion: a.policiesVersion,
-        createdAt: now,
-        expiresAt: now + config.sessionTtlS * 1000,
-        refreshedAt: null,
-        revokedAt: null,
-        endReason: null,
-      };
-      const r = db.transaction((tx) => {
-        tx.insert(sessions).values(s).run();
-        return newRefreshToken(tx, s, now);
+      type Opened = { a: ActorRow; s: SessionRow; r: { refreshToken: string; refreshExpiresAt: number } };
+      const opened = await store.transaction(async (tx): Promise<Denial | Opened> => {
+        // The actor's row is claimed with a write that changes nothing: a concurrent disable then
+        // waits for this session and revokes it, or commits first and this one is refused. (Read
+        // alone, a session opened as the actor is disabled would outlive the disable and come back
+        // live on re-enabling.)
+        const [a] = await tx
+          .update(actors)
+          .set({ updatedAt: sql`${actors.updatedAt}` })
+          .where(eq(actors.apiKeyHash, apiKeyHash))
+          .returning();
+        if (!a) return { error: unauthenticated('The API key is not valid') };
+        if (a.disabled) return { error: unauthenticated('The actor is disabled') };
+        const s: SessionRow = {
+          id: newId('ses', clock),
+          actorId: a.id,
+          keyVersion: a.keyVersion,
+          policiesVersion: a.policiesVersion,
+          createdAt: now,
+          expiresAt: now + config.sessionTtlS * 1000,
+          refreshedAt: null,
+          revokedAt: null,
+          endReason: null,
+        };
+        await tx.insert(sessions).values(s);
+        return { a, s, r: await newRefreshToken(tx, s, now) };
       });
-      log.info('session created', { actorId: a.id, sessionId: s.id });
-      return pair(s, a, now, r);
+      if ('error' in opened) throw opened.error;
+      log.info('session created', { actorId: opened.a.id, sessionId: opened.s.id });
+      return pair(opened.s, opened.a, now, opened.r);
     },
 
     /**
@@ -195,27 +236,39 @@ export function createIdentity(deps: IdentityDeps) {
      * hold it: the session is revoked (reason refresh-reuse) and both must authenticate again.
      */
     async refreshSession(refreshToken: string) {
-      const hash = isSecretShaped(refreshToken, REFRESH_TOKEN_PREFIX) ? hashSecret(refreshToken) : undefined;
+      if (!isSecretShaped(refreshToken, REFRESH_TOKEN_PREFIX)) throw unauthenticated('The refresh token is not valid');
+      const hash = hashSecret(refreshToken);
       const now = clock.now();
-      // Synchronous transaction: of two concurrent uses of one token, exactly one wins.
-      const outcome = db.transaction((tx) => {
-        const rt = hash ? tx.select().from(refreshTokens).where(eq(refreshTokens.hash, hash)).get() : undefined;
-        if (!rt) return { error: unauthenticated('The refresh token is not valid') };
-        const s = tx.select().from(sessions).where(eq(sessions.id, rt.sessionId)).get()!;
-        const a = tx.select().from(actors).where(eq(actors.id, s.actorId)).get();
-        if (rt.usedAt !== null) {
-          if (s.revokedAt === null) {
-            tx.update(sessions).set({ revokedAt: now, endReason: 'refresh-reuse' }).where(eq(sessions.id, s.id)).run();
-          }
-          return { error: reauthRequired('refresh-reuse'), reuse: s.id };
-        }
+      type Refreshed = { session: SessionRow; actor: ActorRow; next: { refreshToken: string; refreshExpiresAt: number } };
+      const outcome = await store.transaction(async (tx): Promise<Denial | Refreshed> => {
+        const [rt] = await tx.select().from(refreshTokens).where(eq(refreshTokens.hash, hash)).limit(1);
+        const [s] = rt ? await tx.select().from(sessions).where(eq(sessions.id, rt.sessionId)).limit(1) : [];
+        if (!rt || !s) return { error: unauthenticated('The refresh token is not valid') };
+        if (rt.usedAt !== null) return revokeForReuse(tx, s.id, now);
+        const [a] = await tx.select().from(actors).where(eq(actors.id, s.actorId)).limit(1);
         const reason = endReason(s, a);
         if (reason) return { error: reauthRequired(reason) };
         if (now >= rt.expiresAt) return { error: reauthRequired('refresh-expired') };
-        tx.update(refreshTokens).set({ usedAt: now }).where(eq(refreshTokens.hash, rt.hash)).run();
-        tx.update(sessions).set({ refreshedAt: now }).where(eq(sessions.id, s.id)).run();
-        const session = { ...s, refreshedAt: now };
-        return { session, actor: a!, next: newRefreshToken(tx, session, now) };
+        // The session, only while it is not revoked: a revocation committed since the read wins,
+        // one coming after waits for this commit. Two refreshes of one session take turns here.
+        const [session] = await tx
+          .update(sessions)
+          .set({ refreshedAt: now })
+          .where(and(eq(sessions.id, s.id), isNull(sessions.revokedAt)))
+          .returning();
+        if (!session) {
+          const ended = (await tx.select().from(sessions).where(eq(sessions.id, s.id)).limit(1))[0];
+          return { error: reauthRequired(ended?.endReason ?? 'session-revoked') };
+        }
+        // The token, only if nobody used it since the read: of two concurrent uses exactly one wins,
+        // and the other is reuse.
+        const [used] = await tx
+          .update(refreshTokens)
+          .set({ usedAt: now })
+          .where(and(eq(refreshTokens.hash, hash), isNull(refreshTokens.usedAt)))
+          .returning();
+        if (!used) return revokeForReuse(tx, s.id, now);
+        return { session, actor: a!, next: await newRefreshToken(tx, session, now) };
       });
       if ('error' in outcome) {
         if (outcome.reuse) log.warn('refresh token reused: session revoked', { sessionId: outcome.reuse });
@@ -225,20 +278,23 @@ export function createIdentity(deps: IdentityDeps) {
     },
 
     /** Revokes a session: its own actor or an admin; anyone else is told it does not exist. */
-    revokeSession(id: string, caller: Caller) {
-      const s = findSession(id);
+    async revokeSession(id: string, caller: Caller) {
+      const s = await findSession(id);
       if (!s || (!caller.admin && s.actorId !== caller.actorId)) throw sessionNotFound();
-      if (s.revokedAt === null) {
-        db.update(sessions).set({ revokedAt: clock.now(), endReason: 'session-revoked' }).where(eq(sessions.id, id)).run();
-        log.info('session revoked', { sessionId: id, byAdmin: caller.admin });
-      }
+      if (s.revokedAt !== null) return;
+      const revoked = await db
+        .update(sessions)
+        .set({ revokedAt: clock.now(), endReason: 'session-revoked' })
+        .where(and(eq(sessions.id, id), isNull(sessions.revokedAt)))
+        .returning({ id: sessions.id });
+      if (revoked.length) log.info('session revoked', { sessionId: id, byAdmin: caller.admin });
     },
 
     /** The answer of qry.identity.session. */
-    sessionState(sid: string, sub: string): SessionState {
-      const s = findSession(sid);
+    async sessionState(sid: string, sub: string): Promise<SessionState> {
+      const s = await findSession(sid);
       if (!s || s.actorId !== sub) return { live: false, reauth: false, reason: 'unknown-session' };
-      const a = findActor(s.actorId);
+      const a = await findActor(s.actorId);
       const reason = endReason(s, a);
       if (reason === 'unknown-session') return { live: false, reauth: false, reason };
       if (reason) return { live: false, reauth: true, reason };
@@ -246,15 +302,15 @@ export function createIdentity(deps: IdentityDeps) {
     },
 
     /** Forgets sessions that ended more than a day ago (their refresh tokens go with them). */
-    sweep() {
+    async sweep() {
       const cutoff = clock.now() - 86_400_000;
-      db.delete(sessions).where(or(lt(sessions.expiresAt, cutoff), lt(sessions.revokedAt, cutoff))).run();
+      await db.delete(sessions).where(or(lt(sessions.expiresAt, cutoff), lt(sessions.revokedAt, cutoff)));
     },
 
     /** Answers the guards of the other services: is a session live (qry.identity.session), and the JWKS. Returns the unsubscribe. */
     listen(bus: Bus): () => void {
       const offs = [
-        bus.answer('qry.identity.session', ({ sid, sub }) => {
+        bus.answer('qry.identity.session', async ({ sid, sub }) => {
           if (typeof sid !== 'string' || typeof sub !== 'string') return { live: false, reauth: false, reason: 'unknown-session' as const };
           return identity.sessionState(sid, sub);
         }),

@@ -1,6 +1,7 @@
 // Composition root of the identity service: config -> signing keys -> rules -> HTTP app + bus answers.
 import { createTokenBucket } from '../../platform/http/rate-limit';
 import { createServiceApp } from '../../platform/http/service-app';
+import { errorFields } from '../../platform/runtime';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createCallers } from './callers';
 import { loadIdentityConfig, type IdentityConfig } from './identity.config';
@@ -23,7 +24,7 @@ export async function createIdentityService(deps: ServiceDeps, config: IdentityC
     // Guards on the bus drop a key that left the JWKS now, not at their next re-read.
     onChange: (kids) => void deps.bus.publish('evt.identity.keysChanged', { kids, at: deps.clock.now() }),
   });
-  const identity = createIdentity({ db: deps.db, clock: deps.clock, log: deps.log, config, keys });
+  const identity = createIdentity({ store: deps.store, clock: deps.clock, log: deps.log, config, keys });
   const callers = createCallers({ identity, keys, clock: deps.clock, apiSecret: deps.config.apiSecret });
   const sessionBudget = createTokenBucket(config.sessionRate, deps.clock);
 
@@ -47,12 +48,13 @@ export async function createIdentityService(deps: ServiceDeps, config: IdentityC
   let sweeper: ReturnType<typeof setInterval> | undefined;
   return {
     app,
-    start() {
+    async start() {
       stopListening = identity.listen(deps.bus);
       // A restart may have changed the key (APP_IDENTITY_SIGNING_KEY replaced): say which keys hold now.
       void deps.bus.publish('evt.identity.keysChanged', { kids: keys.publishedKids(), at: deps.clock.now() });
-      identity.sweep();
-      sweeper = setInterval(() => identity.sweep(), SWEEP_EVERY_MS);
+      await identity.sweep();
+      const sweep = () => identity.sweep().catch((e) => deps.log.warn('identity sweep failed', errorFields(e)));
+      sweeper = setInterval(sweep, SWEEP_EVERY_MS);
       sweeper.unref?.();
     },
     stop() {

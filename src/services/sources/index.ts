@@ -5,7 +5,7 @@ import { sourcesErrors } from './sources.errors';
 import { createSources } from './sources.service';
 
 export function createSourcesService(deps: ServiceDeps): Service {
-  const sources = createSources({ db: deps.db, clock: deps.clock });
+  const sources = createSources({ store: deps.store, clock: deps.clock });
   // Its work happens on the bus (qry.sources.resolve): over HTTP it answers only its probes (media spec).
   const app = createServiceApp(deps, {
     name: 'sources',

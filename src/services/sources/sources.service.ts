@@ -5,11 +5,11 @@
 import { desc, eq, lte } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import type { BusEvents, BusQueries, SourceBinding } from '../../platform/bus/subjects';
-import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import './sources.errors';
 import { newId, type Clock } from '../../platform/runtime';
-import { sourcesBindings } from './sources.tables';
+import type { Store } from '../../platform/store';
+import { sourcesTables, type sourcesBindings } from './sources.tables';
 
 type Row = typeof sourcesBindings.$inferSelect;
 
@@ -19,35 +19,36 @@ const toBinding = (r: Row): SourceBinding => ({
 
 export const badResolve = () => new AppError('SOURCES_REQUEST_INVALID', 'qry.sources.resolve needs an assetId of 1 to 128 characters');
 
-export function createSources(deps: { db: Db; clock: Clock }) {
-  const { db, clock } = deps;
+export function createSources(deps: { store: Store; clock: Clock }) {
+  const { clock } = deps;
+  const db = deps.store.orm;
+  const { sourcesBindings } = sourcesTables(deps.store.dialect);
 
-  /** Records what an event says about a file, unless the binding already holds newer news. */
-  function record(assetId: string, root: number, path: string, available: boolean, at: number) {
+  /** Records what an event says about a file, unless the binding already holds newer news (one statement: concurrent events need no lock). */
+  async function record(assetId: string, root: number, path: string, available: boolean, at: number) {
     const now = clock.now();
-    db.insert(sourcesBindings)
+    await db
+      .insert(sourcesBindings)
       .values({ id: newId('bnd', clock), assetId, kind: 'file', root, path, available, checkedAt: at, preference: 0, createdAt: now, updatedAt: now })
       .onConflictDoUpdate({
         target: [sourcesBindings.assetId, sourcesBindings.kind, sourcesBindings.root, sourcesBindings.path],
         set: { available, checkedAt: at, updatedAt: now },
         setWhere: lte(sourcesBindings.checkedAt, at),
-      })
-      .run();
+      });
   }
 
   const onIndexed = (e: BusEvents['evt.catalog.assetIndexed']) => record(e.assetId, e.root, e.path, true, e.at);
   const onAvailability = (e: BusEvents['evt.catalog.assetAvailability']) => record(e.assetId, e.root, e.path, e.available, e.at);
 
-  function resolve(req: BusQueries['qry.sources.resolve']['request']): BusQueries['qry.sources.resolve']['reply'] {
+  async function resolve(req: BusQueries['qry.sources.resolve']['request']): Promise<BusQueries['qry.sources.resolve']['reply']> {
     const assetId = req?.assetId;
     if (typeof assetId !== 'string' || assetId.length < 1 || assetId.length > 128) throw badResolve();
-    const best = db
+    const [best] = await db
       .select()
       .from(sourcesBindings)
       .where(eq(sourcesBindings.assetId, assetId))
       .orderBy(desc(sourcesBindings.available), desc(sourcesBindings.preference), desc(sourcesBindings.checkedAt))
-      .limit(1)
-      .get();
+      .limit(1);
     return { assetId, available: best?.available ?? false, binding: best ? toBinding(best) : null };
   }
 
