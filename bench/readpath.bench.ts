@@ -8,8 +8,12 @@
 //     connection, as a tool would), the first page and pages 1 to 500 at random;
 // each at 32 and 128 connections; then the 304 answer of the list, a stage profile of one read
 // (bench/readpath-stages.ts) and of its HTTP layer, call by call with the tail (bench/readpath-http-stages.ts). `bun run bench readpath`; BENCH_READPATH_SECONDS (default 5) per run,
-// BENCH_READPATH_ROUNDS (default 2) alternations, the best round of each side kept.
+// BENCH_READPATH_ROUNDS (default 2) alternations, the best round of each side kept. The works reads
+// run again against a Keel whose catalog keeps its state in PostgreSQL (the same 100,000 works), so
+// both databases are measured against the same bare server in the same run.
 import { Database } from 'bun:sqlite';
+import { SQL } from 'bun';
+import { freshPostgresDatabase } from '../tests/helpers/platform';
 import { join } from 'node:path';
 import { startKeelProcess, type KeelProcess } from './keel-process';
 import { printTable, round } from './lib';
@@ -42,18 +46,37 @@ async function createWorkspaces(keel: KeelProcess) {
   }
 }
 
+const INSERT_WORK = 'INSERT INTO catalog_works (id, kind, title, original_title, year, match_key, created_at, updated_at) VALUES';
+
+/** The benchmark's works, as rows of INSERT_WORK's columns. */
+function workRows(): (string | number)[][] {
+  const t0 = Date.now();
+  return Array.from({ length: WORKS }, (_, i) => {
+    const title = `Bench Work ${i}`;
+    return [`wrk_bench${String(i).padStart(7, '0')}`, 'movie', title, title, 1950 + (i % 70), `movie|bench work ${i}|${1950 + (i % 70)}`, t0 + i, t0 + i];
+  });
+}
+
 function insertWorks(dataDir: string) {
   const db = new Database(join(dataDir, 'keel.db'));
   db.exec('PRAGMA busy_timeout = 5000');
-  const t0 = Date.now();
-  const insert = db.prepare('INSERT INTO catalog_works (id, kind, title, original_title, year, match_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+  const insert = db.prepare(`${INSERT_WORK} (?, ?, ?, ?, ?, ?, ?, ?)`);
   db.transaction(() => {
-    for (let i = 0; i < WORKS; i++) {
-      const title = `Bench Work ${i}`;
-      insert.run(`wrk_bench${String(i).padStart(7, '0')}`, 'movie', title, title, 1950 + (i % 70), `movie|bench work ${i}|${1950 + (i % 70)}`, t0 + i, t0 + i);
-    }
+    for (const r of workRows()) insert.run(...(r as [string]));
   })();
   db.close();
+}
+
+/** The same works into a PostgreSQL database, 1,000 rows a statement. */
+async function insertWorksPostgres(url: string) {
+  const sql = new SQL(url, { max: 1 });
+  const rows = workRows();
+  for (let i = 0; i < rows.length; i += 1000) {
+    const chunk = rows.slice(i, i + 1000);
+    const values = chunk.map((_, k) => `(${Array.from({ length: 8 }, (_, c) => `$${k * 8 + c + 1}`).join(', ')})`).join(', ');
+    await sql.unsafe(`${INSERT_WORK} ${values}`, chunk.flat());
+  }
+  await sql.close();
 }
 
 interface Pair {
@@ -122,6 +145,25 @@ export async function run(): Promise<Record<string, unknown>> {
     if (!etag) throw new Error('the list carries no ETag');
     figures['list304@32'] = await compare(keel.url, bareList.url, ['/api/workspaces'], 32, { ...auth, 'if-none-match': etag });
     rows.push(row('GET /api/workspaces, If-None-Match: 304 (bare: 200 with the body)', figures['list304@32']!));
+
+    // The catalog's reads again, its state in PostgreSQL (a Keel of its own, catalog only).
+    const pg = await freshPostgresDatabase();
+    const keelPg = await startKeelProcess({ APP_DATABASE_URL: pg.url }, ['catalog']);
+    try {
+      await fetch(keelPg.urls.catalog + '/works?pageSize=1'); // migrations ran
+      await insertWorksPostgres(pg.url);
+      const pgPage = await (await fetch(keelPg.urls.catalog + '/works?pageSize=200')).text();
+      if ((JSON.parse(pgPage) as { total: number }).total !== WORKS) throw new Error('the PostgreSQL catalog does not hold the works');
+      for (const c of CONNECTIONS) {
+        figures[`worksPostgres@${c}`] = await compare(keelPg.urls.catalog!, barePage.url, ['/works?pageSize=200'], c);
+        rows.push(row('GET /works?pageSize=200, PostgreSQL', figures[`worksPostgres@${c}`]!));
+        figures[`randomPagesPostgres@${c}`] = await compare(keelPg.urls.catalog!, barePage.url, randomPages, c);
+        rows.push(row('GET /works?pageSize=200&page=1..500, PostgreSQL', figures[`randomPagesPostgres@${c}`]!));
+      }
+    } finally {
+      await keelPg.stop();
+      await pg.drop();
+    }
     printTable(`read path vs a bare Bun.serve answering the same bytes (wrk -t1, ${SECONDS} s, best of ${ROUNDS})`, rows);
 
     const stages = await stageProfile(join(keel.dataDir, 'keel.db'), OWNER, keel.secret);
