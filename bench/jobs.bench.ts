@@ -10,6 +10,7 @@ import { createMemoryBus } from '../src/platform/bus/memory';
 import { createNatsBus } from '../src/platform/bus/nats';
 import { openDb } from '../src/platform/db';
 import { createLogger, systemClock } from '../src/platform/runtime';
+import { sqliteStore } from '../src/platform/store';
 import type { JobQueue } from '../src/services/workers/queue';
 import { createJetStreamQueue } from '../src/services/workers/queue-jetstream';
 import { createWorkers } from '../src/services/workers/workers.service';
@@ -44,10 +45,12 @@ export async function run(): Promise<Record<string, unknown>> {
 
   const dir = mkdtempSync(join(tmpdir(), 'keel-bench-jobs-'));
   const mem = createMemoryBus(quiet);
+  const db = openDb(dir);
   try {
-    results.sqlite = await throughput(createWorkers({ db: openDb(dir), bus: mem, clock: systemClock, log: quiet, onSubmit: () => {} }), n);
+    results.sqlite = await throughput(createWorkers({ store: sqliteStore(db), bus: mem, clock: systemClock, log: quiet, onSubmit: () => {} }), n);
   } finally {
     await mem.close();
+    db.$client.close();
     rmSync(dir, { recursive: true, force: true });
   }
 

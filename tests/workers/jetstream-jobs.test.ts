@@ -5,14 +5,15 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import type { JobView } from '../../src/platform/bus/subjects';
-import { waitForScan, postLibraryScan } from '../helpers/library';
+import { getLibraryScan, postLibraryScan, waitForScan } from '../helpers/library';
 import { catalogToken, mediaFixtures, tempMediaRoot } from '../helpers/media';
 import { startTestNats, type TestNats } from '../helpers/nats';
 import { freePort } from '../../scripts/machine';
 import { BUN, startKeel, type KeelProcess } from '../helpers/process';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform';
 
-const BIG = 8;
+// Long enough that the first worker is still scanning once the second has started (about a second).
+const BIG = 16;
 let root: ReturnType<typeof tempMediaRoot>;
 let nats: TestNats;
 let p: TestPlatform;
@@ -52,7 +53,7 @@ beforeAll(async () => {
   root = tempMediaRoot();
   for (let i = 1; i <= BIG; i++) root.place(`big/clip ${i}.mp4`, fx.mp4);
   // Never scanned before the second test: every file is probed, which keeps the worker busy.
-  for (let i = 1; i <= 3 * BIG; i++) root.place(`busy/clip ${i}.mp4`, fx.mp4);
+  for (let i = 1; i <= 24; i++) root.place(`busy/clip ${i}.mp4`, fx.mp4);
   root.place('small/Heat (1995).mkv', fx.mkv);
   nats = await startTestNats();
   // The catalog and identity in this process; the workers in processes of their own.
@@ -74,6 +75,7 @@ describe('jobs on a JetStream work queue', () => {
     const scan = (await (await postLibraryScan(p, token, { path: 'big' })).json()).id;
     await waitForScan(p, token, scan, (s) => s.counts.seen >= 2);
     const second = await startWorker();
+    expect((await getLibraryScan(p, token, scan)).status).toBe('running');
     first.proc.kill('SIGKILL');
     await first.proc.exited;
 

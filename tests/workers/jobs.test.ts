@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { JobView } from '../../src/platform/bus/subjects';
 import { getLibraryScan, postLibraryScan, waitForScan } from '../helpers/library';
 import { catalogToken, mediaFixtures, tempMediaRoot } from '../helpers/media';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { freshPostgresDatabase, onPostgres, startTestPlatform, type TestPlatform } from '../helpers/platform';
 
 let root: ReturnType<typeof tempMediaRoot>;
 const BIG = 8;
@@ -132,9 +132,12 @@ test('a job whose steps fail on the bus is retried with backoff, then fails with
 
 test('a worker that shuts down mid-scan hands the job back, and the next start finishes it without counting twice', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'keel-workers-'));
+  // The next start keeps the data dir, and on PostgreSQL the database.
+  const database = onPostgres() ? await freshPostgresDatabase() : undefined;
+  const env = { ...slowScanEnv(), ...(database && { APP_DATABASE_URL: database.url }) };
   // Workers last: it starts after the catalog it talks to, and stops before it.
   const services = ['identity', 'catalog', 'workers'] as const;
-  const first = await startTestPlatform({ services: [...services], env: slowScanEnv(), dataDir });
+  const first = await startTestPlatform({ services: [...services], env, dataDir });
   const token = await catalogToken(first, 'restarter');
   const events = jobEvents(first);
   const id = (await (await postLibraryScan(first, token, { path: 'big' })).json()).id;
@@ -142,7 +145,7 @@ test('a worker that shuts down mid-scan hands the job back, and the next start f
   await waitForScan(first, token, id, (s) => s.counts.seen >= 2);
   await first.close();
 
-  const second = await startTestPlatform({ services: [...services], env: slowScanEnv(), dataDir });
+  const second = await startTestPlatform({ services: [...services], env, dataDir });
   try {
     const token2 = await catalogToken(second, 'restarter-2');
     const done = await waitForScan(second, token2, id);
@@ -152,6 +155,7 @@ test('a worker that shuts down mid-scan hands the job back, and the next start f
     expect((await getLibraryScan(second, token2, id)).counts.added).toBe(BIG);
   } finally {
     await second.close();
+    await database?.drop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 });

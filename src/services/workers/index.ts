@@ -34,7 +34,7 @@ export async function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig
   ]);
   // A new job wakes the runner at once rather than at its next poll.
   const onSubmit = () => runner.wake();
-  const inDatabase = () => createWorkers({ db: deps.db, bus: deps.bus, clock: deps.clock, log, onSubmit });
+  const inDatabase = () => createWorkers({ store: deps.store, bus: deps.bus, clock: deps.clock, log, onSubmit });
   let workers: JobQueue;
   if (cfg.queue === 'database') workers = inDatabase();
   else {

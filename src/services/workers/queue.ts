@@ -1,5 +1,5 @@
 // The one interface of the job queue, whichever store holds it: the database (workers.service.ts,
-// the embedded default: processes sharing one database share the jobs) or a JetStream work-queue
+// SQLite by default, or PostgreSQL: processes sharing it share the jobs) or a JetStream work-queue
 // stream (queue-jetstream.ts, when the bus is NATS: workers on any machine that reaches the NATS
 // server share the jobs). The runner and the bus commands see only this.
 import type { Bus } from '../../platform/bus/bus';
@@ -17,12 +17,12 @@ export type Outcome =
 
 export interface JobQueue {
   submit(input: JobSubmission): Promise<{ job: JobView; deduplicated: boolean }>;
-  get(id: string): JobView | Promise<JobView>;
+  get(id: string): Promise<JobView>;
   cancel(id: string): Promise<JobView>;
   /** The next due job under a lease of leaseMs for workerId, or nothing. */
   claim(workerId: string, leaseMs: number): Promise<JobRow | undefined>;
   /** Extends the lease; answers whether it is still ours and whether a cancel was asked. */
-  renew(id: string, workerId: string, leaseMs: number): { held: boolean; cancelRequested: boolean } | Promise<{ held: boolean; cancelRequested: boolean }>;
+  renew(id: string, workerId: string, leaseMs: number): Promise<{ held: boolean; cancelRequested: boolean }>;
   progress(id: string, workerId: string, figures: JobProgress): Promise<void>;
   /** Records how this worker's attempt ended; nothing happens if the lease went to another worker. */
   finish(id: string, workerId: string, outcome: Outcome): Promise<void>;

@@ -1,15 +1,16 @@
-// The job queue in the database: submit (deduplicated by key), cancel from any process, claim under
-// a lease, renew it, and record how an attempt ended. Every state change is published as
+// The job queue in the database (SQLite or PostgreSQL, platform/store.ts): submit (deduplicated by
+// key), cancel from any process, claim under a lease, renew it, and record how an attempt ended.
+// Processes sharing the database share the jobs. Every state change is published as
 // evt.workers.jobProgress after its commit.
-import { and, eq, sql } from 'drizzle-orm';
+import { and, asc, eq, lt, lte, or, sql } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import { JOB_TYPES, type JobProgress, type JobStatus, type JobSubmission, type JobView } from '../../platform/bus/subjects';
-import type { Db } from '../../platform/db';
 import { AppError } from '../../platform/errors';
 import './workers.errors';
 import { errorFields, newId, type Clock, type Logger } from '../../platform/runtime';
+import type { Store } from '../../platform/store';
 import { answerJobCommands, type JobQueue, type JobRow, type Outcome } from './queue';
-import { workersJobs } from './workers.tables';
+import { workersTables } from './workers.tables';
 
 export type { JobRow } from './queue';
 
@@ -49,7 +50,7 @@ export function checkSubmission(input: JobSubmission): number {
 }
 
 export interface WorkersDeps {
-  db: Db;
+  store: Store;
   bus: Bus;
   clock: Clock;
   log: Logger;
@@ -58,8 +59,9 @@ export interface WorkersDeps {
 }
 
 export function createWorkers(deps: WorkersDeps): JobQueue {
-  const { db, clock } = deps;
-  const client = db.$client;
+  const { store, clock } = deps;
+  const { orm } = store;
+  const { workersJobs } = workersTables(store.dialect);
 
   async function announce(row: JobRow | undefined) {
     if (!row) return;
@@ -70,7 +72,7 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
     }
   }
 
-  const byId = (id: string) => db.select().from(workersJobs).where(eq(workersJobs.id, id)).get();
+  const byId = async (id: string): Promise<JobRow | undefined> => (await orm.select().from(workersJobs).where(eq(workersJobs.id, id)).limit(1))[0];
 
   async function submit(input: JobSubmission): Promise<{ job: JobView; deduplicated: boolean }> {
     const maxAttempts = checkSubmission(input);
@@ -80,68 +82,86 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
       runAt: now, leaseOwner: null, leaseUntil: null, cancelRequested: false, progress: {}, error: null,
       createdAt: now, updatedAt: now, startedAt: null, finishedAt: null,
     };
-    // The partial unique index makes "one queued job per key" hold across processes.
-    const inserted = db.insert(workersJobs).values(row).onConflictDoNothing().returning().get();
+    // The partial unique index makes "one queued job per key" hold across processes; a conflict on
+    // it inserts nothing (ON CONFLICT DO NOTHING with no target covers partial indexes on both).
+    const [inserted] = await orm.insert(workersJobs).values(row).onConflictDoNothing().returning();
     if (inserted) {
       await announce(inserted);
       return { job: toJobView(inserted), deduplicated: false };
     }
-    const pending = db.select().from(workersJobs).where(and(eq(workersJobs.key, row.key!), eq(workersJobs.status, 'queued'))).get();
+    const [pending] = await orm.select().from(workersJobs).where(and(eq(workersJobs.key, row.key!), eq(workersJobs.status, 'queued'))).limit(1);
     if (!pending) return submit(input); // it was claimed in between: queue ours
     return { job: toJobView(pending), deduplicated: true };
   }
 
   /** The job's row; 404 for anything else (the id comes off the bus unchecked). */
-  function existing(id: unknown): JobRow {
-    const r = typeof id === 'string' ? byId(id) : undefined;
+  async function existing(id: unknown): Promise<JobRow> {
+    const r = typeof id === 'string' ? await byId(id) : undefined;
     if (!r) throw jobNotFound();
     return r;
   }
 
-  function get(id: string): JobView {
-    return toJobView(existing(id));
+  async function get(id: string): Promise<JobView> {
+    return toJobView(await existing(id));
   }
 
   async function cancel(id: string): Promise<JobView> {
-    existing(id);
+    await existing(id);
     const now = clock.now();
     // A queued job ends here; a running one is flagged and its worker stops it at the next heartbeat.
-    const ended = db
+    const [ended] = await orm
       .update(workersJobs)
       .set({ status: 'cancelled', finishedAt: now, updatedAt: now, error: 'cancelled' })
       .where(and(eq(workersJobs.id, id), eq(workersJobs.status, 'queued')))
-      .returning()
-      .get();
+      .returning();
     if (ended) {
       await announce(ended);
       return toJobView(ended);
     }
-    const flagged = db
+    const [flagged] = await orm
       .update(workersJobs)
       .set({ cancelRequested: true, updatedAt: now })
       .where(and(eq(workersJobs.id, id), eq(workersJobs.status, 'running')))
-      .returning()
-      .get();
+      .returning();
     await announce(flagged);
-    return toJobView(flagged ?? byId(id)!);
+    return toJobView(flagged ?? (await byId(id))!);
   }
 
-  // The claim is one statement, so two workers never take the same job: a queued job that is due,
-  // or a running one whose lease ran out (its worker died or hung).
-  const claimStmt = client.prepare(
-    `UPDATE workers_jobs SET status = 'running', lease_owner = ?1, lease_until = ?2 + ?3, attempts = attempts + 1,
-       started_at = COALESCE(started_at, ?2), updated_at = ?2
-     WHERE id = (SELECT id FROM workers_jobs
-                 WHERE (status = 'queued' AND run_at <= ?2) OR (status = 'running' AND lease_until < ?2)
-                 ORDER BY run_at, created_at LIMIT 1)
-     RETURNING id`,
-  );
+  /**
+   * The id of the next job to claim: a queued job that is due, or a running one whose lease ran out
+   * (its worker died or hung), oldest first.
+   */
+  function nextDue(now: number) {
+    const next = orm
+      .select({ id: workersJobs.id })
+      .from(workersJobs)
+      .where(or(and(eq(workersJobs.status, 'queued'), lte(workersJobs.runAt, now)), and(eq(workersJobs.status, 'running'), lt(workersJobs.leaseUntil, now))))
+      .orderBy(asc(workersJobs.runAt), asc(workersJobs.createdAt))
+      .limit(1);
+    // PostgreSQL: several connections claim at once. FOR UPDATE locks the row the subquery picks
+    // until the claim commits, and SKIP LOCKED lets a concurrent claim take the next job instead of
+    // waiting for this one (and then, re-reading the row, finding it no longer due). SQLite has one
+    // writer at a time: the single statement is already atomic there, and has no row locks.
+    if (store.dialect === 'postgres') return (next as unknown as PgSelectLocking).for('update', { skipLocked: true }) as unknown as typeof next;
+    return next;
+  }
 
+  // The claim is one statement, so two workers never take the same job.
   async function claim(workerId: string, leaseMs: number): Promise<JobRow | undefined> {
     const now = clock.now();
-    const got = claimStmt.get(workerId, now, leaseMs) as { id: string } | null;
-    if (!got) return undefined;
-    const row = byId(got.id)!;
+    const [row] = await orm
+      .update(workersJobs)
+      .set({
+        status: 'running',
+        leaseOwner: workerId,
+        leaseUntil: now + leaseMs,
+        attempts: sql`${workersJobs.attempts} + 1`,
+        startedAt: sql`coalesce(${workersJobs.startedAt}, ${now})`,
+        updatedAt: now,
+      })
+      .where(eq(workersJobs.id, nextDue(now)))
+      .returning();
+    if (!row) return undefined;
     if (row.attempts > row.maxAttempts) {
       // Taken over once too often: the workers that held it kept dying.
       await finish(row.id, workerId, { status: 'failed', error: `no worker finished the job in ${row.maxAttempts} attempts` });
@@ -152,24 +172,22 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
   }
 
   /** Extends the lease; answers whether it is still ours and whether a cancel was asked. */
-  function renew(id: string, workerId: string, leaseMs: number): { held: boolean; cancelRequested: boolean } {
+  async function renew(id: string, workerId: string, leaseMs: number): Promise<{ held: boolean; cancelRequested: boolean }> {
     const now = clock.now();
-    const r = db
+    const [r] = await orm
       .update(workersJobs)
       .set({ leaseUntil: now + leaseMs })
       .where(and(eq(workersJobs.id, id), eq(workersJobs.leaseOwner, workerId), eq(workersJobs.status, 'running')))
-      .returning({ cancelRequested: workersJobs.cancelRequested })
-      .get();
+      .returning({ cancelRequested: workersJobs.cancelRequested });
     return { held: !!r, cancelRequested: r?.cancelRequested ?? false };
   }
 
   async function progress(id: string, workerId: string, figures: JobProgress) {
-    const r = db
+    const [r] = await orm
       .update(workersJobs)
       .set({ progress: figures, updatedAt: clock.now() })
       .where(and(eq(workersJobs.id, id), eq(workersJobs.leaseOwner, workerId), eq(workersJobs.status, 'running')))
-      .returning()
-      .get();
+      .returning();
     await announce(r);
   }
 
@@ -180,17 +198,18 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
     const free = { leaseOwner: null, leaseUntil: null, updatedAt: now };
     let row: JobRow | undefined;
     if (outcome.status === 'released') {
-      row = db.update(workersJobs).set({ ...free, status: 'queued', runAt: now, attempts: sql`${workersJobs.attempts} - 1` }).where(mine).returning().get();
+      [row] = await orm.update(workersJobs).set({ ...free, status: 'queued', runAt: now, attempts: sql`${workersJobs.attempts} - 1` }).where(mine).returning();
     } else if (outcome.status === 'retry') {
       try {
-        row = db.update(workersJobs).set({ ...free, status: 'queued', runAt: outcome.runAt, error: outcome.error }).where(mine).returning().get();
+        [row] = await orm.update(workersJobs).set({ ...free, status: 'queued', runAt: outcome.runAt, error: outcome.error }).where(mine).returning();
       } catch {
-        // A newer job with the same key is already queued: it does what this retry would have done.
-        row = db.update(workersJobs).set({ ...free, status: 'failed', finishedAt: now, error: `${outcome.error} (superseded by a pending job with the same key)` }).where(mine).returning().get();
+        // A newer job with the same key is already queued (the partial unique index refuses a second
+        // one, on both databases): it does what this retry would have done.
+        [row] = await orm.update(workersJobs).set({ ...free, status: 'failed', finishedAt: now, error: `${outcome.error} (superseded by a pending job with the same key)` }).where(mine).returning();
       }
     } else {
       const error = outcome.status === 'failed' ? outcome.error : outcome.status === 'cancelled' ? 'cancelled' : null;
-      row = db.update(workersJobs).set({ ...free, status: outcome.status, finishedAt: now, error }).where(mine).returning().get();
+      [row] = await orm.update(workersJobs).set({ ...free, status: outcome.status, finishedAt: now, error }).where(mine).returning();
     }
     await announce(row);
   }
@@ -198,5 +217,8 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
   const listen = (bus: Bus) => answerJobCommands(bus, { submit, cancel, get }, deps.onSubmit);
   return { submit, get, cancel, claim, renew, progress, finish, listen };
 }
+
+/** What the claim needs of PostgreSQL's select builder (the Orm is typed with SQLite's). */
+type PgSelectLocking = { for(strength: 'update', config: { skipLocked: true }): unknown };
 
 export type Workers = JobQueue;
