@@ -24,6 +24,12 @@ export interface Store {
   /** Runs `body` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(body: (tx: Orm) => Promise<T>): Promise<T>;
   /**
+   * Inside a transaction: waits until no other transaction holds `key`, and holds it until this one
+   * ends. For a check and the write it guards (a quota count and the insert), which two processes
+   * must not interleave. SQLite's transactions already take turns: nothing to do there.
+   */
+  lock(tx: Orm, key: string): Promise<void>;
+  /**
    * The change counter: a value that moves whenever a committed write could change what a read
    * answers (platform/db-version.ts). Read before a cached answer is built.
    */
@@ -55,6 +61,7 @@ export function sqliteStore(db: Db): Store {
       queue = run.catch(() => undefined);
       return run;
     },
+    lock: async () => {},
     version: dbVersion(client),
     async close() {
       await queue;
@@ -90,6 +97,9 @@ export async function openPostgresStore(url: string): Promise<Store> {
     dialect: 'postgres',
     orm: orm as unknown as Orm,
     transaction: (body) => withRetries(() => orm.transaction((tx) => body(tx as unknown as Orm))),
+    async lock(tx, key) {
+      await (tx as unknown as typeof orm).execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
+    },
     async version() {
       const [row] = await client`SELECT coalesce(sum(n), 0)::text AS v FROM keel_changes`;
       return row.v as string;
@@ -117,6 +127,20 @@ async function withRetries<T>(run: () => Promise<T>): Promise<T> {
       if (attempt >= ATTEMPTS || !RETRIED.has(sqlState(e) ?? '')) throw e;
     }
   }
+}
+
+/**
+ * True when `e` is a unique-key violation (on `table.column` when given): SQLite says
+ * "UNIQUE constraint failed: table.column", PostgreSQL answers SQLSTATE 23505 naming drizzle's
+ * constraint `table_column_unique`. For the few places that turn a lost race into a 409.
+ */
+export function isUniqueViolation(e: unknown, on?: { table: string; column: string }): boolean {
+  for (let x = e as { message?: unknown; constraint?: unknown; cause?: unknown } | undefined, depth = 0; x && depth < 3; x = x.cause as typeof x, depth++) {
+    const message = String(x.message ?? '');
+    if (message.includes('UNIQUE constraint failed')) return !on || message.includes(`${on.table}.${on.column}`);
+    if (sqlState(x) === '23505') return !on || x.constraint === `${on.table}_${on.column}_unique` || message.includes(`${on.table}_${on.column}_unique`);
+  }
+  return false;
 }
 
 /** The SQLSTATE of a PostgreSQL error, also when drizzle wrapped it (its `cause`). */

@@ -4,10 +4,10 @@
 import { eq, sql } from 'drizzle-orm';
 import { AppError } from '../../platform/errors';
 import './workspaces.errors';
-import type { Db } from '../../platform/db';
+import type { Store } from '../../platform/store';
 import { canAccess, type Actor } from '../../platform/auth/workspace-token';
 import { EngineError } from './engine/engine';
-import { workspaces, type WorkspaceRow } from './workspaces.tables';
+import { workspacesTables, type WorkspaceRow } from './workspaces.tables';
 
 export const workspaceNotFound = () => new AppError('WORKSPACE_NOT_FOUND', 'workspace not found');
 
@@ -27,18 +27,20 @@ export function engineFailure(e: unknown): AppError {
  * (engine/engines.ts): operations on the workspace then answer 503 ENGINE_UNAVAILABLE at once.
  * `used` hears every workspace an actor reached through getOwned (the idle countdown's API activity).
  */
-export function createAccess(db: Db, opts: { engineReady?: (row: WorkspaceRow) => void; used?: (id: string) => void } = {}) {
+export function createAccess(store: Store, opts: { engineReady?: (row: WorkspaceRow) => void; used?: (id: string) => void } = {}) {
+  const { workspaces } = workspacesTables(store.dialect);
+  const db = store.orm;
   // Prepared once: every request reads a workspace by id (building drizzle SQL per call costs more than running it).
   const byId = db.select().from(workspaces).where(eq(workspaces.id, sql.placeholder('id'))).prepare();
   const byContainer = db.select({ engine: workspaces.engine }).from(workspaces).where(eq(workspaces.containerId, sql.placeholder('id'))).prepare();
   const byVolume = db.select({ engine: workspaces.engine }).from(workspaces).where(eq(workspaces.volume, sql.placeholder('name'))).prepare();
 
   /** The stored workspace, whoever owns it (for the service's own bookkeeping, never for an actor). */
-  const row = (id: string): WorkspaceRow | undefined => byId.get({ id });
+  const row = async (id: string): Promise<WorkspaceRow | undefined> => (await byId.execute({ id }))[0];
 
   /** The workspace if `actor` may see it (owner or admin), else 404: another actor's workspace looks absent. */
-  function getOwned(actor: Actor, id: string): WorkspaceRow {
-    const found = row(id);
+  async function getOwned(actor: Actor, id: string): Promise<WorkspaceRow> {
+    const found = await row(id);
     if (!found || !canAccess(actor, found.owner)) throw workspaceNotFound();
     opts.used?.(id);
     return found;
@@ -55,9 +57,9 @@ export function createAccess(db: Db, opts: { engineReady?: (row: WorkspaceRow) =
   }
 
   /** The container of a workspace the actor may see that is `running`, else 404 or 409 WORKSPACE_NOT_RUNNING. */
-  function runningContainer(actor: Actor, id: string): string {
+  async function runningContainer(actor: Actor, id: string): Promise<string> {
     // The engine first: while it does not answer, the stored status may no longer be true.
-    const ws = engineReady(getOwned(actor, id));
+    const ws = engineReady(await getOwned(actor, id));
     if (ws.status !== 'running' || !ws.containerId) {
       throw new AppError('WORKSPACE_NOT_RUNNING', `the workspace is ${ws.status}; start it to run commands`, { status: ws.status });
     }
@@ -70,8 +72,8 @@ export function createAccess(db: Db, opts: { engineReady?: (row: WorkspaceRow) =
     runningContainer,
     engineReady,
     /** The engine recorded for a container or volume: a name, null (the first engine), undefined when no workspace has it. */
-    engineOfContainer: (id: string): string | null | undefined => byContainer.get({ id })?.engine,
-    engineOfVolume: (name: string): string | null | undefined => byVolume.get({ name })?.engine,
+    engineOfContainer: async (id: string): Promise<string | null | undefined> => (await byContainer.execute({ id }))[0]?.engine,
+    engineOfVolume: async (name: string): Promise<string | null | undefined> => (await byVolume.execute({ name }))[0]?.engine,
   };
 }
 

@@ -4,7 +4,6 @@
 // (GET /ui). start() subscribes to the bus, announces the engine and the dev token, and reconciles.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { dbVersion } from '../../platform/db-version';
 import { createResponseCache } from '../../platform/http/response-cache';
 import { createServiceApp } from '../../platform/http/service-app';
 import { createSse } from '../../platform/http/sse';
@@ -109,12 +108,12 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   // where a workspace, container or volume lives: each reads the other once both exist.
   let engines: Engines | undefined;
   // Every API call on a workspace (exec, logs and agent turns included) resets its idle countdown.
-  const access = createAccess(deps.db, { engineReady: (row) => void engines?.requireUp(row.engine), used: (id) => workspaces.touch(id) });
+  const access = createAccess(deps.store, { engineReady: (row) => void engines?.requireUp(row.engine), used: (id) => workspaces.touch(id) });
   engines = createEngines({
     settings: settings.engines,
     connect: (e) => createEngine(e.host, { certPath: e.certPath }),
     locate: {
-      workspace: (id) => access.row(id)?.engine ?? workspaces.pooledEngine(id),
+      workspace: async (id) => (await access.row(id))?.engine ?? workspaces.pooledEngine(id),
       container: access.engineOfContainer,
       volume: access.engineOfVolume,
       load: (name) => workspaces.placementLoad(name),
@@ -123,17 +122,17 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     checkSeconds: settings.engineCheckSeconds,
   });
   const engine = engines.routed;
-  const quotas = createQuotas({ db: deps.db, limits: settings.quotas });
+  const quotas = createQuotas({ store: deps.store, limits: settings.quotas });
   // Clones and webhooks never reach the workspace networks or any workspace container (targets.ts).
   // Keel's own ports: every service's configured one, and this app's as bound (`0` picks one at listen).
   const ownPorts = () => [...Object.values(deps.config.ports).filter((p) => p > 0), ...(app.server?.port ? [app.server.port] : [])];
   const targets = createTargetGuard({ engine, subnetPool: settings.subnetPool, log: deps.log, ownPorts });
   const agentStore = createAgentStore(deps.db);
-  const usage = createUsage({ db: deps.db, clock: deps.clock, tokensByModel: (actor, from, to) => agentStore.tokensByModel(actor, from, to) });
+  const usage = createUsage({ store: deps.store, clock: deps.clock, tokensByModel: (actor, from, to) => agentStore.tokensByModel(actor, from, to) });
   const registry = createTemplateRegistry();
   const templates = createTemplatesService({ registry, engine, settings, log: deps.log });
   const workspaces = createLifecycle({
-    db: deps.db,
+    store: deps.store,
     bus: deps.bus,
     log: deps.log,
     clock: deps.clock,
@@ -153,14 +152,14 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const logs = createLogsService({ engine, hub, access });
   const exec = createExecService({ engine, access, onExecEnd: usage.recordExec });
   const files = createFilesService({ engine, access, maxBytes: settings.fileMaxBytes });
-  const processes = createProcessesService({ db: deps.db, engine, access, clock: deps.clock, settings: settings.processes });
+  const processes = createProcessesService({ store: deps.store, engine, access, clock: deps.clock, settings: settings.processes });
   // Previews are a second listener of this service (not a service of their own): links, activity and
   // the proxy all need the workspace rows and the engine, which only this service owns.
   let previewPort = settings.previewPort;
-  const previews = createPreviewsService({ db: deps.db, clock: deps.clock, access, baseUrl: () => `http://${settings.publicHost}:${previewPort}`, onActivity: (id) => workspaces.touch(id) });
+  const previews = createPreviewsService({ store: deps.store, clock: deps.clock, access, baseUrl: () => `http://${settings.publicHost}:${previewPort}`, onActivity: (id) => workspaces.touch(id) });
   const terminals = createTerminalsService({ engine, access, quotas, clock: deps.clock, onActivity: (id) => workspaces.touch(id) });
   const previewProxy = createPreviewProxy({ previews, engine, access, log: deps.log });
-  const volumes = createVolumes({ db: deps.db, engine });
+  const volumes = createVolumes({ store: deps.store, engine });
   const events = createWorkspaceEvents({ clock: deps.clock });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: streamSettings.heartbeatMs, log: deps.log });
   const webhooksLog = deps.log.child({ component: 'webhooks' });
@@ -189,7 +188,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   });
   // The list's serialised answers per actor and filter, until the next write (docs/performance.md);
   // a repeated list request is answered from the auth hook, before routing (`early`).
-  const lists = createResponseCache({ version: dbVersion(deps.db.$client), cacheControl: 'private, no-cache', vary: 'Authorization' });
+  const lists = createResponseCache({ version: deps.store.version, cacheControl: 'private, no-cache', vary: 'Authorization' });
   const auth = workspaceAuth({
     seed: 'workspaces',
     early: (request, actor, headers) => lists.early(request, listScope(actor), headers),
@@ -276,7 +275,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       outbox.listen(deps.bus); // outbox.stop() unsubscribes
       announce();
       // Processes a previous run followed are no longer followed: visibly lost, never "running".
-      const lost = processes.markLost();
+      const lost = await processes.markLost();
       if (lost) deps.log.info('processes of a previous run marked lost', { count: lost });
       previewPort = previewProxy.listen(deps.config.host, settings.previewPort);
       deps.log.info('preview listener', { url: `http://${deps.config.host}:${previewPort}` });

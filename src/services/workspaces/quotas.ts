@@ -5,9 +5,9 @@
 //
 // Two kinds of quota, counted where the truth is:
 // - stored ones (`workspaces`, `running`, `volumes`) are counted from the workspaces table, and the check runs in
-//   the same synchronous step as the insert or status move it guards: no await between them, so two
-//   concurrent requests cannot both pass the check. A workspace that stops or is deleted frees its
-//   place by changing its row; there is nothing to give back.
+//   the transaction of the insert or status move it guards, under the owner's lock (Store.lock), so two
+//   concurrent requests, in one process or two, cannot both pass the check. A workspace that stops or
+//   is deleted frees its place by changing its row; there is nothing to give back.
 // - held ones (`execs`, `streams`) are counters in this process: a caller takes a slot and gives it
 //   back when its exec ends or its stream closes.
 //
@@ -22,12 +22,12 @@
 // An SSE stream's signal (platform/http/sse.ts) aborts on every end: the client leaving, the events
 // ending, a dropped slow reader, a shutdown. So `hold(actor, 'streams', stream.signal)` right after
 // `sse.open` is all an agent stream needs, plus `release` if it fails before `respond`.
-import { and, count, eq, inArray, ne, sql } from 'drizzle-orm';
+import { and, count, eq, inArray, ne } from 'drizzle-orm';
 import { AppError } from '../../platform/errors';
 import './workspaces.errors';
-import type { Db } from '../../platform/db';
+import type { Orm, Store } from '../../platform/store';
 import type { Actor } from '../../platform/auth/workspace-token';
-import { retainedVolumes, workspaces, type WorkspaceRow, type WorkspaceStatus } from './workspaces.tables';
+import { workspacesTables, type WorkspaceRow, type WorkspaceStatus } from './workspaces.tables';
 
 export type QuotaName = 'workspaces' | 'running' | 'execs' | 'streams' | 'volumes';
 export type HeldQuota = 'execs' | 'streams';
@@ -63,28 +63,36 @@ export const quotaExceeded = (quota: QuotaName | 'sessions' | 'dailyTokens' | 'p
 
 const NO_SLOT: QuotaSlot = { release() {} };
 
-export function createQuotas(deps: { db: Db; limits: QuotaLimits }) {
-  const { db, limits } = deps;
-  const owned = db.select({ n: count() }).from(workspaces).where(eq(workspaces.owner, sql.placeholder('owner'))).prepare();
-  const runningOf = db
-    .select({ n: count() })
-    .from(workspaces)
-    .where(and(eq(workspaces.owner, sql.placeholder('owner')), inArray(workspaces.status, [...RUNNING_STATUSES]), ne(workspaces.id, sql.placeholder('id'))))
-    .prepare();
-  const keptOf = db.select({ n: count() }).from(retainedVolumes).where(eq(retainedVolumes.owner, sql.placeholder('owner'))).prepare();
+export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
+  const { store, limits } = deps;
+  const { workspaces, retainedVolumes } = workspacesTables(store.dialect);
   const held = new Map<string, Record<HeldQuota, number>>();
-  const countKept = (owner: string) => keptOf.get({ owner })?.n ?? 0;
-
-  const countOwned = (owner: string) => owned.get({ owner })?.n ?? 0;
+  // Counted through the caller's transaction (`tx`), so the count and the write it guards see one state.
+  const first = async (q: Promise<{ n: number }[]>) => (await q)[0]?.n ?? 0;
+  const countKept = (owner: string, tx: Orm = store.orm) => first(tx.select({ n: count() }).from(retainedVolumes).where(eq(retainedVolumes.owner, owner)));
+  const countOwned = (owner: string, tx: Orm = store.orm) => first(tx.select({ n: count() }).from(workspaces).where(eq(workspaces.owner, owner)));
   /** Running workspaces of `owner`, not counting workspace `except`. */
-  const countRunning = (owner: string, except = '') => runningOf.get({ owner, id: except })?.n ?? 0;
+  const countRunning = (owner: string, except = '', tx: Orm = store.orm) =>
+    first(
+      tx
+        .select({ n: count() })
+        .from(workspaces)
+        .where(and(eq(workspaces.owner, owner), inArray(workspaces.status, [...RUNNING_STATUSES]), ne(workspaces.id, except))),
+    );
 
-  function ensureRoomToCreate(actor: Actor) {
+  async function ensureRoomToCreate(actor: Actor, tx: Orm = store.orm) {
     if (actor.admin) return;
-    if (countOwned(actor.id) >= limits.workspaces) throw quotaExceeded('workspaces', limits.workspaces);
+    if ((await countOwned(actor.id, tx)) >= limits.workspaces) throw quotaExceeded('workspaces', limits.workspaces);
     // A new workspace starts at once: it needs a running place as well.
-    if (countRunning(actor.id) >= limits.running) throw quotaExceeded('running', limits.running);
+    if ((await countRunning(actor.id, '', tx)) >= limits.running) throw quotaExceeded('running', limits.running);
   }
+
+  /** Runs `body` in a transaction holding `owner`'s quota lock. */
+  const underLock = <T>(owner: string, body: (tx: Orm) => Promise<T>) =>
+    store.transaction(async (tx) => {
+      await store.lock(tx, `workspaces-quota:${owner}`);
+      return body(tx);
+    });
 
   function take(actor: Actor, quota: HeldQuota): QuotaSlot {
     if (actor.admin) return NO_SLOT;
@@ -108,32 +116,41 @@ export function createQuotas(deps: { db: Db; limits: QuotaLimits }) {
     limits,
 
     /** Throws 429 when `actor` may not create another workspace now (a cheap early check; `admitCreate` is the binding one). */
-    checkCreate: ensureRoomToCreate,
+    checkCreate: (actor: Actor) => ensureRoomToCreate(actor),
 
-    /** Runs `insert` (synchronous) only if `actor` has room for one more workspace that will run; 429 otherwise. */
-    admitCreate<T>(actor: Actor, insert: () => T): T {
-      ensureRoomToCreate(actor);
-      return insert();
+    /** Runs `insert` in the transaction of the check only if `actor` has room for one more workspace that will run; 429 otherwise. */
+    admitCreate<T>(actor: Actor, insert: (tx: Orm) => Promise<T>): Promise<T> {
+      return underLock(actor.id, async (tx) => {
+        await ensureRoomToCreate(actor, tx);
+        return insert(tx);
+      });
     },
 
     /**
-     * Runs `move` (synchronous: the status change to starting or restarting) only if the workspace
-     * already counts as running or `actor` has a running place left; 429 otherwise.
+     * Runs `move` (the status change to starting or restarting) in the transaction of the check only if
+     * the workspace already counts as running or `actor` has a running place left; 429 otherwise.
+     * `row` is read again inside: a status changed since the caller read it counts as it is now.
      */
-    admitRunning<T>(actor: Actor, row: WorkspaceRow, move: () => T): T {
-      if (!actor.admin && !(RUNNING_STATUSES as readonly string[]).includes(row.status) && countRunning(row.owner, row.id) >= limits.running) {
-        throw quotaExceeded('running', limits.running);
-      }
-      return move();
+    admitRunning<T>(actor: Actor, row: WorkspaceRow, move: (tx: Orm) => Promise<T>): Promise<T> {
+      return underLock(row.owner, async (tx) => {
+        const [now] = await tx.select({ status: workspaces.status }).from(workspaces).where(eq(workspaces.id, row.id));
+        const status = now?.status ?? row.status;
+        if (!actor.admin && !(RUNNING_STATUSES as readonly string[]).includes(status) && (await countRunning(row.owner, row.id, tx)) >= limits.running) {
+          throw quotaExceeded('running', limits.running);
+        }
+        return move(tx);
+      });
     },
 
     /**
-     * Runs `keep` (synchronous: records the kept volume) only if `owner` keeps fewer volumes than the
-     * quota or `actor` is an admin; 429 otherwise, and the delete that asked keeps nothing.
+     * Runs `keep` (records the kept volume) in the transaction of the check only if `owner` keeps fewer
+     * volumes than the quota or `actor` is an admin; 429 otherwise, and the delete that asked keeps nothing.
      */
-    admitKeptVolume<T>(actor: Actor, owner: string, keep: () => T): T {
-      if (!actor.admin && countKept(owner) >= limits.volumes) throw quotaExceeded('volumes', limits.volumes);
-      return keep();
+    admitKeptVolume<T>(actor: Actor, owner: string, keep: (tx: Orm) => Promise<T>): Promise<T> {
+      return underLock(owner, async (tx) => {
+        if (!actor.admin && (await countKept(owner, tx)) >= limits.volumes) throw quotaExceeded('volumes', limits.volumes);
+        return keep(tx);
+      });
     },
 
     /** A slot of `quota` for `actor` (admins: a slot that counts nothing); 429 QUOTA_EXCEEDED when none is left. */
@@ -148,9 +165,10 @@ export function createQuotas(deps: { db: Db; limits: QuotaLimits }) {
     },
 
     /** What `actor` holds against each quota (admins: their own counts; they are not limited). */
-    usage(actor: Actor): Record<QuotaName, number> {
+    async usage(actor: Actor): Promise<Record<QuotaName, number>> {
       const mine = held.get(actor.id);
-      return { workspaces: countOwned(actor.id), running: countRunning(actor.id), execs: mine?.execs ?? 0, streams: mine?.streams ?? 0, volumes: countKept(actor.id) };
+      const [workspaces, running, volumes] = await Promise.all([countOwned(actor.id), countRunning(actor.id), countKept(actor.id)]);
+      return { workspaces, running, execs: mine?.execs ?? 0, streams: mine?.streams ?? 0, volumes };
     },
   };
 }

@@ -63,10 +63,10 @@ function twoEngines(opts: { memory?: Record<string, number>; load?: Record<strin
   for (const [name, bytes] of Object.entries(opts.memory ?? {})) engines[name]!.memoryBytes = async () => bytes;
   const rows = new Map<string, string>();
   const locate: EngineLocator = {
-    workspace: (id) => rows.get(id),
-    container: () => undefined,
-    volume: () => undefined,
-    load: (name) => ({ active: opts.load?.[name] ?? 0, memoryBytes: (opts.load?.[name] ?? 0) * GiB }),
+    workspace: async (id) => rows.get(id),
+    container: async () => undefined,
+    volume: async () => undefined,
+    load: async (name) => ({ active: opts.load?.[name] ?? 0, memoryBytes: (opts.load?.[name] ?? 0) * GiB }),
   };
   const settings = loadWorkspacesConfig({ APP_ENGINES: 'a=unix:///a.sock,b=unix:///b.sock' }).engines;
   const set = createEngines({ settings, connect: (s) => engines[s.name]!, locate, log: createLogger({}, 'error'), checkSeconds: 60 });

@@ -251,7 +251,7 @@ export function createAgentService(deps: AgentServiceDeps) {
   return {
     async create(actor: Actor, input: CreateSessionInput): Promise<Session> {
       deps.providers.check(input.model);
-      deps.access.getOwned(actor, input.workspaceId);
+      await deps.access.getOwned(actor, input.workspaceId);
       checkMcpServers(input.mcpServers ?? [], deps.mcpPolicy);
       const at = isoNow(clock);
       const context = input.context ?? {};

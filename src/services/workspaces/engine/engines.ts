@@ -11,11 +11,11 @@ import type { EngineSettings } from '../workspaces.config';
 
 /** Where Keel's records put things: an engine name, null for a row made before APP_ENGINES named engines (the first one), undefined when no row knows. */
 export interface EngineLocator {
-  workspace(id: string): string | null | undefined;
-  container(id: string): string | null | undefined;
-  volume(name: string): string | null | undefined;
+  workspace(id: string): Promise<string | null | undefined>;
+  container(id: string): Promise<string | null | undefined>;
+  volume(name: string): Promise<string | null | undefined>;
   /** Keel's workspaces on the engine that hold (or are about to hold) a running container, and the memory their templates ask. */
-  load(engine: string): { active: number; memoryBytes: number };
+  load(engine: string): Promise<{ active: number; memoryBytes: number }>;
 }
 
 /** How long placement waits for an engine's answer before leaving it out. */
@@ -116,8 +116,10 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
       return objs;
     });
 
-  const ofContainer = (id: string) => at(seen.get(id) ?? locate.container(id));
-  const ofWorkspace = (id: string | undefined) => at(id ? locate.workspace(id) : undefined);
+  /** What Keel's records say of an object's engine; with one engine there is nowhere else, so no lookup. */
+  const where = async (lookup: () => Promise<string | null | undefined>) => (names.length === 1 ? names[0] : await lookup());
+  const ofContainer = async (id: string) => at(seen.get(id) ?? (await where(() => locate.container(id))));
+  const ofWorkspace = async (id: string | undefined) => at(id ? await where(() => locate.workspace(id)) : undefined);
   const workspaceOfNetwork = (name: string) => (name.startsWith('keel-') ? name.slice('keel-'.length) : undefined);
 
   /** For removals (absent is fine): the known engine, else every answering one. */
@@ -139,43 +141,43 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     pullImage: (ref) => first().pullImage(ref),
     importImage: (tar, ref, changes) => first().importImage(tar, ref, changes),
     buildImage: (ctx, ref) => first().buildImage(ctx, ref),
-    createVolume: (name, labels, size) => ofWorkspace(labels[LABEL_WORKSPACE]).createVolume(name, labels, size),
-    removeVolume: (name) => removeEverywhere(seen.get(name) ?? locate.volume(name), (e) => e.removeVolume(name)),
-    createNetwork: (spec) => ofWorkspace(spec.labels[LABEL_WORKSPACE]).createNetwork(spec),
+    createVolume: async (name, labels, size) => (await ofWorkspace(labels[LABEL_WORKSPACE])).createVolume(name, labels, size),
+    removeVolume: async (name) => removeEverywhere(seen.get(name) ?? (await where(() => locate.volume(name))), (e) => e.removeVolume(name)),
+    createNetwork: async (spec) => (await ofWorkspace(spec.labels[LABEL_WORKSPACE])).createNetwork(spec),
     async inspectNetwork(name) {
       const ws = workspaceOfNetwork(name);
-      const known = ws ? locate.workspace(ws) : undefined;
+      const known = ws ? await where(() => locate.workspace(ws)) : undefined;
       if (known !== undefined) return at(known).inspectNetwork(name);
       return (await each(async (e) => [await e.inspectNetwork(name)])).find((n) => n !== null) ?? null;
     },
-    removeNetwork: (name) => {
+    removeNetwork: async (name) => {
       const ws = workspaceOfNetwork(name);
-      return removeEverywhere(ws ? locate.workspace(ws) : undefined, (e) => e.removeNetwork(name));
+      return removeEverywhere(ws ? await where(() => locate.workspace(ws)) : undefined, (e) => e.removeNetwork(name));
     },
     listManagedNetworks: (instance) => listed((e) => e.listManagedNetworks(instance)),
     networkSubnets: () => each((e) => e.networkSubnets()),
     async createContainer(spec) {
-      const name = nameOf(locate.workspace(spec.labels[LABEL_WORKSPACE] ?? ''));
+      const name = nameOf(await where(() => locate.workspace(spec.labels[LABEL_WORKSPACE] ?? '')));
       const id = await at(name).createContainer(spec);
       seen.set(id, name);
       return id;
     },
-    putArchive: (id, path, tar) => ofContainer(id).putArchive(id, path, tar),
-    start: (id) => ofContainer(id).start(id),
-    stop: (id, grace) => ofContainer(id).stop(id, grace),
-    kill: (id) => ofContainer(id).kill(id),
-    restart: (id, grace) => ofContainer(id).restart(id, grace),
-    remove: (id) => removeEverywhere(seen.get(id) ?? locate.container(id), (e) => e.remove(id)),
-    inspect: (id) => ofContainer(id).inspect(id),
-    pause: (id) => ofContainer(id).pause(id),
-    unpause: (id) => ofContainer(id).unpause(id),
+    putArchive: async (id, path, tar) => (await ofContainer(id)).putArchive(id, path, tar),
+    start: async (id) => (await ofContainer(id)).start(id),
+    stop: async (id, grace) => (await ofContainer(id)).stop(id, grace),
+    kill: async (id) => (await ofContainer(id)).kill(id),
+    restart: async (id, grace) => (await ofContainer(id)).restart(id, grace),
+    remove: async (id) => removeEverywhere(seen.get(id) ?? (await where(() => locate.container(id))), (e) => e.remove(id)),
+    inspect: async (id) => (await ofContainer(id)).inspect(id),
+    pause: async (id) => (await ofContainer(id)).pause(id),
+    unpause: async (id) => (await ofContainer(id)).unpause(id),
     // Snapshot images live on the engine of the workspace they were taken of (docs/workspaces.md: one engine for snapshots).
-    commit: (id, ref, labels) => ofContainer(id).commit(id, ref, labels),
-    getArchive: (id, path) => ofContainer(id).getArchive(id, path),
+    commit: async (id, ref, labels) => (await ofContainer(id)).commit(id, ref, labels),
+    getArchive: async (id, path) => (await ofContainer(id)).getArchive(id, path),
     imageSize: async (ref) => (await each(async (e) => [await e.imageSize(ref)])).find((n) => n !== null) ?? null,
     removeImage: (ref) => removeEverywhere(undefined, (e) => e.removeImage(ref)),
     listSnapshotImages: (instance) => each((e) => e.listSnapshotImages(instance)),
-    stats: (id) => ofContainer(id).stats(id),
+    stats: async (id) => (await ofContainer(id)).stats(id),
     listManaged: (instance) => listed((e) => e.listManaged(instance)),
     managedAddresses: () => each((e) => e.managedAddresses()),
     listManagedVolumes: (instance) => listed((e) => e.listManagedVolumes(instance)),
@@ -187,11 +189,11 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     get openLogStreams() {
       return [...raw.values()].reduce((a, e) => a + e.openLogStreams, 0);
     },
-    logStream: (id, opts, onLine) => ofContainer(id).logStream(id, opts, onLine),
-    execStart: (id, opts, onChunk) => ofContainer(id).execStart(id, opts, onChunk),
-    execCollect: (id, cmd) => ofContainer(id).execCollect(id, cmd),
-    execTty: (id, opts, onData) => ofContainer(id).execTty(id, opts, onData),
-    killProcessGroup: (id, pid) => ofContainer(id).killProcessGroup(id, pid),
+    logStream: async (id, opts, onLine) => (await ofContainer(id)).logStream(id, opts, onLine),
+    execStart: async (id, opts, onChunk) => (await ofContainer(id)).execStart(id, opts, onChunk),
+    execCollect: async (id, cmd) => (await ofContainer(id)).execCollect(id, cmd),
+    execTty: async (id, opts, onData) => (await ofContainer(id)).execTty(id, opts, onData),
+    killProcessGroup: async (id, pid) => (await ofContainer(id)).killProcessGroup(id, pid),
   };
 
   // Routing may throw before any promise exists (an engine known down): callers get a rejection, as from any engine call.
@@ -248,7 +250,7 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
           try {
             const e = at(name);
             const [total, hasImage] = await within(Promise.all([e.memoryBytes(), e.imageExists(image)]), PLACE_TIMEOUT_MS, `engine ${name}`);
-            const load = locate.load(name);
+            const load = await locate.load(name);
             return { name, hasImage, active: load.active, free: total - load.memoryBytes };
           } catch (e) {
             if (unavailable(e)) markDown(name, e);

@@ -129,7 +129,7 @@ export function createFilesService(deps: { engine: Engine; access: Pick<Access, 
   return {
     /** What the path is: a directory's entries, or a file's size (symlinks followed inside the container). */
     async stat(actor: Actor, workspaceId: string, path: string): Promise<FileRead & { containerId: string; path: string }> {
-      const containerId = deps.access.runningContainer(actor, workspaceId);
+      const containerId = await deps.access.runningContainer(actor, workspaceId);
       const abs = resolvePath(path);
       const r = await helper(containerId, STAT, [abs]);
       if (r.exitCode !== 0) throw helperFailure(r.exitCode, r.stderr, 'read');
@@ -186,7 +186,7 @@ export function createFilesService(deps: { engine: Engine; access: Pick<Access, 
      */
     async write(actor: Actor, workspaceId: string, path: string, body: ReadableStream<Uint8Array> | null, declaredLength: number | null) {
       if (declaredLength !== null && declaredLength > deps.maxBytes) throw tooLarge(deps.maxBytes);
-      const containerId = deps.access.runningContainer(actor, workspaceId);
+      const containerId = await deps.access.runningContainer(actor, workspaceId);
       const abs = resolvePath(path);
       if (abs === '/') throw new AppError('FILE_CONFLICT', 'cannot write the root directory');
       const tmp = posix.join(posix.dirname(abs), `.keel-upload-${randomBytes(6).toString('hex')}`);
@@ -228,7 +228,7 @@ export function createFilesService(deps: { engine: Engine; access: Pick<Access, 
     },
 
     async remove(actor: Actor, workspaceId: string, path: string, recursive: boolean) {
-      const containerId = deps.access.runningContainer(actor, workspaceId);
+      const containerId = await deps.access.runningContainer(actor, workspaceId);
       const abs = resolvePath(path);
       if (abs === '/') throw new AppError('FILE_CONFLICT', 'cannot delete the root directory');
       const r = await helper(containerId, REMOVE, [abs, recursive ? '1' : '0']);
@@ -237,7 +237,7 @@ export function createFilesService(deps: { engine: Engine; access: Pick<Access, 
     },
 
     async move(actor: Actor, workspaceId: string, from: string, to: string) {
-      const containerId = deps.access.runningContainer(actor, workspaceId);
+      const containerId = await deps.access.runningContainer(actor, workspaceId);
       const src = resolvePath(from);
       const dst = resolvePath(to);
       const r = await helper(containerId, MOVE, [src, dst]);

@@ -14,9 +14,9 @@ export function createActivity(deps: {
   clock: Clock;
   log: Logger;
   /** Workspaces running or on their way to, whoever owns them. */
-  awake(): WorkspaceRow[];
+  awake(): Promise<WorkspaceRow[]>;
   /** Stops a workspace found idle (the state machine's idle stop; refused quietly if its status moved). */
-  stopIdle(row: WorkspaceRow): void;
+  stopIdle(row: WorkspaceRow): Promise<void>;
 }) {
   const { clock, log } = deps;
   const last = new Map<string, number>();
@@ -27,15 +27,15 @@ export function createActivity(deps: {
   /** When `row` was last used: a touch, its last status change, or Keel's start-up, whichever is latest. */
   const lastUse = (row: WorkspaceRow) => Math.max(last.get(row.id) ?? 0, Date.parse(row.updatedAt) || 0, startedAt);
 
-  function sweep(): number {
+  async function sweep(): Promise<number> {
     const now = clock.now();
     let shortest = Infinity;
     // Those on their way to running count for the period: their countdown starts soon.
-    for (const row of deps.awake()) {
+    for (const row of await deps.awake()) {
       if (!(row.autoStopMinutes > 0)) continue;
       const limitMs = row.autoStopMinutes * 60_000;
       shortest = Math.min(shortest, limitMs);
-      if (row.status === 'running' && now - lastUse(row) >= limitMs) deps.stopIdle(row);
+      if (row.status === 'running' && now - lastUse(row) >= limitMs) await deps.stopIdle(row);
     }
     // A sixth of the shortest limit: a workspace stops at most ~17 % after its time, never before.
     return period(shortest);
@@ -47,10 +47,10 @@ export function createActivity(deps: {
   function schedule(ms: number) {
     if (timer) clearTimeout(timer);
     nextAt = clock.now() + ms;
-    timer = setTimeout(() => {
+    timer = setTimeout(async () => {
       let next = MAX_SWEEP_MS;
       try {
-        next = sweep();
+        next = await sweep();
       } catch (e) {
         log.warn('idle sweep failed', errorFields(e));
       }

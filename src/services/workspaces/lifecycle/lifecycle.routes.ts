@@ -51,7 +51,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     .get(
       '/api/workspaces',
       ({ actor, query, request, set }) =>
-        deps.lists.answer(request, set, listScope(actor), `${query.status ?? ''}|${query.type ?? ''}`, () => ({ workspaces: ws.list(actor, query) })),
+        deps.lists.answer(request, set, listScope(actor), `${query.status ?? ''}|${query.type ?? ''}`, async () => ({ workspaces: await ws.list(actor, query) })),
       {
         query: ListQuery,
         headers: listConditional.headers,

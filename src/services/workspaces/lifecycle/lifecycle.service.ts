@@ -5,7 +5,7 @@ import { AppError } from '../../../platform/errors';
 import '../workspaces.errors';
 import { createBoundedQueue } from '../../../platform/bounded-queue';
 import type { Bus } from '../../../platform/bus/bus';
-import type { Db } from '../../../platform/db';
+import type { Store } from '../../../platform/store';
 import type { DeniedAddresses, TargetPolicy } from '../../../platform/net/address-policy';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { errorFields, type Clock, type Logger } from '../../../platform/runtime';
@@ -35,7 +35,7 @@ import type { Quotas } from '../quotas';
 import type { WorkspaceRow, WorkspaceStatus, WorkspaceType } from '../workspaces.tables';
 
 export interface LifecycleDeps {
-  db: Db;
+  store: Store;
   bus: Bus;
   log: Logger;
   clock: Clock;
@@ -77,21 +77,21 @@ export function createLifecycle(deps: LifecycleDeps) {
   const queue = createTaskQueue(log);
   const stats = createStats({ engine, clock: deps.clock, log, templates, running: records.running });
   const reservations = createReservations({
-    db: deps.db,
+    store: deps.store,
     clock: deps.clock,
     portRange: deps.settings.workspacePortRange,
     autoStopMinutes: deps.settings.autoStopMinutes,
     quotas,
     held: () => pool.heldPorts(),
     // A claimed warm entry is stored running: its created and started events go in the same transaction.
-    inserted: (tx, row) => {
-      records.recordEvent(tx, 'created', row);
-      if (row.status === 'running') records.recordEvent(tx, 'started', row);
+    inserted: async (tx, row) => {
+      await records.recordEvent(tx, 'created', row);
+      if (row.status === 'running') await records.recordEvent(tx, 'started', row);
     },
   });
   const { engines } = deps;
-  const firewall = createFirewalls({ instance, log, settings: deps.settings, engines, engineOfWorkspace: (id) => access.row(id)?.engine ?? pool.engineOf(id) });
-  const snapshots = createSnapshots({ db: deps.db, engine, access, queue, clock: deps.clock, log, instance, dir: deps.snapshotDir, quota: deps.settings.snapshotQuota });
+  const firewall = createFirewalls({ instance, log, settings: deps.settings, engines, engineOfWorkspace: async (id) => (await access.row(id))?.engine ?? pool.engineOf(id) });
+  const snapshots = createSnapshots({ store: deps.store, engine, access, queue, clock: deps.clock, log, instance, dir: deps.snapshotDir, quota: deps.settings.snapshotQuota });
   const provisioner = createProvisioner({ engine, engines, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy, snapshots });
   const pool: WarmPool = createWarmPool({ settings: deps.settings, templates, engine, engines, firewall, provisioner, holdPorts: reservations.holdPorts, clock: deps.clock, log: log.child({ component: 'warm-pool' }) });
   const view = (row: WorkspaceRow) => workspaceView(row, host, codeSecret(deps.codeKey, row.id));
@@ -103,7 +103,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       for (const c of await engine.listManaged(instance)) if (c.workspaceId === row.id) await engine.remove(c.id);
     }
     if (removeVolume) await engine.removeVolume(row.volume);
-    records.delete(row, !removeVolume);
+    await records.delete(row, !removeVolume);
     stats.forget(row, { disk: true });
     activity.forget(row.id);
     // After the row: the workspace is gone once its container is. A network left by a failure here has
@@ -134,12 +134,12 @@ export function createLifecycle(deps: LifecycleDeps) {
   }
 
   const lifecycle = {
-    list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }) {
-      return records.list(actor, filter).map(view);
+    async list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }) {
+      return (await records.list(actor, filter)).map(view);
     },
 
     async get(actor: Actor, id: string) {
-      const row = access.getOwned(actor, id);
+      const row = await access.getOwned(actor, id);
       // Where it runs is the operator's business: only an admin is shown the engine.
       return { ...view(row), ...(actor.admin ? { engine: engines.nameOf(row.engine) } : {}), stats: await stats.of(row) };
     },
@@ -155,7 +155,7 @@ export function createLifecycle(deps: LifecycleDeps) {
         // A snapshot brings its template and its files: no repo is cloned over them.
         let source;
         try {
-          source = snapshots.getOwned(actor, input.snapshot);
+          source = await snapshots.getOwned(actor, input.snapshot);
         } catch {
           throw snapshotNotFound();
         }
@@ -172,7 +172,7 @@ export function createLifecycle(deps: LifecycleDeps) {
         const problem = repoUrlProblem(input.repo.url, clonePolicy);
         if (problem) throw new AppError('INVALID_REQUEST', problem, { property: '/repo/url' });
       }
-      quotas.checkCreate(actor);
+      await quotas.checkCreate(actor);
       // A create a warm entry can serve (no port, repo or snapshot) claims one; with none ready it goes cold.
       if (input.port === undefined && !input.repo && !input.snapshot && pool.serves(template.name)) {
         const warm = await claimWarm(actor, input, template);
@@ -201,21 +201,21 @@ export function createLifecycle(deps: LifecycleDeps) {
     },
 
     // An operation on a workspace whose engine does not answer is refused (503) before anything moves.
-    start(actor: Actor, id: string) {
-      const row = access.engineReady(access.getOwned(actor, id));
-      const started = machine.start(actor, row);
+    async start(actor: Actor, id: string) {
+      const row = access.engineReady(await access.getOwned(actor, id));
+      const started = await machine.start(actor, row);
       activity.expect(row.autoStopMinutes);
       return started;
     },
-    stop: (actor: Actor, id: string, force: boolean) => machine.stop(access.engineReady(access.getOwned(actor, id)), force),
-    restart(actor: Actor, id: string) {
-      const row = access.engineReady(access.getOwned(actor, id));
-      const restarted = machine.restart(actor, row);
+    stop: async (actor: Actor, id: string, force: boolean) => machine.stop(access.engineReady(await access.getOwned(actor, id)), force),
+    async restart(actor: Actor, id: string) {
+      const row = access.engineReady(await access.getOwned(actor, id));
+      const restarted = await machine.restart(actor, row);
       activity.expect(row.autoStopMinutes);
       return restarted;
     },
-    pause: (actor: Actor, id: string) => machine.freeze(access.engineReady(access.getOwned(actor, id)), 'pause'),
-    resume: (actor: Actor, id: string) => machine.freeze(access.engineReady(access.getOwned(actor, id)), 'resume'),
+    pause: async (actor: Actor, id: string) => machine.freeze(access.engineReady(await access.getOwned(actor, id)), 'pause'),
+    resume: async (actor: Actor, id: string) => machine.freeze(access.engineReady(await access.getOwned(actor, id)), 'resume'),
 
     /**
      * Records use of a workspace now, resetting its idle countdown (autoStopMinutes). API calls on a
@@ -226,8 +226,8 @@ export function createLifecycle(deps: LifecycleDeps) {
     touch: (id: string) => activity.touch(id),
 
     snapshots: {
-      list: (actor: Actor) => snapshots.list(actor).map(snapshots.view),
-      get: (actor: Actor, id: string) => snapshots.view(snapshots.getOwned(actor, id)),
+      list: async (actor: Actor) => (await snapshots.list(actor)).map(snapshots.view),
+      get: async (actor: Actor, id: string) => snapshots.view(await snapshots.getOwned(actor, id)),
       create: async (actor: Actor, workspaceId: string, name: string) => snapshots.view(await snapshots.create(actor, workspaceId, name)),
       remove: (actor: Actor, id: string) => snapshots.remove(actor, id),
     },
@@ -241,10 +241,10 @@ export function createLifecycle(deps: LifecycleDeps) {
       const names = Array.from({ length: input.count }, (_, i) => `${input.name}-${i + 1}`);
       for (const n of names) {
         if (n.length > 63) throw new AppError('INVALID_REQUEST', 'name plus the "-<n>" suffix must fit in 63 characters', { property: '/name' });
-        if (records.nameTaken(n)) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name already exists', { name: n });
+        if (await records.nameTaken(n)) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name already exists', { name: n });
       }
       if (!actor.admin) {
-        const used = quotas.usage(actor);
+        const used = await quotas.usage(actor);
         if (used.workspaces + input.count > quotas.limits.workspaces) {
           throw new AppError('QUOTA_EXCEEDED', `a fork of ${input.count} would pass APP_QUOTA_WORKSPACES`, { quota: 'workspaces', limit: quotas.limits.workspaces });
         }
@@ -252,7 +252,7 @@ export function createLifecycle(deps: LifecycleDeps) {
           throw new AppError('QUOTA_EXCEEDED', `a fork of ${input.count} would pass APP_QUOTA_RUNNING`, { quota: 'running', limit: quotas.limits.running });
         }
       }
-      const source = access.getOwned(actor, id);
+      const source = await access.getOwned(actor, id);
       const snap = await snapshots.create(actor, id, input.name);
       const made: CreatedView[] = [];
       for (const name of names) made.push(await lifecycle.create(actor, { name, snapshot: snap.id, type: source.type, autoStopMinutes: source.autoStopMinutes }));
@@ -263,10 +263,10 @@ export function createLifecycle(deps: LifecycleDeps) {
     pooledEngine: (id: string) => pool.engineOf(id),
 
     /** Keel's active workspaces on an engine and the memory their templates ask (placement, engine/engines.ts). */
-    placementLoad(name: string): { active: number; memoryBytes: number } {
+    async placementLoad(name: string): Promise<{ active: number; memoryBytes: number }> {
       // Warm entries hold their memory while they wait: placement counts them.
       let { active, memoryBytes } = pool.load(name);
-      for (const r of records.active()) {
+      for (const r of await records.active()) {
         if (engines.nameOf(r.engine) !== name) continue;
         active++;
         memoryBytes += (templates.get(r.template)?.resources.memoryMb ?? 0) * MiB;
@@ -275,8 +275,8 @@ export function createLifecycle(deps: LifecycleDeps) {
     },
 
     /** The actor's quotas and what it uses of each (admins are not limited). */
-    quotas(actor: Actor) {
-      return { exempt: actor.admin, limits: { ...quotas.limits }, used: quotas.usage(actor) };
+    async quotas(actor: Actor) {
+      return { exempt: actor.admin, limits: { ...quotas.limits }, used: await quotas.usage(actor) };
     },
 
     /**
@@ -284,19 +284,19 @@ export function createLifecycle(deps: LifecycleDeps) {
      * a volume kept is listed and removed by volumes/ (GET and DELETE /api/volumes).
      */
     async remove(actor: Actor, id: string, volumes: boolean): Promise<{ id: string; deleted: true }> {
-      access.engineReady(access.getOwned(actor, id));
+      access.engineReady(await access.getOwned(actor, id));
       provisioner.cancel(id);
       let failure: unknown;
       let refused: unknown;
       await queue.enqueue(id, async () => {
-        const row = access.row(id);
+        const row = await access.row(id);
         if (!row) return;
         const keep = !volumes && row.type !== 'temporary';
         // A kept volume counts against its owner's APP_QUOTA_VOLUMES from before anything is removed:
         // past it the delete answers 429 and the workspace stays as it was (volumes=true still works).
         if (keep) {
           try {
-            quotas.admitKeptVolume(actor, row.owner, () => records.keepVolume(row));
+            await quotas.admitKeptVolume(actor, row.owner, (tx) => records.keepVolume(row, tx));
           } catch (e) {
             refused = e;
             return;
@@ -305,7 +305,7 @@ export function createLifecycle(deps: LifecycleDeps) {
         try {
           await destroy(row, !keep);
         } catch (e) {
-          if (keep && access.row(id)) records.unkeepVolume(row.volume);
+          if (keep && (await access.row(id))) await records.unkeepVolume(row.volume);
           failure = e;
         }
       });

@@ -3,7 +3,7 @@
 import { eq } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
 import '../workspaces.errors';
-import type { Db } from '../../../platform/db';
+import { isUniqueViolation, type Orm, type Store } from '../../../platform/store';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock } from '../../../platform/runtime';
 import { allocatePorts, hostPortFree } from '../network/host-ports';
@@ -11,7 +11,7 @@ import { scrubUrls } from './repo-clone';
 import type { Template } from '../images/templates';
 import type { CreateWorkspaceInput } from './lifecycle.model';
 import type { Quotas } from '../quotas';
-import { workspaces, type WorkspaceRow } from '../workspaces.tables';
+import { workspacesTables, type WorkspaceRow } from '../workspaces.tables';
 
 /** A warm container made ahead for a workspace to come (pool.ts): everything its row will record. */
 export interface WarmEntry {
@@ -29,7 +29,7 @@ export interface WarmEntry {
 export const volumeOf = (id: string) => `keel-ws-${id.replace('_', '-')}`;
 
 export function createReservations(deps: {
-  db: Db;
+  store: Store;
   clock: Clock;
   portRange: [number, number];
   quotas: Quotas;
@@ -38,17 +38,19 @@ export function createReservations(deps: {
   /** Ports the warm pool holds for its entries (pool.ts): no workspace may take them. */
   held?: () => Iterable<number>;
   /** Writes what goes with the new row in its transaction (the workspace.created event). */
-  inserted(tx: Parameters<Parameters<Db['transaction']>[0]>[0], row: WorkspaceRow): void;
+  inserted(tx: Orm, row: WorkspaceRow): Promise<void>;
 }) {
-  const { db, portRange, clock } = deps;
+  const { portRange, clock } = deps;
+  const db = deps.store.orm;
+  const { workspaces } = workspacesTables(deps.store.dialect);
   const [lo, hi] = portRange;
   let portHint = 0;
   // One reservation at a time in this process, so two creates cannot take the same name or port.
   let queue: Promise<unknown> = Promise.resolve();
 
-  function taken(): Set<number> {
+  async function taken(): Promise<Set<number>> {
     const reserved = new Set<number>();
-    for (const r of db.select({ a: workspaces.port, b: workspaces.sshPort, c: workspaces.rdpPort }).from(workspaces).all()) {
+    for (const r of await db.select({ a: workspaces.port, b: workspaces.sshPort, c: workspaces.rdpPort }).from(workspaces)) {
       reserved.add(r.a).add(r.b).add(r.c);
     }
     for (const p of deps.held?.() ?? []) reserved.add(p);
@@ -61,11 +63,11 @@ export function createReservations(deps: {
    * recorded as they are, in `running`, in the one insert (a crash leaves the row or an unowned entry).
    */
   async function reserve(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null = null, warm?: WarmEntry): Promise<WorkspaceRow> {
-    if (db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, input.name)).get()) {
+    if ((await db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, input.name))).length) {
       throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists', { property: '/name' });
     }
     if (warm) return insert(actor, input, template, warm.engine, warm);
-    const reserved = taken();
+    const reserved = await taken();
     if (input.port !== undefined) {
       if (reserved.has(input.port)) {
         throw new AppError('PORT_UNAVAILABLE', 'the requested port is used by another workspace', { port: input.port });
@@ -85,7 +87,7 @@ export function createReservations(deps: {
     return insert(actor, input, template, engine, { id, port: port!, sshPort: sshPort!, rdpPort: rdpPort!, volume: volumeOf(id), containerId: null, engine });
   }
 
-  function insert(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null, at: Omit<WarmEntry, 'containerId' | 'template'> & { containerId: string | null }): WorkspaceRow {
+  async function insert(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null, at: Omit<WarmEntry, 'containerId' | 'template'> & { containerId: string | null }): Promise<WorkspaceRow> {
     const now = isoNow(clock);
     const warm = at.containerId !== null;
     const row: WorkspaceRow = {
@@ -112,20 +114,17 @@ export function createReservations(deps: {
       updatedAt: now,
     };
     try {
-      // The actor's quotas are checked again in the same synchronous step as the insert: creates that
-      // passed the early check together cannot overshoot.
-      deps.quotas.admitCreate(actor, () =>
-        db.transaction((tx) => {
-          tx.insert(workspaces).values(row).run();
-          deps.inserted(tx, row);
-        }),
-      );
+      // The actor's quotas are checked again in the transaction of the insert, under the actor's lock:
+      // creates that passed the early check together cannot overshoot.
+      await deps.quotas.admitCreate(actor, async (tx) => {
+        await tx.insert(workspaces).values(row);
+        await deps.inserted(tx, row);
+      });
     } catch (e) {
       if (e instanceof AppError) throw e;
       // The checks above run alone in this process; a unique violation means another Keel shares the database.
-      const msg = String((e as Error).message);
-      if (msg.includes('workspaces_workspaces.name')) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists');
-      if (msg.includes('UNIQUE')) throw new AppError('PORT_UNAVAILABLE', 'the port was taken meanwhile; retry');
+      if (isUniqueViolation(e, { table: 'workspaces_workspaces', column: 'name' })) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists');
+      if (isUniqueViolation(e)) throw new AppError('PORT_UNAVAILABLE', 'the port was taken meanwhile; retry');
       throw e;
     }
     return row;
@@ -134,7 +133,7 @@ export function createReservations(deps: {
   /** Three free ports of the range for a pool entry; `hold` records them in the same step, so no create takes them. */
   function holdPorts(hold: (ports: [number, number, number]) => void): Promise<[number, number, number] | null> {
     const run = async () => {
-      const auto = await allocatePorts(portRange, taken(), 3, portHint);
+      const auto = await allocatePorts(portRange, await taken(), 3, portHint);
       if (!auto) return null;
       portHint = (auto[2]! - lo + 1) % (hi - lo + 1);
       const ports = auto as [number, number, number];

@@ -29,7 +29,7 @@ export function failureReason(e: unknown, log: Logger): string {
 
 /** What a workspace made from a snapshot takes from it (snapshots.ts). */
 export interface SnapshotSource {
-  image(snapshotId: string): string | null;
+  image(snapshotId: string): Promise<string | null>;
   restoreVolume(containerId: string, snapshotId: string): Promise<void>;
 }
 
@@ -105,7 +105,7 @@ export function createProvisioner(deps: {
       if (state) await engine.remove(row.containerId);
     }
     // From a snapshot: its committed image (kept while the workspace exists: SNAPSHOT_IN_USE), else the template's.
-    const snapshotImage = row.snapshotId ? deps.snapshots.image(row.snapshotId) : null;
+    const snapshotImage = row.snapshotId ? await deps.snapshots.image(row.snapshotId) : null;
     if (row.snapshotId && !snapshotImage) throw new EngineError('the snapshot this workspace was made from no longer exists');
     if (!snapshotImage) await ensureImage(row, template);
     // A crash between the engine's create and the record below leaves a container of this workspace
@@ -141,7 +141,7 @@ export function createProvisioner(deps: {
       log: { maxSize: settings.logMaxSize, maxFiles: settings.logMaxFiles },
       diskLimit: settings.diskLimit || undefined,
     });
-    if (!pooled) records.update(row.id, { containerId });
+    if (!pooled) await records.update(row.id, { containerId });
     return containerId;
   }
 
@@ -192,7 +192,7 @@ export function createProvisioner(deps: {
      * delete arriving meanwhile cancels it (answered as `cancelled`).
      */
     async provision(id: string, template: Template, repo: RepoRequest | undefined): Promise<{ containerId: string } | 'cancelled'> {
-      const row = deps.access.row(id);
+      const row = await deps.access.row(id);
       if (!row) return 'cancelled';
       const abort = new AbortController();
       inFlight.set(id, abort);
@@ -203,13 +203,13 @@ export function createProvisioner(deps: {
         if (repo) await copyRepo(containerId, template, repo, abort.signal);
         else if (row.snapshotId && !row.provisioned) await deps.snapshots.restoreVolume(containerId, row.snapshotId);
         abort.signal.throwIfAborted();
-        records.update(id, { provisioned: true });
+        await records.update(id, { provisioned: true });
         return { containerId };
       } catch (e) {
-        const current = deps.access.row(id);
+        const current = await deps.access.row(id);
         if (current?.containerId && !current.provisioned) {
           await engine.remove(current.containerId).catch(() => {});
-          records.update(id, { containerId: null });
+          await records.update(id, { containerId: null });
         }
         if (abort.signal.aborted) return 'cancelled';
         throw e;

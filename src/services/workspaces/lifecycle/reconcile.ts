@@ -40,7 +40,7 @@ export function createReconciler(deps: {
       id,
       async () => {
         // An operation queued or running settles the status itself when it ends.
-        if (queue.busy(id) || inProgress(deps.access.row(id))) return;
+        if (queue.busy(id) || inProgress(await deps.access.row(id))) return;
         await machine.settle(id);
       },
       false,
@@ -68,27 +68,27 @@ export function createReconciler(deps: {
     const found = await managed();
     if (opts.startUp) {
       for (const c of found?.containers ?? []) {
-        const row = deps.access.row(c.workspaceId);
-        if (row && !row.containerId && row.status === 'creating') records.update(row.id, { containerId: c.id });
+        const row = await deps.access.row(c.workspaceId);
+        if (row && !row.containerId && row.status === 'creating') await records.update(row.id, { containerId: c.id });
       }
     }
     await Promise.all(
-      records.ids().map((id) => {
-        const row = deps.access.row(id);
+      (await records.ids()).map(async (id) => {
+        const row = await deps.access.row(id);
         if (!row || queue.busy(id) || deps.engineUp?.(row) === false) return;
         // While Keel runs, an in-progress status belongs to an operation about to be queued: leave it.
         if (inProgress(row)) return opts.startUp ? machine.resume(row) : undefined;
         return queue.enqueue(id, () => machine.settle(id), false);
       }),
     );
-    const owned = new Set([...records.ids(), ...(deps.pooled?.() ?? [])]);
+    const owned = new Set([...(await records.ids()), ...(deps.pooled?.() ?? [])]);
     if (opts.startUp) {
       // Rules of this instance's workspaces that no longer exist (deleted while Keel was down, or a crash mid-delete).
       for (const id of await firewall.tagged()) if (!owned.has(id)) await firewall.release(id);
     }
     if (!found) return;
     for (const c of found.containers) {
-      const row = deps.access.row(c.workspaceId);
+      const row = await deps.access.row(c.workspaceId);
       // A second container of a workspace (made by a start that a crash cut short before recording it) goes too.
       const superseded = !!row?.containerId && row.containerId !== c.id && !queue.busy(row.id);
       if (!owned.has(c.workspaceId) || superseded) {
@@ -107,7 +107,7 @@ export function createReconciler(deps: {
       // A network that cannot be removed keeps its rules; the next pass tries again.
       await deps.removeNetwork(n.workspaceId).catch((e) => log.warn('network removal failed', errorFields(e)));
     }
-    const kept = records.retainedVolumes();
+    const kept = await records.retainedVolumes();
     for (const v of found.volumes) {
       if (owned.has(v.workspaceId) || kept.has(v.id)) continue;
       log.warn('removing a volume no workspace owns', { volume: v.id, workspace: v.workspaceId });

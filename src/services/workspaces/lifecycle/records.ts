@@ -4,25 +4,26 @@
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
 import { createEventOutbox } from '../../../platform/bus/event-outbox';
-import type { Db } from '../../../platform/db';
+import type { Orm, Store } from '../../../platform/store';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, type Clock, type Logger } from '../../../platform/runtime';
 import type { Access } from '../access';
-import { retainedVolumes, workspaceEventOutbox, workspaces, type WorkspaceRow, type WorkspaceStatus, type WorkspaceType } from '../workspaces.tables';
+import { workspacesTables, type WorkspaceRow, type WorkspaceStatus, type WorkspaceType } from '../workspaces.tables';
 
-type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 export type WorkspaceEvent = 'created' | 'started' | 'stopped' | 'restarted' | 'deleted' | 'failed' | 'paused' | 'resumed';
 
 export function createRecords(deps: {
-  db: Db;
+  store: Store;
   bus: Bus;
   clock: Clock;
   log: Logger;
   access: Access;
   /** Told of each event in the transaction of its change (running time for usage reports). */
-  onEvent?: (tx: Tx | Db, event: WorkspaceEvent, row: WorkspaceRow) => void;
+  onEvent?: (tx: Orm, event: WorkspaceEvent, row: WorkspaceRow) => Promise<void>;
 }) {
-  const { db, clock, log, access } = deps;
+  const { store, clock, log, access } = deps;
+  const db = store.orm;
+  const { workspaces, retainedVolumes, workspaceEventOutbox } = workspacesTables(store.dialect);
   // A null status or type placeholder means "no filter". The owner's list uses the (owner, created_at) index.
   const optional = (column: typeof workspaces.status | typeof workspaces.type, name: string) =>
     sql`(${sql.placeholder(name)} IS NULL OR ${column} = ${sql.placeholder(name)})`;
@@ -46,9 +47,9 @@ export function createRecords(deps: {
   const outbox = createEventOutbox({ db, table: workspaceEventOutbox, bus: deps.bus, clock, log });
 
   /** Writes the event of `row`'s change through `tx`, the transaction of the change. */
-  function recordEvent(tx: Tx | Db, event: WorkspaceEvent, row: WorkspaceRow) {
-    deps.onEvent?.(tx, event, row);
-    outbox.recordSync(tx, `evt.workspace.${event}`, {
+  async function recordEvent(tx: Orm, event: WorkspaceEvent, row: WorkspaceRow) {
+    await deps.onEvent?.(tx, event, row);
+    await outbox.record(tx, `evt.workspace.${event}`, {
       event: `workspace.${event}`,
       timestamp: isoNow(clock),
       owner: row.owner,
@@ -57,29 +58,34 @@ export function createRecords(deps: {
   }
 
   /** An event with no change of the row beside it (the row is gone next, or already says it). */
-  function publish(event: WorkspaceEvent, row: WorkspaceRow) {
-    recordEvent(db, event, row);
+  async function publish(event: WorkspaceEvent, row: WorkspaceRow) {
+    await store.transaction((tx) => recordEvent(tx, event, row));
     outbox.kick();
   }
 
   /** Writes `set` and answers the row as written (one statement: no second read). */
-  function update(id: string, set: Partial<WorkspaceRow>): WorkspaceRow {
-    return db.update(workspaces)
+  async function update(id: string, set: Partial<WorkspaceRow>, tx: Orm = db): Promise<WorkspaceRow> {
+    const [row] = await tx
+      .update(workspaces)
       .set({ ...set, updatedAt: isoNow(clock) })
       .where(eq(workspaces.id, id))
-      .returning()
-      .get()!;
+      .returning();
+    return row!;
   }
 
   /** Updates the row and writes the events of the change in one transaction; the row after. */
-  function change(id: string, set: Partial<WorkspaceRow>, events: WorkspaceEvent[]): WorkspaceRow {
-    const after = db.transaction((tx) => {
-      const row = update(id, set);
-      for (const e of events) recordEvent(tx, e, row);
+  async function change(id: string, set: Partial<WorkspaceRow>, events: WorkspaceEvent[]): Promise<WorkspaceRow> {
+    const after = await store.transaction(async (tx) => {
+      const row = await update(id, set, tx);
+      for (const e of events) await recordEvent(tx, e, row);
       return row;
     });
     outbox.kick();
     return after;
+  }
+
+  async function keepVolume(row: WorkspaceRow, tx: Orm = db) {
+    await tx.insert(retainedVolumes).values({ volume: row.volume, workspaceId: row.id, owner: row.owner, deletedAt: isoNow(clock) }).onConflictDoNothing();
   }
 
   return {
@@ -94,66 +100,62 @@ export function createRecords(deps: {
     relay: () => outbox.kick(),
 
     /** Rows the actor may see (admins: all), oldest first. */
-    list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }): WorkspaceRow[] {
+    async list(actor: Actor, filter: { status?: WorkspaceStatus; type?: WorkspaceType }): Promise<WorkspaceRow[]> {
       const f = { status: filter.status ?? null, type: filter.type ?? null };
-      return actor.admin ? listedAll.all(f) : listedOwn.all({ ...f, owner: actor.id });
+      return actor.admin ? listedAll.execute(f) : listedOwn.execute({ ...f, owner: actor.id });
     },
 
     /** Workspaces that hold or are about to hold a running container: their engine and template (placement). */
-    active: () => activeRows.all(),
+    active: () => activeRows.execute(),
 
     /** Every running workspace, whoever owns it (the stats sampler's round). */
-    running: (): WorkspaceRow[] => runningRows.all(),
+    running: (): Promise<WorkspaceRow[]> => runningRows.execute(),
     /** Every workspace running or on its way to (the idle sweep's round). */
-    awake: (): WorkspaceRow[] => awakeRows.all(),
+    awake: (): Promise<WorkspaceRow[]> => awakeRows.execute(),
 
-    nameTaken: (name: string): boolean => !!db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, name)).get(),
+    nameTaken: async (name: string): Promise<boolean> => (await db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, name)).limit(1)).length > 0,
 
-    ids(): string[] {
-      return db.select({ id: workspaces.id }).from(workspaces).all().map((r) => r.id);
+    async ids(): Promise<string[]> {
+      return (await db.select({ id: workspaces.id }).from(workspaces)).map((r) => r.id);
     },
 
     /** Ends a workspace in `failed` with the reason users read in GET. */
-    fail(id: string, reason: string, extra: Partial<WorkspaceRow> = {}) {
-      if (!access.row(id)) return;
-      change(id, { ...extra, status: 'failed', reason }, ['failed']);
+    async fail(id: string, reason: string, extra: Partial<WorkspaceRow> = {}) {
+      if (!(await access.row(id))) return;
+      await change(id, { ...extra, status: 'failed', reason }, ['failed']);
       log.warn('workspace failed', { workspace: id, reason });
     },
 
     /** Moves to `to` if the status is still one of `allowed` (atomically); false when it is not. */
-    moveStatus(id: string, allowed: readonly WorkspaceStatus[], to: WorkspaceStatus): boolean {
-      const res = db
+    async moveStatus(id: string, allowed: readonly WorkspaceStatus[], to: WorkspaceStatus, tx: Orm = db): Promise<boolean> {
+      const moved = await tx
         .update(workspaces)
         .set({ status: to, updatedAt: isoNow(clock) })
         .where(and(eq(workspaces.id, id), inArray(workspaces.status, [...allowed])))
-        .run() as unknown as { changes: number };
-      return res.changes > 0;
+        .returning({ id: workspaces.id });
+      return moved.length > 0;
     },
 
     /** Removes the row; a volume kept on purpose is recorded, so start-up clean-up leaves it. */
-    delete(row: WorkspaceRow, volumeKept: boolean) {
-      db.transaction((tx) => {
-        if (volumeKept) {
-          tx.insert(retainedVolumes).values({ volume: row.volume, workspaceId: row.id, owner: row.owner, deletedAt: isoNow(clock) }).onConflictDoNothing().run();
-        }
-        tx.delete(workspaces).where(eq(workspaces.id, row.id)).run();
-        recordEvent(tx, 'deleted', row);
+    async delete(row: WorkspaceRow, volumeKept: boolean) {
+      await store.transaction(async (tx) => {
+        if (volumeKept) await keepVolume(row, tx);
+        await tx.delete(workspaces).where(eq(workspaces.id, row.id));
+        await recordEvent(tx, 'deleted', row);
       });
       outbox.kick();
     },
 
     /** Records `row`'s volume as kept before the delete removes the container (the quota counts it from now). */
-    keepVolume(row: WorkspaceRow) {
-      db.insert(retainedVolumes).values({ volume: row.volume, workspaceId: row.id, owner: row.owner, deletedAt: isoNow(clock) }).onConflictDoNothing().run();
-    },
+    keepVolume,
 
     /** Undoes keepVolume for a delete that failed (the workspace, and its volume, are still in use). */
-    unkeepVolume(volume: string) {
-      db.delete(retainedVolumes).where(eq(retainedVolumes.volume, volume)).run();
+    async unkeepVolume(volume: string) {
+      await db.delete(retainedVolumes).where(eq(retainedVolumes.volume, volume));
     },
 
-    retainedVolumes(): Set<string> {
-      return new Set(db.select({ v: retainedVolumes.volume }).from(retainedVolumes).all().map((r) => r.v));
+    async retainedVolumes(): Promise<Set<string>> {
+      return new Set((await db.select({ v: retainedVolumes.volume }).from(retainedVolumes)).map((r) => r.v));
     },
   };
 }

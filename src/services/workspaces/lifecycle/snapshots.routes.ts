@@ -57,7 +57,7 @@ export function snapshotsRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: L
         },
       },
     )
-    .get('/api/snapshots', ({ actor }) => ({ snapshots: ws.snapshots.list(actor) }), {
+    .get('/api/snapshots', async ({ actor }) => ({ snapshots: await ws.snapshots.list(actor) }), {
       response: { 200: SnapshotList, 401: ErrorEnvelope, 429: ErrorEnvelope },
       detail: { ...op('listSnapshots'), summary: 'List your snapshots (admins: all), oldest first' },
     })

@@ -8,14 +8,14 @@ import { stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../../../platform/errors';
-import type { Db } from '../../../platform/db';
+import type { Store } from '../../../platform/store';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
 import { engineFailure, type Access } from '../access';
 import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_SNAPSHOT, type Engine } from '../engine/engine';
 import { MOUNT_PATH } from './stats';
 import type { TaskQueue } from './task-queue';
-import { snapshots, workspaces, type SnapshotRow } from '../workspaces.tables';
+import { workspacesTables, type SnapshotRow } from '../workspaces.tables';
 
 /** Statuses a workspace can be snapshotted from: its container exists and is not being changed. */
 const SNAPSHOT_FROM = ['running', 'paused', 'stopped'] as const;
@@ -23,7 +23,7 @@ const SNAPSHOT_FROM = ['running', 'paused', 'stopped'] as const;
 export const snapshotNotFound = () => new AppError('SNAPSHOT_NOT_FOUND', 'snapshot not found');
 
 export function createSnapshots(deps: {
-  db: Db;
+  store: Store;
   engine: Engine;
   access: Access;
   queue: TaskQueue;
@@ -35,18 +35,20 @@ export function createSnapshots(deps: {
   /** Snapshots a non-admin actor may hold (APP_QUOTA_SNAPSHOTS). */
   quota: number;
 }) {
-  const { db, engine, log, instance, dir } = deps;
+  const { store, engine, log, instance, dir } = deps;
+  const db = store.orm;
+  const { snapshots, workspaces } = workspacesTables(store.dialect);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const archive = (id: string) => join(dir, `${id}.tar`);
   const imageRef = (id: string) => `keel-snapshot:${id}`;
   const byId = db.select().from(snapshots).where(eq(snapshots.id, sql.placeholder('id'))).prepare();
-  const countOf = (owner: string) => db.select({ n: count() }).from(snapshots).where(eq(snapshots.owner, owner)).get()?.n ?? 0;
+  const countOf = async (owner: string, tx = db) => (await tx.select({ n: count() }).from(snapshots).where(eq(snapshots.owner, owner)))[0]?.n ?? 0;
 
   const overQuota = () =>
     new AppError('QUOTA_EXCEEDED', `at most ${deps.quota} snapshots per actor (APP_QUOTA_SNAPSHOTS); delete one first`, { quota: 'snapshots', limit: deps.quota });
 
-  function getOwned(actor: Actor, id: string): SnapshotRow {
-    const row = byId.get({ id });
+  async function getOwned(actor: Actor, id: string): Promise<SnapshotRow> {
+    const [row] = await byId.execute({ id });
     if (!row || (!actor.admin && row.owner !== actor.id)) throw snapshotNotFound();
     return row;
   }
@@ -63,9 +65,9 @@ export function createSnapshots(deps: {
     view,
     getOwned,
 
-    list(actor: Actor) {
+    async list(actor: Actor) {
       const q = db.select().from(snapshots);
-      return (actor.admin ? q : q.where(eq(snapshots.owner, actor.id))).orderBy(asc(snapshots.createdAt), asc(snapshots.id)).all();
+      return (actor.admin ? q : q.where(eq(snapshots.owner, actor.id))).orderBy(asc(snapshots.createdAt), asc(snapshots.id));
     },
 
     /**
@@ -74,15 +76,15 @@ export function createSnapshots(deps: {
      * container, 429 past the quota (checked again just before the row is written).
      */
     async create(actor: Actor, workspaceId: string, name: string): Promise<SnapshotRow> {
-      const ws = deps.access.getOwned(actor, workspaceId);
+      const ws = await deps.access.getOwned(actor, workspaceId);
       const refuse = (status: string) =>
         new AppError('INVALID_TRANSITION', `cannot snapshot a workspace that is ${status}`, { status, operation: 'snapshot', allowedFrom: [...SNAPSHOT_FROM] });
       if (!(SNAPSHOT_FROM as readonly string[]).includes(ws.status)) throw refuse(ws.status);
-      if (!actor.admin && countOf(ws.owner) >= deps.quota) throw overQuota();
+      if (!actor.admin && (await countOf(ws.owner)) >= deps.quota) throw overQuota();
       let result: SnapshotRow | undefined;
       let failure: unknown;
       await deps.queue.enqueue(ws.id, async () => {
-        const row = deps.access.row(ws.id);
+        const row = await deps.access.row(ws.id);
         if (!row || !(SNAPSHOT_FROM as readonly string[]).includes(row.status) || !row.containerId) {
           failure = row ? refuse(row.status) : snapshotNotFound();
           return;
@@ -93,13 +95,16 @@ export function createSnapshots(deps: {
           await engine.commit(row.containerId, image, { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: instance, [LABEL_SNAPSHOT]: id, [LABEL_OWNER]: row.owner });
           await pipeline(await engine.getArchive(row.containerId, MOUNT_PATH), createWriteStream(archive(id), { mode: 0o600 }));
           const sizeBytes = ((await engine.imageSize(image)) ?? 0) + (await stat(archive(id))).size;
-          // The quota again, in the same synchronous step as the insert: two snapshots at once cannot overshoot.
-          if (!actor.admin && countOf(row.owner) >= deps.quota) throw overQuota();
-          result = db
-            .insert(snapshots)
-            .values({ id, name, owner: row.owner, workspaceId: row.id, template: row.template, image, sizeBytes, createdAt: isoNow(deps.clock) })
-            .returning()
-            .get();
+          // The quota again, under the owner's lock in the transaction of the insert: two snapshots at once cannot overshoot.
+          result = await store.transaction(async (tx) => {
+            await store.lock(tx, `snapshots-quota:${row.owner}`);
+            if (!actor.admin && (await countOf(row.owner, tx)) >= deps.quota) throw overQuota();
+            const [made] = await tx
+              .insert(snapshots)
+              .values({ id, name, owner: row.owner, workspaceId: row.id, template: row.template, image, sizeBytes, createdAt: isoNow(deps.clock) })
+              .returning();
+            return made!;
+          });
         } catch (e) {
           await removeObjects(id, image).catch(() => {});
           failure = e instanceof AppError ? e : engineFailure(e);
@@ -111,8 +116,8 @@ export function createSnapshots(deps: {
 
     /** Removes the snapshot from the engine, the disk and the list; 409 SNAPSHOT_IN_USE while workspaces made from it exist. */
     async remove(actor: Actor, id: string): Promise<{ id: string; deleted: true }> {
-      const row = getOwned(actor, id);
-      const users = db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.snapshotId, id)).all().map((w) => w.id);
+      const row = await getOwned(actor, id);
+      const users = (await db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.snapshotId, id))).map((w) => w.id);
       if (users.length > 0) {
         throw new AppError('SNAPSHOT_IN_USE', 'workspaces made from this snapshot still exist (their containers use its image); delete them first', { workspaces: users });
       }
@@ -121,12 +126,12 @@ export function createSnapshots(deps: {
       } catch (e) {
         throw engineFailure(e);
       }
-      db.delete(snapshots).where(and(eq(snapshots.id, id))).run();
+      await db.delete(snapshots).where(and(eq(snapshots.id, id)));
       return { id, deleted: true };
     },
 
     /** The image a workspace made from `snapshotId` runs (null once the snapshot is gone). */
-    image: (snapshotId: string): string | null => byId.get({ id: snapshotId })?.image ?? null,
+    image: async (snapshotId: string): Promise<string | null> => (await byId.execute({ id: snapshotId }))[0]?.image ?? null,
 
     /** Copies the snapshot's volume archive into a created container's volume (before its first start). */
     async restoreVolume(containerId: string, snapshotId: string): Promise<void> {
@@ -146,13 +151,13 @@ export function createSnapshots(deps: {
         return;
       }
       const onEngine = new Set(images.map((i) => i.snapshotId));
-      for (const row of db.select().from(snapshots).all()) {
+      for (const row of await db.select().from(snapshots)) {
         if (onEngine.has(row.id)) continue;
         log.warn('removing a snapshot whose image is gone from the engine', { snapshot: row.id });
         rmSync(archive(row.id), { force: true });
-        db.delete(snapshots).where(eq(snapshots.id, row.id)).run();
+        await db.delete(snapshots).where(eq(snapshots.id, row.id));
       }
-      const known = new Set(db.select({ id: snapshots.id }).from(snapshots).all().map((r) => r.id));
+      const known = new Set((await db.select({ id: snapshots.id }).from(snapshots)).map((r) => r.id));
       for (const i of images) {
         if (known.has(i.snapshotId)) continue;
         log.warn('removing a snapshot image no snapshot owns', { image: i.ref });

@@ -50,7 +50,7 @@ export function createStateMachine(deps: {
 
   /** A temporary workspace ends when it stops: container, volume and row go. */
   async function endTemporary(row: WorkspaceRow) {
-    if (row.status !== 'stopped') records.publish('stopped', { ...row, status: 'stopped' });
+    if (row.status !== 'stopped') await records.publish('stopped', { ...row, status: 'stopped' });
     await deps.destroy(row, true);
   }
 
@@ -59,7 +59,7 @@ export function createStateMachine(deps: {
    * that is stopped when it should run is a failure with the engine's exit code, not a quiet `stopped`.
    */
   async function settle(id: string, expect?: Settled): Promise<void> {
-    const row = deps.access.row(id);
+    const row = await deps.access.row(id);
     if (!row?.containerId) return;
     const state = await engine.inspect(row.containerId);
     if (!state) {
@@ -75,18 +75,18 @@ export function createStateMachine(deps: {
       if (row.status === 'failed') return;
       if (row.type === 'temporary') return endTemporary(row);
       if (row.status === 'stopped') return;
-      records.change(id, { status: 'stopped', reason: null }, ['stopped']);
+      await records.change(id, { status: 'stopped', reason: null }, ['stopped']);
       deps.stats.forget(row, { disk: false });
       return;
     }
     // Paused outside Keel (docker pause) or by Keel before a crash: the row follows the engine.
     if (state.paused) {
-      if (row.status !== 'paused') records.change(id, { status: 'paused', reason: null }, ['paused']);
+      if (row.status !== 'paused') await records.change(id, { status: 'paused', reason: null }, ['paused']);
       return;
     }
     if (row.status === 'running') return;
     const events = row.status === 'restarting' ? (['restarted', 'started'] as const) : row.status === 'paused' ? (['resumed'] as const) : (['started'] as const);
-    const after = records.change(id, { status: 'running', reason: null, stopReason: null }, [...events]);
+    const after = await records.change(id, { status: 'running', reason: null, stopReason: null }, [...events]);
     deps.stats.begin(after);
   }
 
@@ -94,12 +94,12 @@ export function createStateMachine(deps: {
   function run(id: string, work: (row: WorkspaceRow) => Promise<void>, expect: Settled): Promise<void> {
     return queue.enqueue(id, async () => {
       try {
-        const row = deps.access.row(id);
+        const row = await deps.access.row(id);
         if (!row) return;
         await work(row);
         await settle(id, expect);
       } catch (e) {
-        records.fail(id, failureReason(e, log));
+        await records.fail(id, failureReason(e, log));
       }
     });
   }
@@ -135,15 +135,15 @@ export function createStateMachine(deps: {
   /**
    * Records the move to an in-progress status if the current status allows it, atomically; else 409.
    * With `actor`, a move that makes the workspace run takes a running place of the actor's quota in
-   * the same synchronous step (429 QUOTA_EXCEEDED, nothing moved, when none is left).
+   * the same transaction (429 QUOTA_EXCEEDED, nothing moved, when none is left).
    */
-  function transition(row: WorkspaceRow, operation: string, allowed: readonly WorkspaceStatus[], to: WorkspaceStatus, actor?: Actor) {
+  async function transition(row: WorkspaceRow, operation: string, allowed: readonly WorkspaceStatus[], to: WorkspaceStatus, actor?: Actor) {
     const refuse = (status: WorkspaceStatus) =>
       new AppError('INVALID_TRANSITION', `cannot ${operation} a workspace that is ${status}`, { status, operation, allowedFrom: [...allowed] });
     if (!allowed.includes(row.status)) throw refuse(row.status);
-    const move = () => records.moveStatus(row.id, allowed, to);
-    if (!(actor ? deps.quotas.admitRunning(actor, deps.access.row(row.id) ?? row, move) : move())) {
-      const now = deps.access.row(row.id);
+    const move = (tx?: Parameters<Records['moveStatus']>[3]) => records.moveStatus(row.id, allowed, to, tx);
+    if (!(await (actor ? deps.quotas.admitRunning(actor, row, move) : move()))) {
+      const now = await deps.access.row(row.id);
       if (!now) throw workspaceNotFound();
       throw refuse(now.status);
     }
@@ -159,17 +159,17 @@ export function createStateMachine(deps: {
       void run(row.id, (r) => work.create(r, repo), 'running').finally(() => repo?.ticket.release());
     },
 
-    start(actor: Actor, row: WorkspaceRow): { id: string; status: WorkspaceStatus } {
+    async start(actor: Actor, row: WorkspaceRow): Promise<{ id: string; status: WorkspaceStatus }> {
       if (row.status === 'failed' && !row.provisioned) {
         throw new AppError('INVALID_TRANSITION', 'this workspace failed during creation and cannot start; delete it and create it again', { status: row.status, operation: 'start', reason: row.reason ?? '' });
       }
-      transition(row, 'start', ALLOWED_FROM.start, 'starting', actor);
+      await transition(row, 'start', ALLOWED_FROM.start, 'starting', actor);
       void run(row.id, work.start, 'running');
       return { id: row.id, status: 'starting' };
     },
 
     async stop(row: WorkspaceRow, force: boolean): Promise<{ id: string; status: WorkspaceStatus }> {
-      transition(row, 'stop', force ? ALLOWED_FROM.forceStop : ALLOWED_FROM.stop, 'stopping');
+      await transition(row, 'stop', force ? ALLOWED_FROM.forceStop : ALLOWED_FROM.stop, 'stopping');
       void run(row.id, (r) => work.stop(r, force), 'stopped');
       // Not behind a graceful stop that may be waiting out its grace period.
       if (force && row.containerId) await engine.kill(row.containerId).catch(() => {});
@@ -180,9 +180,9 @@ export function createStateMachine(deps: {
      * Stops a workspace found idle, recording `stopReason: "idle"` with the move to `stopping`; does
      * nothing when its status moved meanwhile (an operation of the user wins).
      */
-    stopIdle(row: WorkspaceRow): void {
-      if (queue.busy(row.id) || !records.moveStatus(row.id, ['running'], 'stopping')) return;
-      records.update(row.id, { stopReason: 'idle' });
+    async stopIdle(row: WorkspaceRow): Promise<void> {
+      if (queue.busy(row.id) || !(await records.moveStatus(row.id, ['running'], 'stopping'))) return;
+      await records.update(row.id, { stopReason: 'idle' });
       log.info('stopping an idle workspace', { workspace: row.id, autoStopMinutes: row.autoStopMinutes });
       void run(row.id, (r) => work.stop(r, false), 'stopped');
     },
@@ -200,18 +200,18 @@ export function createStateMachine(deps: {
       let failure: unknown;
       let status: WorkspaceStatus = row.status;
       await queue.enqueue(row.id, async () => {
-        const now = deps.access.row(row.id);
+        const now = await deps.access.row(row.id);
         if (!now) return void (failure = workspaceNotFound());
         if (!(allowed as readonly string[]).includes(now.status) || !now.containerId) return void (failure = refuse(now.status));
         try {
           if (operation === 'pause') {
             await engine.pause(now.containerId);
-            records.change(now.id, { status: 'paused' }, ['paused']);
+            await records.change(now.id, { status: 'paused' }, ['paused']);
             deps.stats.forget(now, { disk: false });
             status = 'paused';
           } else {
             await engine.unpause(now.containerId);
-            deps.stats.begin(records.change(now.id, { status: 'running', stopReason: null }, ['resumed']));
+            deps.stats.begin(await records.change(now.id, { status: 'running', stopReason: null }, ['resumed']));
             status = 'running';
           }
         } catch (e) {
@@ -224,8 +224,8 @@ export function createStateMachine(deps: {
       return { id: row.id, status };
     },
 
-    restart(actor: Actor, row: WorkspaceRow): { id: string; status: WorkspaceStatus } {
-      transition(row, 'restart', ALLOWED_FROM.restart, 'restarting', actor);
+    async restart(actor: Actor, row: WorkspaceRow): Promise<{ id: string; status: WorkspaceStatus }> {
+      await transition(row, 'restart', ALLOWED_FROM.restart, 'restarting', actor);
       void run(row.id, work.restart, 'running');
       return { id: row.id, status: 'restarting' };
     },
@@ -242,7 +242,7 @@ export function createStateMachine(deps: {
           if (row.repoUrl && !row.provisioned) {
             return run(row.id, async (r) => {
               if (r.containerId) await engine.remove(r.containerId);
-              records.fail(r.id, 'creation was interrupted by a restart of Keel while the repo was being copied; delete the workspace and create it again', {
+              await records.fail(r.id, 'creation was interrupted by a restart of Keel while the repo was being copied; delete the workspace and create it again', {
                 containerId: null,
               });
             }, 'running');

@@ -43,7 +43,7 @@ interface Sample {
   figures: { cpu: string; memory: string };
 }
 
-export function createStats(deps: { engine: Engine; clock: Clock; log: Logger; templates: TemplateRegistry; running: () => WorkspaceRow[] }) {
+export function createStats(deps: { engine: Engine; clock: Clock; log: Logger; templates: TemplateRegistry; running: () => Promise<WorkspaceRow[]> }) {
   const { engine, clock } = deps;
   /** The last sample per container (its counters restart with the container). */
   const samples = new Map<string, Sample>();
@@ -101,7 +101,7 @@ export function createStats(deps: { engine: Engine; clock: Clock; log: Logger; t
 
   /** One round over every running workspace; containers no longer running lose their sample. */
   async function round() {
-    const rows = deps.running().filter((r) => r.containerId);
+    const rows = (await deps.running()).filter((r) => r.containerId);
     const live = new Set(rows.map((r) => r.containerId!));
     for (const cid of samples.keys()) if (!live.has(cid)) samples.delete(cid);
     let next = 0;

@@ -137,7 +137,7 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
 
   return {
     async snapshot(actor: Actor, id: string, q: LogsRequest): Promise<LogEntry[]> {
-      const ws = deps.access.engineReady(deps.access.getOwned(actor, id));
+      const ws = deps.access.engineReady(await deps.access.getOwned(actor, id));
       return (await readTail(ws.containerId, q.tail ?? LOG_TAIL_DEFAULT, q.service)).map(toEntry);
     },
 
@@ -147,7 +147,7 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
      * Ends without a last event when `signal` aborts (client gone, shutdown, dropped by the adapter).
      */
     async follow(actor: Actor, id: string, q: LogsRequest, signal: AbortSignal): Promise<AsyncIterable<SseItem>> {
-      const ws = deps.access.engineReady(deps.access.getOwned(actor, id));
+      const ws = deps.access.engineReady(await deps.access.getOwned(actor, id));
       return followLines(ws.id, ws.containerId, q, signal);
     },
 

@@ -69,7 +69,7 @@ export function computerTools(deps: { files: FilesService; processes: ProcessesS
       return processes.start(a, id, body as never);
     },
     /** The status and the output kept so far (the last APP_PROCESS_OUTPUT_BYTES of each stream). */
-    getProcess: (a: Actor, i: { id: string; pid: string }) => ({ ...processes.get(a, i.id, i.pid), output: processes.output(a, i.id, i.pid) }),
+    getProcess: async (a: Actor, i: { id: string; pid: string }) => ({ ...(await processes.get(a, i.id, i.pid)), output: await processes.output(a, i.id, i.pid) }),
     signalProcess: (a: Actor, i: { id: string; pid: string; signal: 'TERM' | 'KILL' | 'INT' | 'HUP' }) => processes.signal(a, i.id, i.pid, i.signal),
   };
 }

@@ -47,7 +47,7 @@ export function mcpTools(deps: McpToolDeps): Record<string, McpTool> {
   const ws = deps.workspaces;
   const c = computerTools(deps);
   return {
-    list_workspaces: define({ description: 'List your workspaces (admins: all), oldest first', input: ListInput, run: (a, i) => ({ workspaces: ws.list(a, i as never) }) }),
+    list_workspaces: define({ description: 'List your workspaces (admins: all), oldest first', input: ListInput, run: async (a, i) => ({ workspaces: await ws.list(a, i as never) }) }),
     create_workspace: define({
       description: 'Create a workspace from a template (`minimal`, `bun-typescript`, ...); it starts by itself. Poll get via list_workspaces until running.',
       input: CreateInput,

@@ -6,7 +6,7 @@ import type { Logger } from '../../../platform/runtime';
 import type { Engines } from '../engine/engines';
 import type { WorkspacesConfig } from '../workspaces.config';
 
-export function createFirewalls(deps: { instance: string; settings: WorkspacesConfig; engines: Engines; engineOfWorkspace: (id: string) => string | null | undefined; log: Logger }) {
+export function createFirewalls(deps: { instance: string; settings: WorkspacesConfig; engines: Engines; engineOfWorkspace: (id: string) => Promise<string | null | undefined>; log: Logger }) {
   const byEngine = new Map<string, Firewall>(
     deps.settings.engines.map((e) => [
       e.name,
@@ -19,7 +19,7 @@ export function createFirewalls(deps: { instance: string; settings: WorkspacesCo
 
   const firewall: Firewall = {
     status: () => of(undefined).status(),
-    protect: (net) => of(deps.engineOfWorkspace(net.workspaceId)).protect(net),
+    protect: async (net) => of(await deps.engineOfWorkspace(net.workspaceId)).protect(net),
     // A deleted workspace's row is gone: its rules are looked for everywhere (each engine's chains are small).
     release: async (workspaceId) => {
       await Promise.all(all().map((f) => f.release(workspaceId)));

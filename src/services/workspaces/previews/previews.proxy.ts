@@ -30,7 +30,7 @@ export function createPreviewProxy(deps: { previews: PreviewsService; engine: En
   let server: Server<Relay> | undefined;
 
   async function target(workspaceId: string): Promise<string | AppError> {
-    const ws = deps.access.row(workspaceId);
+    const ws = await deps.access.row(workspaceId);
     if (!ws || ws.status !== 'running' || !ws.containerId) return new AppError('WORKSPACE_NOT_RUNNING', 'the workspace is not running; start it to preview it');
     let addr = addresses.get(ws.containerId);
     if (!addr) {
@@ -46,7 +46,7 @@ export function createPreviewProxy(deps: { previews: PreviewsService; engine: En
     const url = new URL(req.url);
     const m = PATH.exec(url.pathname);
     if (!m) return fail(new AppError('PREVIEW_NOT_FOUND', 'no such preview'));
-    const link = previews.resolve(m[1]!);
+    const link = await previews.resolve(m[1]!);
     if (!link.ok) return fail(link.error);
     // The app's relative links resolve under the link's own prefix.
     if (!m[2]) return new Response(null, { status: 308, headers: { location: `${url.pathname}/${url.search}` } });

@@ -35,7 +35,7 @@ export function previewsRoutes(deps: { auth: WorkspaceAuthPlugin; previews: Prev
         },
       },
     )
-    .get('/api/workspaces/:id/previews', ({ params, actor }) => ({ previews: previews.list(actor, params.id) }), {
+    .get('/api/workspaces/:id/previews', async ({ params, actor }) => ({ previews: await previews.list(actor, params.id) }), {
       params: IdParams,
       response: { 200: PreviewList, ...ERRORS },
       detail: { ...op('listWorkspacePreviews', ['WORKSPACE_NOT_FOUND']), tags: ['previews'], summary: "The workspace's preview links, newest first (revoked ones marked)" },

@@ -5,12 +5,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { and, desc, eq, isNull } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
-import type { Db } from '../../../platform/db';
+import type { Store } from '../../../platform/store';
 import { newId, type Clock } from '../../../platform/runtime';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Access } from '../access';
 import { PREVIEW_TTL_DEFAULT_S } from './previews.model';
-import { workspaceActivity, workspacePreviews, type PreviewRow } from './previews.tables';
+import { previewsTables, type PreviewRow } from './previews.tables';
 
 /** Activity is written at most this often per workspace (a page load is dozens of requests). */
 const ACTIVITY_WRITE_MS = 1000;
@@ -21,15 +21,17 @@ export type PreviewTarget =
   | { ok: true; workspaceId: string; port: number }
   | { ok: false; error: AppError };
 
-export function createPreviewsService(deps: { db: Db; clock: Clock; access: Pick<Access, 'getOwned' | 'row'>; baseUrl: () => string; onActivity?: (workspaceId: string) => void }) {
-  const { db, clock } = deps;
+export function createPreviewsService(deps: { store: Store; clock: Clock; access: Pick<Access, 'getOwned' | 'row'>; baseUrl: () => string; onActivity?: (workspaceId: string) => void }) {
+  const { clock } = deps;
+  const db = deps.store.orm;
+  const { workspaceActivity, workspacePreviews } = previewsTables(deps.store.dialect);
   const lastWrite = new Map<string, number>();
   const iso = (ms = clock.now()) => new Date(ms).toISOString();
   const view = (r: PreviewRow) => ({ id: r.id, port: r.port, url: r.url, expiresAt: r.expiresAt, ...(r.revokedAt ? { revoked: true } : {}) });
 
   return {
-    create(actor: Actor, workspaceId: string, input: { port: number; ttlSeconds?: number }) {
-      deps.access.getOwned(actor, workspaceId);
+    async create(actor: Actor, workspaceId: string, input: { port: number; ttlSeconds?: number }) {
+      await deps.access.getOwned(actor, workspaceId);
       // Lower-case hex: the secret also fits a host name label, should a host form come later.
       const token = randomBytes(20).toString('hex');
       const now = clock.now();
@@ -44,28 +46,28 @@ export function createPreviewsService(deps: { db: Db; clock: Clock; access: Pick
         revokedAt: null,
         createdAt: iso(now),
       };
-      db.insert(workspacePreviews).values(row).run();
+      await db.insert(workspacePreviews).values(row);
       return view(row);
     },
 
-    list(actor: Actor, workspaceId: string) {
-      deps.access.getOwned(actor, workspaceId);
-      return db.select().from(workspacePreviews).where(eq(workspacePreviews.workspaceId, workspaceId)).orderBy(desc(workspacePreviews.createdAt)).limit(500).all().map(view);
+    async list(actor: Actor, workspaceId: string) {
+      await deps.access.getOwned(actor, workspaceId);
+      return (await db.select().from(workspacePreviews).where(eq(workspacePreviews.workspaceId, workspaceId)).orderBy(desc(workspacePreviews.createdAt)).limit(500)).map(view);
     },
 
     /** Revokes at once: the next request through the link answers 410. */
-    revoke(actor: Actor, workspaceId: string, id: string) {
-      deps.access.getOwned(actor, workspaceId);
-      const found = db.select().from(workspacePreviews).where(and(eq(workspacePreviews.id, id), eq(workspacePreviews.workspaceId, workspaceId))).get();
+    async revoke(actor: Actor, workspaceId: string, id: string) {
+      await deps.access.getOwned(actor, workspaceId);
+      const [found] = await db.select().from(workspacePreviews).where(and(eq(workspacePreviews.id, id), eq(workspacePreviews.workspaceId, workspaceId)));
       if (!found) throw new AppError('PREVIEW_NOT_FOUND', 'preview not found');
-      db.update(workspacePreviews).set({ revokedAt: iso() }).where(and(eq(workspacePreviews.id, id), isNull(workspacePreviews.revokedAt))).run();
+      await db.update(workspacePreviews).set({ revokedAt: iso() }).where(and(eq(workspacePreviews.id, id), isNull(workspacePreviews.revokedAt)));
       return { id, revoked: true as const };
     },
 
     /** The target of a link's secret, or why it serves nothing (404 unknown, 410 expired or revoked). */
-    resolve(token: string): PreviewTarget {
-      const row = db.select().from(workspacePreviews).where(eq(workspacePreviews.tokenHash, hash(token))).get();
-      if (!row || !deps.access.row(row.workspaceId)) return { ok: false, error: new AppError('PREVIEW_NOT_FOUND', 'no such preview') };
+    async resolve(token: string): Promise<PreviewTarget> {
+      const [row] = await db.select().from(workspacePreviews).where(eq(workspacePreviews.tokenHash, hash(token)));
+      if (!row || !(await deps.access.row(row.workspaceId))) return { ok: false, error: new AppError('PREVIEW_NOT_FOUND', 'no such preview') };
       if (row.revokedAt) return { ok: false, error: new AppError('PREVIEW_REVOKED', 'this preview link was revoked') };
       if (Date.parse(row.expiresAt) <= clock.now()) return { ok: false, error: new AppError('PREVIEW_EXPIRED', 'this preview link has expired') };
       return { ok: true, workspaceId: row.workspaceId, port: row.port };
@@ -79,13 +81,12 @@ export function createPreviewsService(deps: { db: Db; clock: Clock; access: Pick
       if (now - (lastWrite.get(workspaceId) ?? 0) < ACTIVITY_WRITE_MS) return;
       lastWrite.set(workspaceId, now);
       const at = iso(now);
-      db.insert(workspaceActivity).values({ workspaceId, lastActivityAt: at }).onConflictDoUpdate({ target: workspaceActivity.workspaceId, set: { lastActivityAt: at } }).run();
+      // Not awaited: a page's requests do not wait on this write, and a lost one is the next second's.
+      void Promise.resolve(
+        db.insert(workspaceActivity).values({ workspaceId, lastActivityAt: at }).onConflictDoUpdate({ target: workspaceActivity.workspaceId, set: { lastActivityAt: at } }),
+      ).catch(() => undefined);
     },
 
-    /** The last activity recorded for a workspace (ISO time), if any. */
-    lastActivity(workspaceId: string): string | undefined {
-      return db.select().from(workspaceActivity).where(eq(workspaceActivity.workspaceId, workspaceId)).get()?.lastActivityAt;
-    },
   };
 }
 

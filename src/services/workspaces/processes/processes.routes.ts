@@ -44,7 +44,7 @@ export function processesRoutes(deps: { auth: WorkspaceAuthPlugin; processes: Pr
         },
       },
     )
-    .get('/api/workspaces/:id/processes', ({ params, actor }) => ({ processes: processes.list(actor, params.id) }), {
+    .get('/api/workspaces/:id/processes', async ({ params, actor }) => ({ processes: await processes.list(actor, params.id) }), {
       params: IdParams,
       response: { 200: ProcessList, ...ERRORS },
       detail: { ...op('listWorkspaceProcesses', ['WORKSPACE_NOT_FOUND']), tags: ['processes'], summary: "The workspace's processes, newest first (at most 500)" },
@@ -67,7 +67,7 @@ export function processesRoutes(deps: { auth: WorkspaceAuthPlugin; processes: Pr
         const stream = deps.sse.open(request);
         const slot = deps.quotas.hold(actor, 'streams', stream.signal);
         try {
-          const events = processes.follow(actor, params.id, params.pid, Number.isSafeInteger(after) ? after : 0, stream.signal);
+          const events = await processes.follow(actor, params.id, params.pid, Number.isSafeInteger(after) ? after : 0, stream.signal);
           // Following never touches the process: a client that leaves only ends its own stream.
           return stream.respond(events) as unknown as { stdout: string; stderr: string };
         } catch (e) {

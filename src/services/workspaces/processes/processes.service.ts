@@ -6,14 +6,14 @@
 // reach its whole process group.
 import { and, desc, eq } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
-import type { Db } from '../../../platform/db';
+import type { Store } from '../../../platform/store';
 import type { SseEvent } from '../../../platform/http/sse';
 import { newId, type Clock } from '../../../platform/runtime';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, type Engine, type ExecHandle, type StdStream } from '../engine/engine';
 import { engineFailure, type Access } from '../access';
 import { quotaExceeded } from '../quotas';
-import { workspaceProcesses, type ProcessRow } from './processes.tables';
+import { processesTables, type ProcessRow } from './processes.tables';
 import type { ProcessInput, ProcessView } from './processes.model';
 
 const MARK_PID = '\x1ekeel-pid ';
@@ -53,8 +53,10 @@ export interface ProcessesSettings {
   outputBytes: number;
 }
 
-export function createProcessesService(deps: { db: Db; engine: Engine; access: Pick<Access, 'getOwned' | 'runningContainer'>; clock: Clock; settings: ProcessesSettings }) {
-  const { db, engine, clock, settings } = deps;
+export function createProcessesService(deps: { store: Store; engine: Engine; access: Pick<Access, 'getOwned' | 'runningContainer'>; clock: Clock; settings: ProcessesSettings }) {
+  const { engine, clock, settings } = deps;
+  const db = deps.store.orm;
+  const { workspaceProcesses } = processesTables(deps.store.dialect);
   const live = new Map<string, Live>();
   const ended: string[] = [];
   /** Running processes per actor (admins are not counted). */
@@ -73,15 +75,15 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
   });
 
   /** The process row if its workspace is the actor's (another actor's answers 404 WORKSPACE_NOT_FOUND first). */
-  function owned(actor: Actor, workspaceId: string, pid: string): ProcessRow {
-    deps.access.getOwned(actor, workspaceId);
-    const row = db.select().from(workspaceProcesses).where(and(eq(workspaceProcesses.id, pid), eq(workspaceProcesses.workspaceId, workspaceId))).get();
+  async function owned(actor: Actor, workspaceId: string, pid: string): Promise<ProcessRow> {
+    await deps.access.getOwned(actor, workspaceId);
+    const [row] = await db.select().from(workspaceProcesses).where(and(eq(workspaceProcesses.id, pid), eq(workspaceProcesses.workspaceId, workspaceId)));
     if (!row) throw new AppError('PROCESS_NOT_FOUND', 'process not found');
     return row;
   }
 
-  function running(actor: Actor, workspaceId: string, pid: string): Live {
-    const row = owned(actor, workspaceId, pid);
+  async function running(actor: Actor, workspaceId: string, pid: string): Promise<Live> {
+    const row = await owned(actor, workspaceId, pid);
     const p = live.get(row.id);
     if (row.status !== 'running' || !p || p.exit) throw new AppError('PROCESS_NOT_RUNNING', `the process is ${row.status === 'running' ? 'ending' : row.status}`, { status: row.status });
     return p;
@@ -100,9 +102,10 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
     wake(p);
   }
 
-  function finish(p: Live, exitCode: number, release: () => void) {
+  async function finish(p: Live, exitCode: number, release: () => void) {
     p.exit = { exitCode };
-    db.update(workspaceProcesses).set({ status: 'exited', exitCode, endedAt: iso() }).where(eq(workspaceProcesses.id, p.id)).run();
+    // A row left `running` by a failed write is marked lost at the next start.
+    await db.update(workspaceProcesses).set({ status: 'exited', exitCode, endedAt: iso() }).where(eq(workspaceProcesses.id, p.id)).catch(() => undefined);
     release();
     ended.push(p.id);
     while (ended.length > ENDED_KEPT) live.delete(ended.shift()!);
@@ -127,7 +130,7 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
   return {
     /** Starts the command; it runs until it ends, whoever is listening. */
     async start(actor: Actor, workspaceId: string, input: ProcessInput): Promise<ProcessView> {
-      const containerId = deps.access.runningContainer(actor, workspaceId);
+      const containerId = await deps.access.runningContainer(actor, workspaceId);
       const release = takeSlot(actor);
       const id = newId('proc', clock);
       const dec = { stdout: new TextDecoder(), stderr: new TextDecoder() };
@@ -164,7 +167,7 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
         throw engineFailure(e);
       }
       const startedAt = iso();
-      db.insert(workspaceProcesses).values({ id, workspaceId, owner: actor.id, name: input.name ?? null, command: input.command, status: 'running', startedAt }).run();
+      await db.insert(workspaceProcesses).values({ id, workspaceId, owner: actor.id, name: input.name ?? null, command: input.command, status: 'running', startedAt });
       const made: Live = { id, workspaceId, containerId, handle, seq: 0, kept: { stdout: [], stderr: [] }, keptBytes: { stdout: 0, stderr: 0 }, waiters: new Set() };
       p = made;
       live.set(id, made);
@@ -182,22 +185,24 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
             code = await handle.exitCode().catch(() => -1);
             if (code === null) await Bun.sleep(10);
           }
-          if (!closing) finish(made, code ?? -1, release);
+          if (!closing) await finish(made, code ?? -1, release);
         })
-        .catch(() => !closing && finish(made, -1, release));
+        .catch(async () => {
+          if (!closing) await finish(made, -1, release);
+        });
       return { id, ...(input.name ? { name: input.name } : {}), command: input.command, status: 'running', startedAt };
     },
 
-    list(actor: Actor, workspaceId: string): ProcessView[] {
-      deps.access.getOwned(actor, workspaceId);
-      return db.select().from(workspaceProcesses).where(eq(workspaceProcesses.workspaceId, workspaceId)).orderBy(desc(workspaceProcesses.startedAt)).limit(500).all().map(view);
+    async list(actor: Actor, workspaceId: string): Promise<ProcessView[]> {
+      await deps.access.getOwned(actor, workspaceId);
+      return (await db.select().from(workspaceProcesses).where(eq(workspaceProcesses.workspaceId, workspaceId)).orderBy(desc(workspaceProcesses.startedAt)).limit(500)).map(view);
     },
 
-    get: (actor: Actor, workspaceId: string, pid: string): ProcessView => view(owned(actor, workspaceId, pid)),
+    get: async (actor: Actor, workspaceId: string, pid: string): Promise<ProcessView> => view(await owned(actor, workspaceId, pid)),
 
     /** What is kept of each stream so far. */
-    output(actor: Actor, workspaceId: string, pid: string): { stdout: string; stderr: string } {
-      owned(actor, workspaceId, pid);
+    async output(actor: Actor, workspaceId: string, pid: string): Promise<{ stdout: string; stderr: string }> {
+      await owned(actor, workspaceId, pid);
       const p = live.get(pid);
       const text = (s: StdStream) => (p ? p.kept[s].map((e) => e.data).join('') : '');
       return { stdout: text('stdout'), stderr: text('stderr') };
@@ -207,8 +212,8 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
      * The output as SSE events (ids in order across both streams): what is kept after `after`, then
      * as written, then one `exit`. Checks ownership now; the events come as the client reads.
      */
-    follow(actor: Actor, workspaceId: string, pid: string, after: number, signal: AbortSignal): AsyncIterable<SseEvent> {
-      const row = owned(actor, workspaceId, pid);
+    async follow(actor: Actor, workspaceId: string, pid: string, after: number, signal: AbortSignal): Promise<AsyncIterable<SseEvent>> {
+      const row = await owned(actor, workspaceId, pid);
       const p = live.get(pid);
       return (async function* () {
         if (!p) {
@@ -244,7 +249,7 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
 
     /** Writes a request body to the process's stdin as it arrives; `eof` closes stdin after it. */
     async stdin(actor: Actor, workspaceId: string, pid: string, body: ReadableStream<Uint8Array> | null, eof: boolean) {
-      const p = running(actor, workspaceId, pid);
+      const p = await running(actor, workspaceId, pid);
       let bytes = 0;
       try {
         if (body) {
@@ -262,7 +267,7 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
 
     /** Sends `signal` to the process's whole group (the command and what it started). */
     async signal(actor: Actor, workspaceId: string, pid: string, signal: 'TERM' | 'KILL' | 'INT' | 'HUP') {
-      const p = running(actor, workspaceId, pid);
+      const p = await running(actor, workspaceId, pid);
       // The wrapper reports the pid within milliseconds of the start; a signal sent at once waits for it.
       for (let i = 0; i < 100 && !p.pid && !p.exit; i++) await Bun.sleep(20);
       if (!p.pid || p.pid <= 1) throw new AppError('PROCESS_NOT_RUNNING', 'the process has not started yet; try again');
@@ -275,8 +280,8 @@ export function createProcessesService(deps: { db: Db; engine: Engine; access: P
     },
 
     /** At start-up: rows a previous run left `running` are processes nobody follows any more. */
-    markLost(): number {
-      return (db.update(workspaceProcesses).set({ status: 'lost', endedAt: iso() }).where(eq(workspaceProcesses.status, 'running')).run() as unknown as { changes: number }).changes;
+    async markLost(): Promise<number> {
+      return (await db.update(workspaceProcesses).set({ status: 'lost', endedAt: iso() }).where(eq(workspaceProcesses.status, 'running')).returning({ id: workspaceProcesses.id })).length;
     },
 
     /** Stops reading every process (Keel shutting down); the processes themselves are the engine's. */

@@ -85,8 +85,8 @@ export function createTerminalsService(deps: {
     return { id: term.id, ticket, expiresAt: new Date(expiresAt).toISOString() };
   }
 
-  function owned(actor: Actor, workspaceId: string, tid: string): Terminal {
-    deps.access.getOwned(actor, workspaceId);
+  async function owned(actor: Actor, workspaceId: string, tid: string): Promise<Terminal> {
+    await deps.access.getOwned(actor, workspaceId);
     const term = terminals.get(tid);
     if (!term || term.workspaceId !== workspaceId) throw new AppError('TERMINAL_NOT_FOUND', 'terminal not found');
     return term;
@@ -95,7 +95,7 @@ export function createTerminalsService(deps: {
   return {
     /** Starts a shell (or `command`) on a new TTY; answers the terminal and a ticket to attach to it. */
     async open(actor: Actor, workspaceId: string, input: TerminalInput) {
-      const containerId = deps.access.runningContainer(actor, workspaceId);
+      const containerId = await deps.access.runningContainer(actor, workspaceId);
       const slot = deps.quotas.take(actor, 'streams');
       const id = newId('term', clock);
       let term: Terminal | undefined;
@@ -124,8 +124,8 @@ export function createTerminalsService(deps: {
     },
 
     /** A new ticket for a terminal of the actor's (to reattach after its socket closed). */
-    ticket(actor: Actor, workspaceId: string, tid: string) {
-      return issue(owned(actor, workspaceId, tid));
+    async ticket(actor: Actor, workspaceId: string, tid: string) {
+      return issue(await owned(actor, workspaceId, tid));
     },
 
     /**

@@ -5,20 +5,19 @@
 import { and, eq, gt, gte, isNull, lt, or, sum } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
 import type { Actor } from '../../../platform/auth/workspace-token';
-import type { Db } from '../../../platform/db';
+import type { Orm, Store } from '../../../platform/store';
 import { isoNow, newId, type Clock } from '../../../platform/runtime';
 import type { WorkspaceRow } from '../workspaces.tables';
 import type { UsageQuery, UsageReport } from './usage.model';
-import { usageExec, usageRunning } from './usage.tables';
+import { usageTables } from './usage.tables';
 
 const DAY_MS = 86_400_000;
-type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 
 export interface UsageDeps {
-  db: Db;
+  store: Store;
   clock: Clock;
   /** Tokens by model that `actor` spent in [from, to) (the agent's usage records). */
-  tokensByModel(actor: string, from: string, to: string): { model: string; input: number; output: number }[];
+  tokensByModel(actor: string, from: string, to: string): Promise<{ model: string; input: number; output: number }[]> | { model: string; input: number; output: number }[];
 }
 
 /** A date means its UTC day's start (`end`: the next day's); a time is taken as given. */
@@ -29,30 +28,32 @@ function instant(value: string, end: boolean): number {
 }
 
 export function createUsage(deps: UsageDeps) {
-  const { db, clock } = deps;
+  const { clock } = deps;
+  const db = deps.store.orm;
+  const { usageExec, usageRunning } = usageTables(deps.store.dialect);
   return {
-    recordExec(actor: Actor, workspaceId: string, ms: number) {
+    async recordExec(actor: Actor, workspaceId: string, ms: number) {
       // A record lost to a closing database must not fail the command whose result it follows.
       try {
-        db.insert(usageExec).values({ id: newId('uex', clock), actor: actor.id, workspaceId, durationMs: Math.max(0, Math.round(ms)), at: isoNow(clock) }).run();
+        await db.insert(usageExec).values({ id: newId('uex', clock), actor: actor.id, workspaceId, durationMs: Math.max(0, Math.round(ms)), at: isoNow(clock) });
       } catch {
         /* counted as nothing */
       }
     },
 
     /** Opens or closes the workspace's running stretch, in the transaction of its change. */
-    onWorkspaceEvent(tx: Tx | Db, event: string, row: WorkspaceRow) {
+    async onWorkspaceEvent(tx: Orm, event: string, row: WorkspaceRow) {
       const at = isoNow(clock);
       const open = and(eq(usageRunning.workspaceId, row.id), isNull(usageRunning.endedAt));
       if (event === 'started' || event === 'restarted' || event === 'stopped' || event === 'failed' || event === 'deleted') {
-        tx.update(usageRunning).set({ endedAt: at }).where(open).run();
+        await tx.update(usageRunning).set({ endedAt: at }).where(open);
       }
       if (event === 'started' || event === 'restarted') {
-        tx.insert(usageRunning).values({ id: newId('urn', clock), owner: row.owner, workspaceId: row.id, startedAt: at, endedAt: null }).run();
+        await tx.insert(usageRunning).values({ id: newId('urn', clock), owner: row.owner, workspaceId: row.id, startedAt: at, endedAt: null });
       }
     },
 
-    report(caller: Actor, q: UsageQuery): UsageReport {
+    async report(caller: Actor, q: UsageQuery): Promise<UsageReport> {
       const actor = q.actor ?? caller.id;
       if (actor !== caller.id && !caller.admin) throw new AppError('FORBIDDEN', "only admins may read another actor's usage");
       const now = clock.now();
@@ -65,21 +66,19 @@ export function createUsage(deps: UsageDeps) {
 
       const byModel: UsageReport['tokens']['byModel'] = {};
       let total = 0;
-      for (const r of deps.tokensByModel(actor, from, to)) {
+      for (const r of await deps.tokensByModel(actor, from, to)) {
         byModel[r.model] = { promptTokens: r.input, completionTokens: r.output, totalTokens: r.input + r.output };
         total += r.input + r.output;
       }
-      const exec = db
+      const [exec] = await db
         .select({ ms: sum(usageExec.durationMs) })
         .from(usageExec)
-        .where(and(eq(usageExec.actor, actor), gte(usageExec.at, from), lt(usageExec.at, to)))
-        .get();
+        .where(and(eq(usageExec.actor, actor), gte(usageExec.at, from), lt(usageExec.at, to)));
       let runningMs = 0;
-      const stretches = db
+      const stretches = await db
         .select()
         .from(usageRunning)
-        .where(and(eq(usageRunning.owner, actor), lt(usageRunning.startedAt, to), or(isNull(usageRunning.endedAt), gt(usageRunning.endedAt, from))))
-        .all();
+        .where(and(eq(usageRunning.owner, actor), lt(usageRunning.startedAt, to), or(isNull(usageRunning.endedAt), gt(usageRunning.endedAt, from))));
       for (const s of stretches) {
         const start = Math.max(Date.parse(s.startedAt), fromMs);
         const end = Math.min(s.endedAt ? Date.parse(s.endedAt) : now, toMs);

@@ -15,7 +15,7 @@ export function volumesRoutes(deps: { auth: WorkspaceAuthPlugin; volumes: Volume
   const vols = deps.volumes;
   return new Elysia({ name: 'workspaces.volumes', detail: { tags: ['volumes'] } })
     .use(deps.auth)
-    .get('/api/volumes', ({ actor, query }) => ({ volumes: vols.list(actor, query) }), {
+    .get('/api/volumes', async ({ actor, query }) => ({ volumes: await vols.list(actor, query) }), {
       query: VolumeListQuery,
       response: { 200: KeptVolumeList, 400: ErrorEnvelope, 401: ErrorEnvelope, 429: ErrorEnvelope },
       detail: { ...op('listVolumes'), summary: 'List your kept volumes (admins: all, or one actor\'s with ?actor=), oldest first', description: KEPT },

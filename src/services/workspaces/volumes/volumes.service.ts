@@ -4,11 +4,11 @@
 import { and, asc, eq, or } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
 import '../workspaces.errors';
-import type { Db } from '../../../platform/db';
+import type { Store } from '../../../platform/store';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { engineFailure } from '../access';
 import type { Engine } from '../engine/engine';
-import { retainedVolumes } from '../workspaces.tables';
+import { workspacesTables, type retainedVolumes } from '../workspaces.tables';
 import type { KeptVolume } from './volumes.model';
 
 export const volumeNotFound = () => new AppError('VOLUME_NOT_FOUND', 'kept volume not found');
@@ -16,27 +16,29 @@ export const volumeNotFound = () => new AppError('VOLUME_NOT_FOUND', 'kept volum
 type Row = typeof retainedVolumes.$inferSelect;
 const view = (r: Row): KeptVolume => ({ name: r.volume, workspaceId: r.workspaceId, owner: r.owner, deletedAt: r.deletedAt });
 
-export function createVolumes(deps: { db: Db; engine: Engine }) {
-  const { db, engine } = deps;
+export function createVolumes(deps: { store: Store; engine: Engine }) {
+  const { engine } = deps;
+  const db = deps.store.orm;
+  const { retainedVolumes } = workspacesTables(deps.store.dialect);
   const order = [asc(retainedVolumes.deletedAt), asc(retainedVolumes.volume)] as const;
 
   /** The kept volume named by `ref` (volume name or former workspace id) if `actor` may see it, else 404. */
-  function getOwned(actor: Actor, ref: string): Row {
-    const found = db
+  async function getOwned(actor: Actor, ref: string): Promise<Row> {
+    const [found] = await db
       .select()
       .from(retainedVolumes)
       .where(or(eq(retainedVolumes.volume, ref), eq(retainedVolumes.workspaceId, ref)))
-      .get();
+      .limit(1);
     if (!found || !canAccess(actor, found.owner)) throw volumeNotFound();
     return found;
   }
 
   return {
     /** The actor's kept volumes; an admin sees everyone's, or one actor's with `owner`. */
-    list(actor: Actor, filter: { actor?: string }): KeptVolume[] {
+    async list(actor: Actor, filter: { actor?: string }): Promise<KeptVolume[]> {
       const owner = actor.admin ? filter.actor : actor.id;
       const q = db.select().from(retainedVolumes);
-      return (owner === undefined ? q : q.where(eq(retainedVolumes.owner, owner))).orderBy(...order).all().map(view);
+      return (await (owner === undefined ? q : q.where(eq(retainedVolumes.owner, owner))).orderBy(...order)).map(view);
     },
 
     /**
@@ -45,13 +47,13 @@ export function createVolumes(deps: { db: Db; engine: Engine }) {
      * listed and counted (502 ENGINE_ERROR).
      */
     async remove(actor: Actor, ref: string): Promise<{ name: string; workspaceId: string; deleted: true }> {
-      const row = getOwned(actor, ref);
+      const row = await getOwned(actor, ref);
       try {
         await engine.removeVolume(row.volume);
       } catch (e) {
         throw engineFailure(e);
       }
-      db.delete(retainedVolumes).where(and(eq(retainedVolumes.volume, row.volume), eq(retainedVolumes.owner, row.owner))).run();
+      await db.delete(retainedVolumes).where(and(eq(retainedVolumes.volume, row.volume), eq(retainedVolumes.owner, row.owner)));
       return { name: row.volume, workspaceId: row.workspaceId, deleted: true };
     },
   };

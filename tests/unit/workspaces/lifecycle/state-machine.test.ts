@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { AppError } from '../../../../src/platform/errors';
 import { createMemoryBus } from '../../../../src/platform/bus/memory';
 import type { WorkspaceEventPayload } from '../../../../src/platform/bus/subjects';
+import { sqliteStore } from '../../../../src/platform/store';
 import { openDb } from '../../../../src/platform/db';
 import { createLogger, systemClock } from '../../../../src/platform/runtime';
 import { EngineError } from '../../../../src/services/workspaces/engine/engine';
@@ -41,16 +42,17 @@ async function startLifecycle() {
   bus.subscribe('evt.workspace.>', (e) => void events.push(`${(e as WorkspaceEventPayload).event}:${(e as WorkspaceEventPayload).workspace.status}`));
   const settings = loadWorkspacesConfig({ APP_WORKSPACE_FIREWALL: 'off', APP_WORKSPACE_PORT_RANGE: '20000-20089' });
   engine = createMemoryEngine({ images: [settings.minimalImage, settings.bunImage] });
-  const access = createAccess(db);
-  const quotas = createQuotas({ db, limits: settings.quotas });
+  const store = sqliteStore(db);
+  const access = createAccess(store);
+  const quotas = createQuotas({ store, limits: settings.quotas });
   const engines = createEngines({
     settings: settings.engines,
     connect: () => engine,
-    locate: { workspace: (id) => access.row(id)?.engine, container: access.engineOfContainer, volume: access.engineOfVolume, load: () => ({ active: 0, memoryBytes: 0 }) },
+    locate: { workspace: async (id) => (await access.row(id))?.engine, container: access.engineOfContainer, volume: access.engineOfVolume, load: async () => ({ active: 0, memoryBytes: 0 }) },
     log,
     checkSeconds: 60,
   });
-  lifecycle = createLifecycle({ db, bus, log, clock: systemClock, settings, engine: engines.routed, engines, access, quotas, templates: createTemplateRegistry(), instance: 'keel_unit', snapshotDir: join(dataDir, 'snapshots'), codeKey: Buffer.alloc(32, 7) });
+  lifecycle = createLifecycle({ store, bus, log, clock: systemClock, settings, engine: engines.routed, engines, access, quotas, templates: createTemplateRegistry(), instance: 'keel_unit', snapshotDir: join(dataDir, 'snapshots'), codeKey: Buffer.alloc(32, 7) });
   await lifecycle.startUp();
 }
 
@@ -58,7 +60,7 @@ async function startLifecycle() {
 const settled = (id: string, ...statuses: string[]) =>
   waitFor(`workspace ${id} to be ${statuses.join(' or ')}`, async () => {
     // The list's view, not get(): get also samples live stats, which waits between two samples.
-    const w = lifecycle.list(alice, {}).find((v) => v.id === id);
+    const w = (await lifecycle.list(alice, {})).find((v) => v.id === id);
     return w && statuses.includes(w.status) ? w : null;
   }, 2_000, 5);
 
@@ -133,7 +135,7 @@ describe('create', () => {
     engine.setUnavailable(true);
     const e = await refusal(() => lifecycle.create(alice, { name: 'demo', template: 'minimal' } as Parameters<Lifecycle['create']>[1]));
     expect(e.status).toBe(503);
-    expect(lifecycle.list(alice, {})).toEqual([]);
+    expect(await lifecycle.list(alice, {})).toEqual([]);
   });
 });
 
@@ -159,7 +161,7 @@ describe('stop, start and restart', () => {
     const w = await createRunning();
     await lifecycle.stop(alice, w.id, false);
     await settled(w.id, 'stopped');
-    expect(lifecycle.start(alice, w.id)).toEqual({ id: w.id, status: 'starting' });
+    expect(await lifecycle.start(alice, w.id)).toEqual({ id: w.id, status: 'starting' });
     const again = await settled(w.id, 'running');
     expect(again.containerId).toBe(w.containerId);
   });
@@ -172,7 +174,7 @@ describe('stop, start and restart', () => {
   test('restart answers restarting, ends running, and publishes restarted then started', async () => {
     const w = await createRunning();
     events.length = 0;
-    expect(lifecycle.restart(alice, w.id)).toEqual({ id: w.id, status: 'restarting' });
+    expect(await lifecycle.restart(alice, w.id)).toEqual({ id: w.id, status: 'restarting' });
     await settled(w.id, 'running');
     await waitFor('the started event', () => events.includes('workspace.started:running'), 1_000, 5);
     expect(events).toEqual(['workspace.restarted:running', 'workspace.started:running']);
