@@ -30,6 +30,12 @@ export interface Store {
    */
   lock(tx: Orm, key: string): Promise<void>;
   /**
+   * Claims `key` for as long as this process keeps the store open; false when another process holds
+   * it. For what one process at a time may run on a database (the workspaces service: its containers,
+   * queues and streams live in the process). SQLite's file is this machine's: always true.
+   */
+  claim(key: string): Promise<boolean>;
+  /**
    * The change counter: a value that moves whenever a committed write could change what a read
    * answers (platform/db-version.ts). Read before a cached answer is built.
    */
@@ -62,6 +68,7 @@ export function sqliteStore(db: Db): Store {
       return run;
     },
     lock: async () => {},
+    claim: async () => true,
     version: dbVersion(client),
     async close() {
       await queue;
@@ -93,6 +100,7 @@ export async function openPostgresStore(url: string): Promise<Store> {
     await client.close();
     throw e;
   }
+  const claims: Awaited<ReturnType<typeof client.reserve>>[] = [];
   return {
     dialect: 'postgres',
     orm: orm as unknown as Orm,
@@ -100,11 +108,20 @@ export async function openPostgresStore(url: string): Promise<Store> {
     async lock(tx, key) {
       await (tx as unknown as typeof orm).execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
     },
+    async claim(key) {
+      // A session lock on a connection of its own, kept out of the pool until close().
+      const conn = await client.reserve();
+      const [row] = await conn`SELECT pg_try_advisory_lock(hashtextextended(${key}, 0)) AS ok`;
+      if (row.ok) claims.push(conn);
+      else conn.release();
+      return row.ok as boolean;
+    },
     async version() {
       const [row] = await client`SELECT coalesce(sum(n), 0)::text AS v FROM keel_changes`;
       return row.v as string;
     },
     async close() {
+      for (const conn of claims.splice(0)) conn.release();
       await client.close();
     },
   };

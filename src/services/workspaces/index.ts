@@ -10,7 +10,7 @@ import { createSse } from '../../platform/http/sse';
 import { workspaceAuth } from '../../platform/http/workspace-auth';
 import { mintToken } from '../../platform/auth/workspace-token';
 import { newId, errorFields, type Clock } from '../../platform/runtime';
-import type { Env } from '../../platform/config';
+import { ConfigError, type Env } from '../../platform/config';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
 import { workspaceErrors } from './workspaces.errors';
@@ -273,6 +273,10 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       // The log hub learns from the workspaces' events when a stopped container runs again.
       unsubscribe.push(hub.listen(deps.bus));
       outbox.listen(deps.bus); // outbox.stop() unsubscribes
+      // One workspaces process per database: its containers, queues and streams live in the process.
+      if (!(await deps.store.claim('keel-workspaces-service'))) {
+        throw new ConfigError('APP_DATABASE_URL', 'another Keel process runs the workspaces service on this database; run one per database (docs/operations.md)');
+      }
       announce();
       // Processes a previous run followed are no longer followed: visibly lost, never "running".
       const lost = await processes.markLost();
