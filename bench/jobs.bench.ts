@@ -1,5 +1,5 @@
 // The workers' job queue: jobs per second through submit -> claim -> finish, on the database queue
-// (SQLite, the embedded default: the baseline) and on the JetStream work queue (a private
+// (SQLite, the embedded default: the baseline; and PostgreSQL) and on the JetStream work queue (a private
 // nats-server with JetStream), both through the JobQueue interface the runner uses. No handler
 // runs: this is what the queue itself costs per job. Two claimers take jobs at once, as two
 // worker processes would.
@@ -10,7 +10,8 @@ import { createMemoryBus } from '../src/platform/bus/memory';
 import { createNatsBus } from '../src/platform/bus/nats';
 import { openDb } from '../src/platform/db';
 import { createLogger, systemClock } from '../src/platform/runtime';
-import { sqliteStore } from '../src/platform/store';
+import { openPostgresStore, sqliteStore } from '../src/platform/store';
+import { freshPostgresDatabase } from '../tests/helpers/platform';
 import type { JobQueue } from '../src/services/workers/queue';
 import { createJetStreamQueue } from '../src/services/workers/queue-jetstream';
 import { createWorkers } from '../src/services/workers/workers.service';
@@ -54,6 +55,18 @@ export async function run(): Promise<Record<string, unknown>> {
     rmSync(dir, { recursive: true, force: true });
   }
 
+  // The same database queue on PostgreSQL (the test run's private cluster, a database of its own).
+  const pg = await freshPostgresDatabase();
+  const pgStore = await openPostgresStore(pg.url);
+  const pgBus = createMemoryBus(quiet);
+  try {
+    results.postgres = await throughput(createWorkers({ store: pgStore, bus: pgBus, clock: systemClock, log: quiet, onSubmit: () => {} }), n);
+  } finally {
+    await pgBus.close();
+    await pgStore.close();
+    await pg.drop();
+  }
+
   const nats = await startTestNats();
   const bus = await createNatsBus(nats.url, quiet);
   const queue = await createJetStreamQueue({ url: nats.url, bus, clock: systemClock, log: quiet, leaseMs: 30_000, onSubmit: () => {} });
@@ -64,9 +77,13 @@ export async function run(): Promise<Record<string, unknown>> {
     await bus.close();
     await nats.close();
   }
-  results.ratios = { jetstreamJobsVsSqlite: round(results.jetstream.jobsPerSec / results.sqlite.jobsPerSec, 3) };
+  results.ratios = {
+    jetstreamJobsVsSqlite: round(results.jetstream.jobsPerSec / results.sqlite.jobsPerSec, 3),
+    postgresJobsVsSqlite: round(results.postgres.jobsPerSec / results.sqlite.jobsPerSec, 3),
+  };
   printTable(`job queue, ${n} jobs (submit, then two claimers claim and finish)`, [
     { queue: 'sqlite (database)', ...results.sqlite },
+    { queue: 'postgresql (database)', ...results.postgres },
     { queue: 'jetstream', ...results.jetstream },
   ]);
   return results;
