@@ -4,7 +4,10 @@
 //   - every query is awaited (drizzle's builders are thenables on both); SQLite's synchronous
 //     `.get()`, `.all()`, `.run()` and raw `$client` calls do not exist on PostgreSQL;
 //   - a transaction is `store.transaction(async (tx) => ...)`, whose body awaits only its own
-//     queries (no bus, no engine, no fetch): on SQLite it holds the one connection's write lock.
+//     queries (no bus, no engine, no fetch): on SQLite it holds the one connection's write lock,
+//     and a statement another request issues on that connection between two of the body's awaits
+//     runs inside it (committed with it, undone with it): bodies stay short, and a refusal the
+//     caller must see committed is returned, not thrown.
 // SQLite-only or PostgreSQL-only SQL stays in this file and in db.ts.
 import { SQL } from 'bun';
 import { createHash } from 'node:crypto';

@@ -5,7 +5,6 @@
 // on the PostgreSQL pass the other connection is a client of the platform's database.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
-import { SQL } from 'bun';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +15,7 @@ import { sqliteStore } from '../../src/platform/store';
 import { WorkSchema } from '../../src/services/catalog/catalog.model';
 import { createWorksPager, STRIDE } from '../../src/services/catalog/works-pager';
 import { catalogToken, mediaFixtures, patientScan, tempMediaRoot } from '../helpers/media';
-import { freshPostgresDatabase, onPostgres, startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { directConnection, freshPostgresDatabase, onPostgres, startTestPlatform, type DirectConnection, type TestPlatform } from '../helpers/platform';
 
 const INSERT = 'INSERT INTO catalog_works (id, kind, title, original_title, year, match_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
 
@@ -31,28 +30,6 @@ function insertWorks(db: Database, n: number, prefix: string, at: (i: number) =>
   db.transaction(() => {
     for (const row of workRows(n, prefix, at)) ins.run(...(row as [string]));
   })();
-}
-
-/** Another connection to the platform's database (`?` parameters on both): the SQLite file, or a PostgreSQL client. */
-interface OtherConnection {
-  all<T>(text: string, params?: unknown[]): Promise<T[]>;
-  close(): Promise<void>;
-}
-
-function otherConnection(p: TestPlatform, postgresUrl?: string): OtherConnection {
-  if (postgresUrl) {
-    const sql = new SQL(postgresUrl, { max: 1 });
-    return {
-      all: async (text, params = []) => [...(await sql.unsafe(text.replace(/\?/g, ((n) => () => `$${++n}`)(0)), params as any[]))],
-      close: () => sql.close(),
-    };
-  }
-  const db = new Database(join(p.dataDir, 'keel.db'));
-  db.exec('PRAGMA busy_timeout = 5000');
-  return {
-    all: async (text, params = []) => db.prepare(text).all(...(params as [])) as any[],
-    close: async () => db.close(),
-  };
 }
 
 describe('the works pager against OFFSET', () => {
@@ -106,7 +83,7 @@ describe('the works pager against OFFSET', () => {
 describe('GET /works through HTTP', () => {
   let p: TestPlatform;
   let root: ReturnType<typeof tempMediaRoot>;
-  let other: OtherConnection;
+  let other: DirectConnection;
   let database: Awaited<ReturnType<typeof freshPostgresDatabase>> | undefined;
   const N = 2 * STRIDE + 300; // three marks at the real stride
   const PageSchema = TypeCompiler.Compile(t.Object({ total: t.Number(), works: t.Array(WorkSchema) }, { additionalProperties: false }));
@@ -115,7 +92,7 @@ describe('GET /works through HTTP', () => {
     root = tempMediaRoot();
     database = onPostgres() ? await freshPostgresDatabase() : undefined;
     p = await startTestPlatform({ services: ['catalog', 'identity'], env: { APP_MEDIA_ROOTS: root.root, ...(database && { APP_DATABASE_URL: database.url }) } });
-    other = otherConnection(p, database?.url);
+    other = directConnection(p);
     const rows = workRows(N, 'h', (i) => 10_000 + Math.floor(i / 5));
     for (let i = 0; i < rows.length; i += 100) {
       const chunk = rows.slice(i, i + 100);

@@ -6,6 +6,7 @@ import { startPlatform, type Platform } from '../../src/main';
 import { mintToken } from '../../src/platform/auth/workspace-token';
 import type { ServiceName } from '../../src/platform/config';
 import { SQL } from 'bun';
+import { Database } from 'bun:sqlite';
 
 export const TEST_SECRET = 'a'.repeat(16) + '0123456789abcdef'.repeat(3);
 
@@ -69,6 +70,32 @@ export function apiAt(urls: Partial<Record<ServiceName, string>>): ApiCall {
   };
 }
 
+/** A connection of a test's own to a platform's database, past the services: `?` parameters on both. */
+export interface DirectConnection {
+  all<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+/** The database a platform keeps its state in: its PostgreSQL database when it has one, else its SQLite file. */
+export function directConnection(p: { dataDir: string; databaseUrl?: string }): DirectConnection {
+  if (p.databaseUrl) {
+    const sql = new SQL(p.databaseUrl, { max: 1 });
+    return {
+      all: async (text, params = []) => {
+        let n = 0;
+        return [...(await sql.unsafe(text.replace(/\?/g, () => `$${++n}`), params as never[]))];
+      },
+      close: () => sql.close(),
+    };
+  }
+  const db = new Database(join(p.dataDir, 'keel.db'));
+  db.exec('PRAGMA busy_timeout = 5000');
+  return {
+    all: async (text, params = []) => db.prepare(text).all(...(params as never[])) as never[],
+    close: async () => db.close(),
+  };
+}
+
 /** True when this run keeps state in PostgreSQL (`KEEL_TEST_DATABASE=postgres`, the test command's second pass). */
 export const onPostgres = () => process.env.KEEL_TEST_DATABASE === 'postgres';
 
@@ -100,6 +127,11 @@ export async function freshPostgresDatabase(): Promise<{ url: string; drop(): Pr
   };
 }
 
+async function forgetDatabase(dataDir: string) {
+  await databasesOf.get(dataDir)?.drop();
+  databasesOf.delete(dataDir);
+}
+
 /**
  * The database of a test whose platforms follow one another (a restart) or run side by side: on the
  * PostgreSQL pass a fresh database, given to each platform as `env`; on SQLite nothing (the data dir
@@ -111,10 +143,17 @@ export async function sharedDatabase(): Promise<{ env: Record<string, string>; d
   return { env: { APP_DATABASE_URL: database.url }, drop: database.drop };
 }
 
+/**
+ * The PostgreSQL database of each data dir this run started a platform on: on the PostgreSQL pass a
+ * data dir and its database go together, so a platform started again on a kept data dir (a restart)
+ * finds the state the one before it left.
+ */
+const databasesOf = new Map<string, Awaited<ReturnType<typeof freshPostgresDatabase>>>();
+
 export async function startTestPlatform(opts: { services: ServiceName[]; env?: Record<string, string>; dataDir?: string }): Promise<TestPlatform> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'keel-test-'));
-  // On the PostgreSQL pass each platform gets a database of its own, as each gets a data dir.
-  const database = onPostgres() && !opts.env?.APP_DATABASE_URL ? await freshPostgresDatabase() : undefined;
+  const database = onPostgres() && !opts.env?.APP_DATABASE_URL ? (databasesOf.get(dataDir) ?? (await freshPostgresDatabase())) : undefined;
+  if (database) databasesOf.set(dataDir, database);
   const env: Record<string, string | undefined> = {
     ...process.env,
     NODE_ENV: 'test',
@@ -127,7 +166,7 @@ export async function startTestPlatform(opts: { services: ServiceName[]; env?: R
     ...opts.env,
   };
   const platform = await startPlatform(env).catch(async (e) => {
-    await database?.drop();
+    if (database && !opts.dataDir) await forgetDatabase(dataDir);
     throw e;
   });
   return {
@@ -143,8 +182,11 @@ export async function startTestPlatform(opts: { services: ServiceName[]; env?: R
     api: apiAt(platform.urls),
     async close() {
       await platform.stop();
-      await database?.drop();
-      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      // A data dir the test named outlives this platform, and so does its database.
+      if (!opts.dataDir) {
+        await forgetDatabase(dataDir);
+        rmSync(dataDir, { recursive: true, force: true });
+      }
     },
   };
 }

@@ -1,11 +1,8 @@
 // Actors and their API keys through HTTP: admin only, keys shown once and stored hashed, rotation,
 // disabling and policy changes ending sessions, problem+json for every error.
-import { SQL } from 'bun';
-import { Database } from 'bun:sqlite';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
-import { join } from 'node:path';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { directConnection, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { bearer, createActor, openSession, postSession, READ, refresh, SCAN, startGuardedApp } from '../helpers/identity';
 
 let p: TestPlatform;
@@ -22,19 +19,11 @@ afterAll(async () => {
 
 /** An actor's row as stored, read past the service: from PostgreSQL on its pass, else the SQLite file. */
 async function storedActor(id: string): Promise<Record<string, unknown>> {
-  if (p.databaseUrl) {
-    const sql = new SQL(p.databaseUrl, { max: 1 });
-    try {
-      return (await sql`select * from identity_actors where id = ${id}`)[0];
-    } finally {
-      await sql.close();
-    }
-  }
-  const db = new Database(join(p.dataDir, 'keel.db'), { readonly: true });
+  const db = directConnection(p);
   try {
-    return db.query('select * from identity_actors where id = ?').get(id) as Record<string, unknown>;
+    return (await db.all('select * from identity_actors where id = ?', [id]))[0]!;
   } finally {
-    db.close();
+    await db.close();
   }
 }
 

@@ -3,10 +3,8 @@
 // and WebSocket (a tiny shell WebSocket server under busybox nc); expiry and revocation answer 410,
 // an unknown link 404; another actor's workspace 404; preview traffic recorded as activity.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { Database } from 'bun:sqlite';
-import { join } from 'node:path';
 import { waitFor } from '../../helpers/docker';
-import { requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
+import { directConnection, requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { closeAndClean, createRunning, errorCode, waitStatus } from '../../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
@@ -139,12 +137,15 @@ test('preview traffic is recorded as the workspace’s last activity', async () 
   const before = Date.now();
   await Bun.sleep(1100);
   expect((await fetch(link.url.replace('localhost', '127.0.0.1') + 'hello.txt')).status).toBe(200);
-  const db = new Database(join(p!.dataDir, 'keel.db'), { readonly: true });
+  const db = directConnection(p!);
   try {
-    const row = db.query('SELECT last_activity_at AS at FROM workspaces_activity WHERE workspace_id = ?').get(ws) as { at: string } | null;
-    expect(Date.parse(row!.at)).toBeGreaterThanOrEqual(before);
+    // Written after the answer (a page's requests do not wait on it).
+    await waitFor('the activity row', async () => {
+      const [row] = await db.all<{ at: string }>('SELECT last_activity_at AS at FROM workspaces_activity WHERE workspace_id = ?', [ws]);
+      return !!row && Date.parse(row.at) >= before;
+    }, 5_000);
   } finally {
-    db.close();
+    await db.close();
   }
 });
 
