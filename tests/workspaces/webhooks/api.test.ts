@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verify as verifyGithub } from '@octokit/webhooks-methods';
-import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
+import { sharedDatabase, startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { waitFor } from '../../helpers/docker';
 import { closeAndClean } from '../../helpers/workspaces';
 import { startReceiver, type Receiver } from './receiver';
@@ -273,7 +273,8 @@ describe('ping, log and redelivery', () => {
 describe('retention', () => {
   test('ended deliveries older than APP_WEBHOOK_RETENTION leave the log; the webhook stays', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'keel-webhooks-retention-'));
-    const first = await startTestPlatform({ services: ['workspaces'], dataDir });
+    const database = await sharedDatabase(); // the same database after the restart (PostgreSQL pass)
+    const first = await startTestPlatform({ services: ['workspaces'], dataDir, env: database.env });
     let second: TestPlatform | undefined;
     try {
       const w = (await (await first.api('workspaces', '/api/webhooks', { method: 'POST', as: 'rhea', json: { url: `${rx.url}/rhea`, events: ['*'], secret: SECRET } })).json()) as any;
@@ -281,11 +282,12 @@ describe('retention', () => {
       const entries = async (on: TestPlatform) => ((await (await on.api('workspaces', `/api/webhooks/${w.id}/deliveries`, { as: 'rhea' })).json()) as any).deliveries as any[];
       await waitFor('delivered', async () => (await entries(first))[0]?.status === 'delivered');
       await first.close();
-      second = await startTestPlatform({ services: ['workspaces'], dataDir, env: { APP_WEBHOOK_RETENTION: '1ms' } });
+      second = await startTestPlatform({ services: ['workspaces'], dataDir, env: { ...database.env, APP_WEBHOOK_RETENTION: '1ms' } });
       await waitFor('pruned', async () => (await entries(second!)).length === 0);
       expect((await second.api('workspaces', `/api/webhooks/${w.id}`, { as: 'rhea' })).status).toBe(200);
     } finally {
       await closeAndClean(second);
+      await database.drop();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
