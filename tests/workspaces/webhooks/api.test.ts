@@ -150,6 +150,14 @@ describe('registrations', () => {
     expect((await api('/api/webhooks', { method: 'POST', as: 'not-many', json: { url: rx.url, events: ['*'], secret: SECRET } })).status).toBe(201);
   });
 
+  test('creates sent side by side stop at the quota too', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 26 }, (_, i) => api('/api/webhooks', { method: 'POST', as: 'rush', json: { url: `${rx.url}/rush/${i}`, events: ['*'], secret: SECRET } })),
+    );
+    expect(answers.map((r) => r.status).sort()).toEqual([...Array(20).fill(201), ...Array(6).fill(429)]);
+    expect(((await (await api('/api/webhooks', { as: 'rush' })).json()) as any).webhooks).toHaveLength(20);
+  });
+
   test('a deleted webhook frees its place under the quota', async () => {
     const made = [];
     for (let i = 0; i < 20; i++) made.push(await register('full', { url: `${rx.url}/full/${i}` }));
