@@ -3,9 +3,8 @@
 // them sent once the bus took them (on NATS: once JetStream stored them). A crash between commit and
 // publish, or a bus that is down, delays an event and never loses it; a resend after a crash carries
 // the same event id, so JetStream drops it as a duplicate and consumers act once per id anyway.
-import { and, asc, eq, inArray, isNotNull, isNull, lt } from 'drizzle-orm';
-import type { Db } from '../db';
-import type { Orm } from '../store';
+import { and, asc, inArray, isNotNull, isNull, lt } from 'drizzle-orm';
+import type { Orm, Store } from '../store';
 import { errorFields, newId, type Clock, type Logger } from '../runtime';
 import type { Bus, DurableSubject } from './bus';
 import type { BusEvents } from './subjects';
@@ -23,7 +22,7 @@ const KEEP_SENT_MS = 24 * 3600_000;
 
 export type WithoutEventId<T> = Omit<T, 'eventId'>;
 
-/** `db`: the service's Store orm (SQLite or PostgreSQL), or the SQLite Db of a service not yet on the Store. */
+/** `db`: the service's Store orm (SQLite or PostgreSQL). */
 export function createEventOutbox(deps: { db: Orm; table: EventOutboxTable; bus: Bus; clock: Clock; log: Logger }) {
   const { db, table, bus, clock, log } = deps;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -82,12 +81,6 @@ export function createEventOutbox(deps: { db: Orm; table: EventOutboxTable; bus:
       await tx.insert(table).values(row);
       return full;
     },
-    /** record() inside a synchronous SQLite transaction, for the services not yet on the Store (workspaces). */
-    recordSync<S extends DurableSubject>(tx: Pick<Db, 'insert'>, subject: S, payload: WithoutEventId<BusEvents[S]>): BusEvents[S] {
-      const { full, row } = eventRow(subject, payload);
-      tx.insert(table).values(row).run();
-      return full;
-    },
     /** Relays what is unsent now (after a commit). */
     kick,
     /** Relays what a previous run left, then keeps relaying. */
@@ -116,28 +109,37 @@ const PRUNE_SEEN_EVERY_MS = 3600_000;
 
 /**
  * Idempotent consumption: `once(eventId, effect)` runs `effect` with its writes in one transaction
- * with the record of the event id, so an event delivered twice (at least once) acts once; it
- * returns false for a duplicate. Ids older than the stream's retention are forgotten.
+ * (store.transaction) with the record of the event id, so an event delivered twice (at least once)
+ * acts once; it resolves to false for a duplicate. Calls run one at a time, in the order they were
+ * made, so effects happen in the order the events came. Ids older than the stream's retention are
+ * forgotten.
  */
-export function createEventInbox(deps: { db: Db; table: EventInboxTable; clock: Clock }) {
-  type Tx = Pick<Db, 'insert' | 'select'>;
-  const { db, table: inbox, clock } = deps;
+export function createEventInbox(deps: { store: Store; table: EventInboxTable; clock: Clock }) {
+  const { store, table: inbox, clock } = deps;
   let prunedAt = 0;
-  return {
-    once(eventId: string | undefined, effect: (tx: Tx) => void): boolean {
-      const now = clock.now();
-      if (now - prunedAt >= PRUNE_SEEN_EVERY_MS) {
-        prunedAt = now;
-        db.delete(inbox).where(lt(inbox.receivedAt, now - KEEP_SEEN_MS)).run();
+  let queue: Promise<unknown> = Promise.resolve();
+
+  async function run(eventId: string | undefined, effect: (tx: Orm) => Promise<void>): Promise<boolean> {
+    const now = clock.now();
+    const prune = now - prunedAt >= PRUNE_SEEN_EVERY_MS;
+    if (prune) prunedAt = now;
+    return store.transaction(async (tx) => {
+      if (prune) await tx.delete(inbox).where(lt(inbox.receivedAt, now - KEEP_SEEN_MS));
+      if (eventId !== undefined) {
+        // One statement: of two deliveries of the id, in one process or two, one inserts and the other finds it there.
+        const fresh = await tx.insert(inbox).values({ eventId, receivedAt: now }).onConflictDoNothing().returning({ id: inbox.eventId });
+        if (fresh.length === 0) return false;
       }
-      return db.transaction((tx) => {
-        if (eventId !== undefined) {
-          if (tx.select({ id: inbox.eventId }).from(inbox).where(eq(inbox.eventId, eventId)).get()) return false;
-          tx.insert(inbox).values({ eventId, receivedAt: now }).run();
-        }
-        effect(tx as unknown as Tx);
-        return true;
-      });
+      await effect(tx);
+      return true;
+    });
+  }
+
+  return {
+    once(eventId: string | undefined, effect: (tx: Orm) => Promise<void>): Promise<boolean> {
+      const result = queue.then(() => run(eventId, effect));
+      queue = result.catch(() => undefined);
+      return result;
     },
   };
 }

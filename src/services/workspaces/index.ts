@@ -166,13 +166,13 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   // Webhook targets: the platform's rules, plus the workspace networks and Keel's own ports (targets.ts).
   const policy: TargetPolicy = { denyPrivate: webhooksSettings.denyPrivate, deny: targets.deny };
   const outbox = createOutbox({
-    db: deps.db,
+    store: deps.store,
     clock: deps.clock,
     log: webhooksLog,
     config: webhooksSettings,
     deliverer: createDeliverer({ policy, timeoutMs: webhooksSettings.timeoutMs }),
   });
-  const webhooks = createWebhooksService({ db: deps.db, clock: deps.clock, log: webhooksLog, config: webhooksSettings, outbox, policy });
+  const webhooks = createWebhooksService({ store: deps.store, clock: deps.clock, log: webhooksLog, config: webhooksSettings, outbox, policy });
   const agent = createAgentService({
     store: agentStore,
     providers: createProviders(agentSettings.providers),
@@ -286,7 +286,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       agent.recover();
       targets.start();
       // Deliveries a previous run left pending go out again.
-      outbox.start();
+      await outbox.start();
       // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
       await workspaces.startUp().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
     },

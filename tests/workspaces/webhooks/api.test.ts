@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verify as verifyGithub } from '@octokit/webhooks-methods';
-import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
+import { sharedDatabase, startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { waitFor } from '../../helpers/docker';
 import { closeAndClean } from '../../helpers/workspaces';
 import { startReceiver, type Receiver } from './receiver';
@@ -150,6 +150,14 @@ describe('registrations', () => {
     expect((await api('/api/webhooks', { method: 'POST', as: 'not-many', json: { url: rx.url, events: ['*'], secret: SECRET } })).status).toBe(201);
   });
 
+  test('creates sent side by side stop at the quota too', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 26 }, (_, i) => api('/api/webhooks', { method: 'POST', as: 'rush', json: { url: `${rx.url}/rush/${i}`, events: ['*'], secret: SECRET } })),
+    );
+    expect(answers.map((r) => r.status).sort()).toEqual([...Array(20).fill(201), ...Array(6).fill(429)]);
+    expect(((await (await api('/api/webhooks', { as: 'rush' })).json()) as any).webhooks).toHaveLength(20);
+  });
+
   test('a deleted webhook frees its place under the quota', async () => {
     const made = [];
     for (let i = 0; i < 20; i++) made.push(await register('full', { url: `${rx.url}/full/${i}` }));
@@ -273,7 +281,8 @@ describe('ping, log and redelivery', () => {
 describe('retention', () => {
   test('ended deliveries older than APP_WEBHOOK_RETENTION leave the log; the webhook stays', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'keel-webhooks-retention-'));
-    const first = await startTestPlatform({ services: ['workspaces'], dataDir });
+    const database = await sharedDatabase(); // the same database after the restart (PostgreSQL pass)
+    const first = await startTestPlatform({ services: ['workspaces'], dataDir, env: database.env });
     let second: TestPlatform | undefined;
     try {
       const w = (await (await first.api('workspaces', '/api/webhooks', { method: 'POST', as: 'rhea', json: { url: `${rx.url}/rhea`, events: ['*'], secret: SECRET } })).json()) as any;
@@ -281,11 +290,12 @@ describe('retention', () => {
       const entries = async (on: TestPlatform) => ((await (await on.api('workspaces', `/api/webhooks/${w.id}/deliveries`, { as: 'rhea' })).json()) as any).deliveries as any[];
       await waitFor('delivered', async () => (await entries(first))[0]?.status === 'delivered');
       await first.close();
-      second = await startTestPlatform({ services: ['workspaces'], dataDir, env: { APP_WEBHOOK_RETENTION: '1ms' } });
+      second = await startTestPlatform({ services: ['workspaces'], dataDir, env: { ...database.env, APP_WEBHOOK_RETENTION: '1ms' } });
       await waitFor('pruned', async () => (await entries(second!)).length === 0);
       expect((await second.api('workspaces', `/api/webhooks/${w.id}`, { as: 'rhea' })).status).toBe(200);
     } finally {
       await closeAndClean(second);
+      await database.drop();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

@@ -74,6 +74,43 @@ describe('retries and order', () => {
     expect(got.map((r) => r.body.event)).toEqual(['workspace.created', 'workspace.created', 'workspace.started', 'workspace.stopped']);
   });
 
+  test('a burst of events of one workspace, handed over side by side and some twice, arrives once each in the order published', async () => {
+    const w = await register(p, 'bess');
+    const events = Array.from({ length: 20 }, (_, i) => ({
+      eventId: `evt_bess_${i}`,
+      event: 'workspace.started',
+      timestamp: new Date().toISOString(),
+      owner: 'bess',
+      workspace: { id: 'ws_b1', name: `step-${i}`, status: 'running' },
+    }));
+    // All at once (the consumer gets them before any is written), the first ten again (at least once).
+    await Promise.all([...events, ...events.slice(0, 10)].map((e) => p.bus.publish('evt.workspace.started', e)));
+    const got = await rx.waitFor('twenty events', (r) => at('bess', r), 20);
+    expect(got.map((r) => r.body.workspace.name)).toEqual(events.map((e) => e.workspace.name));
+    await waitFor('all delivered', async () => (await log(p, 'bess', w.id)).every((d) => d.status === 'delivered'));
+    expect(await log(p, 'bess', w.id)).toHaveLength(20);
+    expect(rx.received.filter((r) => at('bess', r))).toHaveLength(20);
+  });
+
+  test('an event of a workspace written while the attempt of the one before it ends still goes out, in order', async () => {
+    const w = await register(p, 'tess');
+    const names = Array.from({ length: 100 }, (_, i) => `step-${i}`);
+    const publish = (i: number) =>
+      p.bus.publish('evt.workspace.started', { eventId: `evt_tess_${i}`, event: 'workspace.started', timestamp: new Date().toISOString(), owner: 'tess', workspace: { id: 'ws_t1', name: names[i]!, status: 'running' } });
+    // Each event is published as the previous one reaches the receiver: it is written while that
+    // attempt's outcome is recorded (whose end makes the next pending one of the workspace its head).
+    let next = 1;
+    rx.answer = (r) => {
+      if (at('tess', r) && next < names.length) void publish(next++);
+      return undefined;
+    };
+    await publish(0);
+    const got = await rx.waitFor('every event', (r) => at('tess', r), names.length, 30_000);
+    rx.answer = undefined;
+    expect(got.map((r) => r.body.workspace.name)).toEqual(names);
+    await waitFor('all delivered', async () => (await log(p, 'tess', w.id)).every((d) => d.status === 'delivered'));
+  }, 60_000);
+
   test('events of different workspaces do not wait for each other', async () => {
     await register(p, 'olga');
     rx.answer = (r) => (at('olga', r) && r.body.workspace.id === 'ws_slow' ? { status: 500 } : undefined);

@@ -96,6 +96,13 @@ describe('APP_WEBHOOK_MAX_PENDING', () => {
     expect((await log(p, 'piper', down.id))[0]).toMatchObject({ event: 'workspace.created', status: 'pending' });
   });
 
+  test('pings sent side by side stop at the limit too', async () => {
+    const down = await register(p, 'rush', `http://127.0.0.1:${closedPort()}/hook`);
+    const answers = await Promise.all(Array.from({ length: 12 }, () => ping(p, 'rush', down.id)));
+    expect(answers.map((r) => r.status).sort()).toEqual([...Array(5).fill(202), ...Array(7).fill(429)]);
+    expect(await log(p, 'rush', down.id)).toHaveLength(5);
+  });
+
   test("another registration's pings are not limited by a full one", async () => {
     const down = await register(p, 'quill', `http://127.0.0.1:${closedPort()}/hook`);
     for (let i = 0; i < 5; i++) await ping(p, 'quill', down.id);

@@ -1,13 +1,14 @@
 // Durability: Keel runs as its own process and is killed with SIGKILL while its receiver is down
 // and deliveries are pending; after a restart over the same data dir every event arrives exactly
 // once per delivery id, in order. An attempt cut short by the kill is recorded and sent again.
-import { afterAll, expect, test } from 'bun:test';
+// On the PostgreSQL pass both runs keep their state in one PostgreSQL database.
+import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mintToken } from '../../../src/platform/auth/workspace-token';
 import { BUN, startKeel, type KeelProcess } from '../../helpers/process';
-import { TEST_SECRET } from '../../helpers/platform';
+import { sharedDatabase, TEST_SECRET } from '../../helpers/platform';
 import { keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';
 import { closedPort, startReceiver, type Receiver } from './receiver';
 
@@ -15,9 +16,14 @@ const dataDir = mkdtempSync(join(tmpdir(), 'keel-webhooks-restart-'));
 const env = { APP_DATA_DIR: dataDir, APP_WORKSPACE_PORT_RANGE: '24750-24799', APP_WEBHOOK_RETRY_SCHEDULE: ['0', ...Array(48).fill('300ms')].join(',') };
 let keel: KeelProcess | undefined;
 let rx: Receiver | undefined;
+let database: Awaited<ReturnType<typeof sharedDatabase>> | undefined;
 
+beforeAll(async () => {
+  database = await sharedDatabase();
+});
 afterAll(async () => {
   await keel?.stop();
+  await database?.drop();
   rx?.stop();
   try {
     removeInstanceObjects(keelInstance(dataDir));
@@ -34,7 +40,7 @@ function api(path: string, init: RequestInit & { json?: unknown } = {}) {
 }
 const status = async (id: string) => ((await (await api(`/api/workspaces/${id}`)).json()) as any).status;
 const log = async (id: string) => ((await (await api(`/api/webhooks/${id}/deliveries`)).json()) as any).deliveries as any[];
-const start = () => startKeel([BUN, 'src/main.ts'], env, ['workspaces']);
+const start = () => startKeel([BUN, 'src/main.ts'], { ...env, ...database!.env }, ['workspaces']);
 
 async function killHard() {
   keel!.proc.kill('SIGKILL');

@@ -1,108 +1,113 @@
-// The outbox's hot statements, prepared once: building drizzle SQL per call costs more than running it.
-// Queries on pending heads repeat the literal terms of the partial index so SQLite uses it.
+// The outbox's hot statements, on SQLite or PostgreSQL (the Store's tables for its dialect). Each
+// takes the handle to run on: the Store's orm, or the transaction of the caller.
+// Queries on pending heads say `status = 'pending'` and `head = true` with drizzle's eq(): SQLite
+// plans them with the bound values and so matches the partial indexes' terms (webhooks.tables.ts),
+// and PostgreSQL plans them with the values too (its planner reads `head = true` as `head`).
 import { and, asc, count, eq, gt, isNotNull, isNull, lte, or, sql } from 'drizzle-orm';
-import type { Db } from '../../../platform/db';
-import { attempts, deliveries, registrations } from './webhooks.tables';
+import type { Orm, Store } from '../../../platform/store';
+import { webhooksTables, type DeliveryRow } from './webhooks.tables';
 
-export function prepareOutboxQueries(db: Db) {
-  const PENDING_HEAD = sql`${deliveries.status} = 'pending' AND ${deliveries.head} = 1`;
-  const leaseFree = or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, sql.placeholder('now')));
-  // The registrations with pending heads, one after another (each step one index probe, however many
-  // deliveries a registration has pending): the dispatcher's candidates for a turn.
-  const nextRegistrationWithHeads = db
-    .select({ reg: deliveries.registrationId })
-    .from(deliveries)
-    .where(and(PENDING_HEAD, gt(deliveries.registrationId, sql.placeholder('after'))))
-    .orderBy(asc(deliveries.registrationId))
-    .limit(1)
-    .prepare();
-  // A registration's head that is sent next, if it is active: its earliest pending head not in flight.
-  const firstHeadOf = db
-    .select({ seq: deliveries.seq, at: deliveries.nextAttemptAt })
-    .from(deliveries)
-    .innerJoin(registrations, eq(registrations.id, deliveries.registrationId))
-    .where(and(eq(deliveries.registrationId, sql.placeholder('reg')), PENDING_HEAD, leaseFree, eq(registrations.active, true)))
-    .orderBy(asc(deliveries.nextAttemptAt), asc(deliveries.seq))
-    .limit(1)
-    .prepare();
-  const pendingCount = db
-    .select({ n: count() })
-    .from(deliveries)
-    .where(and(eq(deliveries.registrationId, sql.placeholder('reg')), sql`${deliveries.status} = 'pending'`))
-    .prepare();
-  const activeRegistrations = db.select().from(registrations).where(eq(registrations.active, true)).prepare();
-  const pendingOfKey = db
-    .select({ seq: deliveries.seq })
-    .from(deliveries)
-    .where(and(eq(deliveries.registrationId, sql.placeholder('reg')), eq(deliveries.orderKey, sql.placeholder('key')), sql`${deliveries.status} = 'pending'`))
-    .limit(1)
-    .prepare();
-  const lease = db
-    .update(deliveries)
-    .set({
-      leaseUntil: sql`${sql.placeholder('until')}`,
-      attempts: sql`${deliveries.attempts} + 1`,
-      roundAttempts: sql`${deliveries.roundAttempts} + 1`,
-      lastAttemptAt: sql`${sql.placeholder('at')}`,
-    })
-    .where(and(eq(deliveries.seq, sql.placeholder('seq')), PENDING_HEAD, or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, sql.placeholder('now')))))
-    .returning()
-    .prepare();
-  const target = db.select({ url: registrations.url, secret: registrations.secret }).from(registrations).where(eq(registrations.id, sql.placeholder('id'))).prepare();
-  const deliveryBySeq = db.select().from(deliveries).where(eq(deliveries.seq, sql.placeholder('seq'))).prepare();
-  const registrationById = db.select().from(registrations).where(eq(registrations.id, sql.placeholder('id'))).prepare();
-  const insertAttempt = db
-    .insert(attempts)
-    .values({
-      deliverySeq: sql.placeholder('seq'),
-      attempt: sql.placeholder('attempt'),
-      startedAt: sql.placeholder('startedAt'),
-      durationMs: sql.placeholder('durationMs'),
-      responseStatus: sql.placeholder('responseStatus'),
-      error: sql.placeholder('error'),
-      responseBody: sql.placeholder('responseBody'),
-    })
-    .prepare();
-  const outcome = {
-    responseStatus: sql`${sql.placeholder('responseStatus')}`,
-    lastError: sql`${sql.placeholder('lastError')}`,
-    lastDurationMs: sql`${sql.placeholder('durationMs')}`,
-    leaseUntil: null,
-  };
-  const bySeq = eq(deliveries.seq, sql.placeholder('seq'));
-  const markDelivered = db.update(deliveries).set({ ...outcome, status: 'delivered', head: false, deliveredAt: sql`${sql.placeholder('at')}` }).where(bySeq).prepare();
-  const markRetry = db.update(deliveries).set({ ...outcome, nextAttemptAt: sql`${sql.placeholder('at')}` }).where(bySeq).prepare();
-  const markFailed = db.update(deliveries).set({ ...outcome, status: 'failed', head: false }).where(bySeq).prepare();
-  // The next pending delivery of a key becomes its head once the one before it has ended.
-  const promoteNext = db
-    .update(deliveries)
-    .set({ head: true })
-    .where(
-      eq(
-        deliveries.seq,
-        sql`(SELECT MIN(e.seq) FROM webhooks_deliveries e WHERE e.registration_id = ${sql.placeholder('reg')} AND e.order_key = ${sql.placeholder('key')} AND e.status = 'pending')`,
+export function outboxQueries(store: Store) {
+  const { deliveries, registrations, attempts } = webhooksTables(store.dialect);
+  const pendingHead = () => and(eq(deliveries.status, 'pending'), eq(deliveries.head, true));
+  const leaseFree = (now: number) => or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, now));
+  const first = async <T>(q: Promise<T[]>): Promise<T | undefined> => (await q)[0];
+
+  return {
+    // The registrations with pending heads, one after another (each step one index probe, however many
+    // deliveries a registration has pending): the dispatcher's candidates for a turn.
+    nextRegistrationWithHeads: (db: Orm, after: string) =>
+      first(
+        db
+          .select({ reg: deliveries.registrationId })
+          .from(deliveries)
+          .where(and(pendingHead(), gt(deliveries.registrationId, after)))
+          .orderBy(asc(deliveries.registrationId))
+          .limit(1),
       ),
-    )
-    .prepare();
-  const clearFailing = db.update(registrations).set({ failingSince: null }).where(and(eq(registrations.id, sql.placeholder('id')), isNotNull(registrations.failingSince))).prepare();
-
-  const insertRow = db
-    .insert(deliveries)
-    .values({
-      id: sql.placeholder('id'),
-      registrationId: sql.placeholder('reg'),
-      event: sql.placeholder('event'),
-      orderKey: sql.placeholder('key'),
-      head: sql.placeholder('head'),
-      payload: sql.placeholder('payload'),
-      status: 'pending',
-      nextAttemptAt: sql.placeholder('at'),
-      createdAt: sql.placeholder('createdAt'),
-    })
-    .returning()
-    .prepare();
-
-  return { nextRegistrationWithHeads, firstHeadOf, pendingCount, activeRegistrations, pendingOfKey, lease, target, deliveryBySeq, registrationById, insertAttempt, markDelivered, markRetry, markFailed, promoteNext, clearFailing, insertRow };
+    // A registration's head that is sent next, if it is active: its earliest pending head not in flight.
+    firstHeadOf: (db: Orm, reg: string, now: number) =>
+      first(
+        db
+          .select({ seq: deliveries.seq, at: deliveries.nextAttemptAt })
+          .from(deliveries)
+          .innerJoin(registrations, eq(registrations.id, deliveries.registrationId))
+          .where(and(eq(deliveries.registrationId, reg), pendingHead(), leaseFree(now), eq(registrations.active, true)))
+          .orderBy(asc(deliveries.nextAttemptAt), asc(deliveries.seq))
+          .limit(1),
+      ),
+    pendingCount: async (db: Orm, reg: string) =>
+      (await first(db.select({ n: count() }).from(deliveries).where(and(eq(deliveries.registrationId, reg), eq(deliveries.status, 'pending')))))?.n ?? 0,
+    activeRegistrations: (db: Orm) => db.select().from(registrations).where(eq(registrations.active, true)).orderBy(asc(registrations.id)),
+    pendingOfKey: (db: Orm, reg: string, key: string) =>
+      first(
+        db
+          .select({ seq: deliveries.seq })
+          .from(deliveries)
+          .where(and(eq(deliveries.registrationId, reg), eq(deliveries.orderKey, key), eq(deliveries.status, 'pending')))
+          .limit(1),
+      ),
+    /** Takes the lease of a due head, in one conditional statement: none when it is no longer a free pending head. */
+    lease: (db: Orm, p: { seq: number; now: number; until: number; at: string }) =>
+      first(
+        db
+          .update(deliveries)
+          .set({
+            leaseUntil: p.until,
+            attempts: sql`${deliveries.attempts} + 1`,
+            roundAttempts: sql`${deliveries.roundAttempts} + 1`,
+            lastAttemptAt: p.at,
+          })
+          .where(and(eq(deliveries.seq, p.seq), pendingHead(), leaseFree(p.now)))
+          .returning(),
+      ),
+    target: (db: Orm, id: string) => first(db.select({ url: registrations.url, secret: registrations.secret }).from(registrations).where(eq(registrations.id, id))),
+    deliveryBySeq: (db: Orm, seq: number) => first(db.select().from(deliveries).where(eq(deliveries.seq, seq))),
+    registrationById: (db: Orm, id: string) => first(db.select().from(registrations).where(eq(registrations.id, id))),
+    insertAttempt: (db: Orm, a: { seq: number; attempt: number; startedAt: string; durationMs: number; responseStatus: number | null; error: string | null; responseBody: string | null }) =>
+      db.insert(attempts).values({
+        deliverySeq: a.seq,
+        attempt: a.attempt,
+        startedAt: a.startedAt,
+        durationMs: a.durationMs,
+        responseStatus: a.responseStatus,
+        error: a.error,
+        responseBody: a.responseBody,
+      }),
+    /** Ends an attempt: delivered, due again at `at` (retry), or failed for good. */
+    markOutcome: (
+      db: Orm,
+      seq: number,
+      o: { responseStatus: number | null; lastError: string | null; durationMs: number },
+      end: { status: 'delivered'; at: string } | { status: 'retry'; at: number } | { status: 'failed' },
+    ) => {
+      const outcome = { responseStatus: o.responseStatus, lastError: o.lastError, lastDurationMs: o.durationMs, leaseUntil: null };
+      const set =
+        end.status === 'delivered'
+          ? { ...outcome, status: 'delivered' as const, head: false, deliveredAt: end.at }
+          : end.status === 'retry'
+            ? { ...outcome, nextAttemptAt: end.at }
+            : { ...outcome, status: 'failed' as const, head: false };
+      return db.update(deliveries).set(set).where(eq(deliveries.seq, seq));
+    },
+    // The next pending delivery of a key becomes its head once the one before it has ended.
+    promoteNext: (db: Orm, reg: string, key: string) =>
+      db
+        .update(deliveries)
+        .set({ head: true })
+        .where(
+          eq(
+            deliveries.seq,
+            sql`(SELECT MIN(e.seq) FROM webhooks_deliveries e WHERE e.registration_id = ${reg} AND e.order_key = ${key} AND e.status = 'pending')`,
+          ),
+        ),
+    clearFailing: (db: Orm, id: string) => db.update(registrations).set({ failingSince: null }).where(and(eq(registrations.id, id), isNotNull(registrations.failingSince))),
+    insertRow: async (db: Orm, r: { id: string; reg: string; event: string; key: string | null; head: boolean; payload: string; at: number; createdAt: string }): Promise<DeliveryRow> =>
+      (await db
+        .insert(deliveries)
+        .values({ id: r.id, registrationId: r.reg, event: r.event, orderKey: r.key, head: r.head, payload: r.payload, status: 'pending', nextAttemptAt: r.at, createdAt: r.createdAt })
+        .returning())[0]!,
+  };
 }
 
-export type OutboxQueries = ReturnType<typeof prepareOutboxQueries>;
+export type OutboxQueries = ReturnType<typeof outboxQueries>;

@@ -11,20 +11,20 @@ import { and, desc, eq, inArray, isNotNull, isNull, lt, lte, or } from 'drizzle-
 import type { Bus } from '../../../platform/bus/bus';
 import type { WorkspaceEventPayload, WORKSPACE_EVENTS } from '../../../platform/bus/subjects';
 import { createEventInbox } from '../../../platform/bus/event-outbox';
-import type { Db } from '../../../platform/db';
+import type { Orm, Store } from '../../../platform/store';
 import { isoNow, newId, errorFields, type Clock, type Logger } from '../../../platform/runtime';
 import type { Deliverer, SendResult } from './deliver';
-import { prepareOutboxQueries } from './outbox.queries';
+import { outboxQueries } from './outbox.queries';
 import { nextDelayMs, retryAfterMs } from './retry-schedule';
 import { createTurns } from './turns';
 import { deliveryHeaders } from './signer';
 import type { WebhooksConfig } from './webhooks.config';
-import { attempts, deliveries, eventInbox, registrations, type DeliveryRow, type DisabledReason, type RegistrationRow } from './webhooks.tables';
+import { webhooksTables, type DeliveryRow, type DisabledReason, type RegistrationRow } from './webhooks.tables';
 
 type WorkspaceSubject = (typeof WORKSPACE_EVENTS)[number];
 
 export interface OutboxDeps {
-  db: Db;
+  store: Store;
   clock: Clock;
   log: Logger;
   config: WebhooksConfig;
@@ -42,6 +42,9 @@ const STOP_GRACE_MS = 5_000;
 
 type Claimed = DeliveryRow & { url: string; secret: string };
 
+/** A check run in the transaction of a write it guards (the pending quota of pings and redeliveries); throws to refuse. */
+export type Admit = (tx: Orm) => Promise<void>;
+
 /** The delivery body of a workspace event (the spec's payload: event, timestamp, workspace.id, workspace.status). */
 export function workspaceEventBody(p: WorkspaceEventPayload): string {
   const { id, name, status, reason } = p.workspace;
@@ -51,63 +54,83 @@ export function workspaceEventBody(p: WorkspaceEventPayload): string {
 const subscribes = (reg: RegistrationRow, event: string) => reg.events.includes('*') || reg.events.includes(event);
 
 export function createOutbox(deps: OutboxDeps) {
-  const { db, clock, log, config, deliverer } = deps;
+  const { store, clock, log, config, deliverer } = deps;
+  const orm = store.orm;
   const random = deps.random ?? Math.random;
   const leaseMs = config.timeoutMs + LEASE_MARGIN_MS;
+  const { deliveries, registrations, attempts, eventInbox } = webhooksTables(store.dialect);
 
-  const q = prepareOutboxQueries(db);
-  const seen = createEventInbox({ db, table: eventInbox, clock });
+  const q = outboxQueries(store);
+  const seen = createEventInbox({ store, table: eventInbox, clock });
+
+  /**
+   * Writing a delivery of an order key and ending one (which makes the next its head) take this lock
+   * in their transaction: on PostgreSQL they could otherwise interleave (the new one sees the old one
+   * pending, the old one's end does not yet see the new one) and leave a key without a head. SQLite's
+   * transactions already take turns.
+   */
+  const lockOrder = (tx: Orm, registrationId: string, orderKey: string) => store.lock(tx, `webhooks-order:${registrationId}:${orderKey}`);
 
   // ---- writing the outbox ------------------------------------------------------------------
 
-  function insertDelivery(reg: Pick<RegistrationRow, 'id'>, event: string, body: string, orderKey: string | null): DeliveryRow {
+  async function insertDelivery(tx: Orm, registrationId: string, event: string, body: string, orderKey: string | null): Promise<DeliveryRow> {
     // A delivery is head of its key when nothing of that key is pending before it.
-    const head = orderKey === null || q.pendingOfKey.get({ reg: reg.id, key: orderKey }) === undefined;
-    return q.insertRow.get({
+    if (orderKey !== null) await lockOrder(tx, registrationId, orderKey);
+    const head = orderKey === null || (await q.pendingOfKey(tx, registrationId, orderKey)) === undefined;
+    return q.insertRow(tx, {
       id: newId('msg', clock),
-      reg: reg.id,
+      reg: registrationId,
       event,
       key: orderKey,
-      head: head ? 1 : 0,
+      head,
       payload: body,
       at: clock.now() + (nextDelayMs(config.retrySchedule, 0, random) ?? 0),
       createdAt: isoNow(clock),
-    })!;
+    });
   }
 
   /**
    * One delivery per active registration that subscribes to `event` and may see the workspace of
-   * `owner`, all in one transaction. Returns how many rows were written.
+   * `owner`, written through `tx`. Returns how many rows were written.
    */
-  function enqueueEvent(event: string, owner: string, body: string, orderKey: string | null, except?: string): number {
-    const targets = q.activeRegistrations.all().filter((r) => r.id !== except && (r.owner === owner || r.allWorkspaces) && subscribes(r, event));
-    if (targets.length === 0) return 0;
-    db.transaction(() => {
-      for (const reg of targets) insertDelivery(reg, event, body, orderKey);
-    });
-    wake();
+  async function writeEvent(tx: Orm, event: string, owner: string, body: string, orderKey: string | null, except?: string): Promise<number> {
+    const targets = (await q.activeRegistrations(tx)).filter((r) => r.id !== except && (r.owner === owner || r.allWorkspaces) && subscribes(r, event));
+    for (const reg of targets) await insertDelivery(tx, reg.id, event, body, orderKey);
     return targets.length;
   }
 
-  /** A delivery to one registration whatever it subscribes to (ping). */
-  function enqueueTo(reg: RegistrationRow, event: string, body: string): DeliveryRow {
-    const row = insertDelivery(reg, event, body, null);
+  /** writeEvent() in a transaction of its own; the dispatcher is woken once it committed. */
+  async function enqueueEvent(event: string, owner: string, body: string, orderKey: string | null, except?: string): Promise<number> {
+    const n = await store.transaction((tx) => writeEvent(tx, event, owner, body, orderKey, except));
+    if (n > 0) wake();
+    return n;
+  }
+
+  /** A delivery to one registration whatever it subscribes to (ping), written only if `admit` lets it. */
+  async function enqueueTo(reg: Pick<RegistrationRow, 'id'>, event: string, body: string, admit?: Admit): Promise<DeliveryRow> {
+    const row = await store.transaction(async (tx) => {
+      await admit?.(tx);
+      return insertDelivery(tx, reg.id, event, body, null);
+    });
     wake();
     return row;
   }
 
   /**
    * Sends a delivery again with the same id. An ended one is sent at once, outside the order (an
-   * explicit request of its owner); a pending one keeps its place and is due now, in a new round.
+   * explicit request of its owner), if `admit` lets it; a pending one keeps its place and is due now,
+   * in a new round.
    */
-  function redeliver(seq: number): 'queued' | 'in-flight' {
+  async function redeliver(seq: number, admit?: Admit): Promise<'queued' | 'in-flight'> {
     const now = clock.now();
     const free = or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, now));
-    const res = db.transaction((tx) => {
-      const d = tx.select().from(deliveries).where(eq(deliveries.seq, seq)).get();
+    const res = await store.transaction(async (tx) => {
+      const d = await q.deliveryBySeq(tx, seq);
       if (!d) return 0;
+      if (d.status !== 'pending') await admit?.(tx);
       const set = d.status === 'pending' ? { roundAttempts: 0, nextAttemptAt: now } : { status: 'pending' as const, orderKey: null, head: true, roundAttempts: 0, nextAttemptAt: now };
-      return (tx.update(deliveries).set(set).where(and(eq(deliveries.seq, seq), free)).run() as unknown as { changes: number }).changes;
+      // Conditional: an attempt in flight (its lease) leaves the row as it is.
+      return (await tx.update(deliveries).set(set).where(and(eq(deliveries.seq, seq), free)).returning({ seq: deliveries.seq })).length;
     });
     if (res === 0) return 'in-flight';
     wake();
@@ -115,11 +138,13 @@ export function createOutbox(deps: OutboxDeps) {
   }
 
   /** Ends every pending delivery of a registration that no longer receives (disabled or turned off). */
-  function failPending(registrationId: string, why: string) {
-    db.update(deliveries)
-      .set({ status: 'failed', head: false, lastError: why, leaseUntil: null })
-      .where(and(eq(deliveries.registrationId, registrationId), eq(deliveries.status, 'pending')))
-      .run();
+  async function failPending(registrationId: string, why: string) {
+    await store.transaction((tx) =>
+      tx
+        .update(deliveries)
+        .set({ status: 'failed', head: false, lastError: why, leaseUntil: null })
+        .where(and(eq(deliveries.registrationId, registrationId), eq(deliveries.status, 'pending'))),
+    );
   }
 
   // ---- the state machine ---------------------------------------------------------------------
@@ -127,42 +152,43 @@ export function createOutbox(deps: OutboxDeps) {
   const turns = createTurns(config.hookConcurrency);
 
   /** Each registration with a pending head not in flight, and when that head is due. */
-  function waiting(now: number): { reg: string; seq: number; at: number }[] {
+  async function waiting(db: Orm, now: number): Promise<{ reg: string; seq: number; at: number }[]> {
     const out: { reg: string; seq: number; at: number }[] = [];
     let after = '';
-    for (let r = q.nextRegistrationWithHeads.get({ after }); r; r = q.nextRegistrationWithHeads.get({ after })) {
+    for (let r = await q.nextRegistrationWithHeads(db, after); r; r = await q.nextRegistrationWithHeads(db, after)) {
       after = r.reg;
-      const head = q.firstHeadOf.get({ reg: r.reg, now });
+      const head = await q.firstHeadOf(db, r.reg, now);
       if (head) out.push({ reg: r.reg, seq: head.seq, at: head.at });
     }
     return out;
   }
 
-  /** Claims up to `limit` due deliveries, in turns: each gets a lease and its attempt is counted before it is sent. */
-  function claim(limit: number): Claimed[] {
+  /**
+   * Claims up to `limit` due deliveries, in turns: each gets a lease and its attempt is counted before
+   * it is sent. Each lease is one conditional UPDATE ... RETURNING, so a delivery another dispatcher
+   * took meanwhile is passed over, never taken twice; the transaction makes the batch one commit.
+   */
+  async function claim(limit: number): Promise<Claimed[]> {
     const now = clock.now();
     const at = new Date(now).toISOString();
-    const claimed = db.transaction(
-      () => {
-        const out: Claimed[] = [];
-        const taken = new Map<string, number>();
-        const queue = turns.order(waiting(now).filter((r) => r.at <= now)).map((r) => r.reg);
-        // Round after round, one delivery per registration per round, until the slots or the due ones run out.
-        while (out.length < limit && queue.length > 0) {
-          const reg = queue.shift()!;
-          const head = q.firstHeadOf.get({ reg, now });
-          const row = head && head.at <= now ? q.lease.get({ seq: head.seq, now, until: now + leaseMs, at }) : undefined;
-          const target = row && q.target.get({ id: reg });
-          if (!row || !target) continue; // nothing else due for it
-          out.push({ ...row, ...target });
-          const n = (taken.get(reg) ?? 0) + 1;
-          taken.set(reg, n);
-          if (turns.hasRoom(reg, n)) queue.push(reg);
-        }
-        return out;
-      },
-      { behavior: 'immediate' },
-    );
+    const claimed = await store.transaction(async (tx) => {
+      const out: Claimed[] = [];
+      const taken = new Map<string, number>();
+      const queue = turns.order((await waiting(tx, now)).filter((r) => r.at <= now)).map((r) => r.reg);
+      // Round after round, one delivery per registration per round, until the slots or the due ones run out.
+      while (out.length < limit && queue.length > 0) {
+        const reg = queue.shift()!;
+        const head = await q.firstHeadOf(tx, reg, now);
+        const row = head && head.at <= now ? await q.lease(tx, { seq: head.seq, now, until: now + leaseMs, at }) : undefined;
+        const target = row && (await q.target(tx, reg));
+        if (!row || !target) continue; // nothing else due for it
+        out.push({ ...row, ...target });
+        const n = (taken.get(reg) ?? 0) + 1;
+        taken.set(reg, n);
+        if (turns.hasRoom(reg, n)) queue.push(reg);
+      }
+      return out;
+    });
     for (const d of claimed) turns.took(d.registrationId);
     return claimed;
   }
@@ -179,22 +205,23 @@ export function createOutbox(deps: OutboxDeps) {
     const result = await deliverer.send({ url: d.url, headers, body: d.payload });
     if (closed) return; // the database is gone; the lease makes the next start send it again
     try {
-      record(d, startedAt, result);
+      await record(d, startedAt, result);
     } catch (e) {
       log.error('recording a webhook attempt failed', { delivery: d.id, ...errorFields(e) });
     }
   }
 
   /** The outcome of one attempt, written in one transaction; a registration disabled by it is reported after the commit. */
-  function record(d: Claimed, startedAt: string, r: SendResult) {
+  async function record(d: Claimed, startedAt: string, r: SendResult) {
     const now = clock.now();
     const at = new Date(now).toISOString();
-    let disabled: { reg: RegistrationRow; reason: DisabledReason } | undefined;
-    db.transaction((tx) => {
-      const current = q.deliveryBySeq.get({ seq: d.seq });
-      if (!current) return; // its registration was deleted meanwhile
-      const reg = q.registrationById.get({ id: d.registrationId })!;
-      q.insertAttempt.run({
+    const disabled = await store.transaction(async (tx): Promise<{ reg: RegistrationRow; reason: DisabledReason } | undefined> => {
+      // A pending delivery's key does not change: the lease's copy names it.
+      if (d.orderKey !== null) await lockOrder(tx, d.registrationId, d.orderKey);
+      const current = await q.deliveryBySeq(tx, d.seq);
+      if (!current) return undefined; // its registration was deleted meanwhile
+      const reg = (await q.registrationById(tx, d.registrationId))!;
+      await q.insertAttempt(tx, {
         seq: d.seq,
         attempt: d.attempts,
         startedAt,
@@ -205,19 +232,18 @@ export function createOutbox(deps: OutboxDeps) {
       });
       const ok = r.status !== null && r.status >= 200 && r.status < 300;
       const fields = {
-        seq: d.seq,
         responseStatus: r.status,
         lastError: ok ? null : (r.error?.message ?? `HTTP ${r.status}`),
         durationMs: r.durationMs,
       };
-      const ended = () => {
-        if (current.orderKey !== null) q.promoteNext.run({ reg: current.registrationId, key: current.orderKey });
+      const ended = async () => {
+        if (current.orderKey !== null) await q.promoteNext(tx, current.registrationId, current.orderKey);
       };
       if (ok) {
-        q.markDelivered.run({ ...fields, at });
-        ended();
-        q.clearFailing.run({ id: reg.id });
-        return;
+        await q.markOutcome(tx, d.seq, fields, { status: 'delivered', at });
+        await ended();
+        await q.clearFailing(tx, reg.id);
+        return undefined;
       }
       const failingSince = reg.failingSince ?? now;
       let reason: DisabledReason | undefined;
@@ -226,25 +252,25 @@ export function createOutbox(deps: OutboxDeps) {
       let delay = reason ? null : nextDelayMs(config.retrySchedule, current.roundAttempts, random);
       if (delay !== null && (r.status === 429 || r.status === 503)) delay = Math.max(delay, retryAfterMs(r.retryAfter, now) ?? 0);
       if (delay === null) {
-        q.markFailed.run(fields);
-        ended();
-      } else q.markRetry.run({ ...fields, at: now + delay });
+        await q.markOutcome(tx, d.seq, fields, { status: 'failed' });
+        await ended();
+      } else await q.markOutcome(tx, d.seq, fields, { status: 'retry', at: now + delay });
       if (reason && reg.active) {
-        tx.update(registrations).set({ active: false, disabledReason: reason, disabledAt: at, failingSince, updatedAt: at }).where(eq(registrations.id, reg.id)).run();
-        disabled = { reg, reason };
-      } else if (reg.failingSince === null) {
-        tx.update(registrations).set({ failingSince }).where(eq(registrations.id, reg.id)).run();
+        await tx.update(registrations).set({ active: false, disabledReason: reason, disabledAt: at, failingSince, updatedAt: at }).where(eq(registrations.id, reg.id));
+        return { reg, reason };
       }
+      if (reg.failingSince === null) await tx.update(registrations).set({ failingSince }).where(eq(registrations.id, reg.id));
+      return undefined;
     });
-    if (disabled) onDisabled(disabled.reg, disabled.reason);
+    if (disabled) await onDisabled(disabled.reg, disabled.reason);
   }
 
   /** A registration the receiver (or time) turned off: its pending deliveries end, and its owner's other registrations hear of it. */
-  function onDisabled(reg: RegistrationRow, reason: DisabledReason) {
-    failPending(reg.id, 'the registration was disabled');
+  async function onDisabled(reg: RegistrationRow, reason: DisabledReason) {
+    await failPending(reg.id, 'the registration was disabled');
     log.warn('webhook registration disabled', { webhook: reg.id, reason });
     const body = JSON.stringify({ event: 'webhook.disabled', timestamp: isoNow(clock), webhook: { id: reg.id, reason } });
-    enqueueEvent('webhook.disabled', reg.owner, body, null, reg.id);
+    await enqueueEvent('webhook.disabled', reg.owner, body, null, reg.id);
   }
 
   let prunedAt = 0;
@@ -254,39 +280,42 @@ export function createOutbox(deps: OutboxDeps) {
    * newest APP_WEBHOOK_RETENTION_COUNT of each registration. Their attempts go with them (the foreign
    * key cascades). Pending deliveries are never pruned: what was said is kept until it is delivered.
    */
-  function prune() {
+  async function prune() {
     prunedAt = clock.now();
     const ended = inArray(deliveries.status, ['delivered', 'failed']);
     const before = new Date(prunedAt - config.retentionMs).toISOString();
-    let removed = (db.delete(deliveries).where(and(ended, lt(deliveries.createdAt, before))).run() as unknown as { changes: number }).changes;
-    const ids = db.select({ id: registrations.id }).from(registrations).all().map((r) => r.id);
+    const removeWhere = async (where: ReturnType<typeof and>) =>
+      (await store.transaction((tx) => tx.delete(deliveries).where(where).returning({ seq: deliveries.seq }))).length;
+    let removed = await removeWhere(and(ended, lt(deliveries.createdAt, before)));
+    const ids = (await orm.select({ id: registrations.id }).from(registrations)).map((r) => r.id);
     turns.keepOnly(new Set(ids));
     for (const id of ids) {
       const ofReg = and(eq(deliveries.registrationId, id), ended);
       // The newest ended delivery past the count; it and everything older of the registration go.
-      const edge = db.select({ seq: deliveries.seq }).from(deliveries).where(ofReg).orderBy(desc(deliveries.seq)).limit(1).offset(config.retentionCount).get();
-      if (edge) removed += (db.delete(deliveries).where(and(ofReg, lte(deliveries.seq, edge.seq))).run() as unknown as { changes: number }).changes;
+      const [edge] = await orm.select({ seq: deliveries.seq }).from(deliveries).where(ofReg).orderBy(desc(deliveries.seq)).limit(1).offset(config.retentionCount);
+      if (edge) removed += await removeWhere(and(ofReg, lte(deliveries.seq, edge.seq)));
     }
     if (removed > 0) log.info('pruned old webhook deliveries', { count: removed });
   }
 
   /** After a crash: attempts that were in flight are recorded as interrupted and become due at once. */
-  function recoverInterrupted() {
+  async function recoverInterrupted() {
     const now = clock.now();
-    db.transaction((tx) => {
-      const stuck = tx.select().from(deliveries).where(and(eq(deliveries.status, 'pending'), isNotNull(deliveries.leaseUntil))).all();
+    const count = await store.transaction(async (tx) => {
+      const stuck = await tx.select().from(deliveries).where(and(eq(deliveries.status, 'pending'), isNotNull(deliveries.leaseUntil)));
       for (const d of stuck) {
-        tx.insert(attempts)
-          .values({ deliverySeq: d.seq, attempt: d.attempts, startedAt: d.lastAttemptAt ?? isoNow(clock), durationMs: 0, responseStatus: null, error: 'interrupted: Keel stopped before the answer was recorded' })
-          .run();
+        await tx
+          .insert(attempts)
+          .values({ deliverySeq: d.seq, attempt: d.attempts, startedAt: d.lastAttemptAt ?? isoNow(clock), durationMs: 0, responseStatus: null, error: 'interrupted: Keel stopped before the answer was recorded' });
         // The interrupted try does not use up a step of the schedule: the receiver may never have seen it.
-        tx.update(deliveries)
+        await tx
+          .update(deliveries)
           .set({ leaseUntil: null, nextAttemptAt: now, roundAttempts: Math.max(0, d.roundAttempts - 1) })
-          .where(eq(deliveries.seq, d.seq))
-          .run();
+          .where(eq(deliveries.seq, d.seq));
       }
-      if (stuck.length) log.info('resuming interrupted webhook deliveries', { count: stuck.length });
+      return stuck.length;
     });
+    if (count) log.info('resuming interrupted webhook deliveries', { count });
   }
 
   // ---- the dispatcher loop -----------------------------------------------------------------
@@ -294,7 +323,9 @@ export function createOutbox(deps: OutboxDeps) {
   let running = false;
   let closed = false;
   let unsubscribe: (() => void) | undefined;
-  let pumping = false;
+  /** The pass of the loop under way; a wake during it asks for another (`again`). */
+  let pumping: Promise<void> | undefined;
+  let again = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const inFlight = new Set<Promise<void>>();
 
@@ -310,12 +341,27 @@ export function createOutbox(deps: OutboxDeps) {
   }
 
   function pump() {
-    if (!running || pumping) return;
-    pumping = true;
+    if (!running) return;
+    if (pumping) {
+      again = true;
+      return;
+    }
+    pumping = (async () => {
+      do {
+        again = false;
+        await pass();
+      } while (again && running);
+    })().finally(() => {
+      pumping = undefined;
+    });
+  }
+
+  /** Fills the free slots with due deliveries, then sleeps until the next one is due. */
+  async function pass() {
     try {
       while (running && inFlight.size < config.concurrency) {
         const limit = config.concurrency - inFlight.size;
-        const batch = claim(limit);
+        const batch = await claim(limit);
         for (const d of batch) {
           const p: Promise<void> = attempt(d).finally(() => {
             inFlight.delete(p);
@@ -327,22 +373,25 @@ export function createOutbox(deps: OutboxDeps) {
         // Fewer than asked for: nothing else is due now (claiming again would only rescan).
         if (batch.length < limit) break;
       }
-      schedule();
     } catch (e) {
       log.error('webhook dispatcher failed; trying again shortly', errorFields(e));
-      schedule();
-    } finally {
-      pumping = false;
+    }
+    try {
+      await schedule();
+    } catch (e) {
+      log.error('webhook dispatcher failed; trying again shortly', errorFields(e));
+      clearTimeout(timer);
+      if (running) timer = setTimeout(pump, IDLE_POLL_MS);
     }
   }
 
   /** Sleeps until the next head that waits only for its time (a retry), or the idle poll; with every slot busy, an ending attempt wakes the loop. */
-  function schedule() {
+  async function schedule() {
     clearTimeout(timer);
     if (!running) return;
     if (clock.now() - prunedAt >= config.pruneIntervalMs) {
       try {
-        prune();
+        await prune();
       } catch (e) {
         log.error('pruning webhook deliveries failed', errorFields(e));
       }
@@ -352,17 +401,18 @@ export function createOutbox(deps: OutboxDeps) {
       // The next registration with a free slot whose head waits only for its time; a full one is woken by its attempts ending.
       const now = clock.now();
       let next = Number.MAX_SAFE_INTEGER;
-      for (const r of turns.order(waiting(now))) next = Math.min(next, r.at);
+      for (const r of turns.order(await waiting(orm, now))) next = Math.min(next, r.at);
       if (next !== Number.MAX_SAFE_INTEGER) wait = Math.min(IDLE_POLL_MS, Math.max(next - now, 1));
     }
-    timer = setTimeout(pump, wait);
+    clearTimeout(timer);
+    if (running) timer = setTimeout(pump, wait);
   }
 
   return {
     enqueueEvent,
     enqueueTo,
-    /** Pending deliveries of a registration (what APP_WEBHOOK_MAX_PENDING bounds). */
-    pendingOf: (registrationId: string) => q.pendingCount.get({ reg: registrationId })?.n ?? 0,
+    /** Pending deliveries of a registration (what APP_WEBHOOK_MAX_PENDING bounds), read through `tx` when given. */
+    pendingOf: (registrationId: string, tx: Orm = orm) => q.pendingCount(tx, registrationId),
     redeliver,
     failPending,
     /**
@@ -371,15 +421,17 @@ export function createOutbox(deps: OutboxDeps) {
      * service was down too); deliveries and event id share a transaction: a redelivery makes none.
      */
     listen(bus: Bus) {
-      unsubscribe ??= bus.consume<WorkspaceSubject>('webhooks', 'evt.workspace.*', (p) => {
-        seen.once(p.eventId, () => {
-          enqueueEvent(p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
+      unsubscribe ??= bus.consume<WorkspaceSubject>('webhooks', 'evt.workspace.*', async (p) => {
+        let written = 0;
+        await seen.once(p.eventId, async (tx) => {
+          written = await writeEvent(tx, p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
         });
+        if (written > 0) wake();
       });
     },
     /** Resumes what a previous run left, then sends. */
-    start() {
-      recoverInterrupted();
+    async start() {
+      await recoverInterrupted();
       running = true;
       wake();
     },
@@ -388,6 +440,8 @@ export function createOutbox(deps: OutboxDeps) {
       unsubscribe?.();
       running = false;
       clearTimeout(timer);
+      // A claim under way ends first: what it leased is in flight below, or resent after the restart.
+      await pumping;
       await Promise.race([Promise.allSettled([...inFlight]), Bun.sleep(Math.min(config.timeoutMs, STOP_GRACE_MS))]);
       closed = true;
       deliverer.close();

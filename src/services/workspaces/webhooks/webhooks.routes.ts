@@ -34,8 +34,8 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
     .use(deps.auth)
     .post(
       '/api/webhooks',
-      ({ actor, body, set }) => {
-        const view = wh.create(actor, body);
+      async ({ actor, body, set }) => {
+        const view = await wh.create(actor, body);
         set.status = 201;
         set.headers.location = `/api/webhooks/${view.id}`;
         return view;
@@ -55,7 +55,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
         },
       },
     )
-    .get('/api/webhooks', ({ actor }) => ({ webhooks: wh.list(actor) }), {
+    .get('/api/webhooks', async ({ actor }) => ({ webhooks: await wh.list(actor) }), {
       response: { 200: WebhookList, 401: ErrorEnvelope, 429: ErrorEnvelope },
       detail: { ...op('listWebhooks'), summary: 'List your webhooks (admins: all), oldest first, with their active state' },
     })
@@ -82,9 +82,9 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
     })
     .post(
       '/api/webhooks/:id/ping',
-      ({ actor, params, set }) => {
+      async ({ actor, params, set }) => {
         set.status = 202;
-        return wh.ping(actor, params.id);
+        return await wh.ping(actor, params.id);
       },
       {
         params: WebhookParams,
@@ -98,7 +98,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
         },
       },
     )
-    .get('/api/webhooks/:id/deliveries', ({ actor, params, query }) => ({ deliveries: wh.deliveries(actor, params.id, query) }), {
+    .get('/api/webhooks/:id/deliveries', async ({ actor, params, query }) => ({ deliveries: await wh.deliveries(actor, params.id, query) }), {
       params: WebhookParams,
       query: DeliveryQuery,
       response: { 200: DeliveryList, ...owned },
@@ -114,9 +114,9 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
     })
     .post(
       '/api/webhooks/:id/deliveries/:deliveryId/redeliver',
-      ({ actor, params, set }) => {
+      async ({ actor, params, set }) => {
         set.status = 202;
-        return wh.redeliver(actor, params.id, params.deliveryId);
+        return await wh.redeliver(actor, params.id, params.deliveryId);
       },
       {
         params: DeliveryParams,

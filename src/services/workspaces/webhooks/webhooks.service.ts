@@ -1,9 +1,9 @@
 // Webhook rules: registrations owned by their creator (another actor's is 404), validation of
 // targets and event names, the delivery log, ping and redelivery. Sending is outbox.ts's job.
-import { and, asc, desc, eq, lt, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, lt } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
 import '../workspaces.errors';
-import type { Db } from '../../../platform/db';
+import type { Orm, Store } from '../../../platform/store';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
 import type { Outbox } from './outbox';
@@ -19,10 +19,10 @@ import {
   type PatchWebhookInput,
   type WebhookView,
 } from './webhooks.model';
-import { attempts, deliveries, registrations, type DeliveryRow, type DeliveryStatus, type RegistrationRow } from './webhooks.tables';
+import { webhooksTables, type DeliveryRow, type DeliveryStatus, type RegistrationRow } from './webhooks.tables';
 
 export interface WebhooksServiceDeps {
-  db: Db;
+  store: Store;
   clock: Clock;
   log: Logger;
   config: WebhooksConfig;
@@ -84,7 +84,9 @@ function checkEvents(events: string[]): string[] {
 }
 
 export function createWebhooksService(deps: WebhooksServiceDeps) {
-  const { db, clock, config, outbox } = deps;
+  const { store, clock, config, outbox } = deps;
+  const orm = store.orm;
+  const { attempts, deliveries, registrations } = webhooksTables(store.dialect);
 
   function checkUrl(url: string) {
     const refusal = urlRefusal(url, deps.policy);
@@ -96,19 +98,18 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
     if (problem) throw invalid(problem, '/secret');
   }
 
-  function getOwned(actor: Actor, id: string): RegistrationRow {
-    const row = db.select().from(registrations).where(eq(registrations.id, id)).get();
+  async function getOwned(actor: Actor, id: string): Promise<RegistrationRow> {
+    const [row] = await orm.select().from(registrations).where(eq(registrations.id, id));
     if (!row || !canAccess(actor, row.owner)) throw notFound();
     return row;
   }
 
-  function getDelivery(actor: Actor, id: string, deliveryId: string): DeliveryRow {
-    const reg = getOwned(actor, id);
-    const d = db
+  async function getDelivery(actor: Actor, id: string, deliveryId: string): Promise<DeliveryRow> {
+    const reg = await getOwned(actor, id);
+    const [d] = await orm
       .select()
       .from(deliveries)
-      .where(and(eq(deliveries.id, deliveryId), eq(deliveries.registrationId, reg.id)))
-      .get();
+      .where(and(eq(deliveries.id, deliveryId), eq(deliveries.registrationId, reg.id)));
     if (!d) throw deliveryNotFound();
     return d;
   }
@@ -116,9 +117,12 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
   /**
    * Pings and redeliveries are what one caller can multiply at will: past APP_WEBHOOK_MAX_PENDING
    * pending deliveries they are refused. Workspace events are never refused (they are what was said).
+   * Run in the transaction of the write it guards, under the registration's lock (two processes
+   * sharing PostgreSQL too), so two requests cannot both take the last place.
    */
-  function requireRoom(reg: RegistrationRow) {
-    if (outbox.pendingOf(reg.id) >= config.maxPending) {
+  async function requireRoom(reg: RegistrationRow, tx: Orm) {
+    await store.lock(tx, `webhooks-pending:${reg.id}`);
+    if ((await outbox.pendingOf(reg.id, tx)) >= config.maxPending) {
       throw quotaExceeded('pendingDeliveries', config.maxPending, 'wait until the receiver has taken some');
     }
   }
@@ -130,33 +134,41 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
   }
 
   return {
-    create(actor: Actor, input: CreateWebhookInput): WebhookView {
+    async create(actor: Actor, input: CreateWebhookInput): Promise<WebhookView> {
       checkUrl(input.url);
       checkSecret(input.secret);
       const events = checkEvents(input.events);
-      // Counted in the same synchronous step as the insert below, so two creates cannot both take the last place.
-      const owned = actor.admin ? 0 : (db.select({ n: sql<number>`count(*)` }).from(registrations).where(eq(registrations.owner, actor.id)).get()?.n ?? 0);
-      if (!actor.admin && owned >= config.quota) throw quotaExceeded('webhooks', config.quota, 'delete a webhook first');
-      const now = isoNow(clock);
-      const row = db
-        .insert(registrations)
-        .values({ id: newId('wh', clock), owner: actor.id, allWorkspaces: actor.admin, url: input.url, events, secret: input.secret, active: true, createdAt: now, updatedAt: now })
-        .returning()
-        .get();
+      // Counted in the transaction of the insert below, under the owner's lock, so two creates (in one process or two) cannot both take the last place.
+      const row = await store.transaction(async (tx) => {
+        if (!actor.admin) {
+          await store.lock(tx, `webhooks-quota:${actor.id}`);
+          const [owned] = await tx.select({ n: count() }).from(registrations).where(eq(registrations.owner, actor.id));
+          if ((owned?.n ?? 0) >= config.quota) throw quotaExceeded('webhooks', config.quota, 'delete a webhook first');
+        }
+        const now = isoNow(clock);
+        const [inserted] = await tx
+          .insert(registrations)
+          .values({ id: newId('wh', clock), owner: actor.id, allWorkspaces: actor.admin, url: input.url, events, secret: input.secret, active: true, createdAt: now, updatedAt: now })
+          .returning();
+        return inserted!;
+      });
       deps.log.info('webhook registered', { webhook: row.id, owner: actor.id, host: new URL(row.url).host });
       return webhookView(row);
     },
 
-    list(actor: Actor): WebhookView[] {
-      const q = db.select().from(registrations);
-      const rows = (actor.admin ? q : q.where(eq(registrations.owner, actor.id))).orderBy(asc(registrations.createdAt), asc(registrations.id)).all();
+    async list(actor: Actor): Promise<WebhookView[]> {
+      const rows = await orm
+        .select()
+        .from(registrations)
+        .where(actor.admin ? undefined : eq(registrations.owner, actor.id))
+        .orderBy(asc(registrations.createdAt), asc(registrations.id));
       return rows.map(webhookView);
     },
 
-    get: (actor: Actor, id: string): WebhookView => webhookView(getOwned(actor, id)),
+    get: async (actor: Actor, id: string): Promise<WebhookView> => webhookView(await getOwned(actor, id)),
 
-    update(actor: Actor, id: string, input: PatchWebhookInput): WebhookView {
-      const reg = getOwned(actor, id);
+    async update(actor: Actor, id: string, input: PatchWebhookInput): Promise<WebhookView> {
+      const reg = await getOwned(actor, id);
       if (input.url !== undefined) checkUrl(input.url);
       if (input.secret !== undefined) checkSecret(input.secret);
       const events = input.events === undefined ? undefined : checkEvents(input.events);
@@ -167,65 +179,61 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
       if (input.secret !== undefined) set.secret = input.secret;
       if (input.active === true && !reg.active) Object.assign(set, { active: true, disabledReason: null, disabledAt: null, failingSince: null });
       if (input.active === false && reg.active) Object.assign(set, { active: false, disabledReason: 'manual', disabledAt: now });
-      const row = db.update(registrations).set(set).where(eq(registrations.id, reg.id)).returning().get()!;
-      if (input.active === false && reg.active) outbox.failPending(reg.id, 'the registration was turned off');
+      const [row] = await store.transaction((tx) => tx.update(registrations).set(set).where(eq(registrations.id, reg.id)).returning());
+      if (!row) throw notFound(); // deleted meanwhile
+      if (input.active === false && reg.active) await outbox.failPending(reg.id, 'the registration was turned off');
       return webhookView(row);
     },
 
-    remove(actor: Actor, id: string): { id: string; deleted: true } {
-      const reg = getOwned(actor, id);
+    async remove(actor: Actor, id: string): Promise<{ id: string; deleted: true }> {
+      const reg = await getOwned(actor, id);
       // Deliveries and attempts go with it (foreign keys cascade); an attempt in flight finds nothing to record.
-      db.delete(registrations).where(eq(registrations.id, reg.id)).run();
+      await store.transaction((tx) => tx.delete(registrations).where(eq(registrations.id, reg.id)));
       return { id: reg.id, deleted: true };
     },
 
-    ping(actor: Actor, id: string): DeliveryView {
-      const reg = getOwned(actor, id);
+    async ping(actor: Actor, id: string): Promise<DeliveryView> {
+      const reg = await getOwned(actor, id);
       requireActive(reg);
-      requireRoom(reg);
       const body = JSON.stringify({ event: 'ping', timestamp: isoNow(clock), webhook: { id: reg.id, events: reg.events } });
-      return deliveryView(outbox.enqueueTo(reg, 'ping', body));
+      return deliveryView(await outbox.enqueueTo(reg, 'ping', body, (tx) => requireRoom(reg, tx)));
     },
 
-    deliveries(actor: Actor, id: string, q: { status?: DeliveryStatus; limit?: number; before?: string }): DeliveryView[] {
-      const reg = getOwned(actor, id);
+    async deliveries(actor: Actor, id: string, q: { status?: DeliveryStatus; limit?: number; before?: string }): Promise<DeliveryView[]> {
+      const reg = await getOwned(actor, id);
       let beforeSeq = Number.MAX_SAFE_INTEGER;
       if (q.before !== undefined) {
-        const cursor = db.select({ seq: deliveries.seq }).from(deliveries).where(and(eq(deliveries.id, q.before), eq(deliveries.registrationId, reg.id))).get();
+        const [cursor] = await orm.select({ seq: deliveries.seq }).from(deliveries).where(and(eq(deliveries.id, q.before), eq(deliveries.registrationId, reg.id)));
         if (!cursor) throw invalid('before does not name a delivery of this webhook', '/before');
         beforeSeq = cursor.seq;
       }
-      return db
+      const rows = await orm
         .select()
         .from(deliveries)
         .where(and(eq(deliveries.registrationId, reg.id), lt(deliveries.seq, beforeSeq), q.status ? eq(deliveries.status, q.status) : undefined))
         .orderBy(desc(deliveries.seq))
-        .limit(q.limit ?? 50)
-        .all()
-        .map(deliveryView);
+        .limit(q.limit ?? 50);
+      return rows.map(deliveryView);
     },
 
-    delivery(actor: Actor, id: string, deliveryId: string): DeliveryDetailView {
-      const d = getDelivery(actor, id, deliveryId);
-      const history = db
-        .select()
-        .from(attempts)
-        .where(eq(attempts.deliverySeq, d.seq))
-        .orderBy(asc(attempts.id))
-        .all()
-        .map((a) => ({ attempt: a.attempt, startedAt: a.startedAt, durationMs: a.durationMs, responseStatus: a.responseStatus, error: a.error, responseBody: a.responseBody }));
+    async delivery(actor: Actor, id: string, deliveryId: string): Promise<DeliveryDetailView> {
+      const d = await getDelivery(actor, id, deliveryId);
+      const rows = await orm.select().from(attempts).where(eq(attempts.deliverySeq, d.seq)).orderBy(asc(attempts.id));
+      const history = rows.map((a) => ({ attempt: a.attempt, startedAt: a.startedAt, durationMs: a.durationMs, responseStatus: a.responseStatus, error: a.error, responseBody: a.responseBody }));
       return { ...deliveryView(d), payload: JSON.parse(d.payload), history };
     },
 
-    redeliver(actor: Actor, id: string, deliveryId: string): DeliveryView {
-      const reg = getOwned(actor, id);
+    async redeliver(actor: Actor, id: string, deliveryId: string): Promise<DeliveryView> {
+      const reg = await getOwned(actor, id);
       requireActive(reg);
-      const d = getDelivery(actor, id, deliveryId);
-      if (d.status !== 'pending') requireRoom(reg);
-      if (outbox.redeliver(d.seq) === 'in-flight') {
+      const d = await getDelivery(actor, id, deliveryId);
+      // An ended delivery becomes pending again: it needs a place, checked in the transaction that moves it.
+      if ((await outbox.redeliver(d.seq, (tx) => requireRoom(reg, tx))) === 'in-flight') {
         throw new AppError('DELIVERY_IN_FLIGHT', 'an attempt of this delivery is in flight; redeliver it once that attempt ends');
       }
-      return deliveryView(db.select().from(deliveries).where(eq(deliveries.seq, d.seq)).get()!);
+      const [now] = await orm.select().from(deliveries).where(eq(deliveries.seq, d.seq));
+      if (!now) throw deliveryNotFound(); // its webhook was deleted meanwhile
+      return deliveryView(now);
     },
   };
 }
