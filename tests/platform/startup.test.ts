@@ -27,6 +27,8 @@ describe('a bad configuration stops start-up with one line naming the variable',
     ['an identity access TTL past 15 minutes', { APP_IDENTITY_ACCESS_TTL_S: '901' }, 'APP_IDENTITY_ACCESS_TTL_S'],
     ['a service variable of a service not started still names itself when that service is started', { APP_SERVICES: 'catalog', APP_PROBE_TIMEOUT_MS: 'soon' }, 'APP_PROBE_TIMEOUT_MS'],
     ['a bus that is neither memory nor NATS', { APP_BUS: 'redis://x' }, 'APP_BUS'],
+    ['a database URL that is not PostgreSQL', { APP_DATABASE_URL: 'mysql://keel:pw@127.0.0.1/keel' }, 'APP_DATABASE_URL'],
+    ['a PostgreSQL that does not answer', { APP_DATABASE_URL: 'postgres://keel:hunter2-db@127.0.0.1:1/keel', APP_SERVICES: 'catalog' }, 'APP_DATABASE_URL'],
     ['a malformed secret', { APP_API_SECRET: 'abc123' }, 'APP_API_SECRET'],
     ['no secret in production', { NODE_ENV: 'production' }, 'APP_API_SECRET'],
   ];
@@ -41,6 +43,10 @@ describe('a bad configuration stops start-up with one line naming the variable',
   }
   test('the malformed secret is not repeated in the reason', () => {
     expect(run({ APP_API_SECRET: 'zz-not-hex-zz' }).stderr).not.toContain('zz-not-hex-zz');
+  });
+  test("the database URL's password is not repeated, whether the URL is refused or the server is", () => {
+    expect(run({ APP_DATABASE_URL: 'mysql://keel:hunter2-db@127.0.0.1/keel' }).stderr).not.toContain('hunter2-db');
+    expect(run({ APP_DATABASE_URL: 'postgres://keel:hunter2-db@127.0.0.1:1/keel', APP_SERVICES: 'catalog' }).stderr).not.toContain('hunter2-db');
   });
 });
 
