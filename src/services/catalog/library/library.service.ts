@@ -174,7 +174,9 @@ export function createLibrary(deps: LibraryDeps) {
     // One read and one write per batch (at most APP_LIBRARY_BATCH paths), not one per file.
     await store.transaction(async (tx) => {
       const paths = files.map((f) => f.path);
-      const rows = paths.length ? await tx.select().from(libraryFiles).where(and(eq(libraryFiles.root, root), inArray(libraryFiles.path, paths))) : [];
+      const f = libraryFiles;
+      const columns = { path: f.path, assetId: f.assetId, sizeBytes: f.sizeBytes, mtimeMs: f.mtimeMs, available: f.available, seenScan: f.seenScan };
+      const rows = paths.length ? await tx.select(columns).from(f).where(and(eq(f.root, root), inArray(f.path, paths))) : [];
       const known = new Map(rows.map((r) => [r.path, r]));
       for (const f of files) {
         const row = known.get(f.path);
