@@ -119,10 +119,10 @@ export async function openPostgresStore(url: string): Promise<Store> {
       else conn.release();
       return row.ok as boolean;
     },
-    async version() {
+    version: coalescedVersion(async () => {
       const [row] = await client`SELECT coalesce(sum(n), 0)::text AS v FROM keel_changes`;
       return row.v as string;
-    },
+    }),
     async close() {
       for (const conn of claims.splice(0)) conn.release();
       await client.close();
@@ -169,6 +169,34 @@ function sqlState(e: unknown): string | undefined {
     if (typeof x.errno === 'string' && /^[0-9A-Z]{5}$/.test(x.errno)) return x.errno;
   }
   return undefined;
+}
+
+/**
+ * The change counter read for many requests at once: a read answers every request that arrived
+ * before it started, and a request that arrives while one is in flight waits for the next, which
+ * starts when that one ends. A write committed before a request arrived is always seen (the read
+ * it gets started after it), and under load one round trip serves a whole batch of cached reads
+ * instead of one each.
+ */
+export function coalescedVersion(read: () => Promise<string>): () => Promise<string> {
+  let inFlight: Promise<string> | undefined;
+  let queued: Promise<string> | undefined;
+  const start = () => {
+    const p = read().finally(() => {
+      if (inFlight === p) inFlight = undefined;
+    });
+    inFlight = p;
+    return p;
+  };
+  return () => {
+    if (!inFlight) return start();
+    return (queued ??= inFlight
+      .catch(() => undefined)
+      .then(() => {
+        queued = undefined;
+        return start();
+      }));
+  };
 }
 
 /** drizzle's own migrator fed from the embedded copy (as db.ts does for SQLite). */
