@@ -127,7 +127,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   // Keel's own ports: every service's configured one, and this app's as bound (`0` picks one at listen).
   const ownPorts = () => [...Object.values(deps.config.ports).filter((p) => p > 0), ...(app.server?.port ? [app.server.port] : [])];
   const targets = createTargetGuard({ engine, subnetPool: settings.subnetPool, log: deps.log, ownPorts });
-  const agentStore = createAgentStore(deps.db);
+  const agentStore = createAgentStore(deps.store);
   const usage = createUsage({ store: deps.store, clock: deps.clock, tokensByModel: (actor, from, to) => agentStore.tokensByModel(actor, from, to) });
   const registry = createTemplateRegistry();
   const templates = createTemplatesService({ registry, engine, settings, log: deps.log });
@@ -283,7 +283,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       if (lost) deps.log.info('processes of a previous run marked lost', { count: lost });
       previewPort = previewProxy.listen(deps.config.host, settings.previewPort);
       deps.log.info('preview listener', { url: `http://${deps.config.host}:${previewPort}` });
-      agent.recover();
+      await agent.recover();
       targets.start();
       // Deliveries a previous run left pending go out again.
       await outbox.start();

@@ -2,6 +2,7 @@
 // stop it, and its result.
 import type { AppError } from '../../../platform/errors';
 import type { AgentEvent, AssistantReply, ToolCall, Usage } from './agent.model';
+import type { StoredEvent, TurnSnapshot } from './agent.store';
 import { zeroUsage, type TurnProgress } from './agent.turn';
 
 export interface LiveTurn {
@@ -12,9 +13,18 @@ export interface LiveTurn {
   messageId: string;
   /** The session's last event id before this turn: the turn's events come after it. */
   afterEventId: number;
+  /** The id of the next event: assigned here only, in the order the events happen. */
   nextSeq: number;
-  /** Every event of this turn, in order: followers read from here once they caught up with the log. */
+  /** Every stored event of this turn, in order: followers read from here once they caught up with the log. */
   events: AgentEvent[];
+  /** Events numbered but not stored yet, in order: the turn's writer stores them, then moves them to `events`. */
+  unstored: { event: AgentEvent; stored: StoredEvent; at: string }[];
+  /** The latest progress not stored yet (only the latest is worth a write). */
+  progress?: TurnSnapshot;
+  /** The turn's writes, one after another: each flush of `unstored` and `progress` is chained here. */
+  writes: Promise<void>;
+  /** A flush is chained on `writes` and has not begun. */
+  flushQueued: boolean;
   ended: boolean;
   content: string;
   toolCalls: ToolCall[];
@@ -28,7 +38,7 @@ export interface LiveTurn {
 }
 
 /** What ending a turn needs: a live one, or one found unfinished at start-up. */
-export type TurnEnd = Pick<LiveTurn, 'sessionId' | 'actor' | 'model' | 'messageId' | 'nextSeq' | 'events' | 'ended' | 'wake'>;
+export type TurnEnd = Pick<LiveTurn, 'sessionId' | 'actor' | 'model' | 'messageId' | 'nextSeq' | 'events' | 'ended' | 'wake' | 'writes'>;
 
 /** A turn starting now, or (`p`) a paused one taken up again with what it had said. */
 export function newLiveTurn(sessionId: string, actor: string, model: string, messageId: string, afterEventId: number, nextSeq: number, p?: TurnProgress): LiveTurn {
@@ -40,6 +50,9 @@ export function newLiveTurn(sessionId: string, actor: string, model: string, mes
     afterEventId,
     nextSeq,
     events: [],
+    unstored: [],
+    writes: Promise.resolve(),
+    flushQueued: false,
     ended: false,
     content: p?.content ?? '',
     toolCalls: p ? [...p.toolCalls] : [],

@@ -4,7 +4,10 @@ import type { AgentEvent, ToolCall } from './agent.model';
 import type { AgentStore } from './agent.store';
 import type { Part } from './agent.turn';
 
-/** What following needs of a turn in flight: its events in memory from `afterEventId + 1` on. */
+/**
+ * What following needs of a turn in flight: its events in memory from `afterEventId + 1` on, without
+ * a gap, each put there once stored (so the log holds every event a follower was handed).
+ */
 export interface FollowedTurn {
   afterEventId: number;
   events: AgentEvent[];
@@ -19,7 +22,7 @@ export interface FollowedTurn {
 export async function* followEvents(store: AgentStore, sessionId: string, after: number, live: FollowedTurn | undefined, signal: AbortSignal): AsyncGenerator<AgentEvent> {
   let last = after;
   for (;;) {
-    const page = store.eventsAfter(sessionId, last);
+    const page = await store.eventsAfter(sessionId, last);
     for (const e of page) {
       if (signal.aborted) return;
       yield e;
@@ -51,11 +54,11 @@ export async function* followEvents(store: AgentStore, sessionId: string, after:
 }
 
 /** The text and tool calls of a turn, from its stored events after `afterEventId`. */
-export function replayTurn(store: AgentStore, sessionId: string, afterEventId: number): { content: string; toolCalls: ToolCall[]; parts: Part[] } {
+export async function replayTurn(store: AgentStore, sessionId: string, afterEventId: number): Promise<{ content: string; toolCalls: ToolCall[]; parts: Part[] }> {
   let content = '';
   const toolCalls: ToolCall[] = [];
   const parts: Part[] = [];
-  for (let last = afterEventId, page = store.eventsAfter(sessionId, last); page.length; page = store.eventsAfter(sessionId, last)) {
+  for (let last = afterEventId, page = await store.eventsAfter(sessionId, last); page.length; page = await store.eventsAfter(sessionId, last)) {
     for (const e of page) {
       last = e.id;
       if (e.event === 'delta') {

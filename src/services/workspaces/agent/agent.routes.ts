@@ -68,7 +68,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
           '429 QUOTA_EXCEEDED (`details: {quota: "sessions", limit}`: the caller holds APP_QUOTA_SESSIONS sessions already; admin tokens are exempt).',
       },
     })
-    .get('/api/agent/sessions', ({ actor, query }) => ({ sessions: agent.list(actor, query) }), {
+    .get('/api/agent/sessions', async ({ actor, query }) => ({ sessions: await agent.list(actor, query) }), {
       query: ListQuery,
       response: { 200: SessionList, 400: ErrorEnvelope, 401: ErrorEnvelope },
       detail: { ...op('listAgentSessions'), tags: ['agent'], summary: "The caller's sessions (admins: all), oldest first, without messages; `workspaceId` narrows to one workspace" },
@@ -94,9 +94,9 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
         // starts (a refused one, 429, starts nothing) and held until the turn has ended and its stream
         // closed: a client that leaves does not stop the turn, so it must not free the slot either.
         const slot = deps.quotas.take(actor, 'streams');
-        let turn: ReturnType<AgentService['send']>;
+        let turn: Awaited<ReturnType<AgentService['send']>>;
         try {
-          turn = agent.send(actor, params.id, body.message);
+          turn = await agent.send(actor, params.id, body.message);
         } catch (e) {
           slot.release();
           throw e;
@@ -139,12 +139,12 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     )
     .get(
       '/api/agent/sessions/:id/events',
-      ({ params, query, actor, request }) => {
+      async ({ params, query, actor, request }) => {
         const after = resumePoint(lastEventId(request), query.after);
         const stream = deps.sse.open(request);
         const slot = deps.quotas.hold(actor, 'streams', stream.signal);
         try {
-          return stream.respond(agent.events(actor, params.id, after, stream.signal));
+          return stream.respond(await agent.events(actor, params.id, after, stream.signal));
         } catch (e) {
           slot.release();
           throw e;
@@ -176,7 +176,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
           '`finishReason` is `cancelled` (partial content and usage kept). `cancelled: false` when no turn was in flight.',
       },
     })
-    .get('/api/agent/sessions/:id/approvals', ({ params, query, actor }) => ({ approvals: agent.approvals(actor, params.id, query.status === 'all') }), {
+    .get('/api/agent/sessions/:id/approvals', async ({ params, query, actor }) => ({ approvals: await agent.approvals(actor, params.id, query.status === 'all') }), {
       params: SessionParams,
       query: ApprovalsQuery,
       response: { 200: ApprovalList, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope },

@@ -1,6 +1,10 @@
 // Agent sessions: who may see them, one turn at a time per session, the turn's events appended to the
 // session's log as they happen and fanned out to whoever follows, cancel, limits, and the closing of
 // turns that a stop or crash of Keel cut short. No HTTP here: followers get an AsyncIterable of events.
+//
+// Each turn has one writer (`flushSoon`): its events are numbered when they happen (`nextSeq`, here
+// only), stored one batch after another in that order, and handed to followers once stored. So the
+// log is always a gap-free prefix of the turn's events, and what a client saw is what is stored.
 import { AppError, toEnvelope } from '../../../platform/errors';
 import '../workspaces.errors';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
@@ -8,7 +12,7 @@ import { isoNow, newId, type Clock, type Logger, errorFields } from '../../../pl
 import type { Access } from '../access';
 import type { AgentConfig } from './agent.config';
 import type { AgentContext, AgentEvent, Approval, AssistantReply, CreateSessionInput, DecisionInput, Message, Session, SessionListEntry, Usage } from './agent.model';
-import type { AgentStore } from './agent.store';
+import { EVENT_PAGE, type AgentStore } from './agent.store';
 import type { AgentMessageRow, AgentSessionRow } from './agent.tables';
 import { runTurn, systemPrompt, toModelMessages, zeroUsage, type StopReason, type TurnOutcome, type TurnProgress } from './agent.turn';
 import { createApprovals, parsePolicy, SUSPENDED, withApproval } from './approvals';
@@ -43,11 +47,15 @@ const notFound = () => new AppError('SESSION_NOT_FOUND', 'agent session not foun
 export function createAgentService(deps: AgentServiceDeps) {
   const { store, clock, config } = deps;
   const turns = new Map<string, LiveTurn>();
+  /** Sessions whose turn is being started (past the busy check, not yet in `turns`): busy too. */
+  const starting = new Map<string, Promise<unknown>>();
   const usage = createAgentUsage({ store, clock, config, log: deps.log });
   const approvals = createApprovals({ store, clock, timeoutMs: config.approvalTimeoutMs, log: deps.log });
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      // A send past its checks starts its turn first; it is then stopped with the others.
+      await Promise.allSettled(starting.values());
       const running = [...turns.values()];
       // A turn paused for approval stays paused: its calls are stored and it goes on after the restart.
       for (const live of running) live.controller.abort(live.awaiting ? SUSPENDED : ('interrupted' satisfies StopReason));
@@ -55,8 +63,8 @@ export function createAgentService(deps: AgentServiceDeps) {
     })());
   deps.shutdown.addEventListener('abort', () => void close(), { once: true });
 
-  function owned(actor: Actor, id: string): AgentSessionRow {
-    const row = store.session(id);
+  async function owned(actor: Actor, id: string): Promise<AgentSessionRow> {
+    const row = await store.session(id);
     if (!row || !canAccess(actor, row.owner)) throw notFound();
     return row;
   }
@@ -74,8 +82,8 @@ export function createAgentService(deps: AgentServiceDeps) {
     };
   }
 
-  function sessionFields(row: AgentSessionRow) {
-    const live = turns.get(row.id);
+  /** `live`: the session's turn in flight, if any; `storedLast`: its last stored event id (shown when none). */
+  function sessionFields(row: AgentSessionRow, live: LiveTurn | undefined, storedLast: number) {
     return {
       id: row.id,
       workspaceId: row.workspaceId,
@@ -86,7 +94,8 @@ export function createAgentService(deps: AgentServiceDeps) {
       createdAt: row.createdAt,
       usage: { promptTokens: row.promptTokens, completionTokens: row.completionTokens, totalTokens: row.totalTokens },
       busy: !!live,
-      lastEventId: live ? live.nextSeq - 1 : store.lastEventId(row.id),
+      // A turn in flight: the last event handed to its followers.
+      lastEventId: live ? (live.events.at(-1)?.id ?? live.afterEventId) : storedLast,
     };
   }
 
@@ -96,12 +105,54 @@ export function createAgentService(deps: AgentServiceDeps) {
     w?.resolve();
   }
 
-  /** Appends one event to the log and hands it to the followers. */
+  /** Numbers one event now; the turn's writer appends it to the log, then hands it to the followers. */
   function emit(live: LiveTurn, event: 'delta' | 'tool' | 'approval', data: unknown) {
     const seq = live.nextSeq++;
-    store.appendEvent(live.sessionId, seq, event, JSON.stringify(data), isoNow(clock));
-    live.events.push({ id: seq, event, data });
-    wake(live);
+    live.unstored.push({ event: { id: seq, event, data }, stored: { seq, event, data: JSON.stringify(data) }, at: isoNow(clock) });
+    flushSoon(live);
+  }
+
+  /** What the turn has said so far, stored by the turn's writer (only the latest is kept waiting). */
+  function saveProgress(live: LiveTurn, p: TurnProgress) {
+    live.progress = { content: p.content, toolCalls: JSON.stringify(p.toolCalls), parts: JSON.stringify(p.parts), usage: { ...p.usage } };
+    flushSoon(live);
+  }
+
+  /** Chains one flush on the turn's writes, unless one is chained and has not begun. */
+  function flushSoon(live: LiveTurn) {
+    if (live.flushQueued) return;
+    live.flushQueued = true;
+    live.writes = live.writes.then(() => flush(live));
+  }
+
+  /** Stores what waits (events in order, then progress), then hands the events to the followers. Never rejects. */
+  async function flush(live: LiveTurn) {
+    live.flushQueued = false;
+    const batch = live.unstored.splice(0, EVENT_PAGE);
+    if (live.unstored.length) flushSoon(live);
+    const progress = live.progress;
+    live.progress = undefined;
+    try {
+      await store.appendEvents(live.sessionId, batch.map((u) => ({ ...u.stored, createdAt: u.at })));
+    } catch (e) {
+      // Followers still get them; a crash before the turn's end would lose them from the log.
+      deps.log.warn('agent events not stored', { session: live.sessionId, count: batch.length, ...errorFields(e) });
+    }
+    if (progress) {
+      await store.saveProgress(live.messageId, progress).catch((e) => deps.log.warn('agent turn progress not stored', { session: live.sessionId, ...errorFields(e) }));
+    }
+    if (batch.length) {
+      for (const u of batch) live.events.push(u.event);
+      wake(live);
+    }
+  }
+
+  /** Waits until the turn's writer has stored everything chained so far. */
+  async function written(live: Pick<LiveTurn, 'writes'>) {
+    for (let w = live.writes; ; w = live.writes) {
+      await w;
+      if (w === live.writes) return;
+    }
   }
 
   async function execute(live: LiveTurn, row: AgentSessionRow, actor: Actor, message: string, history: AgentMessageRow[], resume?: TurnProgress) {
@@ -155,7 +206,7 @@ export function createAgentService(deps: AgentServiceDeps) {
           },
           onProgress(p) {
             live.usage = { ...p.usage };
-            store.saveProgress(live.messageId, { content: p.content, toolCalls: JSON.stringify(p.toolCalls), parts: JSON.stringify(p.parts), usage: p.usage });
+            saveProgress(live, p);
           },
         });
       } finally {
@@ -171,8 +222,9 @@ export function createAgentService(deps: AgentServiceDeps) {
    * Keel stops while the turn waits for approval: nothing ends, the stored parts and pending calls are
    * taken up again at start-up. A request waiting on the turn answers 503; a stream just closes.
    */
-  function suspend(live: LiveTurn, o: TurnOutcome) {
-    store.saveProgress(live.messageId, { content: o.content, toolCalls: JSON.stringify(o.toolCalls), parts: JSON.stringify(o.parts), usage: o.usage });
+  async function suspend(live: LiveTurn, o: TurnOutcome) {
+    saveProgress(live, o);
+    await written(live);
     live.ended = true;
     turns.delete(live.sessionId);
     wake(live);
@@ -180,13 +232,17 @@ export function createAgentService(deps: AgentServiceDeps) {
     return { reply, error: new AppError('SHUTTING_DOWN', 'Keel is stopping; the turn waits for approval and goes on once Keel is back') };
   }
 
-  /** Stores the turn's end (reply, totals, last event) in one transaction, then releases the session. */
-  function finish(live: TurnEnd, o: TurnOutcome) {
+  /**
+   * Stores the turn's end (reply, totals, last event) in one transaction, after everything the turn
+   * said before, then releases the session.
+   */
+  async function finish(live: TurnEnd, o: TurnOutcome) {
+    await written(live);
     const reply: AssistantReply = { id: live.messageId, role: 'assistant', content: o.content, finishReason: o.finishReason, usage: o.usage, toolCalls: o.toolCalls };
-    usage.record(live, o.usage);
+    await usage.record(live, o.usage);
     const last: AgentEvent = o.error ? { id: live.nextSeq++, event: 'error', data: toEnvelope(o.error) } : { id: live.nextSeq++, event: 'done', data: reply };
     try {
-      store.finishTurn(
+      await store.finishTurn(
         live.sessionId,
         live.messageId,
         { content: o.content, toolCalls: JSON.stringify(o.toolCalls), parts: JSON.stringify(o.parts), usage: o.usage, finishReason: o.finishReason },
@@ -205,30 +261,31 @@ export function createAgentService(deps: AgentServiceDeps) {
   }
 
   /** Closes the turns that were running when Keel last stopped: their stored content kept, `interrupted`. */
-  function recover() {
-    for (const m of store.unfinishedTurns()) {
-      if (approvals.pendingMessages(m.sessionId).has(m.id)) {
-        resumePaused(m);
+  async function recover() {
+    for (const m of await store.unfinishedTurns()) {
+      if ((await approvals.pendingMessages(m.sessionId)).has(m.id)) {
+        await resumePaused(m);
         continue;
       }
-      const { content, toolCalls, parts } = replayTurn(store, m.sessionId, m.afterEventId ?? 0);
+      const { content, toolCalls, parts } = await replayTurn(store, m.sessionId, m.afterEventId ?? 0);
       // The caller of a cut-short turn is not stored: its tokens count against the session's owner.
-      const session = store.session(m.sessionId);
-      const end: TurnEnd = { sessionId: m.sessionId, actor: session?.owner ?? '', model: session?.model ?? '', messageId: m.id, nextSeq: store.lastEventId(m.sessionId) + 1, events: [], ended: false };
-      finish(end, { content, toolCalls, parts, usage: usageOf(m), finishReason: 'interrupted' });
+      const session = await store.session(m.sessionId);
+      const nextSeq = (await store.lastEventId(m.sessionId)) + 1;
+      const end: TurnEnd = { sessionId: m.sessionId, actor: session?.owner ?? '', model: session?.model ?? '', messageId: m.id, nextSeq, events: [], ended: false, writes: Promise.resolve() };
+      await finish(end, { content, toolCalls, parts, usage: usageOf(m), finishReason: 'interrupted' });
       deps.log.warn('agent turn interrupted by a restart, closed', { session: m.sessionId, message: m.id });
     }
   }
 
   /** A turn paused for approval when Keel stopped: live again, waiting on the same stored calls. */
-  function resumePaused(m: AgentMessageRow) {
-    const row = store.session(m.sessionId)!;
-    const all = store.messages(m.sessionId);
+  async function resumePaused(m: AgentMessageRow) {
+    const row = (await store.session(m.sessionId))!;
+    const all = await store.messages(m.sessionId);
     const user = all.find((x) => x.ordinal === m.ordinal - 1)!;
     const history = all.filter((x) => x.ordinal < user.ordinal);
     const progress: TurnProgress = { content: m.content, toolCalls: m.toolCalls ? JSON.parse(m.toolCalls) : [], parts: m.parts ? JSON.parse(m.parts) : [], usage: usageOf(m) };
     // Its live events start after the stored log (followers read the earlier ones from the table).
-    const last = store.lastEventId(m.sessionId);
+    const last = await store.lastEventId(m.sessionId);
     const live = startLive(m.sessionId, row.owner, row.model, m.id, last, last + 1, progress);
     // Its caller is not stored: the session's owner acts (tools, quotas) for the rest of the turn.
     run(live, row, { id: row.owner, admin: false }, user.content, history, progress);
@@ -246,6 +303,39 @@ export function createAgentService(deps: AgentServiceDeps) {
       deps.log.error('agent turn failed unexpectedly', { session: live.sessionId, ...errorFields(e) });
       return finish(live, { content: live.content, toolCalls: live.toolCalls, parts: [], usage: live.usage, finishReason: 'error', error: new AppError('INTERNAL_ERROR', 'the turn failed inside Keel') });
     });
+  }
+
+  /**
+   * A turn of `row`'s session: the daily token check and the turn's two messages in one transaction
+   * under the actor's lock, then the turn runs. The session is marked `starting` by the caller.
+   */
+  async function startTurn(actor: Actor, row: AgentSessionRow, message: string) {
+    const id = row.id;
+    // Tokens of the actor's turns in flight count too: they are spent, only not stored yet.
+    let inFlight = 0;
+    for (const t of turns.values()) if (t.actor === actor.id) inFlight += t.usage.totalTokens;
+    const at = isoNow(clock);
+    const messageId = newId('msg', clock);
+    const userId = newId('msg', clock);
+    const { history, afterEventId } = await usage.admitTurn(actor, inFlight, async (tx) => {
+      const history = await store.messages(id, tx);
+      const afterEventId = await store.lastEventId(id, tx);
+      const base = { sessionId: id, finishReason: null, toolCalls: null, parts: null, promptTokens: null, completionTokens: null, totalTokens: null, createdAt: at };
+      await store.insertTurn(
+        { ...base, id: userId, ordinal: history.length, role: 'user', content: message, afterEventId: null },
+        { ...base, id: messageId, ordinal: history.length + 1, role: 'assistant', content: '', afterEventId },
+        tx,
+      );
+      return { history, afterEventId };
+    });
+    const live = startLive(id, actor.id, row.model, messageId, afterEventId, afterEventId + 1);
+    run(live, row, actor, message, history);
+    return { result: live.result, follow: (signal: AbortSignal) => followEvents(store, id, afterEventId, live, signal) };
+  }
+
+  /** Waits for a turn of session `id` being started now (if any) to be in `turns`, or to have failed. */
+  async function startedTurn(id: string) {
+    await starting.get(id)?.catch(() => undefined);
   }
 
   return {
@@ -270,30 +360,33 @@ export function createAgentService(deps: AgentServiceDeps) {
         createdAt: at,
         updatedAt: at,
       };
-      // Counted and inserted in one synchronous step: concurrent creates cannot overshoot.
-      usage.checkSessions(actor);
-      store.insertSession(row);
-      return { ...sessionFields(row), context, messages: [] };
+      // Counted and inserted in one transaction under the actor's lock: concurrent creates cannot overshoot.
+      await usage.admitSession(actor, (tx) => store.insertSession(row, tx));
+      return { ...sessionFields(row, undefined, 0), context, messages: [] };
     },
 
-    list(actor: Actor, filter: { workspaceId?: string } = {}): SessionListEntry[] {
-      return store.list(actor.admin ? null : actor.id, filter.workspaceId).map((r) => ({ ...sessionFields(r), messageCount: r.messageCount }));
+    async list(actor: Actor, filter: { workspaceId?: string } = {}): Promise<SessionListEntry[]> {
+      const rows = await store.list(actor.admin ? null : actor.id, filter.workspaceId);
+      return rows.map((r) => ({ ...sessionFields(r, turns.get(r.id), r.lastEventId), messageCount: r.messageCount }));
     },
 
-    get(actor: Actor, id: string): Session {
-      const row = owned(actor, id);
+    async get(actor: Actor, id: string): Promise<Session> {
+      const row = await owned(actor, id);
+      // Looked up before the reads: a turn that ends meanwhile is shown with what it said in memory.
       const live = turns.get(id);
-      return { ...sessionFields(row), context: JSON.parse(row.context), messages: store.messages(id).map((m) => messageView(m, live)) };
+      const [messages, storedLast] = await Promise.all([store.messages(id), store.lastEventId(id)]);
+      return { ...sessionFields(row, live, storedLast), context: JSON.parse(row.context), messages: messages.map((m) => messageView(m, live)) };
     },
 
     async remove(actor: Actor, id: string): Promise<{ id: string; deleted: true }> {
-      owned(actor, id);
+      await owned(actor, id);
+      await startedTurn(id);
       const live = turns.get(id);
       if (live) {
         live.controller.abort('cancelled' satisfies StopReason);
         await live.result;
       }
-      store.deleteSession(id);
+      await store.deleteSession(id);
       return { id, deleted: true };
     },
 
@@ -301,37 +394,30 @@ export function createAgentService(deps: AgentServiceDeps) {
      * Starts a turn and answers at once: `result` settles when it ends, `follow` yields its events from
      * the first. The turn runs to its end whoever listens (a client that leaves stops nothing).
      */
-    send(actor: Actor, id: string, message: string): { result: LiveTurn['result']; follow(signal: AbortSignal): AsyncIterable<AgentEvent> } {
-      const row = owned(actor, id);
+    async send(actor: Actor, id: string, message: string): Promise<{ result: LiveTurn['result']; follow(signal: AbortSignal): AsyncIterable<AgentEvent> }> {
+      const row = await owned(actor, id);
       deps.providers.check(row.model);
       if (closing) throw new AppError('SHUTTING_DOWN', 'Keel is shutting down; send the message again once it is back');
-      if (turns.has(id)) throw new AppError('SESSION_BUSY', 'a turn is in flight in this session; wait for its done event or cancel it', { sessionId: id });
-      // Tokens of the actor's turns in flight count too: they are spent, only not stored yet.
-      let inFlight = 0;
-      for (const t of turns.values()) if (t.actor === actor.id) inFlight += t.usage.totalTokens;
-      usage.checkDaily(actor, inFlight);
-      const history = store.messages(id);
-      const afterEventId = store.lastEventId(id);
-      const at = isoNow(clock);
-      const base = { sessionId: id, finishReason: null, toolCalls: null, parts: null, promptTokens: null, completionTokens: null, totalTokens: null, createdAt: at };
-      const messageId = newId('msg', clock);
-      store.insertTurn(
-        { ...base, id: newId('msg', clock), ordinal: history.length, role: 'user', content: message, afterEventId: null },
-        { ...base, id: messageId, ordinal: history.length + 1, role: 'assistant', content: '', afterEventId },
-      );
-      const live = startLive(id, actor.id, row.model, messageId, afterEventId, afterEventId + 1);
-      run(live, row, actor, message, history);
-      return { result: live.result, follow: (signal) => followEvents(store, id, afterEventId, live, signal) };
+      if (turns.has(id) || starting.has(id)) throw new AppError('SESSION_BUSY', 'a turn is in flight in this session; wait for its done event or cancel it', { sessionId: id });
+      // Marked busy in the same step as the check: a second send now is 409 until this one has started or failed.
+      const started = startTurn(actor, row, message);
+      starting.set(id, started);
+      try {
+        return await started;
+      } finally {
+        starting.delete(id);
+      }
     },
 
     /** The session's events after `after`, then the turn in flight until its end (at once when none). */
-    events(actor: Actor, id: string, after: number, signal: AbortSignal): AsyncIterable<AgentEvent> {
-      owned(actor, id);
+    async events(actor: Actor, id: string, after: number, signal: AbortSignal): Promise<AsyncIterable<AgentEvent>> {
+      await owned(actor, id);
       return followEvents(store, id, after, turns.get(id), signal);
     },
 
     async cancel(actor: Actor, id: string): Promise<{ id: string; cancelled: boolean }> {
-      owned(actor, id);
+      await owned(actor, id);
+      await startedTurn(id);
       const live = turns.get(id);
       if (!live) return { id, cancelled: false };
       live.controller.abort('cancelled' satisfies StopReason);
@@ -342,13 +428,13 @@ export function createAgentService(deps: AgentServiceDeps) {
     recover,
 
     /** What waits for a decision in the session (`all`: decided ones too). */
-    approvals(actor: Actor, id: string, all: boolean): Approval[] {
-      owned(actor, id);
+    async approvals(actor: Actor, id: string, all: boolean): Promise<Approval[]> {
+      await owned(actor, id);
       return approvals.list(id, all);
     },
 
-    decide(actor: Actor, id: string, aid: string, input: DecisionInput): Approval {
-      owned(actor, id);
+    async decide(actor: Actor, id: string, aid: string, input: DecisionInput): Promise<Approval> {
+      await owned(actor, id);
       return approvals.decide(id, aid, actor.id, input);
     },
 

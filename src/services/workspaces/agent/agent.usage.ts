@@ -1,8 +1,12 @@
 // What one actor may spend on agents (CONTRACT.md, "One tenant never stalls another"): sessions held
 // (APP_QUOTA_SESSIONS) and tokens per UTC day over all sessions (APP_AGENT_DAILY_TOKENS), both counted
-// from the tables, admins exempt. Each turn's tokens are kept as a usage record (agent_usage): the
-// daily limit sums them, and usage reports read the same records.
+// from the tables, admins exempt. Each is checked in the transaction of the write it guards, under the
+// actor's lock (Store.lock), so concurrent requests, in one process or two, cannot both pass the check.
+// Each turn's tokens are kept as a usage record (agent_usage): the daily limit sums them, and usage
+// reports read the same records.
 import type { Actor } from '../../../platform/auth/workspace-token';
+import type { AppError } from '../../../platform/errors';
+import type { Orm } from '../../../platform/store';
 import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
 import { quotaExceeded } from '../quotas';
 import type { AgentConfig } from './agent.config';
@@ -13,28 +17,53 @@ const DAY_MS = 86_400_000;
 
 export function createAgentUsage(deps: { store: AgentStore; clock: Clock; config: Pick<AgentConfig, 'quotaSessions' | 'dailyTokens'>; log: Logger }) {
   const { store, clock, config } = deps;
+
+  /**
+   * Runs `write` in the transaction of the check (`refusal`: the 429 when the quota is spent, admins
+   * exempt), under `actor`'s quota lock. A refusal is thrown once the transaction has ended rather than
+   * rolling it back: on SQLite other requests' writes on the one connection may have run inside it.
+   */
+  async function admit<T>(actor: Actor, refusal: (tx: Orm) => Promise<AppError | undefined>, write: (tx: Orm) => Promise<T>): Promise<T> {
+    const r = await store.underQuotaLock(actor.id, async (tx): Promise<{ refused: AppError } | { value: T }> => {
+      const refused = actor.admin ? undefined : await refusal(tx);
+      return refused ? { refused } : { value: await write(tx) };
+    });
+    if ('refused' in r) throw r.refused;
+    return r.value;
+  }
+
   return {
-    /** 429 QUOTA_EXCEEDED when `actor` holds APP_QUOTA_SESSIONS sessions already. Synchronous: run it right before the insert. */
-    checkSessions(actor: Actor) {
-      if (!actor.admin && store.sessionCount(actor.id) >= config.quotaSessions) throw quotaExceeded('sessions', config.quotaSessions);
+    /** Runs `insert` (the new session) only if `actor` holds fewer than APP_QUOTA_SESSIONS sessions; 429 QUOTA_EXCEEDED otherwise. */
+    admitSession<T>(actor: Actor, insert: (tx: Orm) => Promise<T>): Promise<T> {
+      return admit(
+        actor,
+        async (tx) => ((await store.sessionCount(actor.id, tx)) >= config.quotaSessions ? quotaExceeded('sessions', config.quotaSessions) : undefined),
+        insert,
+      );
     },
 
     /**
-     * 429 QUOTA_EXCEEDED when `actor` has spent its tokens of the current UTC day (the stored turns plus
-     * `inFlight`, the tokens of its turns still running). Checked before a turn starts: the provider is not called.
+     * Runs `start` (the turn's messages) only if `actor` has tokens left this UTC day (the stored turns
+     * plus `inFlight`, the tokens of its turns still running); 429 QUOTA_EXCEEDED otherwise, and the
+     * provider is not called.
      */
-    checkDaily(actor: Actor, inFlight: number) {
-      if (actor.admin) return;
-      const now = clock.now();
-      const dayStart = new Date(now - (now % DAY_MS)).toISOString();
-      if (store.tokensSince(actor.id, dayStart) + inFlight >= config.dailyTokens) throw quotaExceeded('dailyTokens', config.dailyTokens);
+    admitTurn<T>(actor: Actor, inFlight: number, start: (tx: Orm) => Promise<T>): Promise<T> {
+      return admit(
+        actor,
+        async (tx) => {
+          const now = clock.now();
+          const dayStart = new Date(now - (now % DAY_MS)).toISOString();
+          return (await store.tokensSince(actor.id, dayStart, tx)) + inFlight >= config.dailyTokens ? quotaExceeded('dailyTokens', config.dailyTokens) : undefined;
+        },
+        start,
+      );
     },
 
     /** Records a turn's tokens against `actor`; kept even when the session was deleted meanwhile. */
-    record(turn: { actor: string; sessionId: string; model: string }, usage: Usage) {
+    async record(turn: { actor: string; sessionId: string; model: string }, usage: Usage) {
       if (usage.totalTokens <= 0) return;
       try {
-        store.recordUsage({
+        await store.recordUsage({
           id: newId('use', clock),
           actor: turn.actor,
           sessionId: turn.sessionId,

@@ -4,7 +4,7 @@
 // (APP_AGENT_APPROVAL_TIMEOUT) or the end of the turn settles each one exactly once (the first wins).
 import type { ToolSet } from 'ai';
 import { AppError } from '../../../platform/errors';
-import { isoNow, type Clock, type Logger } from '../../../platform/runtime';
+import { errorFields, isoNow, type Clock, type Logger } from '../../../platform/runtime';
 import type { Approval, DecisionInput, ToolApproval } from './agent.model';
 import type { AgentStore } from './agent.store';
 import type { AgentApprovalRow } from './agent.tables';
@@ -33,12 +33,12 @@ const decisionOf = (r: AgentApprovalRow): Decision =>
 export function createApprovals(deps: { store: AgentStore; clock: Clock; timeoutMs: number; log: Logger }) {
   const { store, clock } = deps;
   /** One waiting turn per session: `check` settles it once nothing of its message is pending. */
-  const waiting = new Map<string, { messageId: string; check(): void }>();
+  const waiting = new Map<string, { messageId: string; check(): Promise<void> }>();
 
-  function settle(id: string, status: 'approved' | 'denied', reason: string | null, by: string): boolean {
-    const ok = store.decideApproval(id, { status, reason, decidedBy: by, decidedAt: isoNow(clock) });
-    const row = ok ? store.approval(id) : undefined;
-    if (row) waiting.get(row.sessionId)?.check();
+  async function settle(id: string, status: 'approved' | 'denied', reason: string | null, by: string): Promise<boolean> {
+    const ok = await store.decideApproval(id, { status, reason, decidedBy: by, decidedAt: isoNow(clock) });
+    const row = ok ? await store.approval(id) : undefined;
+    if (row) await waiting.get(row.sessionId)?.check();
     return ok;
   }
 
@@ -49,79 +49,98 @@ export function createApprovals(deps: { store: AgentStore; clock: Clock; timeout
      * cancel or time limit denies what still waits; a suspension leaves it pending).
      */
     async wait(turn: { sessionId: string; messageId: string; signal: AbortSignal }, calls: PendingCall[], announce: (a: Pick<Approval, 'id' | 'toolCallId' | 'name' | 'input'>) => void) {
-      const now = clock.now();
-      for (const c of calls) {
-        if (store.approval(c.approvalId)) continue;
-        store.insertApproval({
-          id: c.approvalId,
-          sessionId: turn.sessionId,
-          messageId: turn.messageId,
-          toolCallId: c.id,
-          name: c.name,
-          input: JSON.stringify(c.input ?? null),
-          status: 'pending',
-          reason: null,
-          decidedBy: null,
-          createdAt: new Date(now).toISOString(),
-          expiresAt: new Date(now + deps.timeoutMs).toISOString(),
-          decidedAt: null,
-        });
-        announce({ id: c.approvalId, toolCallId: c.id, name: c.name, input: c.input ?? null });
-      }
-      store.setStatus(turn.sessionId, 'awaiting_approval');
       const ids = calls.map((c) => c.approvalId);
       const timers: Timer[] = [];
       const done = Promise.withResolvers<Map<string, Decision>>();
-      const check = () => {
-        const rows = ids.map((id) => store.approval(id)).filter((r): r is AgentApprovalRow => !!r);
-        if (rows.some((r) => r.status === 'pending')) return;
+      // Handled: it may reject (an abort) before it is awaited below.
+      done.promise.catch(() => undefined);
+      const check = async () => {
+        const rows = (await Promise.all(ids.map((id) => store.approval(id)))).filter((r): r is AgentApprovalRow => !!r);
+        // Not all stored yet (a decision came while `wait` stores them): the check at its end settles.
+        if (rows.length < ids.length || rows.some((r) => r.status === 'pending')) return;
         done.resolve(new Map(rows.map((r) => [r.id, decisionOf(r)])));
       };
-      const onAbort = () => {
-        if (turn.signal.reason !== SUSPENDED) for (const id of ids) store.decideApproval(id, { status: 'denied', reason: 'the turn ended before a decision', decidedBy: 'keel', decidedAt: isoNow(clock) });
-        done.reject(new Error('turn stopped while waiting for approval'));
+      const onAbort = async () => {
+        try {
+          if (turn.signal.reason !== SUSPENDED) {
+            for (const id of ids) await store.decideApproval(id, { status: 'denied', reason: 'the turn ended before a decision', decidedBy: 'keel', decidedAt: isoNow(clock) });
+          }
+        } catch (e) {
+          deps.log.warn('agent approvals not denied at the end of their turn', { session: turn.sessionId, ...errorFields(e) });
+        } finally {
+          done.reject(new Error('turn stopped while waiting for approval'));
+        }
       };
+      const listener = () => void onAbort();
+      // Waiting (decisions accepted) before anything is announced: a client may decide as soon as it sees the event.
       waiting.set(turn.sessionId, { messageId: turn.messageId, check });
-      for (const id of ids) {
-        const row = store.approval(id);
-        if (row?.status !== 'pending') continue;
-        // Timers count from the stored expiry, so a restart neither resets nor loses them.
-        const left = Math.max(0, Date.parse(row.expiresAt) - clock.now());
-        timers.push(setTimeout(() => settle(id, 'denied', `no decision within ${Math.round(deps.timeoutMs / 1000)} s (APP_AGENT_APPROVAL_TIMEOUT)`, 'keel'), left));
-      }
-      turn.signal.addEventListener('abort', onAbort, { once: true });
-      check();
       try {
+        const now = clock.now();
+        const announced: Parameters<typeof announce>[0][] = [];
+        for (const c of calls) {
+          if (await store.approval(c.approvalId)) continue;
+          await store.insertApproval({
+            id: c.approvalId,
+            sessionId: turn.sessionId,
+            messageId: turn.messageId,
+            toolCallId: c.id,
+            name: c.name,
+            input: JSON.stringify(c.input ?? null),
+            status: 'pending',
+            reason: null,
+            decidedBy: null,
+            createdAt: new Date(now).toISOString(),
+            expiresAt: new Date(now + deps.timeoutMs).toISOString(),
+            decidedAt: null,
+          });
+          announced.push({ id: c.approvalId, toolCallId: c.id, name: c.name, input: c.input ?? null });
+        }
+        await store.setStatus(turn.sessionId, 'awaiting_approval');
+        for (const a of announced) announce(a);
+        for (const id of ids) {
+          const row = await store.approval(id);
+          if (row?.status !== 'pending') continue;
+          // Timers count from the stored expiry, so a restart neither resets nor loses them.
+          const left = Math.max(0, Date.parse(row.expiresAt) - clock.now());
+          const reason = `no decision within ${Math.round(deps.timeoutMs / 1000)} s (APP_AGENT_APPROVAL_TIMEOUT)`;
+          const expire = () =>
+            void settle(id, 'denied', reason, 'keel').catch((e) => deps.log.warn('agent approval timeout not stored', { session: turn.sessionId, approval: id, ...errorFields(e) }));
+          timers.push(setTimeout(expire, left));
+        }
+        // The signal may have aborted while the calls were stored.
+        if (turn.signal.aborted) listener();
+        else turn.signal.addEventListener('abort', listener, { once: true });
+        await check();
         return await done.promise;
       } finally {
-        turn.signal.removeEventListener('abort', onAbort);
+        turn.signal.removeEventListener('abort', listener);
         for (const t of timers) clearTimeout(t);
         waiting.delete(turn.sessionId);
-        store.setStatus(turn.sessionId, 'active');
+        await store.setStatus(turn.sessionId, 'active');
       }
     },
 
-    list(sessionId: string, all: boolean): Approval[] {
-      return store.approvals(sessionId, !all).map(approvalView);
+    async list(sessionId: string, all: boolean): Promise<Approval[]> {
+      return (await store.approvals(sessionId, !all)).map(approvalView);
     },
 
     /** A person's decision; the session was checked to be the caller's. */
-    decide(sessionId: string, aid: string, by: string, input: DecisionInput): Approval {
-      const row = store.approval(aid);
+    async decide(sessionId: string, aid: string, by: string, input: DecisionInput): Promise<Approval> {
+      const row = await store.approval(aid);
       if (!row || row.sessionId !== sessionId) throw new AppError('APPROVAL_NOT_FOUND', 'approval not found in this session');
       if (row.status !== 'pending' || !waiting.has(sessionId)) {
         throw new AppError('APPROVAL_DECIDED', 'this approval is not waiting for a decision any more', { id: aid, status: row.status });
       }
       const status = input.decision === 'approve' ? 'approved' : 'denied';
-      if (!settle(aid, status, input.decision === 'deny' ? (input.reason ?? null) : null, by)) {
-        throw new AppError('APPROVAL_DECIDED', 'this approval is not waiting for a decision any more', { id: aid, status: store.approval(aid)?.status ?? 'denied' });
+      if (!(await settle(aid, status, input.decision === 'deny' ? (input.reason ?? null) : null, by))) {
+        throw new AppError('APPROVAL_DECIDED', 'this approval is not waiting for a decision any more', { id: aid, status: (await store.approval(aid))?.status ?? 'denied' });
       }
-      return approvalView(store.approval(aid)!);
+      return approvalView((await store.approval(aid))!);
     },
 
     /** Messages of turns paused for approval (to take up again at start-up). */
-    pendingMessages(sessionId: string): Set<string> {
-      return new Set(store.approvals(sessionId, true).map((r) => r.messageId));
+    async pendingMessages(sessionId: string): Promise<Set<string>> {
+      return new Set((await store.approvals(sessionId, true)).map((r) => r.messageId));
     },
   };
 }
