@@ -110,6 +110,16 @@ test('past APP_QUOTA_SESSIONS sessions of one actor a new session is 429; a dele
   expect((await rig.api('/api/agent/sessions', { method: 'POST', as: 'dave', json: { workspaceId: ws, model: 'openai/echo' } })).status).toBe(201);
 });
 
+test('of sessions created at the same moment past APP_QUOTA_SESSIONS, exactly the quota are made', async () => {
+  const ws = await workspaceOf('frank');
+  const answers = await Promise.all(
+    Array.from({ length: 12 }, () => rig.api('/api/agent/sessions', { method: 'POST', as: 'frank', json: { workspaceId: ws, model: 'openai/echo' } })),
+  );
+  const statuses = answers.map((r) => r.status).sort();
+  expect(statuses).toEqual([...Array(5).fill(201), ...Array(7).fill(429)]);
+  expect((await (await rig.api('/api/agent/sessions', { as: 'frank' })).json()).sessions).toHaveLength(5);
+});
+
 test('past APP_AGENT_DAILY_TOKENS tokens of the day a new turn is 429 in every session, before the provider is called', async () => {
   const ws = await workspaceOf('carol');
   const a = await createSession(rig, 'echo', { as: 'carol', workspaceId: ws });

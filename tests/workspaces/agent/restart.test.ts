@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { mintToken } from '../../../src/platform/auth/workspace-token';
 import { keelInstance, removeInstanceObjects } from '../../helpers/docker';
 import { FAKE_KEY, startFakeOpenAI, type FakeOpenAI } from '../../helpers/fake-openai';
-import { requireTestEnv, TEST_SECRET } from '../../helpers/platform';
+import { requireTestEnv, sharedDatabase, TEST_SECRET } from '../../helpers/platform';
 import { BUN, startKeel, type KeelProcess } from '../../helpers/process';
 import { sseReader } from '../../helpers/sse';
 import { deltas, parse, readAll } from './agent-helpers';
@@ -20,12 +20,16 @@ const headers = { authorization: `Bearer ${mintToken(TEST_SECRET, { sub: 'alice'
 let fake: FakeOpenAI;
 let keel: KeelProcess | undefined;
 let workspaceId = '';
+// On the PostgreSQL pass the sessions, events and approvals are kept there, across the restarts.
+let database: Awaited<ReturnType<typeof sharedDatabase>> | undefined;
 
-const start = async () => (keel = await startKeel([BUN, 'src/main.ts'], { APP_DATA_DIR: dataDir, OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: FAKE_KEY }, ['workspaces']));
+const start = async () =>
+  (keel = await startKeel([BUN, 'src/main.ts'], { APP_DATA_DIR: dataDir, OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: FAKE_KEY, ...database!.env }, ['workspaces']));
 const call = (path: string, init: { method?: string; json?: unknown } = {}) =>
   fetch(keel!.urls.workspaces + path, { method: init.method ?? 'GET', headers, body: init.json === undefined ? undefined : JSON.stringify(init.json) });
 
 beforeAll(async () => {
+  database = await sharedDatabase();
   fake = startFakeOpenAI();
   await start();
   const res = await call('/api/workspaces', { method: 'POST', json: { name: 'agent-restart', template: 'minimal' } });
@@ -38,6 +42,7 @@ afterAll(async () => {
   fake.close();
   removeInstanceObjects(keelInstance(dataDir));
   rmSync(dataDir, { recursive: true, force: true });
+  await database?.drop();
 }, 60_000);
 
 /** Starts a slow streamed turn and returns once the client has seen two deltas. */
