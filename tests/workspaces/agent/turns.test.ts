@@ -2,10 +2,9 @@
 // event log (resume after a disconnect with nothing lost or repeated; a client that leaves stops
 // nothing), cancel, one turn at a time, and provider failures as UPSTREAM_ERROR without credentials.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { SQL } from 'bun';
 import { waitFor } from '../../helpers/docker';
 import { FAKE_KEY } from '../../helpers/fake-openai';
-import { onPostgres } from '../../helpers/platform';
+import { directConnection } from '../../helpers/platform';
 import { sseReader } from '../../helpers/sse';
 import { errorCode } from '../../helpers/workspaces';
 import { createSession, deltas, parse, readAll, send, startAgentRig, type AgentRig } from './agent-helpers';
@@ -66,29 +65,29 @@ describe('replies', () => {
 });
 
 describe('the event log', () => {
-  // On the PostgreSQL pass the agent's state is there, not in the data dir's SQLite file.
-  test.if(onPostgres())('a turn is kept in the PostgreSQL database: session, messages, event log and usage record', async () => {
+  // Read past the service, in the platform's database: its PostgreSQL database on the PostgreSQL pass.
+  test('a turn is stored as it was streamed: session totals, messages, event log and usage record', async () => {
     const s = await createSession(rig, 'echo');
-    const evs = await readAll(await send(rig, s.id, 'kept in postgres', { stream: true }));
-    const sql = new SQL(rig.p.databaseUrl!, { max: 1 });
+    const evs = await readAll(await send(rig, s.id, 'kept in the database', { stream: true }));
+    const total = evs.at(-1)!.data.usage.totalTokens;
+    const db = directConnection(rig.p);
     try {
-      // Integers are bigint there, read raw as text.
-      const [session] = await sql`SELECT owner, total_tokens FROM agent_sessions WHERE id = ${s.id}`;
-      expect({ owner: session.owner, total: Number(session.total_tokens) }).toEqual({ owner: 'alice', total: evs.at(-1)!.data.usage.totalTokens });
-      const messages = await sql`SELECT role, content, finish_reason FROM agent_messages WHERE session_id = ${s.id} ORDER BY ordinal`;
+      // PostgreSQL's integers are bigint, read raw as text.
+      const [session] = await db.all<{ owner: string; total_tokens: unknown }>('SELECT owner, total_tokens FROM agent_sessions WHERE id = ?', [s.id]);
+      expect({ owner: session?.owner, total: Number(session?.total_tokens) }).toEqual({ owner: 'alice', total });
+      const messages = await db.all('SELECT role, content, finish_reason FROM agent_messages WHERE session_id = ? ORDER BY ordinal', [s.id]);
       expect(messages).toEqual([
-        { role: 'user', content: 'kept in postgres', finish_reason: null },
-        { role: 'assistant', content: 'You said: kept in postgres', finish_reason: 'stop' },
+        { role: 'user', content: 'kept in the database', finish_reason: null },
+        { role: 'assistant', content: 'You said: kept in the database', finish_reason: 'stop' },
       ]);
-      const log = await sql`SELECT seq, event FROM agent_events WHERE session_id = ${s.id} ORDER BY seq`;
-      expect(log.map((r: { seq: string; event: string }) => [Number(r.seq), r.event])).toEqual(evs.map((e) => [e.id, e.event]));
-      const [usage] = await sql`SELECT actor, input_tokens + output_tokens AS total FROM agent_usage WHERE session_id = ${s.id}`;
-      expect({ actor: usage.actor, total: Number(usage.total) }).toEqual({ actor: 'alice', total: evs.at(-1)!.data.usage.totalTokens });
+      const log = await db.all<{ seq: unknown; event: string }>('SELECT seq, event FROM agent_events WHERE session_id = ? ORDER BY seq', [s.id]);
+      expect(log.map((r) => [Number(r.seq), r.event])).toEqual(evs.map((e) => [e.id, e.event]));
+      const usage = await db.all<{ actor: string; total: unknown }>('SELECT actor, input_tokens + output_tokens AS total FROM agent_usage WHERE session_id = ?', [s.id]);
+      expect(usage.map((u) => ({ actor: u.actor, total: Number(u.total) }))).toEqual([{ actor: 'alice', total }]);
     } finally {
-      await sql.close();
+      await db.close();
     }
   });
-
 
   test('a client that disconnects stops nothing, and resumes from Last-Event-ID with nothing lost or repeated', async () => {
     const s = await createSession(rig, 'echo');
