@@ -81,11 +81,7 @@ async function rescan(bus: string, root: string, files: number, database: 'sqlit
   const dataDir = mkdtempSync(join(tmpdir(), 'keel-bench-library-data-'));
   const pg = database === 'postgres' ? await freshPostgresDatabase() : undefined;
   if (pg) await seedCatalog(await openPostgresStore(pg.url), root);
-  else {
-    const db = openDb(dataDir);
-    await seedCatalog(sqliteStore(db), root);
-    db.$client.close();
-  }
+  else await seedCatalog(sqliteStore(openDb(dataDir)), root);
   const p = await startPlatform({
     ...process.env, NODE_ENV: 'test', APP_QUIET_TOKEN: '1', APP_DATA_DIR: dataDir, APP_API_SECRET: SECRET, APP_BUS: bus, APP_MEDIA_ROOTS: root,
     APP_SERVICES: 'identity,catalog,workers', APP_IDENTITY_PORT: '0', APP_CATALOG_PORT: '0', APP_WORKERS_PORT: '0', APP_WORKERS_POLL_MS: '50',

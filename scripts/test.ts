@@ -7,14 +7,34 @@
 // suites of the services that keep their state in PostgreSQL when asked (APP_DATABASE_URL) again
 // with KEEL_TEST_DATABASE=postgres, each test platform on a fresh database of the run's cluster.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** The suites of the services written for both databases (platform/store.ts). */
-export const POSTGRES_SUITES = ['tests/catalog', 'tests/identity', 'tests/sources', 'tests/workers'];
+/**
+ * The suites run again on PostgreSQL: every one of the media services, and of the workspaces service
+ * those whose work is mostly its database (the rest of its suite is engine work, the same on both).
+ */
+export const POSTGRES_SUITES = [
+  'tests/catalog',
+  'tests/identity',
+  'tests/sources',
+  'tests/workers',
+  'tests/workspaces/postgres.test.ts',
+  'tests/workspaces/lifecycle/lifecycle.test.ts',
+  'tests/workspaces/quotas',
+  'tests/workspaces/readpath.test.ts',
+  'tests/workspaces/usage.test.ts',
+  'tests/workspaces/webhooks/api.test.ts',
+  'tests/workspaces/events',
+  'tests/workspaces/agent/sessions.test.ts',
+  'tests/workspaces/agent/quotas.test.ts',
+  'tests/workspaces/agent/turns.test.ts',
+];
 
-const reportDir = mkdtempSync(join(tmpdir(), 'keel-test-report-'));
+// KEEL_TEST_REPORTS=<dir> keeps each pass's junit report there (per-test times), else a temp dir.
+const keep = process.env.KEEL_TEST_REPORTS;
+const reportDir = keep ? (mkdirSync(keep, { recursive: true }), keep) : mkdtempSync(join(tmpdir(), 'keel-test-report-'));
 
 /** One `bun test` run; its exit code and its counts from the junit report. */
 async function pass(name: string, args: string[], env: Record<string, string>) {
@@ -47,5 +67,5 @@ if (args.length === 0) {
 const sum = (k: 'tests' | 'failures' | 'skipped') => passes.reduce((n, p) => n + p[k], 0);
 const [tests, failed, skipped] = [sum('tests'), sum('failures'), sum('skipped')];
 if (tests > 0) process.stdout.write(`\n${tests - failed - skipped} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
-rmSync(reportDir, { recursive: true, force: true });
+if (!keep) rmSync(reportDir, { recursive: true, force: true });
 process.exit(passes.find((p) => p.code !== 0)?.code ?? 0);

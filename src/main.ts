@@ -1,5 +1,5 @@
 // Start-up: config -> database + migrations -> bus -> services -> listen. SIGTERM/SIGINT -> drain and stop.
-import { loadConfig, ConfigError, type ServiceName } from './platform/config';
+import { loadConfig, ConfigError, type Config, type ServiceName } from './platform/config';
 import { openDb } from './platform/db';
 import { openPostgresStore, sqliteStore, type Store } from './platform/store';
 import { openBus, type Bus } from './platform/bus';
@@ -29,27 +29,29 @@ export interface Platform {
   stop(): Promise<void>;
 }
 
+/** PostgreSQL when APP_DATABASE_URL names one, else the SQLite file of the data dir. */
+async function openStore(config: Config): Promise<Store> {
+  if (!config.databaseUrl) return sqliteStore(openDb(config.dataDir));
+  try {
+    return await openPostgresStore(config.databaseUrl);
+  } catch (e) {
+    throw new ConfigError('APP_DATABASE_URL', `PostgreSQL could not be used: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
 /** Starts the services named in the config; used by the CLI entry below and by tests. */
 export async function startPlatform(env: Record<string, string | undefined>): Promise<Platform> {
   const config = loadConfig(env);
   const log = createLogger({ app: 'keel' }, config.logLevel);
   // Every named service's own variables, before anything opens: a bad one stops start-up here.
   const serviceConfigs = new Map(config.services.map((name) => [name, definitions[name].loadConfig(env)]));
-  const db = openDb(config.dataDir);
-  let store: Store;
-  try {
-    store = config.databaseUrl ? await openPostgresStore(config.databaseUrl) : sqliteStore(db);
-  } catch (e) {
-    db.$client.close();
-    throw new ConfigError('APP_DATABASE_URL', `PostgreSQL could not be used: ${e instanceof Error ? e.message : String(e)}`);
-  }
+  const store = await openStore(config);
   const bus = await openBus(config.bus, log.child({ component: 'bus' })).catch(async (e) => {
     await store.close();
-    db.$client.close();
     throw e;
   });
   const shutdown = new AbortController();
-  const deps: ServiceDeps = { config, db, store, bus, log, clock: systemClock, shutdown: shutdown.signal };
+  const deps: ServiceDeps = { config, store, bus, log, clock: systemClock, shutdown: shutdown.signal };
 
   const running: { name: ServiceName; service: Service; server: { stop(force?: boolean): Promise<void> | void } }[] = [];
   const urls: Platform['urls'] = {};
@@ -67,7 +69,6 @@ export async function startPlatform(env: Record<string, string | undefined>): Pr
     for (const r of running) await r.server.stop(true);
     await bus.close();
     await store.close();
-    db.$client.close();
     throw e;
   }
 
@@ -81,7 +82,6 @@ export async function startPlatform(env: Record<string, string | undefined>): Pr
       for (const r of [...running].reverse()) await r.service.stop?.();
       await bus.close();
       await store.close();
-      db.$client.close();
       log.info('stopped');
     })());
 

@@ -2,15 +2,12 @@
 import type { Elysia } from 'elysia';
 import type { Bus } from './bus/bus';
 import type { Config, Env } from './config';
-import type { Db } from './db';
 import type { Clock, Logger } from './runtime';
 import type { Store } from './store';
 
 export interface ServiceDeps {
   config: Config;
-  /** The SQLite file, for the services not yet written against `store` (workspaces). */
-  db: Db;
-  /** SQLite or PostgreSQL (APP_DATABASE_URL): services written for both use this. */
+  /** Where the service keeps its state: SQLite or PostgreSQL (APP_DATABASE_URL), one API (platform/store.ts). */
   store: Store;
   bus: Bus;
   log: Logger;

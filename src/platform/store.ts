@@ -46,7 +46,7 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** The SQLite database main.ts opened, as a Store. */
+/** The SQLite database of the data dir (db.ts) as a Store; close() closes the file. */
 export function sqliteStore(db: Db): Store {
   const client = db.$client;
   let queue: Promise<unknown> = Promise.resolve();
@@ -75,6 +75,7 @@ export function sqliteStore(db: Db): Store {
     version: dbVersion(client),
     async close() {
       await queue;
+      client.close();
     },
   };
 }

@@ -19,7 +19,7 @@ test('a burst of requests during a read shares the next read: two reads for a hu
   const { state, version } = slowCounter(20);
   const first = version();
   const burst = Array.from({ length: 100 }, () => version());
-  expect(await Promise.all([first, ...burst])).toEqual(Array(101).fill('0'));
+  expect(new Set(await Promise.all([first, ...burst]))).toEqual(new Set(['0']));
   expect(state.reads).toBe(2);
 });
 
