@@ -21,7 +21,6 @@ export const POSTGRES_SUITES = [
   'tests/sources',
   'tests/workers',
   'tests/workspaces/postgres.test.ts',
-  'tests/workspaces/lifecycle/lifecycle.test.ts',
   'tests/workspaces/quotas',
   'tests/workspaces/readpath.test.ts',
   'tests/workspaces/usage.test.ts',
