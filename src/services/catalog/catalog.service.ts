@@ -10,7 +10,7 @@ import { AppError } from '../../platform/errors';
 import './catalog.errors';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Asset, AssetSummary, MediaIndex, Relation, ScanInput, Work } from './catalog.model';
-import { catalogTables, type catalogAssets, type catalogMediaIndexes, type catalogRelations, type catalogWorks } from './catalog.tables';
+import { catalogTables, type catalogAssets, type catalogMediaIndexes, type catalogWorks } from './catalog.tables';
 import { identify, type Identified } from './identify';
 import { createWorksPager } from './works-pager';
 import type { KindRegistry } from './kinds';

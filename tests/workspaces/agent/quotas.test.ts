@@ -3,7 +3,6 @@
 // tokens per UTC day; an early cancel kills the tool's command. Each test acts as its own actor, so
 // one test's slots and tokens do not count against another's.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { waitFor } from '../../helpers/docker';
 import { sseReader } from '../../helpers/sse';
 import { createSession, parse, send, startAgentRig, type AgentRig } from './agent-helpers';
 

@@ -5,7 +5,7 @@
 // started again (its workspace reconciled, then started on `b` once more).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
-import { docker, keelInstance, waitFor } from '../../helpers/docker';
+import { docker, keelInstance } from '../../helpers/docker';
 import { closeAndClean, createRunning, getWorkspace, waitStatus } from '../../helpers/workspaces';
 import { dockerB, HOST as HOST_B, NETNS, NETNS_PATH, removeInstanceObjectsB, startSecondEngine, stopSecondEngine } from '../../helpers/second-engine';
 import { removeRules } from '../../../src/services/workspaces/network/firewall';

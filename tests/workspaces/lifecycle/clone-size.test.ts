@@ -4,7 +4,7 @@
 // little slack. Also: a repo whose pack alone is larger than the cap is stopped while it arrives.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../../helpers/platform';

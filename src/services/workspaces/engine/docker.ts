@@ -14,7 +14,6 @@ import {
   type ContainerSpec,
   type ContainerState,
   type Engine,
-  type ExecHandle,
   type LogStreamHandle,
   type ManagedObject,
   type RawStats,

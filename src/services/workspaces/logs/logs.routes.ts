@@ -1,5 +1,5 @@
 // HTTP wiring of workspace logs (JSON and live SSE) and of the stream counters admins read.
-import { Elysia, t } from 'elysia';
+import { Elysia } from 'elysia';
 import { AppError } from '../../../platform/errors';
 import '../workspaces.errors';
 import type { Sse } from '../../../platform/http/sse';

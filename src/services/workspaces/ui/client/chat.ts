@@ -6,13 +6,11 @@
 // `Send` button whose reply streams in, tool calls with their output, `Cancel` for a turn in
 // flight, and, after a reload, the history plus the turn still running, followed to its end. A tool
 // call that waits for approval shows with `Approve` and `Deny` buttons (and a `Reason` for a denial).
-import type { AgentMessage, AgentSession, AgentToolCall as ToolCall } from '../../../../../clients/typescript/src';
+import type { AgentSession, AgentToolCall as ToolCall } from '../../../../../clients/typescript/src';
 import { api, ApiError, messageOf, readStream, type StreamEvent } from './api';
 import { announce, h, uid } from './dom';
 import type { PanelContext } from './workspace';
 
-/** A message as the chat shows it: the API's, or one the chat adds while a turn streams in. */
-type Message = Pick<AgentMessage, 'role' | 'content' | 'finishReason' | 'toolCalls'>;
 type Session = AgentSession;
 
 const DEFAULT_MODEL = 'openai/gpt-4o-mini';
