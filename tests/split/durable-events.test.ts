@@ -56,7 +56,20 @@ function query<T>(service: string, sql: string, ...params: string[]): T[] {
 }
 const deliveries = async () => ((await (await api(`/api/webhooks/${hookId}/deliveries`)).json()) as { deliveries: { event: string }[] }).deliveries;
 /** Publishes straight to JetStream, each time as a new message (its own message id): the stream does not drop it, only the consumer can. */
-const publishRaw = (subject: string, payload: unknown) => jetstream(raw).publish(subject, enc.encode(JSON.stringify(payload)), { msgID: crypto.randomUUID() });
+/**
+ * Publishes as another process would. Right after a test restarted the server, JetStream may take a
+ * few seconds to answer again: a publish that timed out is tried again (a copy stored twice is what
+ * the consumers' once-per-event-id must absorb anyway).
+ */
+async function publishRaw(subject: string, payload: unknown) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await jetstream(raw).publish(subject, enc.encode(JSON.stringify(payload)), { msgID: crypto.randomUUID() });
+    } catch (e) {
+      if (attempt >= 4 || (e as Error).name !== 'TimeoutError') throw e;
+    }
+  }
+}
 
 beforeAll(async () => {
   nats = await startTestNats();
