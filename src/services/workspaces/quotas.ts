@@ -80,19 +80,30 @@ export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
         .where(and(eq(workspaces.owner, owner), inArray(workspaces.status, [...RUNNING_STATUSES]), ne(workspaces.id, except))),
     );
 
-  async function ensureRoomToCreate(actor: Actor, tx: Orm = store.orm) {
-    if (actor.admin) return;
-    if ((await countOwned(actor.id, tx)) >= limits.workspaces) throw quotaExceeded('workspaces', limits.workspaces);
+  /** Why `actor` may not create another workspace now, or undefined. */
+  async function noRoomToCreate(actor: Actor, tx: Orm = store.orm): Promise<AppError | undefined> {
+    if (actor.admin) return undefined;
+    if ((await countOwned(actor.id, tx)) >= limits.workspaces) return quotaExceeded('workspaces', limits.workspaces);
     // A new workspace starts at once: it needs a running place as well.
-    if ((await countRunning(actor.id, '', tx)) >= limits.running) throw quotaExceeded('running', limits.running);
+    if ((await countRunning(actor.id, '', tx)) >= limits.running) return quotaExceeded('running', limits.running);
+    return undefined;
   }
 
-  /** Runs `body` in a transaction holding `owner`'s quota lock. */
-  const underLock = <T>(owner: string, body: (tx: Orm) => Promise<T>) =>
-    store.transaction(async (tx) => {
+  /**
+   * Runs `write` in a transaction holding `owner`'s quota lock, unless `refusal` (read in the same
+   * transaction) says why not: then the 429 is thrown once the transaction ended with nothing
+   * written (returned, not thrown, inside: a rollback on SQLite would also undo another request's
+   * statements that ran on the shared connection meanwhile, store.ts).
+   */
+  async function underLock<T>(owner: string, refusal: (tx: Orm) => Promise<AppError | undefined>, write: (tx: Orm) => Promise<T>): Promise<T> {
+    const done = await store.transaction(async (tx) => {
       await store.lock(tx, `workspaces-quota:${owner}`);
-      return body(tx);
+      const refused = await refusal(tx);
+      return refused ? { refused } : { value: await write(tx) };
     });
+    if ('refused' in done) throw done.refused;
+    return done.value;
+  }
 
   function take(actor: Actor, quota: HeldQuota): QuotaSlot {
     if (actor.admin) return NO_SLOT;
@@ -116,14 +127,14 @@ export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
     limits,
 
     /** Throws 429 when `actor` may not create another workspace now (a cheap early check; `admitCreate` is the binding one). */
-    checkCreate: (actor: Actor) => ensureRoomToCreate(actor),
+    async checkCreate(actor: Actor) {
+      const refused = await noRoomToCreate(actor);
+      if (refused) throw refused;
+    },
 
     /** Runs `insert` in the transaction of the check only if `actor` has room for one more workspace that will run; 429 otherwise. */
     admitCreate<T>(actor: Actor, insert: (tx: Orm) => Promise<T>): Promise<T> {
-      return underLock(actor.id, async (tx) => {
-        await ensureRoomToCreate(actor, tx);
-        return insert(tx);
-      });
+      return underLock(actor.id, (tx) => noRoomToCreate(actor, tx), insert);
     },
 
     /**
@@ -132,14 +143,13 @@ export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
      * `row` is read again inside: a status changed since the caller read it counts as it is now.
      */
     admitRunning<T>(actor: Actor, row: WorkspaceRow, move: (tx: Orm) => Promise<T>): Promise<T> {
-      return underLock(row.owner, async (tx) => {
+      const refusal = async (tx: Orm) => {
         const [now] = await tx.select({ status: workspaces.status }).from(workspaces).where(eq(workspaces.id, row.id));
         const status = now?.status ?? row.status;
-        if (!actor.admin && !(RUNNING_STATUSES as readonly string[]).includes(status) && (await countRunning(row.owner, row.id, tx)) >= limits.running) {
-          throw quotaExceeded('running', limits.running);
-        }
-        return move(tx);
-      });
+        const full = !actor.admin && !(RUNNING_STATUSES as readonly string[]).includes(status) && (await countRunning(row.owner, row.id, tx)) >= limits.running;
+        return full ? quotaExceeded('running', limits.running) : undefined;
+      };
+      return underLock(row.owner, refusal, move);
     },
 
     /**
@@ -147,10 +157,8 @@ export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
      * volumes than the quota or `actor` is an admin; 429 otherwise, and the delete that asked keeps nothing.
      */
     admitKeptVolume<T>(actor: Actor, owner: string, keep: (tx: Orm) => Promise<T>): Promise<T> {
-      return underLock(owner, async (tx) => {
-        if (!actor.admin && (await countKept(owner, tx)) >= limits.volumes) throw quotaExceeded('volumes', limits.volumes);
-        return keep(tx);
-      });
+      const refusal = async (tx: Orm) => (!actor.admin && (await countKept(owner, tx)) >= limits.volumes ? quotaExceeded('volumes', limits.volumes) : undefined);
+      return underLock(owner, refusal, keep);
     },
 
     /** A slot of `quota` for `actor` (admins: a slot that counts nothing); 429 QUOTA_EXCEEDED when none is left. */
