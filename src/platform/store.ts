@@ -156,20 +156,24 @@ async function withRetries<T>(run: () => Promise<T>): Promise<T> {
  * constraint `table_column_unique`. For the few places that turn a lost race into a 409.
  */
 export function isUniqueViolation(e: unknown, on?: { table: string; column: string }): boolean {
-  for (let x = e as { message?: unknown; constraint?: unknown; cause?: unknown } | undefined, depth = 0; x && depth < 3; x = x.cause as typeof x, depth++) {
+  for (const x of causes(e)) {
     const message = String(x.message ?? '');
     if (message.includes('UNIQUE constraint failed')) return !on || message.includes(`${on.table}.${on.column}`);
-    if (sqlState(x) === '23505') return !on || x.constraint === `${on.table}_${on.column}_unique` || message.includes(`${on.table}_${on.column}_unique`);
+    if (x.errno === '23505') return !on || x.constraint === `${on.table}_${on.column}_unique` || message.includes(`${on.table}_${on.column}_unique`);
   }
   return false;
 }
 
 /** The SQLSTATE of a PostgreSQL error, also when drizzle wrapped it (its `cause`). */
 function sqlState(e: unknown): string | undefined {
-  for (let x = e as { errno?: unknown; cause?: unknown } | undefined, depth = 0; x && depth < 3; x = x.cause as typeof x, depth++) {
-    if (typeof x.errno === 'string' && /^[0-9A-Z]{5}$/.test(x.errno)) return x.errno;
-  }
+  for (const x of causes(e)) if (typeof x.errno === 'string' && /^[0-9A-Z]{5}$/.test(x.errno)) return x.errno;
   return undefined;
+}
+
+/** An error and the causes it wraps (drizzle wraps the driver's error once), outermost first. */
+function* causes(e: unknown): Generator<{ message?: unknown; errno?: unknown; constraint?: unknown; cause?: unknown }> {
+  let x = e as { cause?: unknown } | undefined;
+  for (let depth = 0; x && typeof x === 'object' && depth < 3; x = x.cause as typeof x, depth++) yield x;
 }
 
 /**
