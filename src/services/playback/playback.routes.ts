@@ -29,8 +29,9 @@ export function parseRange(header: string | null, size: number): { start: number
   return { start, end };
 }
 
-function serveFile(path: string, size: number, type: string, range: string | null): Response {
-  const base = { 'content-type': type, 'accept-ranges': 'bytes' };
+function serveFile(file: { path: string; size: number; type: string; disposition: string }, range: string | null): Response {
+  const { path, size } = file;
+  const base = { 'content-type': file.type, 'content-disposition': file.disposition, 'accept-ranges': 'bytes' };
   const r = parseRange(range, size);
   if (r === 'unsatisfiable') return new Response(null, { status: 416, headers: { ...base, 'content-range': `bytes */${size}` } });
   if (!r) return new Response(Bun.file(path), { headers: { ...base, 'content-length': String(size) } });
@@ -117,8 +118,7 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
           return new Response(Bun.file(path), { headers: { 'content-type': 'video/mp2t', 'cache-control': 'private, max-age=3600' } });
         }
         if (!/^file\.[a-z0-9]{1,5}$/.test(params.name)) throw segmentNotFound();
-        const file = await playback.directFile(params.token);
-        return serveFile(file.path, file.size, file.type, request.headers.get('range'));
+        return serveFile(await playback.directFile(params.token), request.headers.get('range'));
       },
       {
         params: TokenFileParams,

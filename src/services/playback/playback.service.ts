@@ -3,13 +3,14 @@
 // once by a workers job and served from the cache. It meets the catalog, the sources and the workers
 // on the bus only (qry.catalog.playable, qry.sources.resolve, cmd.workers.submit, qry.workers.job).
 import { realpathSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Bus } from '../../platform/bus/bus';
 import type { JobSubmission, PlayableAsset, PlaybackSegmentJob, SourceBinding } from '../../platform/bus/subjects';
 import { AppError } from '../../platform/errors';
 import { isInside } from '../../platform/paths';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
 import { cutSegments, masterPlaylist, mediaPlaylist, type Segment } from './hls';
+import { contentDisposition, directFormat } from './media-types';
 import type { PlaybackConfig } from './playback.config';
 import type { PlaybackSession } from './playback.model';
 import type { SegmentCache } from './segment-cache';
@@ -43,13 +44,6 @@ export function segmentMethod(asset: PlayableAsset): 'copy' | 'transcode' {
   const video = asset.streams.find((s) => s.type === 'video');
   const audio = asset.streams.find((s) => s.type === 'audio');
   return (!video || video.codec === 'h264') && (!audio || audio.codec === 'aac') ? 'copy' : 'transcode';
-}
-
-/** The file extension and media type of a direct session, from the container ffprobe named. */
-export function directFormat(container: string, hasVideo: boolean): { ext: string; type: string } {
-  if (container.includes('mp4')) return { ext: 'mp4', type: hasVideo ? 'video/mp4' : 'audio/mp4' };
-  if (container.includes('matroska')) return { ext: 'mkv', type: hasVideo ? 'video/x-matroska' : 'audio/x-matroska' };
-  return { ext: 'bin', type: 'application/octet-stream' };
 }
 
 export function createPlayback(deps: PlaybackDeps) {
@@ -89,7 +83,7 @@ export function createPlayback(deps: PlaybackDeps) {
   }
 
   /** The file of a direct session, confined to its media root. */
-  async function directFile(token: string): Promise<{ path: string; size: number; type: string }> {
+  async function directFile(token: string): Promise<{ path: string; size: number; type: string; disposition: string }> {
     const { assetId } = claimsOf(token, 'direct');
     const { asset, binding } = await locate(assetId);
     const base = config.mediaRoots[binding.root];
@@ -98,8 +92,8 @@ export function createPlayback(deps: PlaybackDeps) {
       const root = realpathSync(base);
       const path = realpathSync(join(root, binding.path));
       if (!isInside(root, path)) throw sourceUnavailable();
-      const hasVideo = asset.streams.some((s) => s.type === 'video');
-      return { path, size: statSync(path).size, type: directFormat(asset.container, hasVideo).type };
+      const format = directFormat(asset.container, asset.streams.some((s) => s.type === 'video'));
+      return { path, size: statSync(path).size, type: format.type, disposition: contentDisposition(basename(binding.path), format.ext) };
     } catch (e) {
       if (e instanceof AppError) throw e;
       throw sourceUnavailable();
