@@ -36,7 +36,13 @@ export function createPlaybackService(deps: ServiceDeps, cfg: PlaybackConfig): S
     dottedPaths: true,
     tags: [
       { name: 'sessions', description: 'Open a playback session (Bearer, resource:asset:play)' },
-      { name: 'play', description: 'Session URLs: playlists, segments, the file (the signed token in the path is the credential)' },
+      {
+        name: 'play',
+        description:
+          'Session URLs: playlists, segments, the file (the signed token in the path is the credential). Every answer, errors included, ' +
+          'carries Access-Control-Allow-Origin: * and exposes Content-Range, Accept-Ranges, Content-Length, Content-Disposition and ' +
+          'Retry-After; OPTIONS (a preflight) answers 204 allowing GET with a Range header, so a web player on any origin plays them.',
+      },
     ],
   }).use(playbackRoutes({ playback, guard }));
   return { app };

@@ -3,6 +3,7 @@
 import { Elysia } from 'elysia';
 import { GUARD_CODES, guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
 import { ProblemSchema } from '../../platform/http/errors';
+import { playCors } from './cors';
 import { playbackOperation as op } from './playback.errors';
 import { CreateSessionBody, CreateSessionResponse, TokenFileParams, TokenParams } from './playback.model';
 import { segmentNotFound, type Playback } from './playback.service';
@@ -68,6 +69,7 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
   );
 
   return new Elysia({ name: 'playback.routes' })
+    .use(playCors())
     .use(sessions)
     .get('/play/:token/master.m3u8', async ({ params }) => new Response(await playback.master(params.token), { headers: PLAYLIST }), {
       params: TokenParams,
