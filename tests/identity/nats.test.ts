@@ -26,7 +26,8 @@ describe('identity over NATS', () => {
     const s = await openSession(identity, (await createActor(identity)).apiKey);
     expect((await guard.scan(s.accessToken)).status).toBe(200);
     const del = await fetch(identity.url('identity') + `/sessions/${s.session.id}`, { method: 'DELETE', headers: bearer(s.accessToken) });
-    expect(del.status).toBe(204);
+    expect(del.status).toBe(200);
+    expect((await del.json()).session.revokedAt).toBeNumber();
     const refused = await guard.scan(s.accessToken);
     expect(refused.status).toBe(401);
     expect(await refused.json()).toMatchObject({ code: 'reauth-required', reason: 'session-revoked' });

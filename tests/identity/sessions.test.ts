@@ -117,7 +117,7 @@ describe('using, refreshing and revoking', () => {
     const { apiKey } = await createActor(p);
     const s = await openSession(p, apiKey);
     const del = await fetch(p.url('identity') + `/sessions/${s.session.id}`, { method: 'DELETE', headers: bearer(s.accessToken) });
-    expect(del.status).toBe(204);
+    expect(del.status).toBe(200);
     const scan = await fresh.scan(s.accessToken);
     expect(scan.status).toBe(401);
     expect(await scan.json()).toMatchObject({ code: 'reauth-required', reason: 'session-revoked' });
@@ -134,15 +134,30 @@ describe('using, refreshing and revoking', () => {
     expect((await other.json()).code).toBe('IDENTITY_SESSION_NOT_FOUND');
     expect((await fresh.scan(a.accessToken)).status).toBe(200);
     const admin = await p.api('identity', `/sessions/${a.session.id}`, { method: 'DELETE', as: 'admin' });
-    expect(admin.status).toBe(204);
+    expect(admin.status).toBe(200);
+    expect((await admin.json()).session).toMatchObject({ id: a.session.id, actorId: a.session.actorId });
     expect((await fresh.scan(a.accessToken)).status).toBe(401);
+  });
+
+  test('DELETE answers 200 with the session as JSON, revokedAt set; revoking again answers the same', async () => {
+    const s = await openSession(p, (await createActor(p)).apiKey);
+    const before = Date.now();
+    const del = await fetch(p.url('identity') + `/sessions/${s.session.id}`, { method: 'DELETE', headers: bearer(s.accessToken) });
+    expect(del.status).toBe(200);
+    expect(del.headers.get('content-type')).toContain('application/json');
+    const { session } = await del.json();
+    expect(session).toMatchObject({ id: s.session.id, actorId: s.session.actorId, expiresAt: s.session.expiresAt, refreshExpiresAt: null });
+    expect(session.revokedAt).toBeGreaterThanOrEqual(before - 1000);
+    const again = await p.api('identity', `/sessions/${s.session.id}`, { method: 'DELETE', as: 'admin' });
+    expect(again.status).toBe(200);
+    expect((await again.json()).session).toEqual(session);
   });
 
   test('revocation reaches a guard with the default live cache within 2 seconds', async () => {
     const s = await openSession(p, (await createActor(p)).apiKey);
     expect((await guard.scan(s.accessToken)).status).toBe(200); // now cached as live
     const revokedAt = Date.now();
-    expect((await fetch(p.url('identity') + `/sessions/${s.session.id}`, { method: 'DELETE', headers: bearer(s.accessToken) })).status).toBe(204);
+    expect((await fetch(p.url('identity') + `/sessions/${s.session.id}`, { method: 'DELETE', headers: bearer(s.accessToken) })).status).toBe(200);
     let status = 200;
     while (status === 200 && Date.now() - revokedAt < 5000) {
       status = (await guard.scan(s.accessToken)).status;

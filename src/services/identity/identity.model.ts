@@ -54,6 +54,10 @@ export const TokenPair = t.Object({
   tokenType: t.Literal('Bearer'),
 });
 
+export const RevokedSession = t.Object({
+  session: SessionSchema,
+});
+
 export const CreateSessionBody = t.Object({ apiKey: t.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false });
 export const RefreshBody = t.Object({ refreshToken: t.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false });
 

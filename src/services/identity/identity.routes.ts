@@ -12,6 +12,7 @@ import {
   CreateSessionBody,
   IdParams,
   RefreshBody,
+  RevokedSession,
   RotateKeyBody,
   RotatedKey,
   TokenPair,
@@ -146,17 +147,14 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
         security: [],
       },
     })
-    .delete('/sessions/:id', async ({ params, caller, status }) => {
-      await identity.revokeSession(params.id, caller);
-      return status(204, undefined);
-    }, {
+    .delete('/sessions/:id', async ({ params, caller }) => ({ session: await identity.revokeSession(params.id, caller) }), {
       auth: 'caller',
       params: IdParams,
-      response: { 204: t.Undefined(), 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema },
+      response: { 200: RevokedSession, 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 422: ProblemSchema },
       detail: { ...op('revokeSession', [...ADMIN, 'IDENTITY_SESSION_NOT_FOUND']),
         tags: ['sessions'],
         summary: 'Revoke a session',
-        description: 'With an access token of the same actor, or as admin. Another actor\'s session answers 404. Guards refuse the session within their live-cache time (2 s).',
+        description: 'With an access token of the same actor, or as admin. Answers 200 {session} with revokedAt set (revoking again answers the same, with the first revocation\'s time). Another actor\'s session answers 404. Guards refuse the session within their live-cache time (2 s), and the playback URLs it opened end within 5 s (410 PLAYBACK_SESSION_ENDED).',
       },
     });
 }

@@ -277,17 +277,22 @@ export function createIdentity(deps: IdentityDeps) {
       return pair(outcome.session, outcome.actor, now, outcome.next);
     },
 
-    /** Revokes a session: its own actor or an admin; anyone else is told it does not exist. */
+    /**
+     * Revokes a session: its own actor or an admin; anyone else is told it does not exist. Answers the
+     * session as it now is (revoked again: as it was, with the first revocation's time).
+     */
     async revokeSession(id: string, caller: Caller) {
       const s = await findSession(id);
       if (!s || (!caller.admin && s.actorId !== caller.actorId)) throw sessionNotFound();
-      if (s.revokedAt !== null) return;
-      const revoked = await db
+      if (s.revokedAt !== null) return sessionView(s, null);
+      const [revoked] = await db
         .update(sessions)
         .set({ revokedAt: clock.now(), endReason: 'session-revoked' })
         .where(and(eq(sessions.id, id), isNull(sessions.revokedAt)))
-        .returning({ id: sessions.id });
-      if (revoked.length) log.info('session revoked', { sessionId: id, byAdmin: caller.admin });
+        .returning();
+      if (revoked) log.info('session revoked', { sessionId: id, byAdmin: caller.admin });
+      // Revoked meanwhile by another request: that revocation stands.
+      return sessionView(revoked ?? (await findSession(id)) ?? { ...s, revokedAt: clock.now() }, null);
     },
 
     /** The answer of qry.identity.session. */
