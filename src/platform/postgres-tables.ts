@@ -3,6 +3,7 @@
 import { catalogTables } from '../services/catalog/catalog.tables';
 import { libraryTables } from '../services/catalog/library/library.tables';
 import { identityTables } from '../services/identity/identity.tables';
+import { playbackTables } from '../services/playback/playback.tables';
 import { sourcesTables } from '../services/sources/sources.tables';
 import { workersTables } from '../services/workers/workers.tables';
 import { agentTables } from '../services/workspaces/agent/agent.tables';
@@ -15,6 +16,7 @@ import { workspacesTables } from '../services/workspaces/workspaces.tables';
 export const { catalogWorks, catalogEditions, catalogAssets, catalogMediaIndexes, catalogRelations, catalogEventOutbox } = catalogTables('postgres');
 export const { libraryFiles, libraryScans } = libraryTables('postgres');
 export const { actors, sessions, refreshTokens } = identityTables('postgres');
+export const { playbackSessions } = playbackTables('postgres');
 export const { sourcesBindings } = sourcesTables('postgres');
 export const { workersJobs } = workersTables('postgres');
 export const { agentSessions, agentMessages, agentEvents, agentUsage, agentApprovals } = agentTables('postgres');

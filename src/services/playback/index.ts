@@ -1,16 +1,21 @@
 // Composition root of the playback service: URL signer, segment cache, the playback rules and the app.
 // It meets the catalog, sources and workers on the bus only.
 import { join } from 'node:path';
+import { createSessionCheck } from '../../platform/auth/session-check';
 import { bearerGuard } from '../../platform/http/bearer-guard';
 import { createServiceApp } from '../../platform/http/service-app';
+import { errorFields } from '../../platform/runtime';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { loadPlaybackConfig, type PlaybackConfig } from './playback.config';
 import { playbackErrors } from './playback.errors';
 import * as playbackModels from './playback.model';
+import { createPlaybackRepository } from './playback.repository';
 import { playbackRoutes } from './playback.routes';
 import { createPlayback } from './playback.service';
 import { createSegmentCache } from './segment-cache';
 import { createUrlSigner } from './url-token';
+
+const SWEEP_EVERY_MS = 60 * 60_000;
 
 export function createPlaybackService(deps: ServiceDeps, cfg: PlaybackConfig): Service {
   // The workers' segment jobs write here (the same APP_DATA_DIR); playback serves and evicts.
@@ -22,6 +27,10 @@ export function createPlaybackService(deps: ServiceDeps, cfg: PlaybackConfig): S
     config: cfg,
     signer: createUrlSigner(deps.config.apiSecret),
     cache,
+    repo: createPlaybackRepository(deps.store),
+    // The identity session behind each URL, asked over the bus and reused 2 s: a revocation ends the
+    // URLs it opened within that (the contract's bound is 5 s), without a bus round trip per segment.
+    checkSession: createSessionCheck(deps.bus, { ttlMs: 2000, clock: deps.clock }),
   });
   const guard = bearerGuard({ service: 'playback', bus: deps.bus, clock: deps.clock, log: deps.log.child({ component: 'bearer-guard' }) });
   const app = createServiceApp(deps, {
@@ -35,7 +44,7 @@ export function createPlaybackService(deps: ServiceDeps, cfg: PlaybackConfig): S
       'Errors are RFC 9457 problem+json.',
     dottedPaths: true,
     tags: [
-      { name: 'sessions', description: 'Open a playback session (Bearer, resource:asset:play)' },
+      { name: 'sessions', description: 'Open and end playback sessions (Bearer, resource:asset:play)' },
       {
         name: 'play',
         description:
@@ -45,7 +54,20 @@ export function createPlaybackService(deps: ServiceDeps, cfg: PlaybackConfig): S
       },
     ],
   }).use(playbackRoutes({ playback, guard }));
-  return { app };
+
+  let sweeper: ReturnType<typeof setInterval> | undefined;
+  const sweep = () => playback.sweep().catch((e) => deps.log.warn('playback sweep failed', errorFields(e)));
+  return {
+    app,
+    async start() {
+      await sweep();
+      sweeper = setInterval(sweep, SWEEP_EVERY_MS);
+      sweeper.unref?.();
+    },
+    stop() {
+      clearInterval(sweeper);
+    },
+  };
 }
 
 export const playbackService = defineService({ loadConfig: loadPlaybackConfig, create: createPlaybackService });

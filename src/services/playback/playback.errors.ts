@@ -8,6 +8,8 @@ const own = defineErrors({
   PLAYBACK_ASSET_NOT_FOUND: { status: 404, description: 'no such asset in the catalog' },
   // A forged, altered or expired URL, or one of the other mode: all alike, so a caller learns nothing.
   PLAYBACK_SESSION_NOT_FOUND: { status: 404, description: 'no such playback session, or its URL has expired' },
+  // A URL that worked and was ended early: the player is told to stop, not that it mistyped.
+  PLAYBACK_SESSION_ENDED: { status: 410, description: 'the playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live' },
   PLAYBACK_SEGMENT_NOT_FOUND: { status: 404, description: 'no such segment in the playlist' },
   PLAYBACK_THUMBNAILS_NOT_FOUND: { status: 404, description: 'the asset has no video to make thumbnails of' },
   PLAYBACK_NO_CAPABILITIES: { status: 409, description: 'the asset has indexed=false: there is nothing to play' },

@@ -23,6 +23,18 @@ export const PlaybackSessionSchema = t.Object(
 
 export const CreateSessionResponse = t.Object({ session: PlaybackSessionSchema });
 
+export const SessionIdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 128, description: 'a playback session id (pbs_...)' }) });
+
+export const EndedPlaybackSessionSchema = t.Object({
+  id: t.String(),
+  assetId: t.String(),
+  mode: t.UnionEnum(PLAYBACK_MODES),
+  expiresAt: t.Number({ description: 'Unix epoch ms the URL would have expired at' }),
+  endedAt: t.Number({ description: 'Unix epoch ms of the end (ending it again keeps the first)' }),
+});
+
+export const EndSessionResponse = t.Object({ session: EndedPlaybackSessionSchema });
+
 export const TokenParams = t.Object({ token: t.String({ minLength: 1, maxLength: 1024 }) });
 export const TokenFileParams = t.Object({
   token: t.String({ minLength: 1, maxLength: 1024 }),
@@ -30,3 +42,4 @@ export const TokenFileParams = t.Object({
 });
 
 export type PlaybackSession = Static<typeof PlaybackSessionSchema>;
+export type EndedPlaybackSession = Static<typeof EndedPlaybackSessionSchema>;

@@ -5,11 +5,13 @@ import { GUARD_CODES, guardResponses, type BearerGuard } from '../../platform/ht
 import { ProblemSchema } from '../../platform/http/errors';
 import { playCors } from './cors';
 import { playbackOperation as op } from './playback.errors';
-import { CreateSessionBody, CreateSessionResponse, TokenFileParams, TokenParams } from './playback.model';
+import { CreateSessionBody, CreateSessionResponse, EndSessionResponse, SessionIdParams, TokenFileParams, TokenParams } from './playback.model';
 import { segmentNotFound, type Playback } from './playback.service';
 
 const PLAYLIST = { 'content-type': 'application/vnd.apple.mpegurl', 'cache-control': 'no-cache' };
 const notFound = { 404: ProblemSchema };
+/** What every session URL may answer besides its own codes: ended (410), identity not answering (503). */
+const playErrors = { 404: ProblemSchema, 409: ProblemSchema, 410: ProblemSchema, 503: ProblemSchema };
 
 /** A single `bytes=` range of a file of `size` bytes; null for none or several (the whole file answers). */
 export function parseRange(header: string | null, size: number): { start: number; end: number } | 'unsatisfiable' | null {
@@ -46,9 +48,9 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
   const { playback } = deps;
   const sessions = new Elysia().use(deps.guard).post(
     '/sessions',
-    async ({ body, request, set }) => {
+    async ({ body, request, set, principal }) => {
       set.status = 201;
-      return { session: await playback.createSession(body, new URL(request.url).origin) };
+      return { session: await playback.createSession(body, new URL(request.url).origin, principal) };
     },
     {
       policy: 'resource:asset:play',
@@ -63,52 +65,67 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
           'Answers the session with a URL that works without headers until expiresAt: the master playlist (mode hls, the ' +
           'default) or the file itself, with Range (mode direct). Needs a Bearer token with the policy resource:asset:play. ' +
           'Domain codes: PLAYBACK_ASSET_NOT_FOUND (404), PLAYBACK_NO_CAPABILITIES (409, the asset has indexed=false), ' +
-          'PLAYBACK_SOURCE_UNAVAILABLE (409, no readable copy now), BUS_TIMEOUT (504).',
+          'PLAYBACK_SOURCE_UNAVAILABLE (409, no readable copy now), BUS_TIMEOUT (504). The URL works until expiresAt, until ' +
+          'DELETE /sessions/{id}, or until the identity session of the token is revoked (within 5 s): then it answers 410 ' +
+          'PLAYBACK_SESSION_ENDED.',
       },
     },
-  );
+  ).delete('/sessions/:id', async ({ params, principal }) => ({ session: await playback.endSession(params.id, principal) }), {
+    policy: 'resource:asset:play',
+    params: SessionIdParams,
+    response: { 200: EndSessionResponse, ...notFound, 422: ProblemSchema, ...guardResponses },
+    detail: {
+      ...op('endPlaybackSession', [...GUARD_CODES, 'PLAYBACK_SESSION_NOT_FOUND']),
+      tags: ['sessions'],
+      summary: 'End a playback session now',
+      security: [{ bearer: [] }],
+      description:
+        'Its URL answers 410 PLAYBACK_SESSION_ENDED from the next request on, on every replica. Only the actor who opened it ' +
+        'may end it: another actor\'s session answers 404 PLAYBACK_SESSION_NOT_FOUND. Ending it again answers 200 with the first endedAt.',
+    },
+  });
 
   return new Elysia({ name: 'playback.routes' })
     .use(playCors())
     .use(sessions)
     .get('/play/:token/master.m3u8', async ({ params }) => new Response(await playback.master(params.token), { headers: PLAYLIST }), {
       params: TokenParams,
-      response: { ...notFound, 409: ProblemSchema },
+      response: playErrors,
       detail: {
-        ...op('getMasterPlaylist', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE']),
+        ...op('getMasterPlaylist', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SESSION_ENDED', 'identity-unavailable', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE']),
         tags: ['play'],
         summary: 'The master playlist of an HLS session (application/vnd.apple.mpegurl)',
-        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404: unknown, forged or expired URL).',
+        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404: unknown, forged or expired URL), PLAYBACK_SESSION_ENDED (410: ended by DELETE or by the revocation of its identity session).',
       },
     })
     .get('/play/:token/media.m3u8', async ({ params }) => new Response(await playback.media(params.token), { headers: PLAYLIST }), {
       params: TokenParams,
-      response: { ...notFound, 409: ProblemSchema },
+      response: playErrors,
       detail: {
-        ...op('getMediaPlaylist', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE']),
+        ...op('getMediaPlaylist', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SESSION_ENDED', 'identity-unavailable', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE']),
         tags: ['play'],
         summary: 'The media playlist: segments cut at the indexed keyframes (about 6 s each)',
-        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404).',
+        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410).',
       },
     })
     .get('/play/:token/thumbnails.vtt', async ({ params }) => new Response(await playback.thumbnails(params.token), { headers: { 'content-type': 'text/vtt; charset=utf-8', 'cache-control': 'no-cache' } }), {
       params: TokenParams,
-      response: { ...notFound, 409: ProblemSchema },
+      response: playErrors,
       detail: {
-        ...op('getThumbnailsVtt', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_THUMBNAILS_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE']),
+        ...op('getThumbnailsVtt', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SESSION_ENDED', 'identity-unavailable', 'PLAYBACK_THUMBNAILS_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE']),
         tags: ['play'],
         summary: 'Trickplay: WebVTT cues pointing at thumbnails.jpg#xywh=x,y,w,h, one per APP_PLAYBACK_THUMBNAIL_INTERVAL_S',
-        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_THUMBNAILS_NOT_FOUND (404: no video).',
+        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410), PLAYBACK_THUMBNAILS_NOT_FOUND (404: no video).',
       },
     })
     .get('/play/:token/thumbnails.jpg', async ({ params }) => new Response(Bun.file(await playback.sprite(params.token)), { headers: { 'content-type': 'image/jpeg', 'cache-control': 'private, max-age=3600' } }), {
       params: TokenParams,
-      response: { ...notFound, 409: ProblemSchema, 503: ProblemSchema },
+      response: playErrors,
       detail: {
-        ...op('getThumbnailsSprite', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_THUMBNAILS_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE', 'PLAYBACK_SEGMENT_FAILED']),
+        ...op('getThumbnailsSprite', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SESSION_ENDED', 'identity-unavailable', 'PLAYBACK_THUMBNAILS_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE', 'PLAYBACK_SEGMENT_FAILED']),
         tags: ['play'],
         summary: 'Trickplay: the sprite sheet of thumbnails (image/jpeg), made by a workers job on first request',
-        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_THUMBNAILS_NOT_FOUND (404), PLAYBACK_SEGMENT_FAILED (503, retryable).',
+        description: 'Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410), PLAYBACK_THUMBNAILS_NOT_FOUND (404), PLAYBACK_SEGMENT_FAILED (503, retryable).',
       },
     })
     .get(
@@ -124,14 +141,14 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
       },
       {
         params: TokenFileParams,
-        response: { ...notFound, 409: ProblemSchema, 503: ProblemSchema },
+        response: playErrors,
         detail: {
-          ...op('getPlaybackFile', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SEGMENT_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE', 'PLAYBACK_SEGMENT_FAILED']),
+          ...op('getPlaybackFile', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SESSION_ENDED', 'identity-unavailable', 'PLAYBACK_SEGMENT_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE', 'PLAYBACK_SEGMENT_FAILED']),
           tags: ['play'],
           summary: 'A segment of an HLS session (segment-<n>.ts, video/mp2t) or the file of a direct session (file.<ext>, Range: 206)',
           description:
             'A segment is made on first request by a workers job (stream copy for H.264/AAC, H.264/AAC transcode otherwise), ' +
-            'cached, and the next ones are made ahead. Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SEGMENT_NOT_FOUND ' +
+            'cached, and the next ones are made ahead. Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410), PLAYBACK_SEGMENT_NOT_FOUND ' +
             '(404), PLAYBACK_SOURCE_UNAVAILABLE (409), PLAYBACK_SEGMENT_FAILED (503, retryable, Retry-After). A range past the ' +
             'end answers 416 with Content-Range: bytes */size.',
         },

@@ -1,9 +1,12 @@
-// Playback rules, free of HTTP: sessions (a signed URL per session), the file of a direct session,
+// Playback rules, free of HTTP: sessions (a signed URL per session, a row that can end it before it
+// expires, and the identity session it follows), the file of a direct session,
 // the playlists of an HLS session cut at the asset's indexed keyframes, and its segments, each made
 // once by a workers job and served from the cache. It meets the catalog, the sources and the workers
 // on the bus only (qry.catalog.playable, qry.sources.resolve, cmd.workers.submit, qry.workers.job).
 import { realpathSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import type { Principal } from '../../platform/auth/access-token';
+import type { SessionState } from '../../platform/auth/session-check';
 import type { Bus } from '../../platform/bus/bus';
 import type { JobSubmission, PlayableAsset, PlaybackSegmentJob, SourceBinding } from '../../platform/bus/subjects';
 import { AppError } from '../../platform/errors';
@@ -12,7 +15,8 @@ import { newId, type Clock, type Logger } from '../../platform/runtime';
 import { cutSegments, masterPlaylist, mediaPlaylist, type Segment } from './hls';
 import { contentDisposition, directFormat } from './media-types';
 import type { PlaybackConfig } from './playback.config';
-import type { PlaybackSession } from './playback.model';
+import type { EndedPlaybackSession, PlaybackSession } from './playback.model';
+import type { PlaybackRepository } from './playback.repository';
 import type { SegmentCache } from './segment-cache';
 import { spritePlan, thumbnailsVtt } from './trickplay';
 import type { UrlSigner } from './url-token';
@@ -21,6 +25,8 @@ export const assetNotFound = () => new AppError('PLAYBACK_ASSET_NOT_FOUND', 'No 
 export const noCapabilities = () => new AppError('PLAYBACK_NO_CAPABILITIES', 'The asset has no media index (indexed=false): there is nothing to play');
 export const sourceUnavailable = () => new AppError('PLAYBACK_SOURCE_UNAVAILABLE', 'No readable copy of the asset is available now');
 export const sessionNotFound = () => new AppError('PLAYBACK_SESSION_NOT_FOUND', 'No such playback session, or it has expired');
+export const sessionEnded = () =>
+  new AppError('PLAYBACK_SESSION_ENDED', 'The playback session has ended: it was deleted, or the identity session that opened it was revoked');
 export const segmentNotFound = () => new AppError('PLAYBACK_SEGMENT_NOT_FOUND', 'No such segment in this playlist');
 export const noThumbnails = () => new AppError('PLAYBACK_THUMBNAILS_NOT_FOUND', 'The asset has no video to make thumbnails of');
 export const segmentFailed = (why: string) => new AppError('PLAYBACK_SEGMENT_FAILED', `The segment could not be made (${why}); ask again`);
@@ -32,6 +38,9 @@ export interface PlaybackDeps {
   config: PlaybackConfig;
   signer: UrlSigner;
   cache: SegmentCache;
+  repo: PlaybackRepository;
+  /** Is the identity session that opened a playback session still live (qry.identity.session, briefly cached). */
+  checkSession: (sid: string, sub: string) => Promise<SessionState>;
 }
 
 interface Located {
@@ -47,7 +56,7 @@ export function segmentMethod(asset: PlayableAsset): 'copy' | 'transcode' {
 }
 
 export function createPlayback(deps: PlaybackDeps) {
-  const { bus, clock, config, signer, cache } = deps;
+  const { bus, clock, config, signer, cache, repo } = deps;
   // Facts and bindings change only on a rescan: a few seconds of reuse spares two bus round trips per segment.
   const located = new Map<string, { at: number; value: Located }>();
   const inflight = new Map<string, Promise<string>>();
@@ -65,26 +74,54 @@ export function createPlayback(deps: PlaybackDeps) {
     return value;
   }
 
-  function claimsOf(token: string, mode: 'direct' | 'hls') {
+  /**
+   * The claims of a session URL's token, while its session lasts: a well-signed, unexpired token of
+   * this mode whose row is there (404 otherwise, all alike), not ended by DELETE and whose identity
+   * session is live (410 otherwise). The row is read on every request, so a DELETE holds at once on
+   * every replica; the identity answer is cached for 2 s, so a revocation holds within that.
+   */
+  async function claimsOf(token: string, mode: 'direct' | 'hls') {
     const claims = signer.verify(token, clock.now());
     if (!claims || claims.mode !== mode) throw sessionNotFound();
+    const row = await repo.find(claims.sid);
+    if (!row) throw sessionNotFound();
+    if (row.endedAt !== null) throw sessionEnded();
+    if (!(await deps.checkSession(row.identitySessionId, row.actorId)).live) throw sessionEnded();
     return claims;
   }
 
-  async function createSession(input: { assetId: string; mode?: 'direct' | 'hls' }, baseUrl: string): Promise<PlaybackSession> {
+  async function createSession(input: { assetId: string; mode?: 'direct' | 'hls' }, baseUrl: string, by: Principal): Promise<PlaybackSession> {
     const mode = input.mode ?? 'hls';
     const { asset } = await locate(input.assetId);
     const id = newId('pbs', clock);
     const exp = Math.floor(clock.now() / 1000) + config.sessionTtlS;
+    await repo.insert({
+      id, actorId: by.actorId, identitySessionId: by.sessionId, assetId: input.assetId, mode,
+      createdAt: clock.now(), expiresAt: exp * 1000, endedAt: null,
+    });
     const token = signer.sign({ sid: id, assetId: input.assetId, mode, exp });
     const hasVideo = asset.streams.some((s) => s.type === 'video');
     const file = mode === 'hls' ? 'master.m3u8' : `file.${directFormat(asset.container, hasVideo).ext}`;
     return { id, assetId: input.assetId, mode, url: `${baseUrl}/play/${token}/${file}`, expiresAt: exp * 1000 };
   }
 
+  /** Ends a session now: its URL answers 410 from the next request on. Only its actor; others are told it does not exist. */
+  async function endSession(id: string, by: Principal): Promise<EndedPlaybackSession> {
+    const row = await repo.find(id);
+    if (!row || row.actorId !== by.actorId) throw sessionNotFound();
+    const ended = (await repo.end(id, clock.now())) ?? row;
+    if (row.endedAt === null) deps.log.info('playback session ended', { sessionId: id });
+    return { id: ended.id, assetId: ended.assetId, mode: ended.mode, expiresAt: ended.expiresAt, endedAt: ended.endedAt ?? clock.now() };
+  }
+
+  /** Forgets sessions whose URL expired more than a day ago. */
+  async function sweep(): Promise<void> {
+    await repo.sweep(clock.now() - 86_400_000);
+  }
+
   /** The file of a direct session, confined to its media root. */
   async function directFile(token: string): Promise<{ path: string; size: number; type: string; disposition: string }> {
-    const { assetId } = claimsOf(token, 'direct');
+    const { assetId } = await claimsOf(token, 'direct');
     const { asset, binding } = await locate(assetId);
     const base = config.mediaRoots[binding.root];
     if (base === undefined) throw sourceUnavailable();
@@ -101,7 +138,7 @@ export function createPlayback(deps: PlaybackDeps) {
   }
 
   async function segmentsOf(token: string): Promise<{ located: Located; segments: Segment[] }> {
-    const { assetId } = claimsOf(token, 'hls');
+    const { assetId } = await claimsOf(token, 'hls');
     const loc = await locate(assetId);
     return { located: loc, segments: cutSegments(loc.asset.keyframesMs, loc.asset.durationMs, config.segmentTargetMs) };
   }
@@ -170,7 +207,7 @@ export function createPlayback(deps: PlaybackDeps) {
 
   /** The trickplay sprite of an HLS session's asset, made (once) on first request. */
   async function sprite(token: string): Promise<string> {
-    const { assetId } = claimsOf(token, 'hls');
+    const { assetId } = await claimsOf(token, 'hls');
     const l = await locate(assetId);
     const plan = spritePlan(l.asset, config.thumbnailIntervalS);
     if (!plan) throw noThumbnails();
@@ -191,7 +228,7 @@ export function createPlayback(deps: PlaybackDeps) {
 
   /** The WebVTT of thumbnail cues; the sprite is started at once, as a player asks for it next. */
   async function thumbnails(token: string): Promise<string> {
-    const { assetId } = claimsOf(token, 'hls');
+    const { assetId } = await claimsOf(token, 'hls');
     const l = await locate(assetId);
     const plan = spritePlan(l.asset, config.thumbnailIntervalS);
     if (!plan) throw noThumbnails();
@@ -199,7 +236,7 @@ export function createPlayback(deps: PlaybackDeps) {
     return thumbnailsVtt(plan, l.asset.durationMs, 'thumbnails.jpg');
   }
 
-  return { createSession, directFile, master, media, segment, sprite, thumbnails };
+  return { createSession, endSession, sweep, directFile, master, media, segment, sprite, thumbnails };
 }
 
 export type Playback = ReturnType<typeof createPlayback>;
