@@ -1,6 +1,7 @@
 // hls.js in Debian's Chromium playing playback sessions, as a web page would: a page on a loopback
-// origin that proxies /play/* to the playback service (docs/playback.md: the service sets no CORS
-// headers, so the page and the playlists share an origin), hls.js served from node_modules.
+// origin that proxies /play/* to the playback service (one deployment's choice), and the same page
+// playing the session URLs of the playback origin itself, which answer CORS (docs/playback.md);
+// hls.js served from node_modules.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -137,5 +138,29 @@ describe('hls.js in Chromium', () => {
     expect(landed).toBeLessThan(12);
     await playsPast(page, 12);
     expect(await page.evaluate(() => (document.getElementById('v') as HTMLVideoElement).paused)).toBe(false);
+  });
+
+  test('a page on another origin plays the HLS session URL itself, no proxy between (CORS)', { timeout: 120_000 }, async () => {
+    const session = await openPlayback(p, token, assets.copy);
+    const { page } = await b.page();
+    await page.goto(`http://127.0.0.1:${site.port}/`);
+    expect(new URL(session.url).origin).not.toBe(`http://127.0.0.1:${site.port}`);
+    await page.evaluate((src) => (window as unknown as { start(s: string): void }).start(src), session.url);
+    await playsPast(page, 4);
+  });
+
+  test('a <video crossorigin> on another origin plays a direct session URL (CORS and Range)', { timeout: 120_000 }, async () => {
+    const session = await openPlayback(p, token, assets.copy, 'direct');
+    const { page } = await b.page();
+    await page.goto(`http://127.0.0.1:${site.port}/`);
+    await page.evaluate((src) => {
+      const video = document.getElementById('v') as HTMLVideoElement;
+      const w = window as unknown as { mediaErrors: string[] };
+      video.addEventListener('error', () => w.mediaErrors.push(String(video.error && video.error.message)));
+      video.crossOrigin = 'anonymous';
+      video.src = src;
+      void video.play();
+    }, session.url);
+    await playsPast(page, 2);
   });
 });
