@@ -184,7 +184,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke a session
-         * @description With an access token of the same actor, or as admin. Another actor's session answers 404. Guards refuse the session within their live-cache time (2 s).
+         * @description With an access token of the same actor, or as admin. Answers 200 {session} with revokedAt set (revoking again answers the same, with the first revocation's time). Another actor's session answers 404. Guards refuse the session within their live-cache time (2 s), and the playback URLs it opened end within 5 s (410 PLAYBACK_SESSION_ENDED).
          */
         delete: operations["revokeSession"];
         options?: never;
@@ -281,6 +281,9 @@ export interface components {
         };
         RefreshBody: {
             refreshToken: string;
+        };
+        RevokedSession: {
+            session: components["schemas"]["Session"];
         };
     };
     responses: never;
@@ -1690,12 +1693,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Response for status 204 */
-            204: {
+            /** @description Response for status 200 */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /**
+                     * @example {
+                     *       "session": {
+                     *         "id": "string",
+                     *         "actorId": "string",
+                     *         "createdAt": 0,
+                     *         "expiresAt": 0,
+                     *         "refreshExpiresAt": 0,
+                     *         "revokedAt": 0
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RevokedSession"];
+                };
             };
             /** @description `unauthenticated`: no valid Bearer access token; `reauth-required`: the session has ended; create a new one with the API key */
             401: {

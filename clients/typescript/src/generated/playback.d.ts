@@ -47,10 +47,30 @@ export interface paths {
         put?: never;
         /**
          * Open a playback session for an asset
-         * @description Answers the session with a URL that works without headers until expiresAt: the master playlist (mode hls, the default) or the file itself, with Range (mode direct). Needs a Bearer token with the policy resource:asset:play. Domain codes: PLAYBACK_ASSET_NOT_FOUND (404), PLAYBACK_NO_CAPABILITIES (409, the asset has indexed=false), PLAYBACK_SOURCE_UNAVAILABLE (409, no readable copy now), BUS_TIMEOUT (504).
+         * @description Answers the session with a URL that works without headers until expiresAt: the master playlist (mode hls, the default) or the file itself, with Range (mode direct). Needs a Bearer token with the policy resource:asset:play. Domain codes: PLAYBACK_ASSET_NOT_FOUND (404), PLAYBACK_NO_CAPABILITIES (409, the asset has indexed=false), PLAYBACK_SOURCE_UNAVAILABLE (409, no readable copy now), BUS_TIMEOUT (504). The URL works until expiresAt, until DELETE /sessions/{id}, or until the identity session of the token is revoked (within 5 s): then it answers 410 PLAYBACK_SESSION_ENDED.
          */
         post: operations["createPlaybackSession"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End a playback session now
+         * @description Its URL answers 410 PLAYBACK_SESSION_ENDED from the next request on, on every replica. Only the actor who opened it may end it: another actor's session answers 404 PLAYBACK_SESSION_NOT_FOUND. Ending it again answers 200 with the first endedAt.
+         */
+        delete: operations["endPlaybackSession"];
         options?: never;
         head?: never;
         patch?: never;
@@ -65,7 +85,7 @@ export interface paths {
         };
         /**
          * The master playlist of an HLS session (application/vnd.apple.mpegurl)
-         * @description Domain codes: PLAYBACK_SESSION_NOT_FOUND (404: unknown, forged or expired URL).
+         * @description Domain codes: PLAYBACK_SESSION_NOT_FOUND (404: unknown, forged or expired URL), PLAYBACK_SESSION_ENDED (410: ended by DELETE or by the revocation of its identity session).
          */
         get: operations["getMasterPlaylist"];
         put?: never;
@@ -85,7 +105,7 @@ export interface paths {
         };
         /**
          * The media playlist: segments cut at the indexed keyframes (about 6 s each)
-         * @description Domain codes: PLAYBACK_SESSION_NOT_FOUND (404).
+         * @description Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410).
          */
         get: operations["getMediaPlaylist"];
         put?: never;
@@ -105,7 +125,7 @@ export interface paths {
         };
         /**
          * Trickplay: WebVTT cues pointing at thumbnails.jpg#xywh=x,y,w,h, one per APP_PLAYBACK_THUMBNAIL_INTERVAL_S
-         * @description Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_THUMBNAILS_NOT_FOUND (404: no video).
+         * @description Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410), PLAYBACK_THUMBNAILS_NOT_FOUND (404: no video).
          */
         get: operations["getThumbnailsVtt"];
         put?: never;
@@ -125,7 +145,7 @@ export interface paths {
         };
         /**
          * Trickplay: the sprite sheet of thumbnails (image/jpeg), made by a workers job on first request
-         * @description Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_THUMBNAILS_NOT_FOUND (404), PLAYBACK_SEGMENT_FAILED (503, retryable).
+         * @description Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410), PLAYBACK_THUMBNAILS_NOT_FOUND (404), PLAYBACK_SEGMENT_FAILED (503, retryable).
          */
         get: operations["getThumbnailsSprite"];
         put?: never;
@@ -145,7 +165,7 @@ export interface paths {
         };
         /**
          * A segment of an HLS session (segment-<n>.ts, video/mp2t) or the file of a direct session (file.<ext>, Range: 206)
-         * @description A segment is made on first request by a workers job (stream copy for H.264/AAC, H.264/AAC transcode otherwise), cached, and the next ones are made ahead. Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SEGMENT_NOT_FOUND (404), PLAYBACK_SOURCE_UNAVAILABLE (409), PLAYBACK_SEGMENT_FAILED (503, retryable, Retry-After). A range past the end answers 416 with Content-Range: bytes *\/size.
+         * @description A segment is made on first request by a workers job (stream copy for H.264/AAC, H.264/AAC transcode otherwise), cached, and the next ones are made ahead. Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410), PLAYBACK_SEGMENT_NOT_FOUND (404), PLAYBACK_SOURCE_UNAVAILABLE (409), PLAYBACK_SEGMENT_FAILED (503, retryable, Retry-After). A range past the end answers 416 with Content-Range: bytes *\/size.
          */
         get: operations["getPlaybackFile"];
         put?: never;
@@ -205,6 +225,22 @@ export interface components {
             detail?: string;
         } & {
             [key: string]: unknown;
+        };
+        EndedPlaybackSession: {
+            id: string;
+            assetId: string;
+            /**
+             * @default hls
+             * @enum {string}
+             */
+            mode: "hls" | "direct";
+            /** @description Unix epoch ms the URL would have expired at */
+            expiresAt: number;
+            /** @description Unix epoch ms of the end (ending it again keeps the first) */
+            endedAt: number;
+        };
+        EndSessionResponse: {
+            session: components["schemas"]["EndedPlaybackSession"];
         };
     };
     responses: never;
@@ -550,6 +586,164 @@ export interface operations {
             };
         };
     };
+    endPlaybackSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "session": {
+                     *         "id": "string",
+                     *         "assetId": "string",
+                     *         "mode": "hls",
+                     *         "expiresAt": 0,
+                     *         "endedAt": 0
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EndSessionResponse"];
+                };
+            };
+            /** @description `unauthenticated`: no valid Bearer access token; `reauth-required`: the session has ended; create a new one with the API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/unauthenticated",
+                     *       "title": "No valid Bearer access token",
+                     *       "status": 401,
+                     *       "code": "unauthenticated",
+                     *       "retryable": false,
+                     *       "category": "recoverable"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description unauthenticated: no valid Bearer access token; reauth-required: the session has ended; create a new one with the API key
+                         * @enum {string}
+                         */
+                        code: "unauthenticated" | "reauth-required";
+                    };
+                };
+            };
+            /** @description `forbidden`: the access token lacks the policy this route requires */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/forbidden",
+                     *       "title": "The access token lacks the policy this route requires",
+                     *       "status": 403,
+                     *       "code": "forbidden",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description forbidden: the access token lacks the policy this route requires
+                         * @enum {string}
+                         */
+                        code: "forbidden";
+                    };
+                };
+            };
+            /** @description `PLAYBACK_SESSION_NOT_FOUND`: no such playback session, or its URL has expired */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/playback-session-not-found",
+                     *       "title": "No such playback session, or its URL has expired",
+                     *       "status": 404,
+                     *       "code": "PLAYBACK_SESSION_NOT_FOUND",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description PLAYBACK_SESSION_NOT_FOUND: no such playback session, or its URL has expired
+                         * @enum {string}
+                         */
+                        code: "PLAYBACK_SESSION_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `validation`: the body, query, path or a header does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/validation",
+                     *       "title": "The body, query, path or a header does not match the schema",
+                     *       "status": 422,
+                     *       "code": "validation",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description validation: the body, query, path or a header does not match the schema
+                         * @enum {string}
+                         */
+                        code: "validation";
+                    };
+                };
+            };
+            /** @description `identity-unavailable`: the identity service did not answer a key or session query */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/identity-unavailable",
+                     *       "title": "The identity service did not answer a key or session query",
+                     *       "status": 503,
+                     *       "code": "identity-unavailable",
+                     *       "retryable": true,
+                     *       "category": "transient"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description identity-unavailable: the identity service did not answer a key or session query
+                         * @enum {string}
+                         */
+                        code: "identity-unavailable";
+                    };
+                };
+            };
+        };
+    };
     getMasterPlaylist: {
         parameters: {
             query?: never;
@@ -611,6 +805,31 @@ export interface operations {
                     };
                 };
             };
+            /** @description `PLAYBACK_SESSION_ENDED`: the playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/playback-session-ended",
+                     *       "title": "The playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live",
+                     *       "status": 410,
+                     *       "code": "PLAYBACK_SESSION_ENDED",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description PLAYBACK_SESSION_ENDED: the playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live
+                         * @enum {string}
+                         */
+                        code: "PLAYBACK_SESSION_ENDED";
+                    };
+                };
+            };
             /** @description `validation`: the body, query, path or a header does not match the schema */
             422: {
                 headers: {
@@ -633,6 +852,31 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "validation";
+                    };
+                };
+            };
+            /** @description `identity-unavailable`: the identity service did not answer a key or session query */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/identity-unavailable",
+                     *       "title": "The identity service did not answer a key or session query",
+                     *       "status": 503,
+                     *       "code": "identity-unavailable",
+                     *       "retryable": true,
+                     *       "category": "transient"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description identity-unavailable: the identity service did not answer a key or session query
+                         * @enum {string}
+                         */
+                        code: "identity-unavailable";
                     };
                 };
             };
@@ -699,6 +943,31 @@ export interface operations {
                     };
                 };
             };
+            /** @description `PLAYBACK_SESSION_ENDED`: the playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/playback-session-ended",
+                     *       "title": "The playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live",
+                     *       "status": 410,
+                     *       "code": "PLAYBACK_SESSION_ENDED",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description PLAYBACK_SESSION_ENDED: the playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live
+                         * @enum {string}
+                         */
+                        code: "PLAYBACK_SESSION_ENDED";
+                    };
+                };
+            };
             /** @description `validation`: the body, query, path or a header does not match the schema */
             422: {
                 headers: {
@@ -721,6 +990,31 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "validation";
+                    };
+                };
+            };
+            /** @description `identity-unavailable`: the identity service did not answer a key or session query */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/identity-unavailable",
+                     *       "title": "The identity service did not answer a key or session query",
+                     *       "status": 503,
+                     *       "code": "identity-unavailable",
+                     *       "retryable": true,
+                     *       "category": "transient"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description identity-unavailable: the identity service did not answer a key or session query
+                         * @enum {string}
+                         */
+                        code: "identity-unavailable";
                     };
                 };
             };
@@ -787,6 +1081,31 @@ export interface operations {
                     };
                 };
             };
+            /** @description `PLAYBACK_SESSION_ENDED`: the playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/playback-session-ended",
+                     *       "title": "The playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live",
+                     *       "status": 410,
+                     *       "code": "PLAYBACK_SESSION_ENDED",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description PLAYBACK_SESSION_ENDED: the playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live
+                         * @enum {string}
+                         */
+                        code: "PLAYBACK_SESSION_ENDED";
+                    };
+                };
+            };
             /** @description `validation`: the body, query, path or a header does not match the schema */
             422: {
                 headers: {
@@ -809,6 +1128,31 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "validation";
+                    };
+                };
+            };
+            /** @description `identity-unavailable`: the identity service did not answer a key or session query */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/identity-unavailable",
+                     *       "title": "The identity service did not answer a key or session query",
+                     *       "status": 503,
+                     *       "code": "identity-unavailable",
+                     *       "retryable": true,
+                     *       "category": "transient"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description identity-unavailable: the identity service did not answer a key or session query
+                         * @enum {string}
+                         */
+                        code: "identity-unavailable";
                     };
                 };
             };
@@ -875,6 +1219,31 @@ export interface operations {
                     };
                 };
             };
+            /** @description `PLAYBACK_SESSION_ENDED`: the playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/playback-session-ended",
+                     *       "title": "The playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live",
+                     *       "status": 410,
+                     *       "code": "PLAYBACK_SESSION_ENDED",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description PLAYBACK_SESSION_ENDED: the playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live
+                         * @enum {string}
+                         */
+                        code: "PLAYBACK_SESSION_ENDED";
+                    };
+                };
+            };
             /** @description `validation`: the body, query, path or a header does not match the schema */
             422: {
                 headers: {
@@ -900,7 +1269,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `PLAYBACK_SEGMENT_FAILED`: the workers job could not make the segment or sprite; ask again */
+            /** @description `identity-unavailable`: the identity service did not answer a key or session query; `PLAYBACK_SEGMENT_FAILED`: the workers job could not make the segment or sprite; ask again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -908,20 +1277,20 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://keel.dev/problems/playback-segment-failed",
-                     *       "title": "The workers job could not make the segment or sprite; ask again",
+                     *       "type": "https://keel.dev/problems/identity-unavailable",
+                     *       "title": "The identity service did not answer a key or session query",
                      *       "status": 503,
-                     *       "code": "PLAYBACK_SEGMENT_FAILED",
+                     *       "code": "identity-unavailable",
                      *       "retryable": true,
                      *       "category": "transient"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /**
-                         * @description PLAYBACK_SEGMENT_FAILED: the workers job could not make the segment or sprite; ask again
+                         * @description identity-unavailable: the identity service did not answer a key or session query; PLAYBACK_SEGMENT_FAILED: the workers job could not make the segment or sprite; ask again
                          * @enum {string}
                          */
-                        code: "PLAYBACK_SEGMENT_FAILED";
+                        code: "identity-unavailable" | "PLAYBACK_SEGMENT_FAILED";
                     };
                 };
             };
@@ -989,6 +1358,31 @@ export interface operations {
                     };
                 };
             };
+            /** @description `PLAYBACK_SESSION_ENDED`: the playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/playback-session-ended",
+                     *       "title": "The playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live",
+                     *       "status": 410,
+                     *       "code": "PLAYBACK_SESSION_ENDED",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description PLAYBACK_SESSION_ENDED: the playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live
+                         * @enum {string}
+                         */
+                        code: "PLAYBACK_SESSION_ENDED";
+                    };
+                };
+            };
             /** @description `validation`: the body, query, path or a header does not match the schema */
             422: {
                 headers: {
@@ -1014,7 +1408,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `PLAYBACK_SEGMENT_FAILED`: the workers job could not make the segment or sprite; ask again */
+            /** @description `identity-unavailable`: the identity service did not answer a key or session query; `PLAYBACK_SEGMENT_FAILED`: the workers job could not make the segment or sprite; ask again */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1022,20 +1416,20 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "https://keel.dev/problems/playback-segment-failed",
-                     *       "title": "The workers job could not make the segment or sprite; ask again",
+                     *       "type": "https://keel.dev/problems/identity-unavailable",
+                     *       "title": "The identity service did not answer a key or session query",
                      *       "status": 503,
-                     *       "code": "PLAYBACK_SEGMENT_FAILED",
+                     *       "code": "identity-unavailable",
                      *       "retryable": true,
                      *       "category": "transient"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /**
-                         * @description PLAYBACK_SEGMENT_FAILED: the workers job could not make the segment or sprite; ask again
+                         * @description identity-unavailable: the identity service did not answer a key or session query; PLAYBACK_SEGMENT_FAILED: the workers job could not make the segment or sprite; ask again
                          * @enum {string}
                          */
-                        code: "PLAYBACK_SEGMENT_FAILED";
+                        code: "identity-unavailable" | "PLAYBACK_SEGMENT_FAILED";
                     };
                 };
             };
