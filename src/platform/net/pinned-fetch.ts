@@ -14,6 +14,8 @@ export interface PinnedFetchOptions {
   policy: TargetPolicy;
   /** Name resolution (the system resolver by default); a test passes its own. */
   resolve?: Resolver;
+  /** Certificates trusted for https instead of the system's (a private CA; a test's own). */
+  ca?: string | string[];
 }
 
 /**
@@ -43,7 +45,7 @@ export function createPinnedFetch(opts: PinnedFetchOptions): PinnedFetch {
   // new socket, so a pooled socket was dialled to a checked address too.
   const agents = {
     'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
-    'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
+    'https:': new https.Agent({ keepAlive: true, maxSockets: 64, ...(opts.ca ? { ca: opts.ca } : {}) }),
   };
 
   async function pinnedFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {

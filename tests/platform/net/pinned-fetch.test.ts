@@ -5,6 +5,9 @@
 // "Inside" stands for an address Keel keeps out of reach (127.0.0.2, denied by the policy here as the
 // workspaces' guard denies Keel's own ports, metadata, other tenants' networks).
 import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { TargetRefused, type Resolver, type TargetPolicy } from '../../../src/platform/net/address-policy';
 import { createPinnedFetch } from '../../../src/platform/net/pinned-fetch';
 
@@ -131,4 +134,29 @@ test('an aborted request rejects with the signal reason', async () => {
 test('only http and https URLs are fetched', async () => {
   const pinned = createPinnedFetch({ policy });
   expect(await pinned('file:///etc/passwd').catch((e) => e)).toBeInstanceOf(TypeError);
+});
+
+test('https: the connection goes to the checked address, and the certificate is verified against the name', async () => {
+  // A self-signed certificate for secure.test, made by openssl on the spot.
+  const dir = mkdtempSync(join(tmpdir(), 'keel-pinned-tls-'));
+  const made = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=secure.test', '-addext', 'subjectAltName=DNS:secure.test'], { stderr: 'pipe' });
+  expect(made.exitCode).toBe(0);
+  const cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
+  const tls = Bun.serve({ hostname: '127.0.0.1', port: 0, tls: { cert, key: readFileSync(join(dir, 'key.pem'), 'utf8') }, fetch: (req) => Response.json({ host: req.headers.get('host') }) });
+  try {
+    const pinned = createPinnedFetch({ policy, resolve: rebinding(['127.0.0.1']).resolve, ca: cert });
+    const res = await pinned(`https://secure.test:${tls.port}/`);
+    expect(await res.json()).toEqual({ host: `secure.test:${tls.port}` });
+    // Dialled to the same address under another name: the certificate does not name it.
+    const wrong = await pinned(`https://other.test:${tls.port}/`).catch((e) => e);
+    expect(wrong).toBeInstanceOf(Error);
+    expect(String(wrong.code ?? wrong.message)).toContain('ALTNAME');
+    // Not trusted at all without the CA: the check is not skipped.
+    const untrusted = await createPinnedFetch({ policy, resolve: rebinding(['127.0.0.1']).resolve })(`https://secure.test:${tls.port}/`).catch((e) => e);
+    expect(untrusted).toBeInstanceOf(Error);
+    pinned.close();
+  } finally {
+    tls.stop(true);
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
