@@ -17,7 +17,6 @@ const own = defineErrors({
   PORT_UNAVAILABLE: { status: 409, description: 'the port is reserved by another workspace or in use on the host' },
   INVALID_TRANSITION: { status: 409, description: 'the current status does not allow this move (details.status, details.allowedFrom)' },
   WORKSPACE_NOT_RUNNING: { status: 409, description: 'the workspace is not running; start it first' },
-  SNAPSHOT_IN_USE: { status: 409, description: 'workspaces made from this snapshot exist (details.workspaces); delete them first' },
   SESSION_BUSY: { status: 409, description: 'a turn is in flight in this agent session' },
   APPROVAL_DECIDED: { status: 409, description: 'the approval is not waiting any more: decided, timed out, or its turn ended (details.status)' },
   WEBHOOK_INACTIVE: { status: 409, description: 'the webhook is disabled' },

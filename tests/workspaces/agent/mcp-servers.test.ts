@@ -118,3 +118,17 @@ test('MCP server URLs follow the webhook targets rules', async () => {
   const badName = await rig.api('/api/agent/sessions', { method: 'POST', json: { workspaceId: rig.ws, model: 'openai/tools', mcpServers: [{ name: 'a__b', url: calcUrl() }] } });
   expect(badName.status).toBe(400);
 });
+
+test("a server named `localhost` on Keel's own port is accepted as a name, then refused when resolved: the model is told", async () => {
+  const own = new URL(rig.p.url('workspaces'));
+  const url = `http://localhost:${own.port}/mcp`;
+  const res = await rig.api('/api/agent/sessions', { method: 'POST', json: { workspaceId: rig.ws, model: 'openai/tools', mcpServers: [{ name: 'self', url }] } });
+  expect(res.status).toBe(201);
+  const s = await res.json();
+  const before = rig.fake.requests.length;
+  const reply = await (await send(rig, s.id, JSON.stringify([{ name: 'self__anything', input: {} }]))).json();
+  expect(reply.finishReason).toBe('stop');
+  const note = String(rig.fake.requests[before]!.messages[0]!.content);
+  expect(note).toContain('The MCP server self could not be reached');
+  expect(note).toContain("Keel's own port");
+}, 60_000);

@@ -1,8 +1,9 @@
 // Snapshots and forks through HTTP against a real engine: a snapshot carries the files of the volume
 // (/workspace) and of the container's own file system (/tmp); workspaces made from it, or forked, have
-// both and are apart from each other; snapshots are owned (404), counted (429), kept while used (409),
-// removed from the engine when deleted, survive a restart of Keel, and what a snapshot cut short
-// leaves (an image and an archive without a row) is removed at start-up.
+// both and are apart from each other; snapshots are owned (404) and counted (429); a delete answers 200
+// even while workspaces made from it exist (its slot free at once, its image kept for them until the
+// last is deleted); snapshots survive a restart of Keel, and what a snapshot cut short leaves (an image
+// and an archive without a row) is removed at start-up.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -113,19 +114,47 @@ describe('snapshots', () => {
     expect(docker('images', '-q', '--filter', `label=dev.keel.instance=${instance}`).stdout.split('\n').filter(Boolean)).toHaveLength(3);
   });
 
-  test('a snapshot that workspaces run from answers 409 SNAPSHOT_IN_USE; once they are gone it is deleted from the engine', async () => {
-    const copy = ((await (await api('/api/snapshots')).json()) as any).snapshots.find((s: any) => s.name === 'copy');
-    const busy = await api(`/api/snapshots/${copy.id}`, { method: 'DELETE' });
-    expect(busy.status).toBe(409);
-    expect(await errorCode(busy)).toBe('SNAPSHOT_IN_USE');
-    for (const w of forks) expect((await api(`/api/workspaces/${w.id}?volumes=true`, { method: 'DELETE' })).status).toBe(200);
+  let copy: any;
+
+  test('a snapshot that workspaces run from is deleted with 200: it is 404 afterwards and cannot be created from, its image stays for them', async () => {
+    copy = ((await (await api('/api/snapshots')).json()) as any).snapshots.find((s: any) => s.name === 'copy');
     const del = await api(`/api/snapshots/${copy.id}`, { method: 'DELETE' });
     expect(del.status).toBe(200);
     expect(await del.json()).toEqual({ id: copy.id, deleted: true });
-    expect(inspect('image', `keel-snapshot:${copy.id}`)).toBeNull();
-    expect(existsSync(join(dataDir, 'snapshots', `${copy.id}.tar`))).toBe(false);
-    expect((await api(`/api/snapshots/${copy.id}`)).status).toBe(404);
-  }, 120_000);
+    const gone = await api(`/api/snapshots/${copy.id}`);
+    expect(gone.status).toBe(404);
+    expect(await errorCode(gone)).toBe('SNAPSHOT_NOT_FOUND');
+    expect(((await (await api('/api/snapshots')).json()) as any).snapshots.map((s: any) => s.name)).toEqual(['first', 'third']);
+    const create = await post('/api/workspaces', { name: 'from-deleted', snapshot: copy.id });
+    expect(create.status).toBe(404);
+    expect(await errorCode(create)).toBe('SNAPSHOT_NOT_FOUND');
+    expect((await api(`/api/snapshots/${copy.id}`, { method: 'DELETE' })).status).toBe(404);
+    // What the forks run from is still there.
+    expect(inspect('image', `keel-snapshot:${copy.id}`)).not.toBeNull();
+  });
+
+  test('a workspace made from a deleted snapshot still runs, restarts and starts again after a stop, with its files', async () => {
+    const w = forks[0];
+    const current = (await (await api(`/api/workspaces/${w.id}`)).json()) as any;
+    expect(current.status).toBe('running');
+    expect(inspect('container', current.containerId).State.Status).toBe('running');
+    expect((await post(`/api/workspaces/${w.id}/restart`, {})).status).toBe(200);
+    await waitStatus(p, w.id, 'running', { timeoutMs: 60_000 });
+    expect(await sh(w.id, 'cat /workspace/vol.txt /tmp/outside.txt /workspace/mine.txt')).toBe('in-volume\noutside\nonly-here');
+    expect((await post(`/api/workspaces/${w.id}/stop`, {})).status).toBe(200);
+    await waitStatus(p, w.id, 'stopped', { timeoutMs: 60_000 });
+    expect((await post(`/api/workspaces/${w.id}/start`, {})).status).toBe(200);
+    await waitStatus(p, w.id, 'running', { timeoutMs: 60_000 });
+    expect(await sh(w.id, 'cat /tmp/outside.txt /workspace/mine.txt')).toBe('outside\nonly-here');
+  }, 180_000);
+
+  test('the deleted snapshot freed its quota slot at once: a new snapshot is accepted at the quota (3), the next refused', async () => {
+    const res = await post(`/api/workspaces/${origin.id}/snapshots`, { name: 'fourth' });
+    expect(res.status).toBe(201);
+    const over = await post(`/api/workspaces/${origin.id}/snapshots`, { name: 'fifth' });
+    expect(over.status).toBe(429);
+    expect(await errorCode(over)).toBe('QUOTA_EXCEEDED');
+  }, 60_000);
 
   test('snapshots survive a restart of Keel, and an image and an archive left without a row (a snapshot cut short) are removed', async () => {
     // What a crash between the commit and the row leaves: an image with this instance's snapshot labels, and an archive.
@@ -137,7 +166,27 @@ describe('snapshots', () => {
     expect(inspect('image', `keel-snapshot:${orphan}`)).toBeNull();
     expect(existsSync(join(dataDir, 'snapshots', `${orphan}.tar`))).toBe(false);
     const after = ((await (await api('/api/snapshots')).json()) as any).snapshots.map((s: any) => s.name);
-    expect(after).toEqual(['first', 'third']);
+    expect(after).toEqual(['first', 'third', 'fourth']);
     expect(inspect('image', `keel-snapshot:${snap.id}`)).not.toBeNull();
+    // A deleted snapshot's image and archive are no orphans while workspaces made from it exist.
+    expect(inspect('image', `keel-snapshot:${copy.id}`)).not.toBeNull();
+    expect(existsSync(join(dataDir, 'snapshots', `${copy.id}.tar`))).toBe(true);
   }, 120_000);
+
+  test("a deleted snapshot's image and archive stay until the last workspace made from it is deleted, then go", async () => {
+    for (const w of forks.slice(0, -1)) expect((await api(`/api/workspaces/${w.id}?volumes=true`, { method: 'DELETE' })).status).toBe(200);
+    expect(inspect('image', `keel-snapshot:${copy.id}`)).not.toBeNull();
+    expect((await api(`/api/workspaces/${forks.at(-1).id}?volumes=true`, { method: 'DELETE' })).status).toBe(200);
+    expect(inspect('image', `keel-snapshot:${copy.id}`)).toBeNull();
+    expect(existsSync(join(dataDir, 'snapshots', `${copy.id}.tar`))).toBe(false);
+  }, 120_000);
+
+  test('a snapshot no workspace was made from leaves the engine and the disk when deleted', async () => {
+    const third = ((await (await api('/api/snapshots')).json()) as any).snapshots.find((s: any) => s.name === 'third');
+    const del = await api(`/api/snapshots/${third.id}`, { method: 'DELETE' });
+    expect(del.status).toBe(200);
+    expect(await del.json()).toEqual({ id: third.id, deleted: true });
+    expect(inspect('image', `keel-snapshot:${third.id}`)).toBeNull();
+    expect(existsSync(join(dataDir, 'snapshots', `${third.id}.tar`))).toBe(false);
+  });
 });

@@ -290,8 +290,8 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Delete a snapshot: its image leaves the engine, its volume archive the disk
-         * @description 409 `SNAPSHOT_IN_USE` with `details.workspaces` while workspaces made from it exist (their containers run its image): delete those first.
+         * Delete a snapshot: gone from the list at once, its quota slot free
+         * @description Answers 200 even while workspaces made from it exist: they keep running and restarting, and its image (and volume archive) stays on the engine until the last of them is deleted, then goes. Without such workspaces the image and archive go at once. Afterwards the snapshot is 404 `SNAPSHOT_NOT_FOUND` and cannot be created from.
          */
         delete: operations["deleteSnapshot"];
         options?: never;
@@ -5084,36 +5084,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description `SNAPSHOT_IN_USE`: workspaces made from this snapshot exist (details.workspaces); delete them first */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "code": "SNAPSHOT_IN_USE",
-                     *         "message": "workspaces made from this snapshot exist (details.workspaces); delete them first",
-                     *         "details": {}
-                     *       }
-                     *     }
-                     */
-                    "application/json": {
-                        error: {
-                            /**
-                             * @description SNAPSHOT_IN_USE: workspaces made from this snapshot exist (details.workspaces); delete them first
-                             * @enum {string}
-                             */
-                            code: "SNAPSHOT_IN_USE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-            };
             /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
             429: {
                 headers: {
@@ -5136,66 +5106,6 @@ export interface operations {
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-            };
-            /** @description `ENGINE_ERROR`: the Docker engine refused the operation */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "code": "ENGINE_ERROR",
-                     *         "message": "the Docker engine refused the operation",
-                     *         "details": {}
-                     *       }
-                     *     }
-                     */
-                    "application/json": {
-                        error: {
-                            /**
-                             * @description ENGINE_ERROR: the Docker engine refused the operation
-                             * @enum {string}
-                             */
-                            code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-            };
-            /** @description `ENGINE_UNAVAILABLE`: no container engine answers; nothing was done */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "error": {
-                     *         "code": "ENGINE_UNAVAILABLE",
-                     *         "message": "no container engine answers; nothing was done",
-                     *         "details": {}
-                     *       }
-                     *     }
-                     */
-                    "application/json": {
-                        error: {
-                            /**
-                             * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
-                             * @enum {string}
-                             */
-                            code: "ENGINE_UNAVAILABLE";
                             message: string;
                             details: {
                                 [key: string]: unknown;

@@ -1,13 +1,15 @@
 // A session's own MCP servers (`mcpServers`): their tools offered to the model as `<name>__<tool>`
 // through the AI SDK's MCP client, for the length of one turn. Their URLs follow the webhook targets'
 // rules (platform/net/address-policy.ts plus the workspaces' guard: never metadata, link-local,
-// another tenant's network or Keel's own ports), checked at create for a literal address and before
-// every request for a name. A server that cannot be reached, or a call that fails or outlives
+// another tenant's network or Keel's own ports), checked at create for a literal address; every
+// request goes through the pinned fetch (platform/net/pinned-fetch.ts), which resolves a name once,
+// checks it and connects to that address (a name that rebinds cannot move it). A server that cannot be reached, or a call that fails or outlives
 // APP_AGENT_MCP_TIMEOUT_MS, is a clear result the model reads, never a failed turn.
 import { createMCPClient, type MCPClient } from '@ai-sdk/mcp';
 import type { ToolSet } from 'ai';
 import { AppError } from '../../../platform/errors';
-import { literalRefusal, REFUSAL_TEXT, resolveAllowed, type TargetPolicy } from '../../../platform/net/address-policy';
+import { literalRefusal, REFUSAL_TEXT, type Resolver, type TargetPolicy } from '../../../platform/net/address-policy';
+import { createPinnedFetch } from '../../../platform/net/pinned-fetch';
 import type { McpServer } from './agent.model';
 
 const port = (u: URL) => Number(u.port || (u.protocol === 'https:' ? 443 : 80));
@@ -46,20 +48,16 @@ const reason = (e: unknown) => (e instanceof Error ? e.message : String(e)).slic
  * Connects to every server (in parallel); answers their tools, a note for each server that could not
  * be reached (for the system text), and `close`. The headers are sent as given, never shown back.
  */
-export async function connectMcpServers(servers: McpServer[], policy: TargetPolicy, timeoutMs: number) {
+export async function connectMcpServers(servers: McpServer[], policy: TargetPolicy, timeoutMs: number, resolve?: Resolver) {
+  // One for the turn: its connections are kept alive between the turn's calls and closed with it.
+  const pinnedFetch = createPinnedFetch({ policy, resolve });
   const clients: MCPClient[] = [];
   const tools: ToolSet = {};
   const notes: string[] = [];
   await Promise.all(
     servers.map(async (s) => {
-      // Every request of the client: the host checked again (a name may resolve elsewhere now).
-      const guarded = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
-        const u = new URL(input instanceof Request ? input.url : String(input));
-        await resolveAllowed(u.hostname.replace(/^\[|\]$/g, ''), policy, undefined, port(u));
-        return fetch(input, init);
-      };
       try {
-        const client = await within(createMCPClient({ transport: { type: 'http', url: s.url, headers: s.headers, fetch: guarded as typeof fetch }, clientName: 'keel' }), timeoutMs, 'connecting');
+        const client = await within(createMCPClient({ transport: { type: 'http', url: s.url, headers: s.headers, fetch: pinnedFetch as unknown as typeof fetch }, clientName: 'keel' }), timeoutMs, 'connecting');
         clients.push(client);
         const listed = await within(client.tools(), timeoutMs, 'listing its tools');
         for (const [name, t] of Object.entries(listed)) {
@@ -80,5 +78,12 @@ export async function connectMcpServers(servers: McpServer[], policy: TargetPoli
       }
     }),
   );
-  return { tools, notes, close: () => Promise.allSettled(clients.map((c) => c.close())).then(() => undefined) };
+  return {
+    tools,
+    notes,
+    close: () =>
+      Promise.allSettled(clients.map((c) => c.close())).then(() => {
+        pinnedFetch.close();
+      }),
+  };
 }

@@ -109,6 +109,9 @@ export function createLifecycle(deps: LifecycleDeps) {
     // After the row: the workspace is gone once its container is. A network left by a failure here has
     // no workspace, so the next reconciliation removes it with its rules.
     await provisioner.removeNetwork(row.id).catch((e) => log.warn('workspace network not removed', { workspace: row.id, ...errorFields(e) }));
+    // The last workspace made from a deleted snapshot takes its image and archive with it (a failure
+    // here leaves them to the next start-up).
+    if (row.snapshotId) await snapshots.release(row.snapshotId).catch((e) => log.warn('snapshot objects not removed', { snapshot: row.snapshotId, ...errorFields(e) }));
   }
 
   const machine = createStateMachine({ engine, records, access, queue, provisioner, stats, templates, settings: deps.settings, log, quotas, destroy });

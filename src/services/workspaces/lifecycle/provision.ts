@@ -104,7 +104,7 @@ export function createProvisioner(deps: {
       if (state && state.networks.length === 1 && state.networks[0] === networkName(row.id)) return row.containerId;
       if (state) await engine.remove(row.containerId);
     }
-    // From a snapshot: its committed image (kept while the workspace exists: SNAPSHOT_IN_USE), else the template's.
+    // From a snapshot: its committed image (kept while the workspace exists, even once the snapshot is deleted), else the template's.
     const snapshotImage = row.snapshotId ? await deps.snapshots.image(row.snapshotId) : null;
     if (row.snapshotId && !snapshotImage) throw new EngineError('the snapshot this workspace was made from no longer exists');
     if (!snapshotImage) await ensureImage(row, template);

@@ -4,7 +4,8 @@
 // - http://, https:// and git:// only: no file:// or path (Keel's own files), no ssh (Keel has no SSH
 //   identity to offer and never lends the host's);
 // - targets follow platform/net/address-policy.ts; the name is resolved and checked first, and git is
-//   pinned to the checked addresses (no second lookup an attacker's DNS could answer differently);
+//   pinned to the checked addresses (no second lookup an attacker's DNS could answer differently; a git
+//   too old to be pinned is refused for names), as platform/net/pinned-fetch.ts pins Keel's own requests;
 // - git runs with an empty HOME and no system or global config: no credential helper, insteadOf or
 //   proxy of the Keel user applies; redirects are not followed (they could lead anywhere);
 // - credentials in the URL travel as an Authorization header in git's environment config, never in
@@ -128,6 +129,32 @@ export function repoUrlProblem(raw: string, policy: TargetPolicy): string | null
   const refused = literalRefusal(t.host, policy, t.port);
   return refused ? `the repo host is ${REFUSAL_TEXT[refused]}; clones may not reach it` : null;
 }
+
+/**
+ * The first git that honours `http.curloptResolve`: an older one ignores it and looks the name up
+ * again, so a clone of an http(s) name is refused with it rather than left unpinned.
+ */
+const PINNING_GIT = [2, 37] as const;
+const gitVersions = new Map<string, Promise<[number, number] | null>>();
+/** `git --version` of the git on `searchPath` (asked once per path), or null when it does not say. */
+function gitVersion(searchPath: string): Promise<[number, number] | null> {
+  let v = gitVersions.get(searchPath);
+  if (!v) {
+    v = new Promise((resolve) => {
+      const proc = spawn('git', ['--version'], { stdio: ['ignore', 'pipe', 'ignore'], env: { PATH: searchPath } });
+      let out = '';
+      proc.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+      proc.on('error', () => resolve(null));
+      proc.on('close', () => {
+        const m = /git version (\d+)\.(\d+)/.exec(out);
+        resolve(m ? [Number(m[1]), Number(m[2])] : null);
+      });
+    });
+    gitVersions.set(searchPath, v);
+  }
+  return v;
+}
+const pinsByName = (v: [number, number] | null) => v !== null && (v[0] > PINNING_GIT[0] || (v[0] === PINNING_GIT[0] && v[1] >= PINNING_GIT[1]));
 
 /** Removes credentials from URLs in any text: `https://user:token@host` -> `https://***@host`, token query values too. */
 export function scrubUrls(text: string): string {
@@ -267,6 +294,11 @@ export async function cloneRepo(opts: CloneOptions): Promise<{ dir: string; clea
       throw e;
     }
     opts.signal?.throwIfAborted();
+    if (target.scheme !== 'git:' && !parseIpLiteral(target.host) && !pinsByName(await gitVersion(opts.searchPath))) {
+      throw new CloneError(
+        `git clone refused: the Keel host's git is older than ${PINNING_GIT.join('.')} and cannot be held to the checked address of a host name (http.curloptResolve); the operator must install a newer git`,
+      );
+    }
 
     const base = mkdtempSync(join(tmpdir(), 'keel-clone-'));
     const home = join(base, 'home');

@@ -68,11 +68,14 @@ export function snapshotsRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: L
     })
     .delete('/api/snapshots/:id', ({ actor, params }) => ws.snapshots.remove(actor, params.id), {
       params: SnapshotIdParams,
-      response: { 200: SnapshotDeleted, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+      response: { 200: SnapshotDeleted, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
       detail: {
-        ...op('deleteSnapshot', ['SNAPSHOT_NOT_FOUND', 'SNAPSHOT_IN_USE', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
-        summary: 'Delete a snapshot: its image leaves the engine, its volume archive the disk',
-        description: '409 `SNAPSHOT_IN_USE` with `details.workspaces` while workspaces made from it exist (their containers run its image): delete those first.',
+        ...op('deleteSnapshot', ['SNAPSHOT_NOT_FOUND']),
+        summary: 'Delete a snapshot: gone from the list at once, its quota slot free',
+        description:
+          'Answers 200 even while workspaces made from it exist: they keep running and restarting, and its image (and volume archive) ' +
+          'stays on the engine until the last of them is deleted, then goes. Without such workspaces the image and archive go at once. ' +
+          'Afterwards the snapshot is 404 `SNAPSHOT_NOT_FOUND` and cannot be created from.',
       },
     });
 }

@@ -1,8 +1,11 @@
 // Snapshots of a workspace: its container's file system committed to an image (docker commit, the
 // processes paused meanwhile) and its volume as a tar in the data dir. Both are made first and the
 // row written last, so a crash of Keel at any point leaves only objects without a row, which
-// start-up removes (reconcile); a snapshot deleted is gone from the engine and the disk too.
-import { and, asc, count, eq, sql } from 'drizzle-orm';
+// start-up removes (reconcile). A delete always succeeds: the row goes at once (the quota slot is free,
+// the snapshot is 404 and cannot be created from), and the objects go with it unless workspaces made
+// from it still exist: they need its image (a container made again) and, until provisioned, its
+// archive. Those are removed when the last such workspace is deleted (release).
+import { asc, count, eq, isNotNull, sql } from 'drizzle-orm';
 import { createReadStream, createWriteStream, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -57,6 +60,17 @@ export function createSnapshots(deps: {
   async function removeObjects(id: string, image: string) {
     await engine.removeImage(image);
     rmSync(archive(id), { force: true });
+  }
+
+  /** Ids of snapshots that workspaces were made from (listed or deleted). */
+  const snapshotsInUse = async () =>
+    new Set((await db.selectDistinct({ id: workspaces.snapshotId }).from(workspaces).where(isNotNull(workspaces.snapshotId))).map((r) => r.id!));
+  const inUse = async (id: string) => (await db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.snapshotId, id)).limit(1)).length > 0;
+
+  /** A deleted snapshot's image and archive, removed unless a workspace made from it still exists. */
+  async function removeIfUnused(id: string) {
+    if (await inUse(id)) return;
+    await removeObjects(id, imageRef(id));
   }
 
   const view = (r: SnapshotRow) => ({ id: r.id, name: r.name, workspaceId: r.workspaceId, template: r.template, sizeBytes: r.sizeBytes, createdAt: r.createdAt });
@@ -117,24 +131,36 @@ export function createSnapshots(deps: {
       return result!;
     },
 
-    /** Removes the snapshot from the engine, the disk and the list; 409 SNAPSHOT_IN_USE while workspaces made from it exist. */
+    /**
+     * Removes the snapshot from the list at once (its quota slot is free), and its image and archive
+     * unless workspaces made from it still exist (release removes them after the last one). Objects an
+     * engine failure leaves are removed at the next start-up (reconcile).
+     */
     async remove(actor: Actor, id: string): Promise<{ id: string; deleted: true }> {
       const row = await getOwned(actor, id);
-      const users = (await db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.snapshotId, id))).map((w) => w.id);
-      if (users.length > 0) {
-        throw new AppError('SNAPSHOT_IN_USE', 'workspaces made from this snapshot still exist (their containers use its image); delete them first', { workspaces: users });
-      }
-      try {
-        await removeObjects(row.id, row.image);
-      } catch (e) {
-        throw engineFailure(e);
-      }
-      await db.delete(snapshots).where(and(eq(snapshots.id, id)));
+      await db.delete(snapshots).where(eq(snapshots.id, id));
+      await removeIfUnused(row.id).catch((e) => log.warn('snapshot objects not removed; the next start-up removes them', { snapshot: row.id, ...errorFields(e) }));
       return { id, deleted: true };
     },
 
-    /** The image a workspace made from `snapshotId` runs (null once the snapshot is gone). */
-    image: async (snapshotId: string): Promise<string | null> => (await byId.execute({ id: snapshotId }))[0]?.image ?? null,
+    /**
+     * A workspace made from `snapshotId` is gone: a deleted snapshot's objects go with the last such
+     * workspace (a snapshot still listed keeps them for its owner).
+     */
+    async release(snapshotId: string): Promise<void> {
+      if ((await byId.execute({ id: snapshotId }))[0]) return;
+      await removeIfUnused(snapshotId);
+    },
+
+    /**
+     * The image a workspace made from `snapshotId` runs: the snapshot's, kept after a delete while the
+     * workspace exists; null once it is gone from the engine.
+     */
+    async image(snapshotId: string): Promise<string | null> {
+      const row = (await byId.execute({ id: snapshotId }))[0];
+      if (row) return row.image;
+      return (await engine.imageSize(imageRef(snapshotId))) === null ? null : imageRef(snapshotId);
+    },
 
     /** Copies the snapshot's volume archive into a created container's volume (before its first start). */
     async restoreVolume(containerId: string, snapshotId: string): Promise<void> {
@@ -160,7 +186,9 @@ export function createSnapshots(deps: {
         rmSync(archive(row.id), { force: true });
         await db.delete(snapshots).where(eq(snapshots.id, row.id));
       }
+      // Kept: what a listed snapshot holds, and what a deleted one's workspaces still run from.
       const known = new Set((await db.select({ id: snapshots.id }).from(snapshots)).map((r) => r.id));
+      for (const id of await snapshotsInUse()) known.add(id);
       for (const i of images) {
         if (known.has(i.snapshotId)) continue;
         log.warn('removing a snapshot image no snapshot owns', { image: i.ref });

@@ -1,21 +1,13 @@
 // Sends one signed request and reports what happened; nothing about retries or state (outbox.ts).
-// The target's name is resolved here, every address is checked against the policy, and the socket
-// is dialled to exactly those checked addresses (node:http's `lookup` hook), so a DNS answer that
-// changes between the check and the connection (rebinding) cannot reach a refused address.
-// A per-attempt time limit covers connecting, the answer and the capped read of its body;
-// redirects are never followed (node:http does not follow them).
-import http from 'node:http';
-import https from 'node:https';
-import type { LookupFunction } from 'node:net';
-import { resolveAllowed, TargetRefused, type Resolver, type TargetPolicy } from '../../../platform/net/address-policy';
-import { hostOf, portOf } from './target-policy';
+// The request goes through the platform's pinned fetch (platform/net/pinned-fetch.ts): the target's
+// name is resolved once, every address checked against the policy, and the socket dialled to exactly
+// those addresses, so a DNS answer that changes between the check and the connection (rebinding)
+// cannot reach a refused address; redirects are never followed.
+// A per-attempt time limit covers connecting, the answer and the capped read of its body.
+import { TargetRefused, type TargetPolicy, type Resolver } from '../../../platform/net/address-policy';
+import { createPinnedFetch } from '../../../platform/net/pinned-fetch';
 
 export type { Resolver } from '../../../platform/net/address-policy';
-
-interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
-}
 
 export type SendErrorKind = 'refused' | 'dns' | 'timeout' | 'network';
 
@@ -48,97 +40,57 @@ export const RESPONSE_SNIPPET_BYTES = 1024;
 
 export function createDeliverer(opts: DelivererOptions) {
   const maxBytes = opts.maxResponseBytes ?? 64 * 1024;
-  // Keep-alive pools per protocol: a busy receiver is not re-dialled for every delivery. The lookup hook
-  // runs on every new socket, so a pooled socket was dialled to a checked address too.
-  const agents = {
-    'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
-    'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
-  };
+  const pinnedFetch = createPinnedFetch({ policy: opts.policy, resolve: opts.resolve });
 
-  /** The addresses `host` may be dialled at (every one checked by the platform's policy), or why not. */
-  async function checkedAddresses(host: string, port: number): Promise<ResolvedAddress[] | { kind: SendErrorKind; message: string }> {
-    try {
-      const found = await resolveAllowed(host, opts.policy, opts.resolve, port);
-      return found.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-    } catch (e) {
-      if (!(e instanceof TargetRefused)) throw e;
+  /** What a failed attempt reports (never the URL or the address). */
+  function failure(e: unknown, signal: AbortSignal): { kind: SendErrorKind; message: string } {
+    if (e instanceof TargetRefused) {
       if (e.refusal === 'unresolved') return { kind: 'dns', message: "the target's name did not resolve" };
       return { kind: 'refused', message: `target address refused: ${e.message}` };
     }
+    if (signal.aborted) return { kind: 'timeout', message: `no complete answer within ${opts.timeoutMs} ms` };
+    const err = e as Error & { code?: string };
+    return { kind: 'network', message: `the request failed (${err.code ?? err.message})` };
   }
 
   async function send(req: SendRequest): Promise<SendResult> {
     const started = performance.now();
     const done = (r: Omit<SendResult, 'durationMs'>): SendResult => ({ ...r, durationMs: Math.round(performance.now() - started) });
-    const url = new URL(req.url);
-    const checked = await checkedAddresses(hostOf(url), portOf(url));
-    if (!Array.isArray(checked)) return done({ status: null, retryAfter: null, bodySnippet: '', error: checked });
-    const pinned: LookupFunction = (_host, options, callback) => {
-      const all = (options as { all?: boolean }).all;
-      if (all) (callback as unknown as (e: null, a: ResolvedAddress[]) => void)(null, checked);
-      else callback(null, checked[0]!.address, checked[0]!.family);
-    };
-    const client = url.protocol === 'https:' ? https : http;
-    return await new Promise<SendResult>((settle) => {
-      let finished = false;
-      const finish = (r: Omit<SendResult, 'durationMs'>) => {
-        if (finished) return;
-        finished = true;
-        clearTimeout(timer);
-        settle(done(r));
-      };
-      const request = client.request(
-        {
-          protocol: url.protocol,
-          hostname: hostOf(url),
-          port: url.port || undefined,
-          path: url.pathname + url.search,
-          method: 'POST',
-          headers: { ...req.headers, 'content-length': String(Buffer.byteLength(req.body)) },
-          agent: agents[url.protocol as 'http:' | 'https:'],
-          lookup: pinned,
-          ...(url.username ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` } : {}),
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          const answer = () => ({
-            status: res.statusCode ?? null,
-            retryAfter: (res.headers['retry-after'] as string | undefined) ?? null,
-            bodySnippet: Buffer.concat(chunks).subarray(0, RESPONSE_SNIPPET_BYTES).toString('utf8'),
-            error: null,
-          });
-          res.on('data', (c: Buffer) => {
-            if (size >= maxBytes) return;
-            chunks.push(c);
-            size += c.length;
-            if (size >= maxBytes) {
-              // Enough read: the answer counts, and the rest of a large body is not waited for.
-              finish(answer());
-              res.destroy();
-            }
-          });
-          res.on('end', () => finish(answer()));
-          res.on('error', () => finish(answer()));
-        },
-      );
-      const timer = setTimeout(() => {
-        finish({ status: null, retryAfter: null, bodySnippet: '', error: { kind: 'timeout', message: `no complete answer within ${opts.timeoutMs} ms` } });
-        request.destroy();
-      }, opts.timeoutMs);
-      request.on('error', (e: Error & { code?: string }) =>
-        finish({ status: null, retryAfter: null, bodySnippet: '', error: { kind: 'network', message: `the request failed (${e.code ?? e.message})` } }),
-      );
-      request.end(req.body);
+    const signal = AbortSignal.timeout(opts.timeoutMs);
+    let res: Response;
+    try {
+      res = await pinnedFetch(req.url, { method: 'POST', headers: req.headers, body: req.body, signal, redirect: 'manual' });
+    } catch (e) {
+      return done({ status: null, retryAfter: null, bodySnippet: '', error: failure(e, signal) });
+    }
+    // The body is read up to maxBytes; the rest of a large body is not waited for.
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    const reader = res.body?.getReader();
+    try {
+      while (reader && size < maxBytes) {
+        const { done: end, value } = await reader.read();
+        if (end) break;
+        chunks.push(value);
+        size += value.byteLength;
+      }
+    } catch (e) {
+      // The answer came: it counts unless the time ran out before its body was read.
+      if (signal.aborted) return done({ status: null, retryAfter: null, bodySnippet: '', error: failure(e, signal) });
+    } finally {
+      await reader?.cancel().catch(() => {});
+    }
+    return done({
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      bodySnippet: Buffer.concat(chunks).subarray(0, RESPONSE_SNIPPET_BYTES).toString('utf8'),
+      error: null,
     });
   }
 
   return {
     send,
-    close() {
-      agents['http:'].destroy();
-      agents['https:'].destroy();
-    },
+    close: () => pinnedFetch.close(),
   };
 }
 

@@ -6,18 +6,9 @@
 // 0251.0376.0251.0376, a trailing dot) into dotted decimal: the same host fetch and node:http
 // connect to, and the one the policy judges.
 import { literalRefusal, REFUSAL_TEXT, type TargetPolicy } from '../../../platform/net/address-policy';
+import { hostOf, portOf } from '../../../platform/net/pinned-fetch';
 
 export const MAX_URL_LENGTH = 2048;
-
-/** The URL's host as an address or name to resolve: brackets off an IPv6 literal, a trailing dot off a name. */
-export function hostOf(url: URL): string {
-  const h = url.hostname;
-  if (h.startsWith('[')) return h.slice(1, -1);
-  return h.endsWith('.') ? h.slice(0, -1) : h;
-}
-
-/** The port a URL's connection goes to. */
-export const portOf = (url: URL): number => (url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80);
 
 /** Why a target URL is refused at registration, or null. Never repeats the URL. */
 export function urlRefusal(raw: string, policy: TargetPolicy): string | null {
