@@ -13,7 +13,7 @@
 // events between them, so a key's events may run on two of them at once (run one replica of a
 // consumer whose effects must be ordered).
 import { headers } from '@nats-io/transport-node';
-import { AckPolicy, DeliverPolicy, JetStreamApiError, type ConsumerConfig, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, JetStreamApiError, type ConsumerConfig, type ConsumerInfo, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import { errorFields, type Logger } from '../runtime';
 import { orderKeyOf } from './bus';
 
@@ -75,7 +75,15 @@ export async function runOrderedConsumer(deps: {
     max_deliver: -1,
     max_ack_pending: MAX_ACK_PENDING,
   };
-  await ensureConsumer(jsm, stream, name, config);
+  const info = await ensureConsumer(jsm, stream, name, config);
+  if (info.num_ack_pending > 0) {
+    // Events an earlier run (a process that died) took and never acknowledged come back once their
+    // ack_wait is over, and the server hands redeliveries out before new events. Pulling now would
+    // get their keys' later events first; waiting one ack_wait keeps the order.
+    log.info('waiting for the events a previous run left unacknowledged', { durable: name, pending: info.num_ack_pending });
+    await abortableSleep(opts.ackWaitMs + 1000, signal);
+    if (signal.aborted) return;
+  }
   const consumer = await js.consumers.get(stream, name);
   const messages = await consumer.consume({ max_messages: 256 });
   const stop = () => void messages.stop();
@@ -182,16 +190,29 @@ export async function runOrderedConsumer(deps: {
 }
 
 /** Adds the consumer, or updates one made by an earlier version (other attempts, ack wait or pending limit). */
-async function ensureConsumer(jsm: JetStreamManager, stream: string, name: string, config: Partial<ConsumerConfig>) {
+async function ensureConsumer(jsm: JetStreamManager, stream: string, name: string, config: Partial<ConsumerConfig>): Promise<ConsumerInfo> {
+  let info: ConsumerInfo;
   try {
-    const info = await jsm.consumers.info(stream, name);
-    const c = info.config;
-    if (c.max_deliver !== config.max_deliver || c.ack_wait !== config.ack_wait || c.max_ack_pending !== config.max_ack_pending) {
-      await jsm.consumers.update(stream, name, { max_deliver: config.max_deliver, ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending });
-    }
-    return;
+    info = await jsm.consumers.info(stream, name);
   } catch (e) {
     if (!(e instanceof JetStreamApiError) || e.code !== 10014) throw e; // 10014: consumer not found
+    return jsm.consumers.add(stream, config);
   }
-  await jsm.consumers.add(stream, config);
+  const c = info.config;
+  if (c.max_deliver !== config.max_deliver || c.ack_wait !== config.ack_wait || c.max_ack_pending !== config.max_ack_pending) {
+    await jsm.consumers.update(stream, name, { max_deliver: config.max_deliver, ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending });
+  }
+  return info;
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
