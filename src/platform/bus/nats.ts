@@ -36,7 +36,7 @@ export interface NatsBusOptions {
   clock?: Clock;
   /** Attempts of a durable event by one consumer before it goes to `dlq.<subject>` (APP_BUS_MAX_DELIVER, default 50). */
   maxDeliver?: number;
-  /** How long JetStream waits for a consumer's ack before redelivering (default 30 s): after a crash, held events come back after it. */
+  /** How long JetStream waits for a consumer's ack before redelivering (default 10 s; events held in process are kept alive): after a crash, held events come back after it. */
   ackWaitMs?: number;
   /** Pause before attempt n + 1 of an event that failed n times (default n s, at most 30 s). */
   retryDelayMs?: (attempt: number) => number;
@@ -206,7 +206,7 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
       const name = `${durable}-${subject.replace(/[^A-Za-z0-9_-]/g, (c) => (c === '*' ? 'all' : '_'))}`;
       const consumerOpts = {
         maxDeliver: opts.maxDeliver ?? DEFAULT_MAX_DELIVER,
-        ackWaitMs: opts.ackWaitMs ?? 30_000,
+        ackWaitMs: opts.ackWaitMs ?? 10_000,
         retryDelayMs: opts.retryDelayMs ?? defaultRetryDelayMs,
       };
       void (async () => {

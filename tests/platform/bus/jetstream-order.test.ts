@@ -3,7 +3,7 @@
 // dlq.<subject> and logged; a consumer killed mid-stream and started again keeps the order and loses
 // nothing; a publish the stream refused and that is tried again is never stored after its successor.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Bus } from '../../../src/platform/bus/bus';
 import { DEAD_LETTER_HEADERS, DEAD_LETTER_STREAM } from '../../../src/platform/bus/jetstream-consumer';
@@ -113,6 +113,25 @@ describe('a handler that fails', () => {
     expect(dead!.header.get(DEAD_LETTER_HEADERS.error)).toBe('this event can never be delivered');
     const logged = errors.find((e) => e.msg === 'event dead-lettered after failing every attempt');
     expect(logged?.fields).toMatchObject({ subject: 'evt.workspace.stopped', deadLetterSubject: 'dlq.evt.workspace.stopped', attempts: 3 });
+  });
+});
+
+describe('a consumer made by an earlier version', () => {
+  test('is brought up to date: the server no longer gives up on an event by itself, and its events flow', async () => {
+    const run = crypto.randomUUID().slice(0, 8);
+    const publisher = await bus();
+    const jsm = await jetstreamManager(raw);
+    const name = `old-${run}-evt_workspace_all`;
+    // The configuration consumers had before: the server dropped an event silently after 50 deliveries.
+    await jsm.consumers.add(EVENT_STREAM, { durable_name: name, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, filter_subject: 'evt.workspace.*', ack_wait: 30e9, max_deliver: 50 });
+    const consumer = await bus();
+    const got: string[] = [];
+    consumer.consume<'evt.workspace.created'>(`old-${run}`, 'evt.workspace.*', (e) => void (e.workspace.id === `ws-old-${run}` && got.push(e.eventId)));
+    await publisher.publish('evt.workspace.created', event(`ws-old-${run}`, 1), { untilStored: true });
+    await waitFor('the event handled', () => got.length === 1);
+    const info = await jsm.consumers.info(EVENT_STREAM, name);
+    expect(info.config.max_deliver).toBe(-1);
+    expect(info.config.ack_wait).toBe(10e9);
   });
 });
 
