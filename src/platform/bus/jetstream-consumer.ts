@@ -94,7 +94,11 @@ export async function runOrderedConsumer(deps: {
   const lanes = new Map<string, Promise<void>>(); // each order key's last queued event
   // Held events would be redelivered after ack_wait while they wait their turn: say they are in progress.
   const keepAlive = setInterval(() => {
-    for (const h of held.values()) h.msg.working();
+    try {
+      for (const h of held.values()) h.msg.working();
+    } catch {
+      // The connection is closing: the server redelivers them after ack_wait, in order.
+    }
   }, Math.max(50, Math.floor(opts.ackWaitMs / 3)));
 
   const ended = () => signal.aborted;
@@ -175,7 +179,13 @@ export async function runOrderedConsumer(deps: {
         parsed = false;
       }
       const key = orderKeyOf(m.subject, payload);
-      const lane = (lanes.get(key) ?? Promise.resolve()).then(() => handle(h, payload, parsed));
+      // A lane never rejects (an ack on a closed connection throws): a rejected link would skip every later event of its key.
+      const lane = (lanes.get(key) ?? Promise.resolve()).then(() =>
+        handle(h, payload, parsed).catch((e) => {
+          held.delete(m.seq);
+          log.warn('event left unacknowledged; the server gives it again', { durable: name, subject: m.subject, ...errorFields(e) });
+        }),
+      );
       lanes.set(key, lane);
       void lane.finally(() => {
         if (lanes.get(key) === lane) lanes.delete(key);
