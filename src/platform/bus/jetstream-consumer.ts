@@ -107,7 +107,7 @@ export async function runOrderedConsumer(deps: {
     const seq = h.msg.seq;
     // Each earlier delivery was at least one attempt (a process that died, a lost ack).
     let attempts = h.msg.info.deliveryCount - 1;
-    let why: unknown = parsed ? undefined : new Error('the event is not JSON');
+    let why: unknown = parsed ? new Error(`delivered ${attempts} times without an acknowledgement (a consumer that died or stalled)`) : new Error('the event is not JSON');
     while (!ended()) {
       if (!parsed || attempts >= opts.maxDeliver) {
         if (await deadLetter(h, attempts, why)) break;
