@@ -116,6 +116,33 @@ describe('a handler that fails', () => {
   });
 });
 
+describe('an event that keeps coming back unacknowledged', () => {
+  test('is dead-lettered without running the handler once its deliveries reach APP_BUS_MAX_DELIVER (a process that dies on it each time)', async () => {
+    const run = crypto.randomUUID().slice(0, 8);
+    const ws = `ws-poison-${run}`;
+    const name = `poison-${run}-evt_workspace_all`;
+    const publisher = await bus();
+    const jsm = await jetstreamManager(raw);
+    // The consumer as the bus makes it, taking only what comes from now on.
+    await jsm.consumers.add(EVENT_STREAM, { durable_name: name, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.New, filter_subject: 'evt.workspace.*', ack_wait: 300e6, max_deliver: -1, max_ack_pending: 10_000 });
+    await publisher.publish('evt.workspace.paused', event(ws, 1), { untilStored: true });
+    // Two processes took it and died before acknowledging it.
+    const taker = await jetstream(raw).consumers.get(EVENT_STREAM, name);
+    for (let i = 1; i <= 2; i++) expect((await taker.next({ expires: 3000 }))?.info.deliveryCount).toBe(i);
+
+    const consumer = await bus({ ackWaitMs: 300, maxDeliver: 2 });
+    let calls = 0;
+    consumer.consume<'evt.workspace.paused'>(`poison-${run}`, 'evt.workspace.*', (e) => void (e.workspace.id === ws && calls++));
+    const dead = await waitFor('the dead letter', async () => {
+      const m = await jsm.streams.getMessage(DEAD_LETTER_STREAM, { last_by_subj: 'dlq.evt.workspace.paused' }).catch(() => null);
+      return m && m.json<WorkspaceEventPayload>().workspace.id === ws ? m : null;
+    });
+    expect(calls).toBe(0);
+    expect(dead.header.get(DEAD_LETTER_HEADERS.deliveries)).toBe('2');
+    expect(dead.header.get(DEAD_LETTER_HEADERS.error)).toContain('without an acknowledgement');
+  });
+});
+
 describe('a consumer made by an earlier version', () => {
   test('is brought up to date: the server no longer gives up on an event by itself, and its events flow', async () => {
     const run = crypto.randomUUID().slice(0, 8);
