@@ -111,7 +111,7 @@ export async function runOrderedConsumer(deps: {
     while (!ended()) {
       if (!parsed || attempts >= opts.maxDeliver) {
         if (await deadLetter(h, attempts, why)) break;
-        await Bun.sleep(opts.retryDelayMs(1));
+        await abortableSleep(opts.retryDelayMs(1), signal);
         continue;
       }
       attempts++;
@@ -128,7 +128,7 @@ export async function runOrderedConsumer(deps: {
           maxDeliver: opts.maxDeliver,
           ...errorFields(e),
         });
-        if (attempts < opts.maxDeliver) await Bun.sleep(opts.retryDelayMs(attempts));
+        if (attempts < opts.maxDeliver) await abortableSleep(opts.retryDelayMs(attempts), signal);
       }
     }
     // Stopped: left unacknowledged, the server redelivers it (and its successors) after ack_wait.
