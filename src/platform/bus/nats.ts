@@ -131,9 +131,10 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
         const sent = await Promise.allSettled(batch.map((m) => js!.publish(m.subject, m.data, { msgID: m.msgID, timeout: 5000 })));
         const done = new Set(batch.filter((_, i) => sent[i]!.status === 'fulfilled'));
         if (done.size) {
-          const rest = outbox.filter((m) => !done.has(m));
-          outbox.length = 0;
-          outbox.push(...rest);
+          // Compacted in place: an outage can leave hundreds of thousands waiting (no spread of them).
+          let kept = 0;
+          for (const m of outbox) if (!done.has(m)) outbox[kept++] = m;
+          outbox.length = kept;
           for (const m of done) m.stored();
         }
         const failed = sent.findIndex((r) => r.status === 'rejected');
