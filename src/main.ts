@@ -46,7 +46,7 @@ export async function startPlatform(env: Record<string, string | undefined>): Pr
   // Every named service's own variables, before anything opens: a bad one stops start-up here.
   const serviceConfigs = new Map(config.services.map((name) => [name, definitions[name].loadConfig(env)]));
   const store = await openStore(config);
-  const bus = await openBus(config.bus, log.child({ component: 'bus' })).catch(async (e) => {
+  const bus = await openBus(config.bus, log.child({ component: 'bus' }), { maxDeliver: config.busMaxDeliver }).catch(async (e) => {
     await store.close();
     throw e;
   });

@@ -29,6 +29,8 @@ export interface Config {
   /** True when the secret was generated (dev mode); start-up then prints an admin token. */
   apiSecretGenerated: boolean;
   bus: string;
+  /** APP_BUS_MAX_DELIVER: attempts of a durable event by one JetStream consumer before it goes to `dlq.<subject>` (default 50). */
+  busMaxDeliver: number;
   /** APP_DATABASE_URL: a postgres:// URL keeps state in PostgreSQL; unset, the SQLite file under the data dir. */
   databaseUrl?: string;
   /** APP_LOG_LEVEL: `debug`, `info`, `warn`, `error`; default `info`, `warn` under NODE_ENV=test. */
@@ -156,6 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     apiSecret: secret,
     apiSecretGenerated: generated,
     bus: readBus(env),
+    busMaxDeliver: readInt(env, 'APP_BUS_MAX_DELIVER', 50, 1, 10_000),
     databaseUrl: readDatabaseUrl(env),
     build: { commit: env.APP_COMMIT || undefined, train: readString(env, 'APP_TRAIN', 'edge') },
     logLevel: readLogLevel(env),

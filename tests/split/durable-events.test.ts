@@ -100,7 +100,7 @@ describe('workspace events on NATS survive a crash', () => {
     const { id } = (await res.json()) as { id: string };
     await start('workspaces');
     // Taken from JetStream again by the new process: at once if the relay had not sent it, after the
-    // consumer's ack wait (30 s) if the killed process held it unacknowledged.
+    // consumer's ack wait (10 s) and one more second if the killed process held it unacknowledged.
     const got = await rx.waitFor('workspace.created of said-once', (r) => r.body?.event === 'workspace.created' && r.body?.workspace?.id === id, 1, 60_000);
     expect(got[0]!.body.workspace).toMatchObject({ id, name: 'said-once' });
     // At least once on the bus, once to the receiver: one delivery of the event.

@@ -11,6 +11,20 @@ export type DurableSubject = (typeof DURABLE_EVENTS)[number];
 /** Durable subjects one consumer may take together, in the order they were published. */
 export type DurablePattern = 'evt.workspace.*';
 
+/**
+ * The order key of a durable event: events of one key are stored in the order they were published
+ * and reach each consumer in that order, even when one fails and is tried again; events of other
+ * keys flow meanwhile. A workspace's events share its id; an asset's and a job's theirs.
+ */
+export function orderKeyOf(subject: string, payload: unknown): string {
+  const p = (payload ?? {}) as { workspace?: { id?: unknown }; assetId?: unknown; job?: { id?: unknown } };
+  if (subject.startsWith('evt.workspace.') && typeof p.workspace?.id === 'string') return `workspace:${p.workspace.id}`;
+  if (subject.startsWith('evt.catalog.') && typeof p.assetId === 'string') return `asset:${p.assetId}`;
+  if (subject === 'evt.workers.jobProgress' && typeof p.job?.id === 'string') return `job:${p.job.id}`;
+  // Anything else keeps the order of its subject.
+  return subject;
+}
+
 export type EventHandler<S extends EventSubject> = (payload: BusEvents[S], subject: S) => void | Promise<void>;
 export type QueryHandler<S extends QuerySubject> = (
   request: BusQueries[S]['request'],
@@ -29,7 +43,9 @@ export interface Bus {
    * At-least-once delivery of a durable event (DURABLE_EVENTS) to the consumer named `durable`: on
    * NATS a JetStream durable consumer, so events published while the consumer was down arrive when
    * it comes back, and one replica of the consumer gets each event. The event is acknowledged when
-   * the handler resolves; a handler that throws gets it again later. In process: a plain subscription.
+   * the handler resolves; a handler that throws gets it again, before any later event of the same
+   * order key (orderKeyOf), while other keys flow. On NATS, after APP_BUS_MAX_DELIVER attempts the
+   * event is stored on `dlq.<subject>` and logged. In process: a plain subscription.
    */
   consume<S extends DurableSubject>(durable: string, subject: S | DurablePattern, handler: EventHandler<S>): () => void;
   /** Ask the one service that answers `subject`. An AppError thrown by the answerer is rethrown here. */

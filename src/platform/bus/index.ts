@@ -5,8 +5,8 @@ import { createMemoryBus } from './memory';
 
 export type { Bus } from './bus';
 
-export async function openBus(url: string, log: Logger): Promise<Bus> {
+export async function openBus(url: string, log: Logger, opts: { maxDeliver?: number } = {}): Promise<Bus> {
   if (url === 'memory') return createMemoryBus(log);
   const { createNatsBus } = await import('./nats');
-  return createNatsBus(url, log);
+  return createNatsBus(url, log, { maxDeliver: opts.maxDeliver });
 }

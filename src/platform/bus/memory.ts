@@ -6,6 +6,7 @@ import {
   DEFAULT_REQUEST_TIMEOUT_MS,
   busFailure,
   failureError,
+  orderKeyOf,
   subjectMatches,
   type Bus,
   type BusFailure,
@@ -44,22 +45,36 @@ export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })
     consume(durable, subject, handler) {
       // Nothing outlives the process, but the rest of the contract holds as on JetStream: one
       // member of a named consumer gets each event, and a handler that throws gets it again.
+      // Like on JetStream, an event that fails is tried again before the later events of its order
+      // key (orderKeyOf), while other keys go on.
       const key = `${durable}\u0000${subject}`;
       const group = consumers.get(key) ?? { members: [] as AnyHandler[], turn: 0, off: () => {} };
       if (group.members.length === 0) {
         consumers.set(key, group);
-        group.off = bus.subscribe(subject, async (payload, subj) => {
+        const lanes = new Map<string, Promise<void>>();
+        const deliver = async (payload: unknown, subj: string) => {
           for (let attempt = 1; group.members.length; attempt++) {
             const member = group.members[group.turn++ % group.members.length]!;
             try {
               await member(payload, subj);
               return;
             } catch (e) {
-              if (attempt >= REDELIVERIES) throw e;
-              log.error('consumer failed, the event will come again', { durable, subject, ...errorFields(e) });
+              if (attempt >= REDELIVERIES) {
+                log.error('consumer failed on every attempt; the event is dropped (in process)', { durable, subject: subj, attempts: attempt, ...errorFields(e) });
+                return;
+              }
+              log.error('consumer failed; the event is tried again before later events of its key', { durable, subject: subj, attempt, ...errorFields(e) });
               await Bun.sleep(50 * attempt);
             }
           }
+        };
+        group.off = bus.subscribe(subject, (payload, subj) => {
+          const order = orderKeyOf(subj, payload);
+          const lane = (lanes.get(order) ?? Promise.resolve()).then(() => deliver(payload, subj));
+          lanes.set(order, lane);
+          void lane.finally(() => {
+            if (lanes.get(order) === lane) lanes.delete(order);
+          });
         });
       }
       group.members.push(handler as AnyHandler);

@@ -2,7 +2,7 @@
 // so exactly one replica answers; events fan out to every subscriber; durable events (DURABLE_EVENTS)
 // go through JetStream so a consumer that was down, or a server restart, loses none of them.
 import { AuthorizationError, connect, headers, NoRespondersError, RequestError, TimeoutError, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiError, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, JetStreamApiError, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { createLogger, errorFields, systemClock, type Clock, type Logger } from '../runtime';
 import {
   busFailure,
@@ -13,9 +13,11 @@ import {
   failureError,
   SERVICE_ERROR_CODE_HEADER,
   SERVICE_ERROR_HEADER,
+  orderKeyOf,
   type Bus,
   type BusFailure,
 } from './bus';
+import { DEAD_LETTER_STREAM, defaultRetryDelayMs, runOrderedConsumer } from './jetstream-consumer';
 import { DURABLE_EVENTS } from './subjects';
 
 const enc = new TextEncoder();
@@ -32,7 +34,15 @@ export interface NatsBusOptions {
   retentionDays?: number;
   /** Times the shutdown grace for durable events still waiting (default: the system clock). */
   clock?: Clock;
+  /** Attempts of a durable event by one consumer before it goes to `dlq.<subject>` (APP_BUS_MAX_DELIVER, default 50). */
+  maxDeliver?: number;
+  /** How long JetStream waits for a consumer's ack before redelivering (default 10 s; events held in process are kept alive): after a crash, held events come back after it. */
+  ackWaitMs?: number;
+  /** Pause before attempt n + 1 of an event that failed n times (default n s, at most 30 s). */
+  retryDelayMs?: (attempt: number) => number;
 }
+
+export const DEFAULT_MAX_DELIVER = 50;
 
 /** `nats://user:pass@host:port[,host2:port]` -> servers without credentials, plus the credentials. */
 export function parseBusUrl(url: string): { servers: string[]; user?: string; pass?: string } {
@@ -63,6 +73,7 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
     }
   })();
   const subs = new Set<Subscription>();
+  const consumerStops = new Set<() => void>();
   let closed = false;
 
   // JetStream: the stream of durable events, made (or widened) on connect. A server without
@@ -80,6 +91,13 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
       if (!(e instanceof JetStreamApiError) || e.code !== 10059) throw e; // 10059: stream not found
       await jsm.streams.add(config);
     }
+    // Events a consumer gave up on (dlq.<subject>), kept like the events themselves for inspection.
+    try {
+      await jsm.streams.info(DEAD_LETTER_STREAM);
+    } catch (e) {
+      if (!(e instanceof JetStreamApiError) || e.code !== 10059) throw e;
+      await jsm.streams.add({ name: DEAD_LETTER_STREAM, subjects: ['dlq.>'], storage: StorageType.File, max_age: config.max_age });
+    }
     js = jetstream(nc);
   } catch (e) {
     jsm = undefined;
@@ -89,25 +107,43 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
   // Durable publishes wait in order until the stream acknowledges them, so a server restart
   // in between delays them instead of losing them. The message id makes a retried send a no-op.
   // Each entry settles the publish() that queued it once the stream stored it.
-  const outbox: { subject: string; data: Uint8Array; msgID: string; stored: () => void; dropped: (e: Error) => void }[] = [];
+  const outbox: { subject: string; data: Uint8Array; msgID: string; key: string; stored: () => void; dropped: (e: Error) => void }[] = [];
   let draining: Promise<void> | undefined;
-  // Up to WINDOW sends in flight (one connection keeps them in order); the acknowledged prefix
-  // leaves the outbox, the rest is sent again (the stream drops the duplicates by message id).
+  // Up to WINDOW sends in flight, at most one per order key: an event is sent once the one before
+  // it of its key is stored. Sending a key's events together would let event k time out (a server
+  // restart) while k+1 is stored, and k, sent again, would be stored after it: consumers would see
+  // the key's events out of order. Different keys have no order to keep, so they share the window.
   const WINDOW = 64;
+  // How far into the outbox a pass looks for the head of each key (a long run of one key stays cheap).
+  const LOOK_AHEAD = 1024;
   const drain = () =>
     (draining ??= (async () => {
       let wait = 100;
       while (outbox.length && !closed) {
-        const batch = outbox.slice(0, WINDOW);
+        const keys = new Set<string>();
+        const batch: typeof outbox = [];
+        for (let i = 0; i < outbox.length && i < LOOK_AHEAD && batch.length < WINDOW; i++) {
+          const m = outbox[i]!;
+          if (keys.has(m.key)) continue;
+          keys.add(m.key);
+          batch.push(m);
+        }
         const sent = await Promise.allSettled(batch.map((m) => js!.publish(m.subject, m.data, { msgID: m.msgID, timeout: 5000 })));
-        const stored = sent.findIndex((r) => r.status === 'rejected');
-        for (const m of outbox.splice(0, stored === -1 ? batch.length : stored)) m.stored();
-        if (stored === -1) {
+        const done = new Set(batch.filter((_, i) => sent[i]!.status === 'fulfilled'));
+        if (done.size) {
+          // Compacted in place: an outage can leave hundreds of thousands waiting (no spread of them).
+          let kept = 0;
+          for (const m of outbox) if (!done.has(m)) outbox[kept++] = m;
+          outbox.length = kept;
+          for (const m of done) m.stored();
+        }
+        const failed = sent.findIndex((r) => r.status === 'rejected');
+        if (failed === -1) {
           wait = 100;
           continue;
         }
-        const why = (sent[stored] as PromiseRejectedResult).reason;
-        log.warn('durable event not stored yet, retrying', { subject: batch[stored]!.subject, pending: outbox.length, ...errorFields(why) });
+        const why = (sent[failed] as PromiseRejectedResult).reason;
+        log.warn('durable event not stored yet, retrying', { subject: batch[failed]!.subject, pending: outbox.length, ...errorFields(why) });
         await Bun.sleep(wait);
         wait = Math.min(wait * 2, 2000);
       }
@@ -129,7 +165,7 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
         const eventId = (payload as { eventId?: unknown }).eventId;
         const msgID = typeof eventId === 'string' ? eventId : crypto.randomUUID();
         const stored = new Promise<void>((stored, dropped) => {
-          outbox.push({ subject, data, msgID, stored, dropped });
+          outbox.push({ subject, data, msgID, key: orderKeyOf(subject, payload), stored, dropped });
           void drain();
         });
         if (popts?.untilStored) return stored;
@@ -167,42 +203,42 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
         return track(sub);
       }
       let stopped = false;
-      let current: { stop(): void } | undefined;
+      const stopping = new AbortController();
       const name = `${durable}-${subject.replace(/[^A-Za-z0-9_-]/g, (c) => (c === '*' ? 'all' : '_'))}`;
+      const consumerOpts = {
+        maxDeliver: opts.maxDeliver ?? DEFAULT_MAX_DELIVER,
+        ackWaitMs: opts.ackWaitMs ?? 10_000,
+        retryDelayMs: opts.retryDelayMs ?? defaultRetryDelayMs,
+      };
       void (async () => {
         // Re-attach after any failure (server restart, consumer lost) until stopped.
         while (!stopped && !closed) {
           try {
-            await jsm!.consumers.add(EVENT_STREAM, {
-              durable_name: name,
-              ack_policy: AckPolicy.Explicit,
-              deliver_policy: DeliverPolicy.All,
-              filter_subject: subject,
-              ack_wait: 30 * 1e9,
-              max_deliver: 50,
+            await runOrderedConsumer({
+              jsm: jsm!,
+              js: js!,
+              stream: EVENT_STREAM,
+              name,
+              subject,
+              handler: handler as (payload: unknown, subject: string) => unknown,
+              opts: consumerOpts,
+              log,
+              signal: stopping.signal,
             });
-            const consumer = await js!.consumers.get(EVENT_STREAM, name);
-            const messages = await consumer.consume({ max_messages: 256 });
-            current = { stop: () => void messages.stop() };
-            if (stopped) messages.stop();
-            for await (const m of messages) {
-              try {
-                await handler(JSON.parse(dec.decode(m.data)), m.subject as never);
-                m.ack();
-              } catch (e) {
-                log.error('consumer failed, the event will come again', { durable, subject, ...errorFields(e) });
-                m.nak(Math.min(1000 * (m.info.deliveryCount - 1), 30_000));
-              }
-            }
           } catch (e) {
             if (!stopped && !closed) log.warn('durable consumer interrupted, re-attaching', { durable, subject, ...errorFields(e) });
           }
           if (!stopped && !closed) await Bun.sleep(500);
         }
       })();
-      return () => {
+      const stop = () => {
         stopped = true;
-        current?.stop();
+        stopping.abort();
+      };
+      consumerStops.add(stop);
+      return () => {
+        consumerStops.delete(stop);
+        stop();
       };
     },
     async request(subject, payload, opts) {
@@ -260,6 +296,8 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
       if (outbox.length) log.warn('durable events not stored at shutdown', { pending: outbox.length });
       for (const m of outbox.splice(0)) m.dropped(busUnavailable(m.subject));
       closed = true;
+      for (const stop of consumerStops) stop();
+      consumerStops.clear();
       for (const s of subs) s.unsubscribe();
       subs.clear();
       if (!nc.isClosed()) await nc.drain().catch(() => {});

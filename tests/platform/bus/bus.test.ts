@@ -149,6 +149,30 @@ for (const [name, open] of implementations) {
       off();
     });
 
+    test('a consumer that throws on an event gets it again before the later events of its key, and other keys go on meanwhile', async () => {
+      const [server, client] = await open();
+      const run = crypto.randomUUID();
+      const [a, b] = [`${run}-a`, `${run}-b`];
+      const got: string[] = [];
+      let failed = false;
+      const off = server.consume(`order-${run.slice(0, 8)}`, 'evt.catalog.assetAvailability', (e) => {
+        if (!e.assetId.startsWith(run)) return;
+        if (e.assetId === a && e.at === 1 && !failed) {
+          failed = true;
+          throw new Error('not yet');
+        }
+        got.push(`${e.assetId.slice(-1)}${e.at}`);
+      });
+      await Bun.sleep(300);
+      for (const assetId of [a, b]) for (const at of [1, 2, 3]) await client.publish('evt.catalog.assetAvailability', { assetId, root: 0, path: 'p', available: true, at });
+      await waitFor(() => got.length === 6, 5000);
+      expect(got.filter((g) => g.startsWith('a'))).toEqual(['a1', 'a2', 'a3']);
+      expect(got.filter((g) => g.startsWith('b'))).toEqual(['b1', 'b2', 'b3']);
+      // The other asset went through while a1 waited for its second attempt.
+      expect(got.indexOf('b3')).toBeLessThan(got.indexOf('a1'));
+      off();
+    });
+
     test('a durable event reaches plain subscribers too', async () => {
       const [server, client] = await open();
       const run = crypto.randomUUID();
