@@ -262,7 +262,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     .use(previewsRoutes({ auth, previews }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
     .use(usageRoutes({ auth, usage }))
-    .use(mcpRoutes({ auth, workspaces, exec, quotas, files, processes }))
+    .use(mcpRoutes({ auth, workspaces, exec, quotas, files, processes, previews }))
     .use(webhooksRoutes({ auth, webhooks }))
     .use(eventsRoutes({ auth, events, sse, quotas }));
 

@@ -6,6 +6,8 @@
 // host 404; a stopped workspace 409 at creation and 503 through its links; another actor's workspace
 // 404; preview traffic recorded as activity.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { waitFor } from '../../helpers/docker';
 import { directConnection, requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { closeAndClean, createRunning, errorCode, waitStatus } from '../../helpers/workspaces';
@@ -243,6 +245,30 @@ test("another actor's workspace answers 404 for its previews; a bad port 400", a
   expect(await errorCode(del)).toBe('WORKSPACE_NOT_FOUND');
   expect((await fetch(link.url + 'hello.txt')).status).toBe(200);
   expect((await api(`/api/workspaces/${ws}/previews`, { method: 'POST', json: { port: 70000 } })).status).toBe(400);
+});
+
+test('an agent makes, lists and revokes a preview through the MCP tools, as over HTTP', async () => {
+  const client = new Client({ name: 'keel-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(p!.url('workspaces') + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${p!.token('alice')}` } } }));
+  const call = async (name: string, args: Record<string, unknown>) => {
+    const r = (await client.callTool({ name, arguments: args })) as { content: { text: string }[]; isError?: boolean };
+    return { isError: r.isError === true, value: JSON.parse(r.content[0]!.text) };
+  };
+  try {
+    const made = await call('create_preview', { id: ws, port: 8090, ttlSeconds: 600 });
+    expect(made.isError).toBe(false);
+    expect(made.value.url).toMatch(/^http:\/\/[0-9a-f]{40}\.localhost:\d+\/$/);
+    expect((await fetch(made.value.url + 'hello.txt')).status).toBe(200);
+    const listed = await call('list_previews', { id: ws });
+    expect(listed.value.previews.map((x: any) => x.id)).toContain(made.value.id);
+    expect(await call('revoke_preview', { id: ws, previewId: made.value.id })).toEqual({ isError: false, value: { id: made.value.id, revoked: true } });
+    expect((await fetch(made.value.url + 'hello.txt')).status).toBe(410);
+    const refused = await call('create_preview', { id: ws, port: 70000 });
+    expect(refused.isError).toBe(true);
+    expect(refused.value.error.code).toBe('INVALID_REQUEST');
+  } finally {
+    await client.close();
+  }
 });
 
 test('preview traffic is recorded as the workspace’s last activity', async () => {
