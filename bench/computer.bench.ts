@@ -3,20 +3,17 @@
 //     same file to and from the same container;
 // (2) processes: ms from POST .../processes to the first stdout event of a follow, against
 //     `docker exec <container> sh -c 'echo ready'` to its first output byte;
-// (3) previews: requests/s and p50/p99 of a small page through a preview link, against the same
-//     busybox httpd reached directly at the container's address.
+// (previews have their own: previews.bench.ts).
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { load, round, summarize } from './lib';
+import { round, summarize } from './lib';
 import { startKeelProcess } from './keel-process';
 
 const MB = 1024 * 1024;
 const FILE_MB = Number(process.env.BENCH_COMPUTER_MB ?? 100);
 const FILE_RUNS = Number(process.env.BENCH_COMPUTER_FILE_RUNS ?? 3);
 const PROCESS_RUNS = Number(process.env.BENCH_COMPUTER_PROCESS_RUNS ?? 20);
-const PREVIEW_REQUESTS = Number(process.env.BENCH_COMPUTER_PREVIEW_REQUESTS ?? 2000);
-const PREVIEW_CONCURRENCY = Number(process.env.BENCH_COMPUTER_PREVIEW_CONCURRENCY ?? 8);
 
 function docker(...args: string[]): void {
   const p = Bun.spawnSync(['docker', ...args], { stdout: 'ignore', stderr: 'pipe' });
@@ -113,34 +110,7 @@ export async function run(): Promise<Record<string, unknown>> {
     };
     console.table({ 'Keel start -> first stdout event': processes.keel, 'docker exec -> first byte': processes.dockerExec });
 
-    // (3) Previews: a small page from busybox httpd, through the link and directly.
-    await api('/files?path=site/index.html', { method: 'PUT', body: '<h1>bench</h1>\n'.repeat(20) });
-    await api('/processes', { method: 'POST', json: { command: 'exec httpd -f -p 8090 -c /dev/null -h /workspace/site' } });
-    const link = (await (await api('/previews', { method: 'POST', json: { port: 8090 } })).json()) as { url: string };
-    const viaPreview = link.url.replace('localhost', '127.0.0.1') + 'index.html';
-    const inspect = Bun.spawnSync(['docker', 'inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', ws.containerId]);
-    const direct = `http://${inspect.stdout.toString().trim()}:8090/index.html`;
-    const get = (url: string) => async () => {
-      const r = await fetch(url);
-      if (r.status !== 200) throw new Error(`preview bench: ${r.status}`);
-      await r.arrayBuffer();
-    };
-    for (let i = 0; i < 50; i++) await get(viaPreview)();
-    const halves = { preview: [] as Awaited<ReturnType<typeof load>>[], direct: [] as Awaited<ReturnType<typeof load>>[] };
-    for (let h = 0; h < 2; h++) {
-      halves.direct.push(await load(get(direct), { total: PREVIEW_REQUESTS / 2, concurrency: PREVIEW_CONCURRENCY, warmup: 20 }));
-      halves.preview.push(await load(get(viaPreview), { total: PREVIEW_REQUESTS / 2, concurrency: PREVIEW_CONCURRENCY, warmup: 20 }));
-    }
-    const merge = (xs: Awaited<ReturnType<typeof load>>[]) => ({
-      rps: round(xs.reduce((a, x) => a + x.requests, 0) / xs.reduce((a, x) => a + x.seconds, 0)),
-      p50Ms: round(Math.max(...xs.map((x) => x.p50Ms))),
-      p99Ms: round(Math.max(...xs.map((x) => x.p99Ms))),
-    });
-    const pv = merge(halves.preview);
-    const dr = merge(halves.direct);
-    const previews = { requests: PREVIEW_REQUESTS, concurrency: PREVIEW_CONCURRENCY, preview: pv, direct: dr, addedP50Ms: round(pv.p50Ms - dr.p50Ms), rpsRatio: round(pv.rps / dr.rps) };
-    console.table({ 'through the preview': pv, 'the workspace directly': dr });
-    return { files, processes, previews };
+    return { files, processes };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
     await keel.stop();

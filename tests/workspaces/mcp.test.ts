@@ -40,13 +40,16 @@ test('the tools are listed with their input schemas', async () => {
   const client = await connect(p.token('alice'));
   const { tools } = await client.listTools();
   expect(tools.map((t) => t.name).sort()).toEqual([
+    'create_preview',
     'create_workspace',
     'delete_workspace',
     'exec',
     'get_process',
     'list_directory',
+    'list_previews',
     'list_workspaces',
     'read_file',
+    'revoke_preview',
     'signal_process',
     'start_process',
     'start_workspace',

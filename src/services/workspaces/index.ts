@@ -45,6 +45,8 @@ import { createProcessesService } from './processes/processes.service';
 import { processesRoutes, streamedStdin } from './processes/processes.routes';
 import { createPreviewsService } from './previews/previews.service';
 import { createPreviewProxy } from './previews/previews.proxy';
+import { createPreviewRelays } from './previews/previews.relays';
+import { createPreviewTargets } from './previews/previews.targets';
 import { previewsRoutes } from './previews/previews.routes';
 import { createTerminalsService } from './terminals/terminals.service';
 import { terminalAttachRoute, terminalsRoutes, ticketAuthorised } from './terminals/terminals.routes';
@@ -155,10 +157,28 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const processes = createProcessesService({ store: deps.store, engine, access, clock: deps.clock, settings: settings.processes });
   // Previews are a second listener of this service (not a service of their own): links, activity and
   // the proxy all need the workspace rows and the engine, which only this service owns.
+  // Each preview is a host of its own: APP_PREVIEW_PUBLIC_URL's form, else <label>.<APP_PREVIEW_DOMAIN> on the listener's port.
   let previewPort = settings.previewPort;
-  const previews = createPreviewsService({ store: deps.store, clock: deps.clock, access, baseUrl: () => `http://${settings.publicHost}:${previewPort}`, onActivity: (id) => workspaces.touch(id) });
+  const previewUrl = (label: string) => settings.previewPublicUrl?.replace('{label}', label) ?? `http://${label}.${settings.previewDomain}:${previewPort}/`;
+  const previewRelays = createPreviewRelays({ clock: deps.clock });
+  const previewTargets = createPreviewTargets({ access, engine, clock: deps.clock });
+  const previews = createPreviewsService({
+    store: deps.store,
+    clock: deps.clock,
+    access,
+    urlOf: previewUrl,
+    onActivity: (id) => workspaces.touch(id),
+    onRevoked: (id) => previewRelays.revoked(id),
+  });
   const terminals = createTerminalsService({ engine, access, quotas, clock: deps.clock, onActivity: (id) => workspaces.touch(id) });
-  const previewProxy = createPreviewProxy({ previews, engine, access, log: deps.log });
+  const previewProxy = createPreviewProxy({
+    previews,
+    targets: previewTargets,
+    relays: previewRelays,
+    clock: deps.clock,
+    log: deps.log,
+    proto: settings.previewPublicUrl?.startsWith('https:') ? 'https' : 'http',
+  });
   const volumes = createVolumes({ store: deps.store, engine });
   const events = createWorkspaceEvents({ clock: deps.clock });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: streamSettings.heartbeatMs, log: deps.log });
@@ -216,7 +236,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       { name: 'files', description: "A workspace's files, streamed both ways" },
       { name: 'processes', description: 'Commands that outlive their request: output kept and followed, stdin, signals' },
       { name: 'terminals', description: 'Terminals (PTYs) in a workspace over a WebSocket, with tickets and reattach' },
-      { name: 'previews', description: "Links to a workspace's ports, served by Keel on APP_PREVIEW_PORT" },
+      { name: 'previews', description: "Links to a workspace's ports, each on a host name of its own, served by Keel on APP_PREVIEW_PORT" },
       { name: 'agent', description: 'Agent sessions that act in their workspace' },
       { name: 'usage', description: 'What each actor spent: tokens, command time, running time' },
       { name: 'mcp', description: 'Keel as a Model Context Protocol server' },
@@ -242,7 +262,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
     .use(previewsRoutes({ auth, previews }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
     .use(usageRoutes({ auth, usage }))
-    .use(mcpRoutes({ auth, workspaces, exec, quotas, files, processes }))
+    .use(mcpRoutes({ auth, workspaces, exec, quotas, files, processes, previews }))
     .use(webhooksRoutes({ auth, webhooks }))
     .use(eventsRoutes({ auth, events, sse, quotas }));
 
@@ -272,6 +292,8 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       unsubscribe.push(events.listen(deps.bus));
       // The log hub learns from the workspaces' events when a stopped container runs again.
       unsubscribe.push(hub.listen(deps.bus));
+      // A preview's target is looked up again when its workspace starts, stops or goes.
+      unsubscribe.push(previewTargets.listen(deps.bus));
       outbox.listen(deps.bus); // outbox.stop() unsubscribes
       // One workspaces process per database: its containers, queues and streams live in the process.
       if (!(await deps.store.claim('keel-workspaces-service'))) {
@@ -282,7 +304,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
       const lost = await processes.markLost();
       if (lost) deps.log.info('processes of a previous run marked lost', { count: lost });
       previewPort = previewProxy.listen(deps.config.host, settings.previewPort);
-      deps.log.info('preview listener', { url: `http://${deps.config.host}:${previewPort}` });
+      deps.log.info('preview listener', { url: `http://${deps.config.host}:${previewPort}`, example: previewUrl('<label>') });
       await agent.recover();
       targets.start();
       // Deliveries a previous run left pending go out again.

@@ -24,6 +24,25 @@ function readAbsolutePath(env: Env, name: string, fallback: string): string {
   return v;
 }
 
+/** APP_PREVIEW_DOMAIN: a DNS name (letters, digits, hyphens, dots); previews are `<label>.<domain>`. */
+function readPreviewDomain(env: Env): string {
+  const v = readString(env, 'APP_PREVIEW_DOMAIN', 'localhost').toLowerCase();
+  if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/.test(v) || v.length > 200) {
+    throw new ConfigError('APP_PREVIEW_DOMAIN', 'must be a DNS name such as localhost or preview.example.com');
+  }
+  return v;
+}
+
+/** APP_PREVIEW_PUBLIC_URL: an http(s) URL whose host holds `{label}` (https://{label}.preview.example.com); empty: none. */
+function readPreviewPublicUrl(env: Env): string | undefined {
+  const v = readString(env, 'APP_PREVIEW_PUBLIC_URL', '');
+  if (!v) return undefined;
+  // The root of a host only: an app loads its absolute paths (/assets/x.js) from there.
+  const m = /^(https?):\/\/(\{label\}\.[A-Za-z0-9.-]+(?::\d{1,5})?)\/?$/.exec(v);
+  if (!m) throw new ConfigError('APP_PREVIEW_PUBLIC_URL', 'must be an http(s) URL of a host starting with {label}. and no path, e.g. https://{label}.preview.example.com');
+  return `${m[1]}://${m[2]!.toLowerCase()}/`;
+}
+
 function readPortRange(env: Env): [number, number] {
   const raw = readString(env, 'APP_WORKSPACE_PORT_RANGE', '20000-20999');
   const m = /^(\d+)-(\d+)$/.exec(raw);
@@ -198,6 +217,10 @@ export interface WorkspacesConfig {
   fileMaxBytes: number;
   /** APP_PREVIEW_PORT: the preview listener's port (0: any free one). */
   previewPort: number;
+  /** APP_PREVIEW_DOMAIN: previews are served at `http://<label>.<domain>:<previewPort>/` (default `localhost`). */
+  previewDomain: string;
+  /** APP_PREVIEW_PUBLIC_URL: the whole form of a preview's URL behind a TLS proxy, `{label}` in its host; replaces the one above. */
+  previewPublicUrl?: string;
   /** APP_QUOTA_PROCESSES and APP_PROCESS_OUTPUT_BYTES (processes/). */
   processes: { quota: number; outputBytes: number };
 }
@@ -251,6 +274,8 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     diskLimit: readEngineSize(env, 'APP_WORKSPACE_DISK_LIMIT', ''),
     fileMaxBytes: readInt(env, 'APP_FILE_MAX_BYTES', 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
     previewPort: readInt(env, 'APP_PREVIEW_PORT', 3105, 0, 65535),
+    previewDomain: readPreviewDomain(env),
+    previewPublicUrl: readPreviewPublicUrl(env),
     processes: {
       quota: readInt(env, 'APP_QUOTA_PROCESSES', 16, 0, 1_000_000),
       outputBytes: readInt(env, 'APP_PROCESS_OUTPUT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),

@@ -39,6 +39,7 @@ const own = defineErrors({
   ENGINE_UNAVAILABLE: { status: 503, retryAfter: 5, description: 'no container engine answers; nothing was done' },
   CLONE_QUEUE_FULL: { status: 503, retryAfter: 10, description: 'too many repo clones run or wait; nothing was created' },
   ISOLATION_UNAVAILABLE: { status: 503, description: 'Keel cannot firewall workspace networks here' },
+  PREVIEW_UNAVAILABLE: { status: 503, retryAfter: 5, description: "the preview's workspace is not running (details.status); its link answers again once it runs" },
   SHUTTING_DOWN: { status: 503, description: 'Keel is shutting down' },
 });
 

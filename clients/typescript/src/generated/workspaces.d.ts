@@ -635,8 +635,8 @@ export interface paths {
         get: operations["listWorkspacePreviews"];
         put?: never;
         /**
-         * A link to one of the workspace's ports, served by Keel on APP_PREVIEW_PORT
-         * @description `url` (`http://<APP_PUBLIC_HOST>:<APP_PREVIEW_PORT>/p/<secret>/`) needs no header: whoever holds it reaches the port, over the workspace's own network, with HTTP (bodies streamed) and WebSocket upgrades, until `expiresAt` (`ttlSeconds`, default 3600, at most 7 days) or a revoke; then it answers 410 (`PREVIEW_EXPIRED`, `PREVIEW_REVOKED`), an unknown link 404. The workspace may be stopped when the link is made; the link answers 409 until it runs.
+         * A link to one of the workspace's ports, on a host name of its own served by Keel on APP_PREVIEW_PORT
+         * @description `url` is `http://<label>.<APP_PREVIEW_DOMAIN>:<APP_PREVIEW_PORT>/` (`APP_PREVIEW_PUBLIC_URL`, such as `https://{label}.preview.example.com`, replaces the form behind a TLS proxy); the label is a secret of 40 lower-case hex digits, different for every preview, so each preview is a browser origin of its own (cookies, storage and service workers stay on it) and an app that loads absolute paths (`/assets/x.js`) works. Keel routes on the `Host` header. The link needs no header: whoever holds it reaches the port over the workspace's own network, with HTTP (bodies streamed) and WebSocket upgrades, until `expiresAt` (`ttlSeconds`, default 3600, at most 7 days) or a revoke; then it answers 410 (`PREVIEW_EXPIRED`, `PREVIEW_REVOKED`) and its open WebSockets are closed (code 1008) within a second; an unknown host answers 404 `PREVIEW_NOT_FOUND`, a link whose workspace has stopped 503 `PREVIEW_UNAVAILABLE` (with Retry-After) until it runs again, a port nothing listens on 502 `PREVIEW_UNREACHABLE`. The workspace's answers pass unchanged but for a `Set-Cookie` `Domain` attribute (removed) and `Service-Worker-Allowed` (dropped). Errors: 404 WORKSPACE_NOT_FOUND; 409 WORKSPACE_NOT_RUNNING (a link is made only for a running workspace); 503 ENGINE_UNAVAILABLE.
          */
         post: operations["createWorkspacePreview"];
         delete?: never;
@@ -656,8 +656,8 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Revoke a preview link at once (it answers 410 from the next request)
-         * @description Errors: 404 WORKSPACE_NOT_FOUND or PREVIEW_NOT_FOUND.
+         * Revoke a preview link at once: 200 `{id, revoked: true}`; the link answers 410 from the next request and its WebSockets are closed
+         * @description Revoking a revoked link answers the same. Errors: 404 WORKSPACE_NOT_FOUND or PREVIEW_NOT_FOUND.
          */
         delete: operations["revokeWorkspacePreview"];
         options?: never;
@@ -850,7 +850,7 @@ export interface paths {
         put?: never;
         /**
          * Model Context Protocol endpoint (Streamable HTTP): workspaces as tools for any MCP client
-         * @description The same Bearer token as the HTTP API. Tools: `list_workspaces`, `create_workspace`, `start_workspace`, `stop_workspace`, `delete_workspace`, `exec`, `read_file`, `write_file`, `list_directory`, `start_process`, `get_process`, `signal_process`; each acts as the token's actor (another actor's workspace is WORKSPACE_NOT_FOUND) under the same quotas. A refused call is a tool result with `isError: true` whose text is the HTTP error envelope. Stateless: no `Mcp-Session-Id`; GET and DELETE answer 405. See docs/agent.md, "Keel as an MCP server".
+         * @description The same Bearer token as the HTTP API. Tools: `list_workspaces`, `create_workspace`, `start_workspace`, `stop_workspace`, `delete_workspace`, `exec`, `read_file`, `write_file`, `list_directory`, `start_process`, `get_process`, `signal_process`, `create_preview`, `list_previews`, `revoke_preview`; each acts as the token's actor (another actor's workspace is WORKSPACE_NOT_FOUND) under the same quotas. A refused call is a tool result with `isError: true` whose text is the HTTP error envelope. Stateless: no `Mcp-Session-Id`; GET and DELETE answer 405. See docs/agent.md, "Keel as an MCP server".
          */
         post: operations["mcp"];
         delete?: never;
@@ -1556,7 +1556,7 @@ export interface components {
         PreviewView: {
             id: string;
             port: number;
-            /** @description served by Keel on APP_PREVIEW_PORT; works without headers until expiresAt or a revoke */
+            /** @description `http://<label>.<APP_PREVIEW_DOMAIN>:<APP_PREVIEW_PORT>/` (or APP_PREVIEW_PUBLIC_URL's form): a host of its own, served by Keel; works without headers until expiresAt or a revoke */
             url: string;
             /** Format: date-time */
             expiresAt: string;
@@ -1565,6 +1565,7 @@ export interface components {
         PreviewList: {
             previews: components["schemas"]["PreviewView"][];
         };
+        /** @description the answer of a revoke (200) */
         PreviewRevoked: {
             id: string;
             /** @enum {boolean} */
@@ -9347,6 +9348,36 @@ export interface operations {
                     };
                 };
             };
+            /** @description `WORKSPACE_NOT_RUNNING`: the workspace is not running; start it first */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "WORKSPACE_NOT_RUNNING",
+                     *         "message": "the workspace is not running; start it first",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first
+                             * @enum {string}
+                             */
+                            code: "WORKSPACE_NOT_RUNNING";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
             /** @description `PAYLOAD_TOO_LARGE`: the request body is over 4 MiB */
             413: {
                 headers: {
@@ -9407,6 +9438,36 @@ export interface operations {
                     };
                 };
             };
+            /** @description `ENGINE_UNAVAILABLE`: no container engine answers; nothing was done */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "ENGINE_UNAVAILABLE",
+                     *         "message": "no container engine answers; nothing was done",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
+                             * @enum {string}
+                             */
+                            code: "ENGINE_UNAVAILABLE";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
         };
     };
     revokeWorkspacePreview: {
@@ -9421,7 +9482,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Response for status 200 */
+            /** @description the answer of a revoke (200) */
             200: {
                 headers: {
                     [name: string]: unknown;

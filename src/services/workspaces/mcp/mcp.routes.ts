@@ -41,7 +41,7 @@ export function mcpRoutes(deps: McpToolDeps & { auth: WorkspaceAuthPlugin }) {
         tags: ['mcp'],
         summary: 'Model Context Protocol endpoint (Streamable HTTP): workspaces as tools for any MCP client',
         description:
-          'The same Bearer token as the HTTP API. Tools: `list_workspaces`, `create_workspace`, `start_workspace`, `stop_workspace`, `delete_workspace`, `exec`, `read_file`, `write_file`, `list_directory`, `start_process`, `get_process`, `signal_process`; ' +
+          'The same Bearer token as the HTTP API. Tools: `list_workspaces`, `create_workspace`, `start_workspace`, `stop_workspace`, `delete_workspace`, `exec`, `read_file`, `write_file`, `list_directory`, `start_process`, `get_process`, `signal_process`, `create_preview`, `list_previews`, `revoke_preview`; ' +
           "each acts as the token's actor (another actor's workspace is WORKSPACE_NOT_FOUND) under the same quotas. A refused call is a tool result with `isError: true` " +
           'whose text is the HTTP error envelope. Stateless: no `Mcp-Session-Id`; GET and DELETE answer 405. See docs/agent.md, "Keel as an MCP server".',
       },

@@ -12,6 +12,8 @@ import { CreateWorkspaceBody } from '../lifecycle/lifecycle.model';
 import type { Lifecycle } from '../lifecycle/lifecycle.service';
 import type { FilesService } from '../files/files.service';
 import type { ProcessesService } from '../processes/processes.service';
+import { PreviewBody } from '../previews/previews.model';
+import type { PreviewsService } from '../previews/previews.service';
 import type { Quotas } from '../quotas';
 import { computerTools, ListDirectoryInput, ProcessRef, ReadFileInput, SignalInput, StartProcessInput, WriteFileInput } from './mcp.computer';
 
@@ -21,6 +23,7 @@ export interface McpToolDeps {
   quotas: Quotas;
   files: FilesService;
   processes: ProcessesService;
+  previews: PreviewsService;
 }
 
 const Id = Type.String({ minLength: 1, maxLength: 128, description: 'workspace id (`ws_...`)' });
@@ -33,6 +36,8 @@ const StopInput = Type.Object({ id: Id, force: Type.Optional(Type.Boolean({ desc
 const DeleteInput = Type.Object({ id: Id, volumes: Type.Optional(Type.Boolean({ description: 'remove the volume too' })) }, { additionalProperties: false });
 const propsOf = (s: unknown) => (s as { properties: Record<string, TSchema> }).properties;
 const ExecInput = Type.Object({ id: Id, ...propsOf(ExecBody) }, { additionalProperties: false });
+const PreviewInput = Type.Object({ id: Id, ...propsOf(PreviewBody) }, { additionalProperties: false });
+const PreviewRef = Type.Object({ id: Id, previewId: Type.String({ minLength: 1, maxLength: 64, description: 'preview id (`pv_...`) from create_preview' }) }, { additionalProperties: false });
 // Unknown fields are refused rather than dropped: a misspelt option must not create something else.
 const CreateInput = Type.Object(propsOf(CreateWorkspaceBody), { additionalProperties: false });
 
@@ -101,6 +106,26 @@ export function mcpTools(deps: McpToolDeps): Record<string, McpTool> {
       description: 'Send TERM, KILL, INT or HUP to a running process and what it started',
       input: SignalInput,
       run: (a, i) => c.signalProcess(a, i as never),
+    }),
+    create_preview: define({
+      description:
+        "A link to a port of a running workspace (a dev server started with start_process): {id, port, url, expiresAt}. `url` is a host of its own " +
+        '(`http://<label>.localhost:3105/` by default) that needs no header, for HTTP and WebSocket, until `ttlSeconds` (default 3600) pass or revoke_preview; share it as a secret.',
+      input: PreviewInput,
+      run: (a, i) => {
+        const { id, ...body } = i as { id: string } & Static<typeof PreviewBody>;
+        return deps.previews.create(a, id, body);
+      },
+    }),
+    list_previews: define({
+      description: "The workspace's preview links, newest first: {previews: [{id, port, url, expiresAt, revoked?}]}",
+      input: WorkspaceRef,
+      run: async (a, i) => ({ previews: await deps.previews.list(a, i.id) }),
+    }),
+    revoke_preview: define({
+      description: 'Revoke a preview link at once (it answers 410 from the next request; its WebSockets are closed): {id, revoked: true}',
+      input: PreviewRef,
+      run: (a, i) => deps.previews.revoke(a, i.id, i.previewId),
     }),
   };
 }

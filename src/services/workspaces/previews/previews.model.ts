@@ -15,11 +15,13 @@ export const PreviewBody = t.Object(
 export const PreviewView = t.Object({
   id: t.String(),
   port: t.Number({ multipleOf: 1 }),
-  url: t.String({ description: 'served by Keel on APP_PREVIEW_PORT; works without headers until expiresAt or a revoke' }),
+  url: t.String({
+    description: '`http://<label>.<APP_PREVIEW_DOMAIN>:<APP_PREVIEW_PORT>/` (or APP_PREVIEW_PUBLIC_URL\'s form): a host of its own, served by Keel; works without headers until expiresAt or a revoke',
+  }),
   expiresAt: t.String({ format: 'date-time' }),
   revoked: t.Optional(t.Boolean()),
 });
 
 export const PreviewList = t.Object({ previews: t.Array(PreviewView) });
 export const PreviewParams = t.Object({ id: t.String({ maxLength: 64 }), pid: t.String({ maxLength: 64 }) });
-export const PreviewRevoked = t.Object({ id: t.String(), revoked: t.Literal(true) });
+export const PreviewRevoked = t.Object({ id: t.String(), revoked: t.Literal(true) }, { description: 'the answer of a revoke (200)' });

@@ -1,63 +1,76 @@
-// Keel's preview listener (APP_PREVIEW_PORT, 3105): the one door to a workspace's ports. A request to
-// /p/<secret>/<path> is checked against its link (404 unknown, 410 expired or revoked) and forwarded
-// to the workspace container's port over the workspace's own network: HTTP with both bodies
-// streamed, and WebSocket upgrades relayed frame by frame. Errors are the workspace API's envelope.
+// Keel's preview listener (APP_PREVIEW_PORT, 3105): the one door to a workspace's ports. Each preview
+// is an origin of its own, `<label>.<APP_PREVIEW_DOMAIN>`: a request is routed by its Host header's
+// first label, checked against its link (404 unknown, 410 expired or revoked, 503 workspace not
+// running) and forwarded to the workspace container's port over the workspace's own network: HTTP
+// with both bodies streamed, and WebSocket upgrades relayed frame by frame (closed when the link is
+// revoked or expires). The answer passes unchanged but for what would reach past its own origin: a
+// cookie's Domain attribute and Service-Worker-Allowed. Errors are the workspace API's envelope.
 import type { Server, ServerWebSocket } from 'bun';
 import { AppError, toEnvelope } from '../../../platform/errors';
-import type { Logger } from '../../../platform/runtime';
-import type { Engine } from '../engine/engine';
-import type { Access } from '../access';
-import type { PreviewsService } from './previews.service';
+import type { Clock, Logger } from '../../../platform/runtime';
+import type { PreviewRelays } from './previews.relays';
+import { LABEL, type PreviewLink, type PreviewsService } from './previews.service';
+import type { PreviewTargets } from './previews.targets';
 
-const PATH = /^\/p\/([0-9a-f]{40})(\/.*)?$/;
 /** Headers that belong to one hop, never forwarded (RFC 9110 7.6.1), plus the host we replace. */
 const HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'host'];
+/** A cookie's Domain attribute: without it the cookie stays on the preview's own host. */
+const COOKIE_DOMAIN = /;\s*domain\s*=[^;]*/gi;
 
 interface Relay {
   target: string;
   protocols: string[];
-  workspaceId: string;
+  link: PreviewLink;
   upstream?: WebSocket;
   queued: (string | Uint8Array<ArrayBuffer>)[];
+  leave?: () => void;
 }
 
 const fail = (e: AppError) => new Response(JSON.stringify(toEnvelope(e)), { status: e.status, headers: { 'content-type': 'application/json', ...e.headers } });
+const notFound = () => fail(new AppError('PREVIEW_NOT_FOUND', 'no such preview'));
 
-export function createPreviewProxy(deps: { previews: PreviewsService; engine: Engine; access: Pick<Access, 'row'>; log: Logger }) {
-  const { previews } = deps;
-  /** Container id -> its address: one engine inspect per container, not per request. */
-  const addresses = new Map<string, string>();
+/** The label of a preview's Host (`<label>.<domain>[:port]`), or undefined. */
+function labelOf(host: string | null): string | undefined {
+  const dot = host?.indexOf('.') ?? -1;
+  if (dot < 0) return undefined;
+  const label = host!.slice(0, dot).toLowerCase();
+  return LABEL.test(label) ? label : undefined;
+}
+
+/** The workspace's answer as the browser gets it: hop headers, cookie domains and Service-Worker-Allowed removed. */
+function answer(res: Response): Response {
+  const out = new Headers(res.headers);
+  for (const h of HOP) out.delete(h);
+  // A page may not widen its service worker's scope past what its own path allows.
+  out.delete('service-worker-allowed');
+  const cookies = res.headers.getSetCookie();
+  if (cookies.length) {
+    out.delete('set-cookie');
+    for (const c of cookies) out.append('set-cookie', c.replace(COOKIE_DOMAIN, ''));
+  }
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: out });
+}
+
+export function createPreviewProxy(deps: { previews: PreviewsService; targets: PreviewTargets; relays: PreviewRelays; clock: Clock; log: Logger; proto: 'http' | 'https' }) {
+  const { previews, targets, relays } = deps;
   let server: Server<Relay> | undefined;
 
-  async function target(workspaceId: string): Promise<string | AppError> {
-    const ws = await deps.access.row(workspaceId);
-    if (!ws || ws.status !== 'running' || !ws.containerId) return new AppError('WORKSPACE_NOT_RUNNING', 'the workspace is not running; start it to preview it');
-    let addr = addresses.get(ws.containerId);
-    if (!addr) {
-      const state = await deps.engine.inspect(ws.containerId).catch(() => null);
-      if (!state?.running || !state.address) return new AppError('WORKSPACE_NOT_RUNNING', 'the workspace is not running; start it to preview it');
-      addr = state.address;
-      addresses.set(ws.containerId, addr);
-    }
-    return addr;
-  }
-
   async function handle(req: Request, srv: Server<Relay>): Promise<Response | undefined> {
-    const url = new URL(req.url);
-    const m = PATH.exec(url.pathname);
-    if (!m) return fail(new AppError('PREVIEW_NOT_FOUND', 'no such preview'));
-    const link = await previews.resolve(m[1]!);
-    if (!link.ok) return fail(link.error);
-    // The app's relative links resolve under the link's own prefix.
-    if (!m[2]) return new Response(null, { status: 308, headers: { location: `${url.pathname}/${url.search}` } });
-    const addr = await target(link.workspaceId);
+    const host = req.headers.get('host');
+    const label = labelOf(host);
+    if (!label) return notFound();
+    const found = await previews.resolve(label);
+    if (!found.ok) return fail(found.error);
+    const { link } = found;
+    const addr = await targets.get(link.workspaceId);
     if (addr instanceof AppError) return fail(addr);
     previews.touch(link.workspaceId);
-    const path = `${m[2]}${url.search}`;
+    // The path and query as sent: req.url is absolute (`http://host/path?q`).
+    const path = req.url.slice(req.url.indexOf('/', req.url.indexOf('//') + 2));
 
     if (req.headers.get('upgrade')?.toLowerCase() === 'websocket') {
       const protocols = (req.headers.get('sec-websocket-protocol') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-      const data: Relay = { target: `ws://${addr}:${link.port}${path}`, protocols, workspaceId: link.workspaceId, queued: [] };
+      const data: Relay = { target: `ws://${addr}:${link.port}${path}`, protocols, link, queued: [] };
       // A client that asked for subprotocols needs one chosen in the answer; the workspace's server is asked for the same list.
       if (srv.upgrade(req, { data, headers: protocols[0] ? { 'sec-websocket-protocol': protocols[0] } : undefined })) return undefined;
       return fail(new AppError('INVALID_REQUEST', 'the WebSocket upgrade was refused'));
@@ -65,9 +78,8 @@ export function createPreviewProxy(deps: { previews: PreviewsService; engine: En
 
     const headers = new Headers(req.headers);
     for (const h of HOP) headers.delete(h);
-    headers.set('x-forwarded-host', url.host);
-    headers.set('x-forwarded-proto', url.protocol.replace(':', ''));
-    headers.set('x-forwarded-prefix', `/p/${m[1]}`);
+    headers.set('x-forwarded-host', host!);
+    headers.set('x-forwarded-proto', deps.proto);
     const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
     try {
       const res = await fetch(`http://${addr}:${link.port}${path}`, {
@@ -79,11 +91,10 @@ export function createPreviewProxy(deps: { previews: PreviewsService; engine: En
         // Bun's fetch streams a request body with duplex "half", as the standard asks.
         duplex: 'half',
       } as RequestInit);
-      const out = new Headers(res.headers);
-      for (const h of HOP) out.delete(h);
-      return new Response(res.body, { status: res.status, statusText: res.statusText, headers: out });
+      return answer(res);
     } catch {
-      addresses.clear();
+      // The container may have gone or moved: its address is looked up again on the next request.
+      targets.forget(link.workspaceId);
       return fail(new AppError('PREVIEW_UNREACHABLE', `nothing answers on the workspace's port ${link.port}`));
     }
   }
@@ -99,6 +110,12 @@ export function createPreviewProxy(deps: { previews: PreviewsService; engine: En
         websocket: {
           open(ws: ServerWebSocket<Relay>) {
             const r = ws.data;
+            // Revoked or expired between the upgrade and now: nothing is relayed.
+            if (r.link.revoked || r.link.expiresAtMs <= deps.clock.now()) return ws.close(1008, 'the preview link has ended');
+            r.leave = relays.add(r.link, (why) => {
+              r.upstream?.close();
+              ws.close(1008, why === 'revoked' ? 'the preview link was revoked' : 'the preview link has expired');
+            });
             const up = new WebSocket(r.target, r.protocols);
             up.binaryType = 'arraybuffer';
             r.upstream = up;
@@ -106,7 +123,7 @@ export function createPreviewProxy(deps: { previews: PreviewsService; engine: En
               for (const msg of r.queued.splice(0)) up.send(msg);
             };
             up.onmessage = (e) => {
-              previews.touch(r.workspaceId);
+              previews.touch(r.link.workspaceId);
               ws.send(typeof e.data === 'string' ? e.data : new Uint8Array(e.data as ArrayBuffer));
             };
             up.onclose = (e) => ws.close(e.code === 1005 || e.code === 1006 ? 1000 : e.code, e.reason);
@@ -114,12 +131,13 @@ export function createPreviewProxy(deps: { previews: PreviewsService; engine: En
           },
           message(ws: ServerWebSocket<Relay>, msg: string | Buffer) {
             const r = ws.data;
-            previews.touch(r.workspaceId);
+            previews.touch(r.link.workspaceId);
             const data = typeof msg === 'string' ? msg : new Uint8Array(msg.buffer.slice(msg.byteOffset, msg.byteOffset + msg.byteLength) as ArrayBuffer);
             if (r.upstream?.readyState === WebSocket.OPEN) r.upstream.send(data);
             else r.queued.push(data);
           },
           close(ws: ServerWebSocket<Relay>) {
+            ws.data.leave?.();
             ws.data.upstream?.close();
           },
         },

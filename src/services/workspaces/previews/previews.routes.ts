@@ -1,5 +1,5 @@
 // HTTP wiring of preview links on the workspace API: create, list, revoke. The links themselves are
-// served by the preview listener (previews.proxy.ts).
+// served by the preview listener (previews.proxy.ts), each on a host name of its own.
 import { Elysia } from 'elysia';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { ErrorEnvelope } from '../../../platform/http/errors';
@@ -9,6 +9,7 @@ import { PREVIEW_TTL_DEFAULT_S, PreviewBody, PreviewList, PreviewParams, Preview
 import type { PreviewsService } from './previews.service';
 
 const ERRORS = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope };
+const CREATE_ERRORS = { ...ERRORS, 409: ErrorEnvelope, 503: ErrorEnvelope };
 
 export function previewsRoutes(deps: { auth: WorkspaceAuthPlugin; previews: PreviewsService }) {
   const { previews } = deps;
@@ -23,15 +24,20 @@ export function previewsRoutes(deps: { auth: WorkspaceAuthPlugin; previews: Prev
       {
         params: IdParams,
         body: PreviewBody,
-        response: { 201: PreviewView, ...ERRORS },
+        response: { 201: PreviewView, ...CREATE_ERRORS },
         detail: {
           tags: ['previews'],
-          ...op('createWorkspacePreview', ['WORKSPACE_NOT_FOUND']),
-          summary: "A link to one of the workspace's ports, served by Keel on APP_PREVIEW_PORT",
+          ...op('createWorkspacePreview', ['WORKSPACE_NOT_FOUND', 'WORKSPACE_NOT_RUNNING', 'ENGINE_UNAVAILABLE']),
+          summary: "A link to one of the workspace's ports, on a host name of its own served by Keel on APP_PREVIEW_PORT",
           description:
-            '`url` (`http://<APP_PUBLIC_HOST>:<APP_PREVIEW_PORT>/p/<secret>/`) needs no header: whoever holds it reaches the port, over the workspace\'s own network, ' +
+            '`url` is `http://<label>.<APP_PREVIEW_DOMAIN>:<APP_PREVIEW_PORT>/` (`APP_PREVIEW_PUBLIC_URL`, such as `https://{label}.preview.example.com`, replaces the form behind a TLS proxy); ' +
+            'the label is a secret of 40 lower-case hex digits, different for every preview, so each preview is a browser origin of its own (cookies, storage and service workers stay on it) ' +
+            'and an app that loads absolute paths (`/assets/x.js`) works. Keel routes on the `Host` header. The link needs no header: whoever holds it reaches the port over the workspace\'s own network, ' +
             `with HTTP (bodies streamed) and WebSocket upgrades, until \`expiresAt\` (\`ttlSeconds\`, default ${PREVIEW_TTL_DEFAULT_S}, at most 7 days) or a revoke; ` +
-            'then it answers 410 (`PREVIEW_EXPIRED`, `PREVIEW_REVOKED`), an unknown link 404. The workspace may be stopped when the link is made; the link answers 409 until it runs.',
+            'then it answers 410 (`PREVIEW_EXPIRED`, `PREVIEW_REVOKED`) and its open WebSockets are closed (code 1008) within a second; an unknown host answers 404 `PREVIEW_NOT_FOUND`, ' +
+            'a link whose workspace has stopped 503 `PREVIEW_UNAVAILABLE` (with Retry-After) until it runs again, a port nothing listens on 502 `PREVIEW_UNREACHABLE`. ' +
+            "The workspace's answers pass unchanged but for a `Set-Cookie` `Domain` attribute (removed) and `Service-Worker-Allowed` (dropped). " +
+            'Errors: 404 WORKSPACE_NOT_FOUND; 409 WORKSPACE_NOT_RUNNING (a link is made only for a running workspace); 503 ENGINE_UNAVAILABLE.',
         },
       },
     )
@@ -46,8 +52,8 @@ export function previewsRoutes(deps: { auth: WorkspaceAuthPlugin; previews: Prev
       detail: {
         tags: ['previews'],
         ...op('revokeWorkspacePreview', ['WORKSPACE_NOT_FOUND', 'PREVIEW_NOT_FOUND']),
-        summary: 'Revoke a preview link at once (it answers 410 from the next request)',
-        description: 'Errors: 404 WORKSPACE_NOT_FOUND or PREVIEW_NOT_FOUND.',
+        summary: 'Revoke a preview link at once: 200 `{id, revoked: true}`; the link answers 410 from the next request and its WebSockets are closed',
+        description: 'Revoking a revoked link answers the same. Errors: 404 WORKSPACE_NOT_FOUND or PREVIEW_NOT_FOUND.',
       },
     });
 }

@@ -10,7 +10,7 @@ export const previewsTables = defineTables(({ index, integer, table, text }) => 
       workspaceId: text('workspace_id').notNull(),
       owner: text('owner').notNull(),
       port: integer('port').notNull(),
-      /** sha256 of the URL's secret: the secret itself is shown once, in the create answer. */
+      /** sha256 of the URL's secret (its host's label): what a request is looked up by. `url` is kept for the owner's list. */
       tokenHash: text('token_hash').notNull().unique(),
       url: text('url').notNull(),
       expiresAt: text('expires_at').notNull(),

@@ -9,13 +9,14 @@ import { listPage } from './list';
 import { createStore } from './store';
 import { chatPanel } from './chat';
 import { terminalPanel } from './terminal';
+import { previewsPanel } from './previews';
 import { panels, workspacePage } from './workspace';
 
 const main = document.getElementById('main')!;
 const live = document.getElementById('live')!;
 const signOut = document.getElementById('sign-out') as HTMLButtonElement;
 const store = createStore();
-panels.push(terminalPanel, chatPanel);
+panels.push(terminalPanel, previewsPanel, chatPanel);
 let view: AbortController | undefined;
 /** Set once a token was accepted: a 401 after that means it expired or was revoked. */
 let signedIn = false;
