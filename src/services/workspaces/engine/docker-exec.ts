@@ -9,6 +9,9 @@ import { socketWriter } from './socket-writer';
 
 type ExecCalls = Pick<Engine, 'execStart' | 'execCollect' | 'killProcessGroup'>;
 
+/** Output bytes (both streams together) execCollect keeps by default: its helpers (kill, du, rm) print a line. */
+export const COLLECT_MAX_BYTES = 64 * 1024;
+
 export function execCalls(docker: DockerClient): ExecCalls {
   async function execStart(
     containerId: string,
@@ -42,12 +45,29 @@ export function execCalls(docker: DockerClient): ExecCalls {
     };
   }
 
-  async function execCollect(containerId: string, cmd: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
+  async function execCollect(containerId: string, cmd: string[], maxBytes = COLLECT_MAX_BYTES): Promise<{ exitCode: number | null; stdout: string; stderr: string; truncated: boolean }> {
     const out = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
-    const h = await execStart(containerId, { cmd }, (s, b) => out[s].push(b));
+    let held = 0;
+    let truncated = false;
+    // Bounded at the stream: past maxBytes the exec is closed (the process then writes into a closed
+    // pipe) and nothing more is kept, so a helper that floods its output costs Keel maxBytes at most.
+    let h: ExecHandle | undefined;
+    h = await execStart(containerId, { cmd }, (s, b) => {
+      if (truncated) return;
+      const room = maxBytes - held;
+      if (b.byteLength > room) {
+        truncated = true;
+        out[s].push(b.subarray(0, room));
+        h?.close();
+        return;
+      }
+      out[s].push(b);
+      held += b.byteLength;
+    });
+    if (truncated) h.close();
     await h.done;
     const text = (parts: Uint8Array[]) => Buffer.concat(parts).toString('utf8');
-    return { exitCode: await h.exitCode(), stdout: text(out.stdout), stderr: text(out.stderr) };
+    return { exitCode: truncated ? null : await h.exitCode(), stdout: text(out.stdout), stderr: text(out.stderr), truncated };
   }
 
   return {
