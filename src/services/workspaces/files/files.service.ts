@@ -22,6 +22,8 @@ const EXIT_MISSING = 44;
  * request may add to Keel's memory.
  */
 export const HELPER_OUTPUT_MAX_BYTES = 2 * 1024 * 1024;
+/** A tool's read (readHead) of at least this many bytes is followed by a full collection. */
+const READ_COLLECT_BYTES = 256 * 1024;
 /** A read for a tool (readHead) that yields nothing for this long ends: a FIFO with no writer, a stalled device. */
 export const READ_IDLE_MS = 10_000;
 /**
@@ -262,7 +264,11 @@ export function createFilesService(deps: {
       } finally {
         clearTimeout(timer);
       }
-      return { bytes: Buffer.concat(parts), truncated, idle };
+      const bytes = Buffer.concat(parts);
+      // The engine's chunks are garbage now; a tool's answer is copied several times on its way to
+      // the model or client, so they are collected before it, as transfers do (churnGuard).
+      if (held >= READ_COLLECT_BYTES) Bun.gc(true);
+      return { bytes, truncated, idle };
     },
 
     /**
