@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { mintToken } from '../../../src/platform/auth/workspace-token';
+import { createEngine } from '../../../src/services/workspaces/engine/docker';
 import { keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';
 import { FAKE_KEY, startFakeOpenAI, type FakeOpenAI } from '../../helpers/fake-openai';
 import { requireTestEnv, TEST_SECRET } from '../../helpers/platform';
@@ -203,6 +204,8 @@ test('a directory of very many entries answers 413 OUTPUT_TOO_LARGE over HTTP, M
   expect(body.error).toMatchObject({ code: 'OUTPUT_TOO_LARGE', details: { limit: 2 * MiB } });
   expect(body.error.message).not.toContain('nnnn');
   expect(growth).toBeLessThan(GROWTH_MAX);
+  // The listing helper was killed at the bound, not left blocked on its full pipe.
+  await waitFor('the listing helper to end', async () => (await shell("ps -o args | grep -c '[k]eel-files' || true")).stdout.trim() === '0', 10_000);
 
   expect(await mcp('list_directory', { id: ws, path: 'many' })).toMatchObject({ isError: true, value: { error: { code: 'OUTPUT_TOO_LARGE' } } });
   const [listed] = await agentTools([{ name: 'list_directory', input: { path: 'many' } }]);
@@ -214,3 +217,15 @@ test('a directory of very many entries answers 413 OUTPUT_TOO_LARGE over HTTP, M
   expect(ok.status).toBe(200);
   expect(((await ok.json()) as { entries: unknown[] }).entries).toHaveLength(10_000);
 }, 120_000);
+
+test("the engine's execCollect keeps at most its bound of a command that floods, and ends the exec there", async () => {
+  const { containerId } = (await (await api(`/api/workspaces/${ws}`)).json()) as { containerId: string };
+  const engine = createEngine(process.env.DOCKER_HOST);
+  const { value: r, ms } = await measured(() => engine.execCollect(containerId, ['sh', '-c', 'exec yes keel-flood'], 64 * 1024));
+  expect(r).toMatchObject({ truncated: true, exitCode: null, stderr: '' });
+  expect(r.stdout.length).toBe(64 * 1024);
+  expect(r.stdout.startsWith('keel-flood\nkeel-flood\n')).toBe(true);
+  expect(ms).toBeLessThan(10_000);
+  // The closed exec's writer died on its broken pipe: nothing floods on in the container.
+  await waitFor('the flooding command to end', async () => (await shell("ps -o args | grep -c '[y]es keel-flood' || true")).stdout.trim() === '0', 10_000);
+}, 30_000);

@@ -145,32 +145,18 @@ export function createFilesService(deps: {
 
   /**
    * Runs a helper to its end; engine refusals of a container that stopped meanwhile read as 409. Its
-   * output is bounded at the stream: past HELPER_OUTPUT_MAX_BYTES the exec is closed and 413.
+   * output is bounded at the stream (execCollect): past HELPER_OUTPUT_MAX_BYTES the helper is killed
+   * and the request answers 413.
    */
   async function helper(containerId: string, script: string, args: string[]) {
-    const out = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
-    let held = 0;
-    let over = false;
-    let h: ExecHandle | undefined;
+    let r: Awaited<ReturnType<Engine['execCollect']>>;
     try {
-      h = await engine.execStart(containerId, { cmd: ['sh', '-c', script, 'keel-files', ...args] }, (s, b) => {
-        if (over) return;
-        held += b.byteLength;
-        if (held > HELPER_OUTPUT_MAX_BYTES) {
-          over = true;
-          out.stdout = [];
-          out.stderr = [];
-          return h?.close();
-        }
-        out[s].push(b);
-      });
-      if (over) h.close();
-      await h.done;
+      r = await engine.execCollect(containerId, ['sh', '-c', script, 'keel-files', ...args], HELPER_OUTPUT_MAX_BYTES);
     } catch (e) {
       throw execFailure(e);
     }
-    if (over) throw outputTooLarge(HELPER_OUTPUT_MAX_BYTES);
-    return { exitCode: await exitOf(h), stdout: Buffer.concat(out.stdout).toString(), stderr: Buffer.concat(out.stderr).toString() };
+    if (r.truncated) throw outputTooLarge(HELPER_OUTPUT_MAX_BYTES);
+    return r;
   }
 
   function execFailure(e: unknown): AppError {
