@@ -8,7 +8,7 @@ import { jsonSchema, tool, type ToolSet } from 'ai';
 import { AppError } from '../../../platform/errors';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import type { ExecInput, ExecResult } from '../exec/exec.model';
-import { textOrBase64 } from '../files/files.service';
+import { textOrBase64 } from '../files/text-or-base64';
 import { EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS } from '../exec/exec.model';
 
 /** What the tools need of the exec feature: run one command to its end (the exec service's `run`). */

@@ -5,7 +5,8 @@
 // past it the answer is truncated and says so.
 import { Type } from '@sinclair/typebox';
 import type { Actor } from '../../../platform/auth/workspace-token';
-import { textOrBase64, type FilesService } from '../files/files.service';
+import type { FilesService } from '../files/files.service';
+import { textOrBase64 } from '../files/text-or-base64';
 import { ProcessBody, SignalBody } from '../processes/processes.model';
 import type { ProcessesService } from '../processes/processes.service';
 
