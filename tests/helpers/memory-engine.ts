@@ -263,7 +263,7 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
     },
     async execCollect() {
       enter('execCollect');
-      return { exitCode: 0, stdout: '', stderr: '' };
+      return { exitCode: 0, stdout: '', stderr: '', truncated: false };
     },
     async killProcessGroup() {},
   };

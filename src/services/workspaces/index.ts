@@ -153,7 +153,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const hub = createLogHub({ engine, log: deps.log, clock: deps.clock });
   const logs = createLogsService({ engine, hub, access });
   const exec = createExecService({ engine, access, onExecEnd: usage.recordExec });
-  const files = createFilesService({ engine, access, maxBytes: settings.fileMaxBytes });
+  const files = createFilesService({ engine, access, maxBytes: settings.fileMaxBytes, readMaxBytes: settings.toolReadMaxBytes });
   const processes = createProcessesService({ store: deps.store, engine, access, clock: deps.clock, settings: settings.processes });
   // Previews are a second listener of this service (not a service of their own): links, activity and
   // the proxy all need the workspace rows and the engine, which only this service owns.

@@ -215,6 +215,11 @@ export interface WorkspacesConfig {
   announce: { engine: boolean; token: boolean; engineOrigin: string };
   /** APP_FILE_MAX_BYTES: the largest file an upload may write (PUT .../files); default 1 GiB. */
   fileMaxBytes: number;
+  /**
+   * APP_TOOL_READ_MAX_BYTES: the most of a file MCP read_file and the agent's read_file answer
+   * (default 1 MiB; at most 8 MiB, so a read and its JSON stay within what a request may add to memory).
+   */
+  toolReadMaxBytes: number;
   /** APP_PREVIEW_PORT: the preview listener's port (0: any free one). */
   previewPort: number;
   /** APP_PREVIEW_DOMAIN: previews are served at `http://<label>.<domain>:<previewPort>/` (default `localhost`). */
@@ -273,6 +278,7 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     logMaxFiles: readInt(env, 'APP_WORKSPACE_LOG_MAX_FILES', 3, 1, 100),
     diskLimit: readEngineSize(env, 'APP_WORKSPACE_DISK_LIMIT', ''),
     fileMaxBytes: readInt(env, 'APP_FILE_MAX_BYTES', 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+    toolReadMaxBytes: readInt(env, 'APP_TOOL_READ_MAX_BYTES', 1024 * 1024, 1, 8 * 1024 * 1024),
     previewPort: readInt(env, 'APP_PREVIEW_PORT', 3105, 0, 65535),
     previewDomain: readPreviewDomain(env),
     previewPublicUrl: readPreviewPublicUrl(env),

@@ -31,6 +31,7 @@ const own = defineErrors({
   PREVIEW_EXPIRED: { status: 410, description: 'the preview link is past its expiresAt' },
   PREVIEW_REVOKED: { status: 410, description: 'the preview link was revoked' },
   FILE_TOO_LARGE: { status: 413, description: 'the upload is larger than APP_FILE_MAX_BYTES (details.limit); nothing was written' },
+  OUTPUT_TOO_LARGE: { status: 413, description: "what Keel would read back from the workspace (a directory listing, a helper's output) is past its bound (details.limit); the read was ended there" },
   RANGE_NOT_SATISFIABLE: { status: 416, description: 'the Range lies outside the file (details.size)' },
   PREVIEW_UNREACHABLE: { status: 502, description: "nothing answers on the workspace's port" },
   QUOTA_EXCEEDED: { status: 429, description: 'a per-actor quota is full (details.quota, details.limit); free one first' },

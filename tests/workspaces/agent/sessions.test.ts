@@ -52,10 +52,25 @@ describe('create', () => {
     ['a context system that is not text', { workspaceId: 'x', model: 'openai/echo', context: { system: 42 } }],
     ['too many instructions', { workspaceId: 'x', model: 'openai/echo', context: { instructions: Array(51).fill('x') } }],
     ['an unknown body field', { workspaceId: 'x', model: 'openai/echo', extra: true }],
+    ['a context of false', { workspaceId: 'x', model: 'openai/echo', context: false }],
+    ['a context of text', { workspaceId: 'x', model: 'openai/echo', context: 'be brief' }],
+    ['a context of null', { workspaceId: 'x', model: 'openai/echo', context: null }],
+    ['a context that is a list', { workspaceId: 'x', model: 'openai/echo', context: [] }],
+    ['context notes of false', { workspaceId: 'x', model: 'openai/echo', context: { notes: false } }],
+    ['MCP server headers that are text', { workspaceId: 'x', model: 'openai/echo', mcpServers: [{ name: 'calc', url: 'http://example.com/mcp', headers: 'x' }] }],
   ])('%s is 400 INVALID_REQUEST', async (_, body) => {
     const res = await create(body);
     expect(res.status).toBe(400);
     expect(await errorCode(res)).toBe('INVALID_REQUEST');
+  });
+
+  test('a context that is not an object is refused naming /context, never taken as an empty one', async () => {
+    for (const context of [false, 0, 'x', []]) {
+      const res = await create({ workspaceId: rig.ws, model: 'openai/echo', context });
+      expect(res.status).toBe(400);
+      const body = await res.json();
+      expect(body.error).toMatchObject({ code: 'INVALID_REQUEST', details: { errors: [{ in: 'body', property: '/context' }] } });
+    }
   });
 
   test('a provider that is not configured is 400 INVALID_REQUEST naming the configured providers', async () => {

@@ -101,6 +101,15 @@ test('a ticket works once: a second upgrade with it answers 401', async () => {
   term.close();
 });
 
+test("the attach route's OpenAPI answers name its 401 (a bad ticket) and its 404", async () => {
+  const doc = (await (await fetch(p!.url('workspaces') + '/openapi.json')).json()) as any;
+  const attach = doc.paths['/api/workspaces/{id}/terminals/{tid}'].get;
+  expect(attach.operationId).toBe('attachWorkspaceTerminal');
+  expect(Object.keys(attach.responses)).toEqual(expect.arrayContaining(['101', '401', '404']));
+  expect(attach.responses['401'].content['application/json'].schema.properties.error.properties.code.enum).toContain('UNAUTHORIZED');
+  expect(attach.responses['404'].content['application/json'].schema.properties.error.properties.code.enum).toContain('TERMINAL_NOT_FOUND');
+});
+
 test('a terminal outlives its socket: a new ticket reattaches and first receives what was written meanwhile', async () => {
   const t = await open();
   const first = await connect(t.id, t.ticket);

@@ -436,9 +436,9 @@ export interface paths {
         };
         /**
          * A file's bytes (Range honoured) or a directory's entries
-         * @description Paths are absolute inside the workspace or relative to `/workspace`, resolved in the container's own file system (a symlink there is followed inside the container, never on the host). A file answers its bytes as `application/octet-stream`, streamed; `Range: bytes=a-b` (one range, also `a-` and `-n`) answers 206 with Content-Range, a range past the end 416 `RANGE_NOT_SATISFIABLE`. A directory answers `{entries: [{name, type, size, mode, modifiedAt}]}` sorted by name; symlinks are listed as themselves.
+         * @description Paths are absolute inside the workspace or relative to `/workspace`, resolved in the container's own file system (a symlink there is followed inside the container, never on the host). A file answers its bytes as `application/octet-stream`, streamed; `Range: bytes=a-b` (one range, also `a-` and `-n`) answers 206 with Content-Range, a range past the end 416 `RANGE_NOT_SATISFIABLE`. A directory answers `{entries: [{name, type, size, mode, modifiedAt}]}` sorted by name; symlinks are listed as themselves. A listing is bounded: past 2 MiB of entries (some 10 000 to 60 000, by name length) 413 `OUTPUT_TOO_LARGE`.
          *
-         *     Errors: 404 FILE_NOT_FOUND or WORKSPACE_NOT_FOUND, 403 PERMISSION_DENIED (the template's user may not read it), 409 WORKSPACE_NOT_RUNNING, 416 RANGE_NOT_SATISFIABLE.
+         *     Errors: 404 FILE_NOT_FOUND or WORKSPACE_NOT_FOUND, 403 PERMISSION_DENIED (the template's user may not read it), 409 WORKSPACE_NOT_RUNNING, 413 OUTPUT_TOO_LARGE, 416 RANGE_NOT_SATISFIABLE.
          */
         get: operations["readWorkspaceFile"];
         /**
@@ -2132,6 +2132,36 @@ export interface operations {
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
                             message: string;
                             details: {
                                 [key: string]: unknown;
@@ -6373,6 +6403,36 @@ export interface operations {
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING" | "FILE_CONFLICT";
+                            message: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `OUTPUT_TOO_LARGE`: what Keel would read back from the workspace (a directory listing, a helper's output) is past its bound (details.limit); the read was ended there */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "OUTPUT_TOO_LARGE",
+                     *         "message": "what Keel would read back from the workspace (a directory listing, a helper's output) is past its bound (details.limit); the read was ended there",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description OUTPUT_TOO_LARGE: what Keel would read back from the workspace (a directory listing, a helper's output) is past its bound (details.limit); the read was ended there
+                             * @enum {string}
+                             */
+                            code: "OUTPUT_TOO_LARGE";
                             message: string;
                             details: {
                                 [key: string]: unknown;

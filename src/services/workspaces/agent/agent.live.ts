@@ -19,8 +19,12 @@ export interface LiveTurn {
   events: AgentEvent[];
   /** Events numbered but not stored yet, in order: the turn's writer stores them, then moves them to `events`. */
   unstored: { event: AgentEvent; stored: StoredEvent; at: string }[];
-  /** The latest progress not stored yet (only the latest is worth a write). */
-  progress?: TurnSnapshot;
+  /**
+   * The latest progress not stored yet (only the latest is worth a write), made into its row when it
+   * is written: a turn's progress is saved at every tool result and provider call, and serialising
+   * each time would copy a 1 MiB tool output into garbage again and again.
+   */
+  progress?: () => TurnSnapshot;
   /** The turn's writes, one after another: each flush of `unstored` and `progress` is chained here. */
   writes: Promise<void>;
   /** A flush is chained on `writes` and has not begun. */

@@ -6,6 +6,7 @@ import '../workspaces.errors';
 import { lastEventId, type Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { ErrorEnvelope } from '../../../platform/http/errors';
+import { strictObjects } from '../../../platform/http/strict-objects';
 import {
   AgentEventStream,
   Approval,
@@ -58,6 +59,8 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
       return s;
     }, {
       body: CreateSessionBody,
+      // `context: false` would otherwise be cleaned into `{}` before the check (strict-objects.ts).
+      transform: strictObjects(CreateSessionBody),
       response: { 201: Session, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
       detail: { ...op('createAgentSession', ['WORKSPACE_NOT_FOUND', 'QUOTA_EXCEEDED']),
         tags: ['agent'],

@@ -116,7 +116,9 @@ export function createAgentService(deps: AgentServiceDeps) {
 
   /** What the turn has said so far, stored by the turn's writer (only the latest is kept waiting). */
   function saveProgress(live: LiveTurn, p: TurnProgress) {
-    live.progress = { content: p.content, toolCalls: JSON.stringify(p.toolCalls), parts: JSON.stringify(p.parts), usage: { ...p.usage } };
+    const { content, toolCalls, parts } = p;
+    const usage = { ...p.usage };
+    live.progress = () => ({ content, toolCalls: JSON.stringify(toolCalls), parts: JSON.stringify(parts), usage });
     flushSoon(live);
   }
 
@@ -145,7 +147,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       deps.log.warn('agent events not stored', { session: live.sessionId, count: batch.length, ...errorFields(e) });
     }
     if (progress) {
-      await store.saveProgress(live.messageId, progress).catch((e) => deps.log.warn('agent turn progress not stored', { session: live.sessionId, ...errorFields(e) }));
+      await store.saveProgress(live.messageId, progress()).catch((e) => deps.log.warn('agent turn progress not stored', { session: live.sessionId, ...errorFields(e) }));
     }
     if (batch.length) {
       for (const u of batch) live.events.push(u.event);

@@ -8,6 +8,7 @@ import { jsonSchema, tool, type ToolSet } from 'ai';
 import { AppError } from '../../../platform/errors';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import type { ExecInput, ExecResult } from '../exec/exec.model';
+import { textOrBase64 } from '../files/text-or-base64';
 import { EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS } from '../exec/exec.model';
 
 /** What the tools need of the exec feature: run one command to its end (the exec service's `run`). */
@@ -23,7 +24,9 @@ export interface WorkspaceFiles {
       path: string;
     }
   >;
-  open(containerId: string, path: string, range: { start: number; length: number } | null): Promise<ReadableStream<Uint8Array>>;
+  /** At most APP_TOOL_READ_MAX_BYTES of the file, bounded whatever it is (files.service.ts). */
+  readHead(containerId: string, path: string): Promise<{ bytes: Uint8Array; truncated: boolean; idle: boolean }>;
+  readMaxBytes: number;
   write(actor: Actor, workspaceId: string, path: string, body: ReadableStream<Uint8Array> | null, declaredLength: number | null): Promise<{ path: string; size: number }>;
 }
 
@@ -33,12 +36,9 @@ export interface WorkspaceFiles {
  */
 export type TakeExecSlot = (actor: Actor) => { release(): void };
 
-/** Characters of each output stream, or of a file, handed back to the model. */
+/** Characters of each output stream handed back to the model (a file's read: APP_TOOL_READ_MAX_BYTES). */
 export const TOOL_OUTPUT_MAX_CHARS = 16_384;
-export const READ_FILE_MAX_CHARS = 65_536;
 export const WRITE_FILE_MAX_CHARS = 262_144;
-/** Bytes read for read_file: enough for READ_FILE_MAX_CHARS characters of 4 bytes each. */
-const READ_FILE_MAX_BYTES = READ_FILE_MAX_CHARS * 4;
 /** Entries of a directory handed back by list_directory. */
 export const LIST_MAX_ENTRIES = 1000;
 
@@ -140,17 +140,18 @@ export function workspaceTools(shell: WorkspaceShell, files: WorkspaceFiles, tak
     }),
 
     read_file: tool({
-      description: `Read a text file of the workspace (at most ${READ_FILE_MAX_CHARS} characters are returned).`,
+      description:
+        `Read a file of the workspace: its first ${files.readMaxBytes} bytes at most (\`truncated: true\` past them), ` +
+        'as UTF-8 text, or base64 with `encoding: "base64"` when the bytes are not text.',
       inputSchema: readFileSchema,
       execute: async ({ path }) => {
         try {
           return await withSlot(async () => {
             const found = await files.stat(actor, workspaceId, path);
             if (found.kind === 'directory') return { path, error: 'Is a directory: use list_directory' };
-            const length = Math.min(found.size, READ_FILE_MAX_BYTES);
-            const bytes = length ? await Bun.readableStreamToBytes(await files.open(found.containerId, found.path, { start: 0, length })) : new Uint8Array();
-            const c = cut(new TextDecoder().decode(bytes), READ_FILE_MAX_CHARS);
-            return { path, content: c.text, ...(c.truncated || found.size > length ? { truncated: true } : {}) };
+            const read = await files.readHead(found.containerId, found.path);
+            const { encoding, content } = textOrBase64(read.bytes, read.truncated);
+            return { path, content, ...(encoding === 'base64' ? { encoding } : {}), ...(read.truncated ? { truncated: true } : {}), ...(read.idle ? { idle: true } : {}) };
           });
         } catch (e) {
           return { path, ...refusal(e) };

@@ -9,6 +9,14 @@ import { socketWriter } from './socket-writer';
 
 type ExecCalls = Pick<Engine, 'execStart' | 'execCollect' | 'killProcessGroup'>;
 
+/** Output bytes (both streams together) execCollect keeps by default: its helpers (kill, du, rm) print a line. */
+export const COLLECT_MAX_BYTES = 64 * 1024;
+/**
+ * $@ = the command. Reports its pid on stderr first (an exec's process leads its own process group),
+ * then becomes the command (same pid, same group, its exit code).
+ */
+const COLLECT_WRAPPER = `printf '%s\\n' "$$" >&2; exec "$@"`;
+
 export function execCalls(docker: DockerClient): ExecCalls {
   async function execStart(
     containerId: string,
@@ -42,19 +50,61 @@ export function execCalls(docker: DockerClient): ExecCalls {
     };
   }
 
-  async function execCollect(containerId: string, cmd: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
+  /** The exit code once the engine recorded it (the output can end a moment before); null if it never does. */
+  async function exitOf(h: ExecHandle): Promise<number | null> {
+    for (let i = 0; i < 50; i++) {
+      const code = await h.exitCode().catch(() => -1);
+      if (code !== null) return code;
+      await Bun.sleep(10);
+    }
+    return null;
+  }
+
+  async function execCollect(containerId: string, cmd: string[], maxBytes = COLLECT_MAX_BYTES): Promise<{ exitCode: number | null; stdout: string; stderr: string; truncated: boolean }> {
     const out = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
-    const h = await execStart(containerId, { cmd }, (s, b) => out[s].push(b));
+    let held = 0;
+    let truncated = false;
+    let pid: number | undefined;
+    let preamble = '';
+    let h: ExecHandle | undefined;
+    // Bounded at the stream: past maxBytes nothing more is kept, the exec is closed and its process
+    // group killed (a closed exec's process is not ended by the engine: it would block on its full
+    // pipe for ever). The pid comes first on stderr; a bound reached before it kills once it comes.
+    const killGroup = () => void (pid !== undefined && pid > 1 && killProcessGroup(containerId, pid));
+    h = await execStart(containerId, { cmd: ['sh', '-c', COLLECT_WRAPPER, 'keel-collect', ...cmd] }, (s, b) => {
+      if (s === 'stderr' && pid === undefined) {
+        preamble += Buffer.from(b).toString('latin1');
+        const nl = preamble.indexOf('\n');
+        if (nl < 0) return;
+        pid = Number(preamble.slice(0, nl)) || -1;
+        if (truncated) return killGroup();
+        b = Buffer.from(preamble.slice(nl + 1), 'latin1');
+        if (!b.byteLength) return;
+      }
+      if (truncated) return;
+      const room = maxBytes - held;
+      if (b.byteLength > room) {
+        truncated = true;
+        out[s].push(b.subarray(0, room));
+        h?.close();
+        return killGroup();
+      }
+      out[s].push(b);
+      held += b.byteLength;
+    });
+    if (truncated) h.close();
     await h.done;
     const text = (parts: Uint8Array[]) => Buffer.concat(parts).toString('utf8');
-    return { exitCode: await h.exitCode(), stdout: text(out.stdout), stderr: text(out.stderr) };
+    return { exitCode: truncated ? null : await exitOf(h), stdout: text(out.stdout), stderr: text(out.stderr), truncated };
+  }
+
+  async function killProcessGroup(containerId: string, pid: number): Promise<void> {
+    await execCollect(containerId, ['kill', '-KILL', `-${pid}`, `${pid}`]).catch(() => undefined);
   }
 
   return {
     execStart,
     execCollect,
-    async killProcessGroup(containerId: string, pid: number): Promise<void> {
-      await execCollect(containerId, ['kill', '-KILL', `-${pid}`, `${pid}`]).catch(() => undefined);
-    },
+    killProcessGroup,
   };
 }

@@ -238,8 +238,12 @@ export interface Engine {
   execStart(containerId: string, opts: { cmd: string[]; env?: string[]; stdin?: boolean }, onChunk: (stream: StdStream, bytes: Uint8Array) => void): Promise<ExecHandle>;
   /** Starts a process on a TTY of `cols` x `rows` (docker exec -it); its bytes go to onData. */
   execTty(containerId: string, opts: { cmd: string[]; env?: string[]; cols: number; rows: number }, onData: (bytes: Uint8Array) => void): Promise<TtyHandle>;
-  /** Runs a short helper command (kill, ps, du) to completion and returns its output. */
-  execCollect(containerId: string, cmd: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }>;
+  /**
+   * Runs a short helper command (kill, ps, du, the files helpers) to completion and returns its
+   * output, at most `maxBytes` of it (default 64 KiB, both streams together): past it the exec is
+   * closed and its process group killed there and then, `truncated` is true and `exitCode` null.
+   */
+  execCollect(containerId: string, cmd: string[], maxBytes?: number): Promise<{ exitCode: number | null; stdout: string; stderr: string; truncated: boolean }>;
   /** Kills a process group inside the container (the exec'd command and everything it started); never throws. */
   killProcessGroup(containerId: string, pid: number): Promise<void>;
 }

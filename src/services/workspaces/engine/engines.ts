@@ -191,7 +191,7 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     },
     logStream: async (id, opts, onLine) => (await ofContainer(id)).logStream(id, opts, onLine),
     execStart: async (id, opts, onChunk) => (await ofContainer(id)).execStart(id, opts, onChunk),
-    execCollect: async (id, cmd) => (await ofContainer(id)).execCollect(id, cmd),
+    execCollect: async (id, cmd, maxBytes) => (await ofContainer(id)).execCollect(id, cmd, maxBytes),
     execTty: async (id, opts, onData) => (await ofContainer(id)).execTty(id, opts, onData),
     killProcessGroup: async (id, pid) => (await ofContainer(id)).killProcessGroup(id, pid),
   };

@@ -59,17 +59,18 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
       {
         params: IdParams,
         query: FilePathQuery,
-        response: { 200: DirectoryListing, ...ERRORS, 416: ErrorEnvelope },
+        response: { 200: DirectoryListing, ...ERRORS, 413: ErrorEnvelope, 416: ErrorEnvelope },
         detail: {
           tags: ['files'],
-          ...op('readWorkspaceFile', ['WORKSPACE_NOT_FOUND', 'FILE_NOT_FOUND', 'PERMISSION_DENIED', 'WORKSPACE_NOT_RUNNING', 'FILE_CONFLICT', 'RANGE_NOT_SATISFIABLE', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
+          ...op('readWorkspaceFile', ['WORKSPACE_NOT_FOUND', 'FILE_NOT_FOUND', 'PERMISSION_DENIED', 'WORKSPACE_NOT_RUNNING', 'FILE_CONFLICT', 'OUTPUT_TOO_LARGE', 'RANGE_NOT_SATISFIABLE', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           responses: { 200: FileBytes },
           summary: "A file's bytes (Range honoured) or a directory's entries",
           description:
             'Paths are absolute inside the workspace or relative to `/workspace`, resolved in the container\'s own file system (a symlink there is followed inside the container, never on the host). ' +
             'A file answers its bytes as `application/octet-stream`, streamed; `Range: bytes=a-b` (one range, also `a-` and `-n`) answers 206 with Content-Range, a range past the end 416 `RANGE_NOT_SATISFIABLE`. ' +
-            'A directory answers `{entries: [{name, type, size, mode, modifiedAt}]}` sorted by name; symlinks are listed as themselves.\n\n' +
-            "Errors: 404 FILE_NOT_FOUND or WORKSPACE_NOT_FOUND, 403 PERMISSION_DENIED (the template's user may not read it), 409 WORKSPACE_NOT_RUNNING, 416 RANGE_NOT_SATISFIABLE.",
+            'A directory answers `{entries: [{name, type, size, mode, modifiedAt}]}` sorted by name; symlinks are listed as themselves. ' +
+            'A listing is bounded: past 2 MiB of entries (some 10 000 to 60 000, by name length) 413 `OUTPUT_TOO_LARGE`.\n\n' +
+            "Errors: 404 FILE_NOT_FOUND or WORKSPACE_NOT_FOUND, 403 PERMISSION_DENIED (the template's user may not read it), 409 WORKSPACE_NOT_RUNNING, 413 OUTPUT_TOO_LARGE, 416 RANGE_NOT_SATISFIABLE.",
         },
       },
     )

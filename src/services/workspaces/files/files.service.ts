@@ -15,6 +15,23 @@ import type { FileEntry } from './files.model';
 export const WORKSPACE_DIR = '/workspace';
 /** Exit status the helpers use for "no such path". */
 const EXIT_MISSING = 44;
+/**
+ * Bytes of a helper's output Keel holds at most (a directory listing is ~30 to 300 bytes an entry:
+ * some 10 000 to 60 000 entries). Past it the helper's exec is closed and the request answers 413
+ * OUTPUT_TOO_LARGE: the entries parsed from 2 MiB and their JSON stay well within the 32 MiB a
+ * request may add to Keel's memory.
+ */
+export const HELPER_OUTPUT_MAX_BYTES = 2 * 1024 * 1024;
+/** A tool's read (readHead) of at least this many bytes is followed by a full collection. */
+const READ_COLLECT_BYTES = 256 * 1024;
+/** A read for a tool (readHead) that yields nothing for this long ends: a FIFO with no writer, a stalled device. */
+export const READ_IDLE_MS = 10_000;
+/**
+ * $1 = path, $2 = bytes. Reports its pid on stderr first (the exec's process leads its own group), so
+ * a read that stalls can be killed, then reads at most $2 bytes, so a read of /dev/zero ends in the
+ * container too.
+ */
+const READ_HEAD = `printf '%s\\n' "$$" >&2; exec dd if="$1" bs=65536 iflag=count_bytes count="$2" 2>/dev/null`;
 /** Bytes a download keeps queued for a slow client before the engine stream is held back. */
 const DOWNLOAD_QUEUE_BYTES = 1024 * 1024;
 /**
@@ -37,15 +54,18 @@ function churnGuard() {
 }
 
 // $1 = path. Answers "D" and one `stat` line per entry (symlinks as themselves), or "F" and the size
-// of what the path leads to (symlinks followed, inside the container).
+// of what the path leads to (symlinks followed, inside the container). The entries' names go to one
+// stat per batch (xargs) rather than one per entry: a directory of 20 000 entries is a handful of
+// processes, not 20 000. A name that vanished between the test and stat is left out.
 const STAT = `p=$1
 if [ -d "$p" ]; then
   cd -- "$p" 2>/dev/null || { echo 'Permission denied' >&2; exit 13; }
   echo D
   for f in .* *; do
     case "$f" in .|..) continue;; esac
-    if [ -e "$f" ] || [ -L "$f" ]; then stat -c '%f %s %Y %n' -- "$f"; fi
-  done
+    if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\\0' "$f"; fi
+  done | xargs -0 -r stat -c '%f %s %Y %n' -- 2>/dev/null
+  exit 0
 elif [ -e "$p" ]; then
   [ -r "$p" ] || { echo 'Permission denied' >&2; exit 13; }
   echo F; stat -L -c %s -- "$p"
@@ -58,6 +78,8 @@ const MOVE = `[ -e "$1" ] || [ -L "$1" ] || exit ${EXIT_MISSING}
 mkdir -p -- "$(dirname -- "$2")" && exec mv -f -- "$1" "$2"`;
 
 const notFound = () => new AppError('FILE_NOT_FOUND', 'no such file or directory in the workspace');
+export const outputTooLarge = (max: number) =>
+  new AppError('OUTPUT_TOO_LARGE', `the answer would be larger than ${max} bytes (a directory of too many entries); list a narrower directory`, { limit: max });
 export const tooLarge = (max: number) => new AppError('FILE_TOO_LARGE', `files are limited to ${max} bytes (APP_FILE_MAX_BYTES); nothing was written`, { limit: max });
 
 /** A helper's failure as the API reports it; the helper's own message is not echoed (it repeats the path). */
@@ -94,19 +116,30 @@ function entry(line: string): FileEntry | null {
 
 export type FileRead = { kind: 'directory'; entries: FileEntry[] } | { kind: 'file'; size: number };
 
-export function createFilesService(deps: { engine: Engine; access: Pick<Access, 'runningContainer'>; maxBytes: number }) {
+export function createFilesService(deps: {
+  engine: Engine;
+  access: Pick<Access, 'runningContainer'>;
+  /** APP_FILE_MAX_BYTES: the largest upload. */
+  maxBytes: number;
+  /** APP_TOOL_READ_MAX_BYTES: the most of a file a tool's read answers (readHead). */
+  readMaxBytes: number;
+}) {
   const { engine } = deps;
 
-  /** Runs a helper to its end; engine refusals of a container that stopped meanwhile read as 409. */
+  /**
+   * Runs a helper to its end; engine refusals of a container that stopped meanwhile read as 409. Its
+   * output is bounded at the stream (execCollect): past HELPER_OUTPUT_MAX_BYTES the helper is killed
+   * and the request answers 413.
+   */
   async function helper(containerId: string, script: string, args: string[]) {
-    const out = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
+    let r: Awaited<ReturnType<Engine['execCollect']>>;
     try {
-      const h = await engine.execStart(containerId, { cmd: ['sh', '-c', script, 'keel-files', ...args] }, (s, b) => void out[s].push(b));
-      await h.done;
-      return { exitCode: await exitOf(h), stdout: Buffer.concat(out.stdout).toString(), stderr: Buffer.concat(out.stderr).toString() };
+      r = await engine.execCollect(containerId, ['sh', '-c', script, 'keel-files', ...args], HELPER_OUTPUT_MAX_BYTES);
     } catch (e) {
       throw execFailure(e);
     }
+    if (r.truncated) throw outputTooLarge(HELPER_OUTPUT_MAX_BYTES);
+    return r;
   }
 
   function execFailure(e: unknown): AppError {
@@ -138,6 +171,73 @@ export function createFilesService(deps: { engine: Engine; access: Pick<Access, 
       const entries = rest.map(entry).filter((e): e is FileEntry => e !== null);
       entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       return { kind: 'directory', entries, containerId, path: abs };
+    },
+
+    /**
+     * At most `readMaxBytes` of a file from its start, for a tool's answer (MCP read_file, the agent's
+     * read_file): bounded before it is buffered whatever the file is. /dev/zero, a file that grows
+     * while read: `truncated` once more than the bound came; a FIFO with no writer, a stalled device:
+     * the read that yields nothing for READ_IDLE_MS is killed, `idle` and `truncated` true.
+     */
+    async readHead(containerId: string, path: string): Promise<{ bytes: Uint8Array; truncated: boolean; idle: boolean }> {
+      const max = deps.readMaxBytes;
+      const parts: Uint8Array[] = [];
+      let held = 0;
+      let truncated = false;
+      let idle = false;
+      let pid: number | undefined;
+      let preamble = '';
+      let h: ExecHandle | undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const stop = () => {
+        clearTimeout(timer);
+        h?.close();
+      };
+      const arm = () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          idle = truncated = true;
+          stop();
+          if (pid !== undefined && pid > 1) void engine.killProcessGroup(containerId, pid);
+        }, READ_IDLE_MS);
+      };
+      try {
+        // One byte past the bound tells a file of exactly `max` bytes from a longer one.
+        h = await engine.execStart(containerId, { cmd: ['sh', '-c', READ_HEAD, 'keel-files', path, String(max + 1)] }, (s, b) => {
+          if (truncated) return;
+          if (s === 'stderr') {
+            if (pid === undefined && preamble.length < 32) {
+              preamble += Buffer.from(b).toString('latin1');
+              const nl = preamble.indexOf('\n');
+              if (nl >= 0) pid = Number(preamble.slice(0, nl)) || -1;
+            }
+            return;
+          }
+          arm();
+          const room = max - held;
+          if (b.byteLength > room) {
+            truncated = true;
+            if (room > 0) parts.push(b.slice(0, room));
+            held = max;
+            return stop();
+          }
+          // A copy: the engine's chunk may be a view of a larger buffer that must not be kept alive.
+          parts.push(b.slice());
+          held += b.byteLength;
+        });
+        arm();
+        if (truncated) h.close();
+        await h.done;
+      } catch (e) {
+        throw execFailure(e);
+      } finally {
+        clearTimeout(timer);
+      }
+      const bytes = Buffer.concat(parts);
+      // The engine's chunks are garbage now; a tool's answer is copied several times on its way to
+      // the model or client, so they are collected before it, as transfers do (churnGuard).
+      if (held >= READ_COLLECT_BYTES) Bun.gc(true);
+      return { bytes, truncated, idle };
     },
 
     /**
@@ -246,6 +346,7 @@ export function createFilesService(deps: { engine: Engine; access: Pick<Access, 
     },
 
     maxBytes: deps.maxBytes,
+    readMaxBytes: deps.readMaxBytes,
   };
 }
 

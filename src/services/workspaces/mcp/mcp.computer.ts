@@ -1,15 +1,14 @@
 // A workspace's files and processes as MCP tools: the same services (ownership, running check,
 // APP_FILE_MAX_BYTES, the processes quota) as GET/PUT .../files and .../processes. An agent reads
 // text, so read_file answers UTF-8 text when the bytes are valid UTF-8 and base64 otherwise (saying
-// which), and reads at most READ_LIMIT bytes: a larger file is truncated and says so.
+// which), and reads at most APP_TOOL_READ_MAX_BYTES of any file (/dev/zero, a FIFO, a growing file):
+// past it the answer is truncated and says so.
 import { Type } from '@sinclair/typebox';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import type { FilesService } from '../files/files.service';
+import { textOrBase64 } from '../files/text-or-base64';
 import { ProcessBody, SignalBody } from '../processes/processes.model';
 import type { ProcessesService } from '../processes/processes.service';
-
-/** Bytes read_file answers at most: a tool result is one JSON text in the model's context. */
-export const READ_LIMIT = 1024 * 1024;
 
 const Id = Type.String({ minLength: 1, maxLength: 128, description: 'workspace id (`ws_...`)' });
 const Path = Type.String({ minLength: 1, maxLength: 4096, pattern: '^[^\\u0000]+$', description: 'absolute path in the workspace, or relative to `/workspace`' });
@@ -31,29 +30,15 @@ export const StartProcessInput = Type.Object({ id: Id, ...propsOf(ProcessBody) }
 export const ProcessRef = Type.Object({ id: Id, pid: Pid }, { additionalProperties: false });
 export const SignalInput = Type.Object({ id: Id, pid: Pid, ...propsOf(SignalBody) }, { additionalProperties: false });
 
-/**
- * The bytes as text when they are UTF-8, else base64. A truncated read decodes as a stream, so a
- * character cut at the limit is left out instead of turning the whole read into base64.
- */
-function decode(bytes: Uint8Array, truncated: boolean): { encoding: 'utf-8' | 'base64'; content: string } {
-  try {
-    return { encoding: 'utf-8', content: new TextDecoder('utf-8', { fatal: true }).decode(bytes, { stream: truncated }) };
-  } catch {
-    return { encoding: 'base64', content: Buffer.from(bytes).toString('base64') };
-  }
-}
-
 export function computerTools(deps: { files: FilesService; processes: ProcessesService }) {
   const { files, processes } = deps;
   return {
     async readFile(a: Actor, i: { id: string; path: string }) {
       const found = await files.stat(a, i.id, i.path);
       if (found.kind === 'directory') return { path: found.path, type: 'directory', entries: found.entries };
-      const length = Math.min(found.size, READ_LIMIT);
-      const stream = await files.open(found.containerId, found.path, length < found.size ? { start: 0, length } : null);
-      const bytes = new Uint8Array(await new Response(stream).arrayBuffer());
-      const truncated = length < found.size;
-      return { path: found.path, size: found.size, ...decode(bytes, truncated), truncated };
+      const read = await files.readHead(found.containerId, found.path);
+      // `size` is what stat reported: 0 for a device or a FIFO, whatever their read gave.
+      return { path: found.path, size: found.size, ...textOrBase64(read.bytes, read.truncated), truncated: read.truncated, ...(read.idle ? { idle: true } : {}) };
     },
     async writeFile(a: Actor, i: { id: string; path: string; content: string; encoding?: 'utf-8' | 'base64' }) {
       const bytes = i.encoding === 'base64' ? Buffer.from(i.content, 'base64') : Buffer.from(i.content, 'utf-8');

@@ -78,7 +78,8 @@ export function mcpTools(deps: McpToolDeps): Record<string, McpTool> {
     read_file: define({
       description:
         'Read a file of a running workspace: {path, size, encoding, content, truncated}. `encoding` is `utf-8` when the bytes are UTF-8 text, else `base64`; ' +
-        'at most the first 1 MiB is answered (`truncated: true` past it). A directory answers its entries, as list_directory.',
+        `at most the first ${deps.files.readMaxBytes} bytes are answered (\`truncated: true\` past them), of any file; a read that yields nothing for 10 s ` +
+        '(a FIFO) ends with `idle: true`. A directory answers its entries, as list_directory.',
       input: ReadFileInput,
       run: (a, i) => c.readFile(a, i),
     }),
@@ -88,7 +89,9 @@ export function mcpTools(deps: McpToolDeps): Record<string, McpTool> {
       run: (a, i) => c.writeFile(a, i),
     }),
     list_directory: define({
-      description: 'List a directory of a running workspace (default `/workspace`): {path, type, entries: [{name, type, size, mode, modifiedAt}]} sorted by name',
+      description:
+        'List a directory of a running workspace (default `/workspace`): {path, type, entries: [{name, type, size, mode, modifiedAt}]} sorted by name; ' +
+        'a listing past 2 MiB is the error OUTPUT_TOO_LARGE',
       input: ListDirectoryInput,
       run: (a, i) => c.listDirectory(a, i),
     }),

@@ -139,7 +139,10 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
       let reported = false;
       let noWorkdir = false;
       let reportedPid: number | undefined;
+      // Output that arrives before the process's record exists (its insert is awaited), bounded as
+      // `kept` is: the last outputBytes of each stream, whole chunks dropped from the front.
       const early: [StdStream, Uint8Array][] = [];
+      const earlyBytes = { stdout: 0, stderr: 0 };
       const onChunk = (s: StdStream, b: Uint8Array) => {
         if (s === 'stderr' && !reported) {
           preamble += Buffer.from(b).toString('latin1');
@@ -154,7 +157,15 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
           if (rest.byteLength) onChunk('stderr', rest);
           return;
         }
-        if (!p) return void early.push([s, b]);
+        if (!p) {
+          early.push([s, b]);
+          earlyBytes[s] += b.byteLength;
+          for (let at = early.findIndex(([es]) => es === s); earlyBytes[s] > settings.outputBytes && at < early.length - 1; at = early.findIndex(([es]) => es === s)) {
+            earlyBytes[s] -= early[at]![1].byteLength;
+            early.splice(at, 1);
+          }
+          return;
+        }
         keep(p, s, dec[s].decode(b, { stream: true }), b.byteLength);
       };
       const env = input.env ? Object.entries(input.env).map(([k, v]) => `${k}=${v}`) : undefined;

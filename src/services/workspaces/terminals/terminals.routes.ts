@@ -77,7 +77,8 @@ export function terminalAttachRoute(deps: { terminals: TerminalsService }) {
       query: TerminalAttachQuery,
       detail: {
         tags: ['terminals'],
-        ...op('attachWorkspaceTerminal', ['TERMINAL_NOT_FOUND']),
+        // No Bearer security (the ticket is the authorisation), so the platform adds no 401 of its own: the ticket's refusal is named here.
+        ...op('attachWorkspaceTerminal', ['UNAUTHORIZED', 'TERMINAL_NOT_FOUND']),
         summary: 'Attach to a terminal: a WebSocket upgrade authorised by `?ticket=` (no Authorization header)',
         description:
           'Binary frames carry the terminal\'s bytes both ways; a text frame `{"type":"resize","cols":N,"rows":N}` resizes it. ' +
