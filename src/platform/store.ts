@@ -3,18 +3,19 @@
 //   - tables come from the service's definer for `store.dialect` (platform/db-schema.ts);
 //   - every query is awaited (drizzle's builders are thenables on both); SQLite's synchronous
 //     `.get()`, `.all()`, `.run()` and raw `$client` calls do not exist on PostgreSQL;
-//   - a transaction is `store.transaction(async (tx) => ...)`, whose body awaits only its own
-//     queries (no bus, no engine, no fetch): on SQLite it holds the one connection's write lock,
-//     and a statement another request issues on that connection between two of the body's awaits
-//     runs inside it (committed with it, undone with it): bodies stay short, and a refusal the
-//     caller must see committed is returned, not thrown.
+//   - a transaction is `store.transaction(async (tx) => ...)`: its body runs its queries on `tx`
+//     (never on `store.orm`: what it wrote is not visible there until the commit, and on SQLite a
+//     write there waits for the transaction to end) and may throw anything. What it wrote is seen
+//     by nobody else before the commit, and its rollback undoes nothing but its own statements.
+//     Bodies await only their own queries (no bus, no engine, no fetch) and stay short: on SQLite,
+//     writes take turns with them.
 // SQLite-only or PostgreSQL-only SQL stays in this file and in db.ts.
 import { SQL } from 'bun';
 import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/bun-sql';
 import { postgresMigrations } from '../../drizzle/migrations';
-import type { Db } from './db';
+import { connect, type Db } from './db';
 import { dbVersion } from './db-version';
 import type { Dialect } from './db-schema';
 
@@ -24,7 +25,10 @@ export type Orm = Omit<Db, '$client'>;
 export interface Store {
   dialect: Dialect;
   orm: Orm;
-  /** Runs `body` in one transaction: committed when it resolves, rolled back when it throws. */
+  /**
+   * Runs `body` in one transaction: committed when it resolves, rolled back when it throws. No other
+   * request sees its rows before the commit, and its rollback never undoes another request's write.
+   */
   transaction<T>(body: (tx: Orm) => Promise<T>): Promise<T>;
   /**
    * Inside a transaction: waits until no other transaction holds `key`, and holds it until this one
@@ -46,35 +50,101 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** The SQLite database of the data dir (db.ts) as a Store; close() closes the file. */
+/**
+ * Writes in turns: each transaction, and each write made outside one while a transaction is open or
+ * waiting, runs when the one before it has ended. With nothing open, a write runs at once.
+ */
+function createWriteTurns() {
+  let tail: Promise<unknown> = Promise.resolve();
+  let taken = 0;
+  return {
+    get idle() {
+      return taken === 0;
+    },
+    take<T>(run: () => T | Promise<T>): Promise<T> {
+      taken++;
+      const turn = tail.then(run).finally(() => taken--);
+      tail = turn.catch(() => undefined);
+      return turn;
+    },
+  };
+}
+
+/** What drizzle prepares for one statement, whichever the driver: the methods that run it. */
+type Prepared = Record<'run' | 'all' | 'get' | 'values' | 'execute', ((...args: unknown[]) => unknown) | undefined>;
+
+/** A statement that only reads (drizzle writes `select` first): it may run beside an open transaction. */
+const READS_ONLY = /^\s*select\b/i;
+
+/**
+ * Calls `wrap` on each statement `orm` prepares that may write (insert, update, delete, raw SQL),
+ * to change how it runs. drizzle's session is internal, as in migrate() below: package.json pins
+ * drizzle-orm exactly.
+ */
+function onWrites(orm: object, wrap: (prepared: Prepared) => void) {
+  const session = (orm as { session: { prepareQuery: (query: { sql: string }, ...rest: unknown[]) => Prepared } }).session;
+  const prepare = session.prepareQuery.bind(session);
+  session.prepareQuery = (query, ...rest) => {
+    const prepared = prepare(query, ...rest);
+    if (!READS_ONLY.test(query.sql)) wrap(prepared);
+    return prepared;
+  };
+}
+
+/**
+ * The SQLite database of the data dir (db.ts) as a Store; close() closes the file. Transactions run
+ * on a second connection to the same file (WAL): statements outside one run on the first and see only
+ * what was committed, and a rollback there cannot reach them. SQLite lets one connection write at a
+ * time, and bun:sqlite waits for a lock by blocking the thread (which would stop the very transaction
+ * it waits for), so a write outside waits its turn (createWriteTurns) while a transaction is open;
+ * reads never wait.
+ */
 export function sqliteStore(db: Db): Store {
   const client = db.$client;
-  let queue: Promise<unknown> = Promise.resolve();
+  const txDb = connect(client.filename);
+  const txClient = txDb.$client;
+  const turns = createWriteTurns();
+  let inTurn = false; // a write outside a transaction is running in its turn (drizzle's all() calls values())
+  onWrites(db, (prepared) => {
+    for (const method of ['run', 'all', 'get', 'values'] as const) {
+      const run = prepared[method]!.bind(prepared);
+      prepared[method] = (...args) => {
+        if (turns.idle || inTurn) return run(...args);
+        return turns.take(() => {
+          inTurn = true;
+          try {
+            return run(...args);
+          } finally {
+            inTurn = false;
+          }
+        });
+      };
+    }
+  });
   return {
     dialect: 'sqlite',
     orm: db,
     transaction(body) {
-      // One connection: transactions take turns. Drizzle's own SQLite transaction would commit at the
-      // body's first await, so BEGIN and COMMIT are ours.
-      const run = queue.then(async () => {
-        client.exec('BEGIN IMMEDIATE');
+      // Drizzle's own SQLite transaction would commit at the body's first await, so BEGIN and COMMIT are ours.
+      return turns.take(async () => {
+        txClient.exec('BEGIN IMMEDIATE');
         try {
-          const result = await body(db);
-          client.exec('COMMIT');
+          const result = await body(txDb);
+          txClient.exec('COMMIT');
           return result;
         } catch (e) {
-          if (client.inTransaction) client.exec('ROLLBACK');
+          if (txClient.inTransaction) txClient.exec('ROLLBACK');
           throw e;
         }
       });
-      queue = run.catch(() => undefined);
-      return run;
     },
     lock: async () => {},
     claim: async () => true,
+    // On the first connection: its data_version moves when the transactions' connection commits.
     version: dbVersion(client),
     async close() {
-      await queue;
+      await turns.take(() => undefined);
+      txClient.close();
       client.close();
     },
   };
