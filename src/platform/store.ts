@@ -174,11 +174,23 @@ export async function openPostgresStore(url: string): Promise<Store> {
     await client.close();
     throw e;
   }
+  const changes = await listenForChanges(client, async () => {
+    const [row] = await client`SELECT coalesce(sum(n), 0)::text AS v FROM keel_changes`;
+    return row.v as string;
+  });
+  // This process's own writes move the counter when they are answered, not when their notification
+  // comes back: the caller's next read must see them.
+  onWrites(orm, (prepared) => {
+    for (const method of ['execute', 'all'] as const) {
+      const run = prepared[method]?.bind(prepared);
+      if (run) prepared[method] = (...args) => (run(...args) as Promise<unknown>).finally(changes.moved);
+    }
+  });
   const claims: Awaited<ReturnType<typeof client.reserve>>[] = [];
   return {
     dialect: 'postgres',
     orm: orm as unknown as Orm,
-    transaction: (body) => withRetries(() => orm.transaction((tx) => body(tx as unknown as Orm))),
+    transaction: (body) => withRetries(() => orm.transaction((tx) => body(tx as unknown as Orm))).finally(changes.moved),
     async lock(tx, key) {
       await (tx as unknown as typeof orm).execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
     },
@@ -190,13 +202,68 @@ export async function openPostgresStore(url: string): Promise<Store> {
       else conn.release();
       return row.ok as boolean;
     },
-    version: coalescedVersion(async () => {
-      const [row] = await client`SELECT coalesce(sum(n), 0)::text AS v FROM keel_changes`;
-      return row.v as string;
-    }),
+    version: changes.version,
     async close() {
+      await changes.close();
       for (const conn of claims.splice(0)) conn.release();
       await client.close();
+    },
+  };
+}
+
+/** The channel keel_changed() notifies at every committed write (countChanges below). */
+const CHANGES_CHANNEL = 'keel_changes';
+/** How often the listening connection proves it still delivers: a change is missed at most twice this long. */
+const HEARTBEAT_MS = 1000;
+
+/**
+ * The change counter without a round trip: every committed write notifies CHANGES_CHANNEL (the
+ * trigger of countChanges), and each notification, like each write of this process, moves a number
+ * kept here. The listening connection can drop without a word, so it must prove itself: every
+ * HEARTBEAT_MS this process notifies itself, and a heartbeat not back by the next one means it is
+ * not listening; until one comes back the counter is read from keel_changes again (`readCounter`,
+ * coalesced), so a reader is never left on stale data. Notifications arrive in commit order, so a
+ * heartbeat back means every change committed before it was heard. Values of the two ways differ in
+ * their first letter, and the number moves when listening resumes (what was missed meanwhile).
+ */
+async function listenForChanges(client: SQL, readCounter: () => Promise<string>) {
+  const me = `heartbeat:${crypto.randomUUID()}:`;
+  let moves = 0;
+  let listening = false;
+  let sent = 0;
+  let heard = 0;
+  const counted = coalescedVersion(readCounter);
+  const moved = () => {
+    moves++;
+  };
+  const hear = (resumed: boolean) => {
+    if (!listening || resumed) moves++;
+    listening = true;
+  };
+  const subscription = await client.listen(
+    CHANGES_CHANNEL,
+    (payload) => {
+      if (!payload.startsWith('heartbeat:')) moves++;
+      else if (payload.startsWith(me) && Number(payload.slice(me.length)) === sent) {
+        heard = sent;
+        hear(false);
+      }
+    },
+    () => hear(true), // (again after a reconnection: what came meanwhile was not heard)
+  );
+  const beat = setInterval(() => {
+    if (heard !== sent) listening = false;
+    client.notify(CHANGES_CHANNEL, me + ++sent).catch(() => {
+      listening = false;
+    });
+  }, HEARTBEAT_MS);
+  beat.unref?.();
+  return {
+    moved,
+    version: (): string | Promise<string> => (listening ? `n${moves}` : counted().then((v) => `c${v}.${moves}`)),
+    async close() {
+      clearInterval(beat);
+      await subscription.unlisten().catch(() => undefined);
     },
   };
 }
@@ -299,6 +366,7 @@ async function countChanges(orm: ReturnType<typeof drizzlePostgres>) {
     sql.raw(`CREATE OR REPLACE FUNCTION keel_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO keel_changes AS c VALUES (TG_TABLE_NAME, 1) ON CONFLICT (table_name) DO UPDATE SET n = c.n + 1;
+  PERFORM pg_notify('keel_changes', '');
   RETURN NULL;
 END $$`),
   );
