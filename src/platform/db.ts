@@ -24,6 +24,8 @@ export function connect(path: string): Db {
   sqlite.exec('PRAGMA synchronous = NORMAL');
   sqlite.exec('PRAGMA foreign_keys = ON');
   sqlite.exec('PRAGMA busy_timeout = 5000');
+  // A commit on one connection empties the other's page cache; mapped, the pages are read again without a copy.
+  sqlite.exec('PRAGMA mmap_size = 268435456');
   return drizzle({ client: sqlite }) as Db;
 }
 
