@@ -7,9 +7,11 @@ import type { Database } from 'bun:sqlite';
 
 /**
  * `total_changes()` counts the rows this connection inserted, updated or deleted since it opened
- * (Keel's own writes, all services); `data_version` moves when another connection commits to the
- * file (another Keel process on the same data dir, or a tool). Together they change on every write
- * anyone makes. Too eager at worst (a rolled-back write still counts), never too late. Two statements
+ * (the Store's writes outside transactions, all services); `data_version` moves when another
+ * connection commits to the file (the Store's transactions, which run on a connection of their own,
+ * another Keel process on the same data dir, or a tool). Together they change on every committed
+ * write anyone makes, and never on a transaction's uncommitted rows: a read that saw none cannot be
+ * cached under a version they moved. Too eager at worst, never too late. Two statements
  * rather than one SELECT over the pragma_data_version() table function: ~1.9 us against ~2.9 us, on
  * every cached read. Nearly all of it is `PRAGMA data_version`, which takes a read lock to look;
  * total_changes() alone is ~0.1 us but would miss a commit by another process on the same data dir

@@ -9,14 +9,24 @@ import { migrations } from '../../drizzle/migrations';
 export type Db = BunSQLiteDatabase<Record<string, never>> & { $client: Database };
 
 export function openDb(dataDir: string, file = 'keel.db'): Db {
-  const sqlite = new Database(join(dataDir, file), { create: true, strict: true });
+  const db = connect(join(dataDir, file));
+  migrate(db);
+  return db;
+}
+
+/**
+ * One more connection to a database file: the Store's transactions run on one of their own, so that
+ * what they have not committed is neither seen nor undone by statements outside (store.ts).
+ */
+export function connect(path: string): Db {
+  const sqlite = new Database(path, { create: true, strict: true });
   sqlite.exec('PRAGMA journal_mode = WAL');
   sqlite.exec('PRAGMA synchronous = NORMAL');
   sqlite.exec('PRAGMA foreign_keys = ON');
   sqlite.exec('PRAGMA busy_timeout = 5000');
-  const db = drizzle({ client: sqlite }) as Db;
-  migrate(db);
-  return db;
+  // A commit on one connection empties the other's page cache; mapped, the pages are read again without a copy.
+  sqlite.exec('PRAGMA mmap_size = 268435456');
+  return drizzle({ client: sqlite }) as Db;
 }
 
 /**

@@ -3,18 +3,19 @@
 //   - tables come from the service's definer for `store.dialect` (platform/db-schema.ts);
 //   - every query is awaited (drizzle's builders are thenables on both); SQLite's synchronous
 //     `.get()`, `.all()`, `.run()` and raw `$client` calls do not exist on PostgreSQL;
-//   - a transaction is `store.transaction(async (tx) => ...)`, whose body awaits only its own
-//     queries (no bus, no engine, no fetch): on SQLite it holds the one connection's write lock,
-//     and a statement another request issues on that connection between two of the body's awaits
-//     runs inside it (committed with it, undone with it): bodies stay short, and a refusal the
-//     caller must see committed is returned, not thrown.
+//   - a transaction is `store.transaction(async (tx) => ...)`: its body runs its queries on `tx`
+//     (never on `store.orm`: what it wrote is not visible there until the commit, and on SQLite a
+//     write there waits for the transaction to end) and may throw anything. What it wrote is seen
+//     by nobody else before the commit, and its rollback undoes nothing but its own statements.
+//     Bodies await only their own queries (no bus, no engine, no fetch) and stay short: on SQLite,
+//     writes take turns with them.
 // SQLite-only or PostgreSQL-only SQL stays in this file and in db.ts.
 import { SQL } from 'bun';
 import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/bun-sql';
 import { postgresMigrations } from '../../drizzle/migrations';
-import type { Db } from './db';
+import { connect, type Db } from './db';
 import { dbVersion } from './db-version';
 import type { Dialect } from './db-schema';
 
@@ -24,7 +25,10 @@ export type Orm = Omit<Db, '$client'>;
 export interface Store {
   dialect: Dialect;
   orm: Orm;
-  /** Runs `body` in one transaction: committed when it resolves, rolled back when it throws. */
+  /**
+   * Runs `body` in one transaction: committed when it resolves, rolled back when it throws. No other
+   * request sees its rows before the commit, and its rollback never undoes another request's write.
+   */
   transaction<T>(body: (tx: Orm) => Promise<T>): Promise<T>;
   /**
    * Inside a transaction: waits until no other transaction holds `key`, and holds it until this one
@@ -46,35 +50,101 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** The SQLite database of the data dir (db.ts) as a Store; close() closes the file. */
+/**
+ * Writes in turns: each transaction, and each write made outside one while a transaction is open or
+ * waiting, runs when the one before it has ended. With nothing open, a write runs at once.
+ */
+function createWriteTurns() {
+  let tail: Promise<unknown> = Promise.resolve();
+  let taken = 0;
+  return {
+    get idle() {
+      return taken === 0;
+    },
+    take<T>(run: () => T | Promise<T>): Promise<T> {
+      taken++;
+      const turn = tail.then(run).finally(() => taken--);
+      tail = turn.catch(() => undefined);
+      return turn;
+    },
+  };
+}
+
+/** What drizzle prepares for one statement, whichever the driver: the methods that run it. */
+type Prepared = Record<'run' | 'all' | 'get' | 'values' | 'execute', ((...args: unknown[]) => unknown) | undefined>;
+
+/** A statement that only reads (drizzle writes `select` first): it may run beside an open transaction. */
+const READS_ONLY = /^\s*select\b/i;
+
+/**
+ * Calls `wrap` on each statement `orm` prepares that may write (insert, update, delete, raw SQL),
+ * to change how it runs. drizzle's session is internal, as in migrate() below: package.json pins
+ * drizzle-orm exactly.
+ */
+function onWrites(orm: object, wrap: (prepared: Prepared) => void) {
+  const session = (orm as { session: { prepareQuery: (query: { sql: string }, ...rest: unknown[]) => Prepared } }).session;
+  const prepare = session.prepareQuery.bind(session);
+  session.prepareQuery = (query, ...rest) => {
+    const prepared = prepare(query, ...rest);
+    if (!READS_ONLY.test(query.sql)) wrap(prepared);
+    return prepared;
+  };
+}
+
+/**
+ * The SQLite database of the data dir (db.ts) as a Store; close() closes the file. Transactions run
+ * on a second connection to the same file (WAL): statements outside one run on the first and see only
+ * what was committed, and a rollback there cannot reach them. SQLite lets one connection write at a
+ * time, and bun:sqlite waits for a lock by blocking the thread (which would stop the very transaction
+ * it waits for), so a write outside waits its turn (createWriteTurns) while a transaction is open;
+ * reads never wait.
+ */
 export function sqliteStore(db: Db): Store {
   const client = db.$client;
-  let queue: Promise<unknown> = Promise.resolve();
+  const txDb = connect(client.filename);
+  const txClient = txDb.$client;
+  const turns = createWriteTurns();
+  let inTurn = false; // a write outside a transaction is running in its turn (drizzle's all() calls values())
+  onWrites(db, (prepared) => {
+    for (const method of ['run', 'all', 'get', 'values'] as const) {
+      const run = prepared[method]!.bind(prepared);
+      prepared[method] = (...args) => {
+        if (turns.idle || inTurn) return run(...args);
+        return turns.take(() => {
+          inTurn = true;
+          try {
+            return run(...args);
+          } finally {
+            inTurn = false;
+          }
+        });
+      };
+    }
+  });
   return {
     dialect: 'sqlite',
     orm: db,
     transaction(body) {
-      // One connection: transactions take turns. Drizzle's own SQLite transaction would commit at the
-      // body's first await, so BEGIN and COMMIT are ours.
-      const run = queue.then(async () => {
-        client.exec('BEGIN IMMEDIATE');
+      // Drizzle's own SQLite transaction would commit at the body's first await, so BEGIN and COMMIT are ours.
+      return turns.take(async () => {
+        txClient.exec('BEGIN IMMEDIATE');
         try {
-          const result = await body(db);
-          client.exec('COMMIT');
+          const result = await body(txDb);
+          txClient.exec('COMMIT');
           return result;
         } catch (e) {
-          if (client.inTransaction) client.exec('ROLLBACK');
+          if (txClient.inTransaction) txClient.exec('ROLLBACK');
           throw e;
         }
       });
-      queue = run.catch(() => undefined);
-      return run;
     },
     lock: async () => {},
     claim: async () => true,
+    // On the first connection: its data_version moves when the transactions' connection commits.
     version: dbVersion(client),
     async close() {
-      await queue;
+      await turns.take(() => undefined);
+      txClient.close();
       client.close();
     },
   };
@@ -104,11 +174,23 @@ export async function openPostgresStore(url: string): Promise<Store> {
     await client.close();
     throw e;
   }
+  const changes = await listenForChanges(client, async () => {
+    const [row] = await client`SELECT coalesce(sum(n), 0)::text AS v FROM keel_changes`;
+    return row.v as string;
+  });
+  // This process's own writes move the counter when they are answered, not when their notification
+  // comes back: the caller's next read must see them.
+  onWrites(orm, (prepared) => {
+    for (const method of ['execute', 'all'] as const) {
+      const run = prepared[method]?.bind(prepared);
+      if (run) prepared[method] = (...args) => (run(...args) as Promise<unknown>).finally(changes.moved);
+    }
+  });
   const claims: Awaited<ReturnType<typeof client.reserve>>[] = [];
   return {
     dialect: 'postgres',
     orm: orm as unknown as Orm,
-    transaction: (body) => withRetries(() => orm.transaction((tx) => body(tx as unknown as Orm))),
+    transaction: (body) => withRetries(() => orm.transaction((tx) => body(tx as unknown as Orm))).finally(changes.moved),
     async lock(tx, key) {
       await (tx as unknown as typeof orm).execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
     },
@@ -120,13 +202,68 @@ export async function openPostgresStore(url: string): Promise<Store> {
       else conn.release();
       return row.ok as boolean;
     },
-    version: coalescedVersion(async () => {
-      const [row] = await client`SELECT coalesce(sum(n), 0)::text AS v FROM keel_changes`;
-      return row.v as string;
-    }),
+    version: changes.version,
     async close() {
+      await changes.close();
       for (const conn of claims.splice(0)) conn.release();
       await client.close();
+    },
+  };
+}
+
+/** The channel keel_changed() notifies at every committed write (countChanges below). */
+const CHANGES_CHANNEL = 'keel_changes';
+/** How often the listening connection proves it still delivers: a change is missed at most twice this long. */
+const HEARTBEAT_MS = 1000;
+
+/**
+ * The change counter without a round trip: every committed write notifies CHANGES_CHANNEL (the
+ * trigger of countChanges), and each notification, like each write of this process, moves a number
+ * kept here. The listening connection can drop without a word, so it must prove itself: every
+ * HEARTBEAT_MS this process notifies itself, and a heartbeat not back by the next one means it is
+ * not listening; until one comes back the counter is read from keel_changes again (`readCounter`,
+ * coalesced), so a reader is never left on stale data. Notifications arrive in commit order, so a
+ * heartbeat back means every change committed before it was heard. Values of the two ways differ in
+ * their first letter, and the number moves when listening resumes (what was missed meanwhile).
+ */
+async function listenForChanges(client: SQL, readCounter: () => Promise<string>) {
+  const me = `heartbeat:${crypto.randomUUID()}:`;
+  let moves = 0;
+  let listening = false;
+  let sent = 0;
+  let heard = 0;
+  const counted = coalescedVersion(readCounter);
+  const moved = () => {
+    moves++;
+  };
+  const hear = (resumed: boolean) => {
+    if (!listening || resumed) moves++;
+    listening = true;
+  };
+  const subscription = await client.listen(
+    CHANGES_CHANNEL,
+    (payload) => {
+      if (!payload.startsWith('heartbeat:')) moves++;
+      else if (payload.startsWith(me) && Number(payload.slice(me.length)) === sent) {
+        heard = sent;
+        hear(false);
+      }
+    },
+    () => hear(true), // (again after a reconnection: what came meanwhile was not heard)
+  );
+  const beat = setInterval(() => {
+    if (heard !== sent) listening = false;
+    client.notify(CHANGES_CHANNEL, me + ++sent).catch(() => {
+      listening = false;
+    });
+  }, HEARTBEAT_MS);
+  beat.unref?.();
+  return {
+    moved,
+    version: (): string | Promise<string> => (listening ? `n${moves}` : counted().then((v) => `c${v}.${moves}`)),
+    async close() {
+      clearInterval(beat);
+      await subscription.unlisten().catch(() => undefined);
     },
   };
 }
@@ -229,6 +366,7 @@ async function countChanges(orm: ReturnType<typeof drizzlePostgres>) {
     sql.raw(`CREATE OR REPLACE FUNCTION keel_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO keel_changes AS c VALUES (TG_TABLE_NAME, 1) ON CONFLICT (table_name) DO UPDATE SET n = c.n + 1;
+  PERFORM pg_notify('keel_changes', '');
   RETURN NULL;
 END $$`),
   );

@@ -89,20 +89,14 @@ export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
     return undefined;
   }
 
-  /**
-   * Runs `write` in a transaction holding `owner`'s quota lock, unless `refusal` (read in the same
-   * transaction) says why not: then the 429 is thrown once the transaction ended with nothing
-   * written (returned, not thrown, inside: a rollback on SQLite would also undo another request's
-   * statements that ran on the shared connection meanwhile, store.ts).
-   */
-  async function underLock<T>(owner: string, refusal: (tx: Orm) => Promise<AppError | undefined>, write: (tx: Orm) => Promise<T>): Promise<T> {
-    const done = await store.transaction(async (tx) => {
+  /** Runs `write` in a transaction holding `owner`'s quota lock, unless `refusal` (read in the same transaction) says why not. */
+  function underLock<T>(owner: string, refusal: (tx: Orm) => Promise<AppError | undefined>, write: (tx: Orm) => Promise<T>): Promise<T> {
+    return store.transaction(async (tx) => {
       await store.lock(tx, `workspaces-quota:${owner}`);
       const refused = await refusal(tx);
-      return refused ? { refused } : { value: await write(tx) };
+      if (refused) throw refused;
+      return write(tx);
     });
-    if ('refused' in done) throw done.refused;
-    return done.value;
   }
 
   function take(actor: Actor, quota: HeldQuota): QuotaSlot {

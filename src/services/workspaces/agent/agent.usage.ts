@@ -20,16 +20,14 @@ export function createAgentUsage(deps: { store: AgentStore; clock: Clock; config
 
   /**
    * Runs `write` in the transaction of the check (`refusal`: the 429 when the quota is spent, admins
-   * exempt), under `actor`'s quota lock. A refusal is thrown once the transaction has ended rather than
-   * rolling it back: on SQLite other requests' writes on the one connection may have run inside it.
+   * exempt), under `actor`'s quota lock.
    */
-  async function admit<T>(actor: Actor, refusal: (tx: Orm) => Promise<AppError | undefined>, write: (tx: Orm) => Promise<T>): Promise<T> {
-    const r = await store.underQuotaLock(actor.id, async (tx): Promise<{ refused: AppError } | { value: T }> => {
+  function admit<T>(actor: Actor, refusal: (tx: Orm) => Promise<AppError | undefined>, write: (tx: Orm) => Promise<T>): Promise<T> {
+    return store.underQuotaLock(actor.id, async (tx) => {
       const refused = actor.admin ? undefined : await refusal(tx);
-      return refused ? { refused } : { value: await write(tx) };
+      if (refused) throw refused;
+      return write(tx);
     });
-    if ('refused' in r) throw r.refused;
-    return r.value;
   }
 
   return {

@@ -110,18 +110,15 @@ export function createSnapshots(deps: {
           await pipeline(await engine.getArchive(row.containerId, MOUNT_PATH), createWriteStream(archive(id), { mode: 0o600 }));
           const sizeBytes = ((await engine.imageSize(image)) ?? 0) + (await stat(archive(id))).size;
           // The quota again, under the owner's lock in the transaction of the insert: two snapshots at once cannot overshoot.
-          // (The refusal is returned and thrown after the transaction, not thrown inside: quotas.ts says why.)
-          const made = await store.transaction(async (tx) => {
+          result = await store.transaction(async (tx) => {
             await store.lock(tx, `snapshots-quota:${row.owner}`);
-            if (!actor.admin && (await countOf(row.owner, tx)) >= deps.quota) return undefined;
+            if (!actor.admin && (await countOf(row.owner, tx)) >= deps.quota) throw overQuota();
             const [inserted] = await tx
               .insert(snapshots)
               .values({ id, name, owner: row.owner, workspaceId: row.id, template: row.template, image, sizeBytes, createdAt: isoNow(deps.clock) })
               .returning();
-            return inserted;
+            return inserted!;
           });
-          if (!made) throw overQuota();
-          result = made;
         } catch (e) {
           await removeObjects(id, image).catch(() => {});
           failure = e instanceof AppError ? e : engineFailure(e);
