@@ -2,7 +2,7 @@
 // container, their output demultiplexed. Kept apart from docker.ts only for size; it takes
 // docker.ts's dockerode client.
 import type { DockerClient } from './docker';
-import type { Engine, ExecHandle, StdStream } from './engine';
+import { settledExitCode, type Engine, type ExecHandle, type StdStream } from './engine';
 import { call, streamEnd } from './docker-calls';
 import { frameSplitter } from './frames';
 import { socketWriter } from './socket-writer';
@@ -50,15 +50,6 @@ export function execCalls(docker: DockerClient): ExecCalls {
     };
   }
 
-  /** The exit code once the engine recorded it (the output can end a moment before); null if it never does. */
-  async function exitOf(h: ExecHandle): Promise<number | null> {
-    for (let i = 0; i < 50; i++) {
-      const code = await h.exitCode().catch(() => -1);
-      if (code !== null) return code;
-      await Bun.sleep(10);
-    }
-    return null;
-  }
 
   async function execCollect(containerId: string, cmd: string[], maxBytes = COLLECT_MAX_BYTES): Promise<{ exitCode: number | null; stdout: string; stderr: string; truncated: boolean }> {
     const out = { stdout: [] as Uint8Array[], stderr: [] as Uint8Array[] };
@@ -95,7 +86,7 @@ export function execCalls(docker: DockerClient): ExecCalls {
     if (truncated) h.close();
     await h.done;
     const text = (parts: Uint8Array[]) => Buffer.concat(parts).toString('utf8');
-    return { exitCode: truncated ? null : await exitOf(h), stdout: text(out.stdout), stderr: text(out.stderr), truncated };
+    return { exitCode: truncated ? null : await settledExitCode(h), stdout: text(out.stdout), stderr: text(out.stderr), truncated };
   }
 
   async function killProcessGroup(containerId: string, pid: number): Promise<void> {

@@ -130,6 +130,16 @@ export interface ExecHandle {
   stdin?: { write(bytes: Uint8Array): Promise<void>; end(): void };
 }
 
+/** The exit code once the engine recorded it (the output can end a moment before); null if it never does. */
+export async function settledExitCode(h: ExecHandle): Promise<number | null> {
+  for (let i = 0; i < 50; i++) {
+    const code = await h.exitCode().catch(() => -1);
+    if (code !== null) return code;
+    await Bun.sleep(10);
+  }
+  return null;
+}
+
 /** A process on a TTY (execTty): its bytes arrive raw, its window can be resized. */
 export interface TtyHandle {
   /** Resolves when the process has ended (or close() was called). */

@@ -7,7 +7,7 @@ import { posix } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AppError } from '../../../platform/errors';
 import type { Actor } from '../../../platform/auth/workspace-token';
-import { EngineError, type Engine, type ExecHandle } from '../engine/engine';
+import { EngineError, settledExitCode, type Engine, type ExecHandle } from '../engine/engine';
 import { engineFailure, type Access } from '../access';
 import type { FileEntry } from './files.model';
 
@@ -149,15 +149,6 @@ export function createFilesService(deps: {
     return engineFailure(e);
   }
 
-  /** The exit code once the engine recorded it (the output can end a moment before). */
-  async function exitOf(h: ExecHandle): Promise<number | null> {
-    for (let i = 0; i < 50; i++) {
-      const code = await h.exitCode().catch(() => -1);
-      if (code !== null) return code;
-      await Bun.sleep(10);
-    }
-    return null;
-  }
 
   return {
     /** What the path is: a directory's entries, or a file's size (symlinks followed inside the container). */
@@ -317,10 +308,10 @@ export function createFilesService(deps: {
         await h.done;
       } catch (e) {
         // The helper may have ended first (mkdir refused): its reason wins over the closed socket's.
-        const code = e instanceof AppError ? 0 : await exitOf(h);
+        const code = e instanceof AppError ? 0 : await settledExitCode(h);
         return failed(code ? helperFailure(code, Buffer.concat(stderr).toString(), 'write') : e);
       }
-      const code = await exitOf(h);
+      const code = await settledExitCode(h);
       if (code !== 0) return failed(helperFailure(code, Buffer.concat(stderr).toString(), 'write'));
       const r = await helper(containerId, COMMIT, [tmp, abs]).catch(failed);
       if (r.exitCode !== 0) return failed(helperFailure(r.exitCode, r.stderr, 'write'));
