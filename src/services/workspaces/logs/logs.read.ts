@@ -27,13 +27,12 @@ export interface PieceReader extends AsyncIterable<{ stream: StdStream; piece: L
 /**
  * Opens a read of a container's log (errors, a missing container among them, are thrown here, before
  * anything was answered) whose pieces are read from the engine only as fast as they are taken.
- * Leaving the iteration early closes the engine stream; so does `signal`.
+ * Leaving the iteration early closes the engine stream.
  */
 export async function openPieces(
   engine: Engine,
   containerId: string,
   opts: { tail: number | 'all'; sinceSeconds?: number },
-  signal?: AbortSignal,
 ): Promise<PieceReader> {
   const queue: { stream: StdStream; piece: LogPiece }[] = [];
   let head = 0;
@@ -63,12 +62,10 @@ export async function openPieces(
     ended = true;
     notify();
   });
-  signal?.addEventListener('abort', notify, { once: true });
 
   async function* iterate() {
     try {
       for (;;) {
-        if (signal?.aborted) return;
         if (head < queue.length) {
           const next = queue[head]!;
           queue[head++] = undefined as never;
@@ -89,7 +86,6 @@ export async function openPieces(
         await new Promise<void>((r) => (wake = r));
       }
     } finally {
-      signal?.removeEventListener('abort', notify);
       handle.close();
     }
   }
