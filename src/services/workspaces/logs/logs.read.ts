@@ -142,6 +142,7 @@ async function locate(engine: Engine, containerId: string, n: number | 'all', ta
     }
     if (kept.length >= 2 * tail + 1024) {
       const cut = kept.length - tail;
+      for (let i = lineFrom; i < cut; i++) chars -= kept[i]!.line!.message.length;
       kept = kept.slice(cut);
       lineFrom = Math.max(0, lineFrom - cut);
     }
