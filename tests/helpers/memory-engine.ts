@@ -251,7 +251,7 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
     openLogStreams: 0,
     async logStream() {
       enter('logStream');
-      return { done: Promise.resolve(), close() {}, messages: 0 };
+      return { done: Promise.resolve(), close() {}, pause() {}, resume() {}, messages: 0 };
     },
     async execStart() {
       enter('execStart');

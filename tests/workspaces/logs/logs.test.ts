@@ -226,7 +226,8 @@ describe('follow', () => {
 
   test('a follower that does not read is dropped with a final event, while one that reads keeps streaming', async () => {
     // A client that stops reading: nc writes into a pipe whose reader waits for a flag file, so nc
-    // blocks, stops reading the socket, the server's send buffer fills and Keel's per-client bound trips.
+    // blocks, stops reading the socket, the server's send buffer fills, the shared stream waits for
+    // it, and after 10 s of nothing taken Keel drops it; the other follower then gets the rest.
     const url = new URL(p.url('workspaces'));
     const dir = mkdtempSync(join(tmpdir(), 'keel-slow-'));
     const request = `GET /api/workspaces/${ws}/logs?follow=true&tail=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${p.token('alice')}\r\n\r\n`;
@@ -243,7 +244,7 @@ describe('follow', () => {
     const collecting = reader.reader.collect((f) => f.event !== undefined || f.data!.includes('after-burst'), 60_000);
     // ~24 MB of log lines, far more than the socket buffers and the 1 MiB bound hold.
     await sh(ws, "{ head -c 24000000 /dev/zero | tr '\\0' x | fold -w 2000; echo; } > /proc/1/fd/1; echo after-burst > /proc/1/fd/1");
-    await waitFor('slow follower dropped', async () => (await streams()).followers === 1, 30_000);
+    await waitFor('slow follower dropped', async () => (await streams()).followers === 1, 40_000);
     // The reader drains everything and sees the line after the burst: it was not dropped.
     const frames = await collecting;
     expect(frames.at(-1)!.event).toBeUndefined();
@@ -259,6 +260,37 @@ describe('follow', () => {
       const s = await streams();
       return s.followers === 0 && s.engineStreams === 0;
     }, 5000);
+  }, 90_000);
+
+  test('a follower that stops reading for a few seconds is waited for, not dropped, and gets every line', async () => {
+    // The same stalled client as above, which reads again after 3 s: by then it has left megabytes
+    // unread, and the shared stream has waited for it instead of dropping it.
+    const url = new URL(p.url('workspaces'));
+    const dir = mkdtempSync(join(tmpdir(), 'keel-pause-'));
+    const request = `GET /api/workspaces/${ws}/logs?follow=true&tail=0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${p.token('alice')}\r\n\r\n`;
+    writeFileSync(join(dir, 'request'), request);
+    // A session of its own (setsid keeps the pid), so the whole pipeline, nc included, ends with its group.
+    const paused = Bun.spawn(
+      ['setsid', 'sh', '-c', `(cat request; sleep 60) | busybox nc ${url.hostname} ${url.port} | { while [ ! -e go ]; do sleep 0.1; done; cat > out; }`],
+      { cwd: dir, stdout: 'ignore', stderr: 'ignore' },
+    );
+    try {
+      await waitFor('paused follower attached', async () => (await streams()).followers === 1, 5000);
+      // ~8 MB in 4,000 lines, far more than the socket buffers hold, then a last line.
+      await sh(ws, "{ head -c 8000000 /dev/zero | tr '\\0' y | fold -w 2000; echo; } > /proc/1/fd/1; echo after-pause > /proc/1/fd/1");
+      await Bun.sleep(3000);
+      expect((await streams()).followers).toBe(1);
+      writeFileSync(join(dir, 'go'), '');
+      const out = () => (existsSync(join(dir, 'out')) ? readFileSync(join(dir, 'out'), 'utf8') : '');
+      await waitFor('the line after the burst', async () => out().includes('after-pause'), 30_000);
+      const text = out();
+      expect(text).not.toContain('event: dropped');
+      expect(text.split('\n').filter((l) => l.startsWith('data:') && l.includes('y'.repeat(2000))).length).toBe(4000);
+    } finally {
+      process.kill(-paused.pid, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+    await waitFor('all released', async () => (await streams()).followers === 0, 5000);
   }, 90_000);
 });
 

@@ -1,9 +1,10 @@
 // Log lines of any length through HTTP against a real `minimal` workspace: a 100 MB line comes back,
 // read and followed, as consecutive entries of at most 64 KiB whose messages join to the line, while
-// every service's /health keeps answering within a second; and a follow across json-file rotations
-// sends each line once.
+// every service's /health keeps answering within a second and Keel grows by 32 MiB at most (also
+// while a follower stops reading: the engine stream waits for it); and a follow across json-file
+// rotations sends each line once.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { apiAt, ownPortRange, requireTestEnv, startTestPlatform, testToken, type ApiCall } from '../../helpers/platform';
@@ -18,6 +19,8 @@ import type { ServiceName } from '../../../src/platform/config';
 requireTestEnv('DOCKER_HOST');
 
 const CAP = 64 * 1024;
+/** What one request may add to Keel's memory (CONTRACT.md: no request grows it by more than 32 MiB). */
+const GROWTH_MAX_MIB = 32;
 const SERVICES: ServiceName[] = ['workspaces', 'catalog', 'sources', 'workers', 'identity'];
 const utf8 = new TextEncoder();
 
@@ -41,12 +44,28 @@ async function sh(id: string, command: string, timeout = 60_000) {
   expect(out).toMatchObject({ exitCode: 0, stderr: '' });
 }
 
-/** A process's resident set now (VmRSS) and its peak so far (VmHWM), in MiB. */
+/** A process's resident set now (VmRSS) and its peak (VmHWM) since the last resetPeak, in MiB. */
 function rss(pid: number): { now: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)![1]);
   return { now: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
 }
+
+/** The last `n` bytes of a file, as latin1 text. */
+function lastBytes(path: string, n: number): string {
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const buf = Buffer.alloc(Math.min(n, size));
+    readSync(fd, buf, 0, buf.length, size - buf.length);
+    return buf.toString('latin1');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Sets the process's peak (VmHWM) to its resident set now (proc(5), clear_refs "5"). */
+const resetPeak = (pid: number) => writeFileSync(`/proc/${pid}/clear_refs`, '5');
 
 /** Feeds each message's UTF-8 to a SHA-256, so a 100 MB line is compared without being held. */
 function digest() {
@@ -176,8 +195,9 @@ describe('long log lines', () => {
 
     const pid = keel!.proc.pid;
     const health = await watchHealth(SERVICES.map((s) => keel!.urls[s]!));
+    resetPeak(pid);
     const rssBefore = rss(pid);
-    // Read while it is written: a follower that leaves more than 1 MiB unread is dropped.
+    // Followed while it is written: the engine stream is read as fast as the follower takes it.
     const written = sh(id, `yes '${pattern}' | head -c ${(unit + 1) * repeats} | tr -d '\\n' > /proc/1/fd/1; printf '\\nafter-the-long-line\\n' > /proc/1/fd/1`, 300_000);
 
     // Followed: entries of at most 64 KiB, one timestamp, in order, until the line after it.
@@ -196,6 +216,8 @@ describe('long log lines', () => {
     expect(Math.min(...sizes.slice(0, -1))).toBeGreaterThan(CAP - 4);
 
     // Read: the same entries, cut at the same places.
+    resetPeak(pid);
+    const rssBeforeRead = rss(pid);
     const readAt = Date.now();
     const got = await api('workspaces', `/api/workspaces/${id}/logs?tail=${sizes.length + 1}&service=main`);
     const headersIn = Date.now() - readAt;
@@ -223,7 +245,7 @@ describe('long log lines', () => {
     console.log(
       `long line: ${sizes.length} entries; /health slowest ${h.slowest.toFixed(0)} ms over ${h.rounds} rounds; ` +
         `Keel's rss before ${rssBefore.now.toFixed(0)} MiB (peak ${rssBefore.peak.toFixed(0)}), ` +
-        `peak by the end of the follow ${rssFollowed.peak.toFixed(0)} MiB, peak by the end of the read ${rssRead.peak.toFixed(0)} MiB (now ${rssRead.now.toFixed(0)})`,
+        `peak during the follow ${rssFollowed.peak.toFixed(0)} MiB; before the read ${rssBeforeRead.now.toFixed(0)} MiB, peak during the read ${rssRead.peak.toFixed(0)} MiB (now ${rssRead.now.toFixed(0)})`,
     );
     // Where a slow answer falls, in ms from the read's request (its headers and its end are given too).
     const slow = h.slow.map((x) => `${x.ms} ms at ${x.at - readAt}`);
@@ -231,6 +253,58 @@ describe('long log lines', () => {
     expect(h.failures).toEqual([]);
     expect(h.rounds).toBeGreaterThan(5);
     expect(h.slowest).toBeLessThan(1000);
+    // Neither the follow nor the read holds the line: each adds at most 32 MiB to Keel.
+    expect(rssFollowed.peak - rssBefore.now).toBeLessThanOrEqual(GROWTH_MAX_MIB);
+    expect(rssRead.peak - rssBeforeRead.now).toBeLessThanOrEqual(GROWTH_MAX_MIB);
+  }, 600_000);
+
+  test('a follower that stops reading during a 100 MB line is waited for: Keel does not hold what it left unread', async () => {
+    const { id } = await createRunning({ api }, 'long-line-stall', { timeoutMs: 90_000 });
+    // A client that stops reading (as in logs.test.ts): nc writes into a pipe whose reader waits for
+    // a flag file. A session of its own (setsid keeps the pid), so the whole pipeline ends with its group.
+    const url = new URL(keel!.urls.workspaces!);
+    const dir = mkdtempSync(join(tmpdir(), 'keel-stall-'));
+    writeFileSync(
+      join(dir, 'request'),
+      `GET /api/workspaces/${id}/logs?follow=true&tail=0&service=main HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${testToken('alice')}\r\n\r\n`,
+    );
+    const stalled = Bun.spawn(
+      ['setsid', 'sh', '-c', `(cat request; sleep 300) | busybox nc ${url.hostname} ${url.port} | { while [ ! -e go ]; do sleep 0.1; done; cat > out; }`],
+      { cwd: dir, stdout: 'ignore', stderr: 'ignore' },
+    );
+    try {
+      const pid = keel!.proc.pid;
+      await Bun.sleep(1000); // the follow opens (its `: connected` waits in the pipe)
+      resetPeak(pid);
+      const before = rss(pid);
+      // 100 MB in one line, then a line that marks its end; the follower reads nothing for 5 s of it.
+      const written = sh(id, `head -c 100000000 /dev/zero | tr '\\0' z > /proc/1/fd/1; printf '\\nafter-the-stall\\n' > /proc/1/fd/1`, 300_000);
+      await Bun.sleep(5000);
+      const stalledPeak = rss(pid).peak;
+      writeFileSync(join(dir, 'go'), '');
+      await written;
+      // Until the marker or a last event: both would be the end of what it received.
+      const end = () => (existsSync(join(dir, 'out')) ? lastBytes(join(dir, 'out'), 4096) : '');
+      for (const until = Date.now() + 120_000; !/after-the-stall|event: /.test(end()) && Date.now() < until; ) await Bun.sleep(250);
+      const after = rss(pid);
+      const bytes = readFileSync(join(dir, 'out'));
+      const text = bytes.toString('latin1');
+      console.log(
+        `stalled follower: Keel's rss before ${before.now.toFixed(0)} MiB, peak while it read nothing ${stalledPeak.toFixed(0)} MiB, ` +
+          `peak by the end ${after.peak.toFixed(0)} MiB; it received ${(text.length / 1e6).toFixed(1)} MB`,
+      );
+      expect(text).not.toContain('event: dropped');
+      expect(text).toContain('after-the-stall');
+      // Every z reached it: nothing else in the answer (headers, chunk sizes, JSON keys) has a lowercase z.
+      let z = 0;
+      for (let i = 0; i < bytes.length; i++) if (bytes[i] === 0x7a) z++;
+      expect(z).toBe(100_000_000);
+      expect(stalledPeak - before.now).toBeLessThanOrEqual(GROWTH_MAX_MIB);
+      expect(after.peak - before.now).toBeLessThanOrEqual(GROWTH_MAX_MIB);
+    } finally {
+      process.kill(-stalled.pid, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 600_000);
 
   test('a follow across json-file rotations sends every line once, in order', async () => {

@@ -339,6 +339,9 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
           res.destroy();
           abort.abort();
         },
+        // The engine's socket fills and the engine waits: a slow reader never makes Keel hold the log.
+        pause: () => void res.pause(),
+        resume: () => void res.resume(),
         get messages() {
           return framed.messages;
         },

@@ -113,6 +113,9 @@ export interface LogStreamHandle {
   /** Resolves when the engine ends the stream (container stopped or removed) or close() was called. */
   done: Promise<void>;
   close(): void;
+  /** Stops reading from the engine (pieces of the chunk in hand still arrive) until resume(): a reader's backpressure. */
+  pause(): void;
+  resume(): void;
   /** Engine log messages read so far (the engine's `tail` counts these, a long line being several). */
   readonly messages: number;
 }

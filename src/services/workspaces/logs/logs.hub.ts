@@ -3,22 +3,36 @@
 // serialised once, then handed to every follower whose service filter matches. When the container
 // stops, the workspace's events on the bus (evt.workspace.*) say what comes next: a start or restart
 // re-attaches, a stop, failure or delete ends the followers. Nothing is polled.
+// The engine stream is read only as fast as its followers take: while one has more than
+// FOLLOWER_AHEAD_MAX bytes unread, the stream pauses (the engine holds the log, not Keel); one that
+// then takes nothing for FOLLOWER_STALL_MS is dropped, so a stuck client holds the others back that
+// long at most.
 import { encodeEvent } from '../../../platform/http/sse';
 import type { Bus } from '../../../platform/bus/bus';
 import type { WorkspaceEventPayload } from '../../../platform/bus/subjects';
 import type { Clock, Logger } from '../../../platform/runtime';
 import { runState, type Engine, type LogStreamHandle, type StdStream } from '../engine/engine';
 import { pieceParser, toEntry, type ParsedLine } from './logs.parse';
+import { FOLLOWER_AHEAD_MAX, FOLLOWER_STALL_MS, LOG_CHURN_COLLECT_CHARS } from './logs.model';
+import { createChurnGuard } from '../../../platform/churn';
 
-export type EndReason = 'stopped' | 'deleted' | 'error';
+export type EndReason = 'stopped' | 'deleted' | 'error' | 'slow-reader';
 
 export interface Follower {
   /** Only lines of this service; undefined = all. */
   service?: string;
   /** A matching line, with its SSE frame already encoded. */
   deliver(line: ParsedLine, frame: Uint8Array): void;
-  /** The engine stream ended for good; the follower closes itself. */
+  /** The engine stream ended for good, or the follower was dropped (`slow-reader`); it closes itself. */
   end(reason: EndReason): void;
+  /** Bytes delivered that its client has not taken yet. */
+  readonly backlog: number;
+}
+
+/** What join gives a follower: `taken` after its client took something (the stream may go on), `leave`. */
+export interface Membership {
+  taken(): void;
+  leave(): void;
 }
 
 /** The workspace events that decide what a stopped log stream does next. */
@@ -28,7 +42,12 @@ interface Channel {
   workspaceId: string;
   containerId: string;
   followers: Set<Follower>;
+  /** When each follower last took something (clock ms): one behind that long is dropped. */
+  tookAt: Map<Follower, number>;
   handle?: LogStreamHandle;
+  /** The engine stream waits for a follower behind; `stall` checks, meanwhile, who is stuck. */
+  paused: boolean;
+  stall?: ReturnType<typeof setTimeout>;
   /** Resolves once the engine stream is attached: later lines reach every follower. */
   ready: Promise<void>;
   /** The last entry sent, per engine stream: key and message. Anything not after it was sent. */
@@ -51,9 +70,12 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
   const channels = new Map<string, Channel>();
   /** workspace id -> its channel, for the bus events (which name workspaces, not containers). */
   const byWorkspace = new Map<string, Channel>();
+  /** A long line leaves several times its size in garbage (text, JSON, frames): collected as it goes. */
+  const churn = createChurnGuard(LOG_CHURN_COLLECT_CHARS);
 
   const dispatch = (ch: Channel, parse: ReturnType<typeof pieceParser>, stream: StdStream, piece: Parameters<ReturnType<typeof pieceParser>>[1]) => {
     const line = parse(stream, piece);
+    churn(piece.text.length);
     // The engine repeats entries: after a re-attach (the last second again) and when json-file
     // rotates under `logs -f` (megabytes again). Keys grow within one stream: an entry not after the
     // last one sent was sent (an equal key with another message is a distinct line of the same instant).
@@ -61,17 +83,62 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
     if (line.key < last.key || (line.key === last.key && line.message === last.message)) return;
     ch.last[stream] = { key: line.key, message: line.message };
     let frame: Uint8Array | undefined;
+    let behind = false;
     for (const f of ch.followers) {
       if (f.service !== undefined && f.service !== line.service) continue;
       frame ??= encodeEvent({ data: toEntry(line) });
       f.deliver(line, frame);
+      if (f.backlog > FOLLOWER_AHEAD_MAX) behind = true;
     }
+    if (behind && !ch.paused) pause(ch);
+  };
+
+  /** Stops reading the engine stream until every follower took what it has (the chunk in hand still arrives). */
+  const pause = (ch: Channel) => {
+    ch.paused = true;
+    ch.handle?.pause();
+    ch.stall = setTimeout(() => checkStall(ch), FOLLOWER_STALL_MS);
+  };
+
+  const resume = (ch: Channel) => {
+    ch.paused = false;
+    clearTimeout(ch.stall);
+    ch.stall = undefined;
+    ch.handle?.resume();
+  };
+
+  /** Followers still behind are dropped if they took nothing for FOLLOWER_STALL_MS; the others are waited for. */
+  const checkStall = (ch: Channel) => {
+    ch.stall = undefined;
+    if (ch.closed || !ch.paused) return;
+    const now = deps.clock.now();
+    let next = FOLLOWER_STALL_MS;
+    for (const f of [...ch.followers]) {
+      if (f.backlog <= FOLLOWER_AHEAD_MAX / 2) continue;
+      const idle = now - (ch.tookAt.get(f) ?? 0);
+      if (idle < FOLLOWER_STALL_MS) next = Math.min(next, FOLLOWER_STALL_MS - idle);
+      else {
+        deps.log.debug('log follower dropped: it took nothing while the stream waited', { workspaceId: ch.workspaceId, backlog: f.backlog });
+        ch.followers.delete(f);
+        ch.tookAt.delete(f);
+        f.end('slow-reader');
+      }
+    }
+    if (ch.followers.size === 0) return close(ch);
+    if (caughtUp(ch)) return resume(ch);
+    ch.stall = setTimeout(() => checkStall(ch), Math.max(next, 50));
+  };
+
+  const caughtUp = (ch: Channel) => {
+    for (const f of ch.followers) if (f.backlog > FOLLOWER_AHEAD_MAX / 2) return false;
+    return true;
   };
 
   const close = (ch: Channel) => {
     if (ch.closed) return;
     ch.closed = true;
     if (ch.waiting) clearTimeout(ch.waiting.timer);
+    clearTimeout(ch.stall);
     ch.handle?.close();
     if (channels.get(ch.containerId) === ch) channels.delete(ch.containerId);
     if (byWorkspace.get(ch.workspaceId) === ch) byWorkspace.delete(ch.workspaceId);
@@ -88,6 +155,7 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
     const handle = await deps.engine.logStream(ch.containerId, { follow: true, tail: sinceSeconds === undefined ? 0 : 'all', sinceSeconds }, (s, piece) => dispatch(ch, parse, s, piece));
     if (ch.closed) return handle.close();
     ch.handle = handle;
+    if (ch.paused) handle.pause();
     handle.done.then(() => onEngineEnd(ch, handle));
   };
 
@@ -160,15 +228,17 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
 
     /**
      * Adds a follower to the workspace's channel, opening the engine stream if it is the first.
-     * Resolves once lines written from now on will reach it; returns the function that removes it.
+     * Resolves once lines written from now on will reach it.
      */
-    async join(workspaceId: string, containerId: string, follower: Follower): Promise<() => void> {
+    async join(workspaceId: string, containerId: string, follower: Follower): Promise<Membership> {
       let ch = channels.get(containerId);
       if (!ch || ch.closed) {
         const fresh: Channel = {
           workspaceId,
           containerId,
           followers: new Set(),
+          tookAt: new Map(),
+          paused: false,
           ready: Promise.resolve(),
           last: { stdout: { key: '', message: '' }, stderr: { key: '', message: '' } },
           openedAt: Math.floor(deps.clock.now() / 1000),
@@ -185,9 +255,17 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
       }
       const joined = ch;
       joined.followers.add(follower);
+      joined.tookAt.set(follower, deps.clock.now());
       const leave = () => {
         joined.followers.delete(follower);
+        joined.tookAt.delete(follower);
         if (joined.followers.size === 0) close(joined);
+        else if (joined.paused && caughtUp(joined)) resume(joined);
+      };
+      const taken = () => {
+        if (!joined.tookAt.has(follower)) return;
+        joined.tookAt.set(follower, deps.clock.now());
+        if (joined.paused && !joined.closed && caughtUp(joined)) resume(joined);
       };
       try {
         await joined.ready;
@@ -195,7 +273,7 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
         leave();
         throw e;
       }
-      return leave;
+      return { taken, leave };
     },
 
     /** True while the workspace's engine stream is open (so its container runs). */

@@ -4,12 +4,18 @@ import { ErrorEnvelope } from '../../../platform/http/errors';
 
 export const LOG_TAIL_DEFAULT = 50;
 export const LOG_TAIL_MAX = 5000;
-/** Bytes a follower may leave unread before Keel drops it (its last event says so). */
+/** Bytes a follower may leave unread before the workspace's shared engine stream waits for it (logs.hub.ts). */
+export const FOLLOWER_AHEAD_MAX = 256 * 1024;
+/** How long the shared stream waits for a follower that takes nothing; then the follower is dropped. */
+export const FOLLOWER_STALL_MS = 10_000;
+/** Live lines a follower holds while its tail is read, at most (the stream waits past FOLLOWER_AHEAD_MAX; this is the bound). */
 export const FOLLOWER_BACKLOG_MAX = 1024 * 1024;
-/** The SSE adapter's backlog rule for followers: one shared engine stream never waits for its slowest reader. */
-export const FOLLOWER_BACKLOG = {
-  maxBytes: FOLLOWER_BACKLOG_MAX,
-  dropEvent: { event: 'dropped', data: { reason: 'slow-reader', message: `the client left more than ${FOLLOWER_BACKLOG_MAX} bytes unread; reconnect to resume` } },
+/** Characters of log text read or followed between two full garbage collections (platform/churn.ts). */
+export const LOG_CHURN_COLLECT_CHARS = 1024 * 1024;
+/** The last event of a follower dropped as a slow reader. */
+export const FOLLOWER_DROP_EVENT = {
+  event: 'dropped',
+  data: { reason: 'slow-reader', message: `the client read nothing for ${FOLLOWER_STALL_MS / 1000} s while the log waited for it; reconnect to resume` },
 };
 
 export const LogLevelSchema = t.Union([t.Literal('debug'), t.Literal('info'), t.Literal('warn'), t.Literal('error')], {
@@ -72,7 +78,7 @@ export const LogsEventStream = {
           'Server-Sent Events. First the tail, then each new line: an event without a name whose one `data:` line is a JSON Log entry. ' +
           'Idle streams get `: keep-alive` comments. A restart of the workspace does not end the stream. It ends with one of ' +
           '`event: end` (data `{"reason":"stopped"|"deleted"|"not-running"|"shutdown"}`), ' +
-          '`event: dropped` (data `{"reason":"slow-reader","message":...}`, the client left more than 1 MiB unread) or ' +
+          '`event: dropped` (data `{"reason":"slow-reader","message":...}`: the stream waited for this client, which read nothing for 10 s) or ' +
           '`event: error` (data: the error body, the engine failed).',
       },
       'x-event-schema': LogEventSchema,

@@ -4,7 +4,7 @@ import { AppError } from '../../../platform/errors';
 import '../workspaces.errors';
 import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { FOLLOWER_BACKLOG, LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
+import { LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
 import type { LogsService } from './logs.service';
 import type { ExecService } from '../exec/exec.service';
 import type { Quotas } from '../quotas';
@@ -25,14 +25,17 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
           const slot = deps.quotas.hold(actor, 'streams', stream.signal);
           try {
             const events = await deps.logs.follow(actor, params.id, query, stream.signal);
+            // No backlog rule: events are read as the client reads, and the hub paces the shared engine
+            // stream by what each follower left unread (logs.hub.ts drops one that stalls it).
             // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
-            return stream.respond(events, { shutdownEvent: { event: 'end', data: { reason: 'shutdown' } }, backlog: FOLLOWER_BACKLOG }) as unknown as { logs: LogEntry[] };
+            return stream.respond(events, { shutdownEvent: { event: 'end', data: { reason: 'shutdown' } } }) as unknown as { logs: LogEntry[] };
           } catch (e) {
             slot.release();
             throw e;
           }
         }
-        // Up to tail x 64 KiB: written entry by entry past 1 MiB (json-list.ts); the cast as for SSE above.
+        // Up to tail x 64 KiB: past 1 MiB, read from the engine and written entry by entry as the client
+        // takes them (json-list.ts, logs.read.ts); the cast as for SSE above.
         return jsonList('logs', await deps.logs.snapshot(actor, params.id, query), (e) => e.message.length) as { logs: LogEntry[] };
       },
       {

@@ -8,8 +8,9 @@ import type { SseEvent, SseItem } from '../../../platform/http/sse';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, runState, type Engine } from '../engine/engine';
 import type { EndReason, LogHub } from './logs.hub';
-import { FOLLOWER_BACKLOG, FOLLOWER_BACKLOG_MAX, LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
-import { pieceParser, toEntry, type ParsedLine } from './logs.parse';
+import { FOLLOWER_BACKLOG_MAX, FOLLOWER_DROP_EVENT, LOG_TAIL_DEFAULT, type LogEntry } from './logs.model';
+import { toEntry, type ParsedLine } from './logs.parse';
+import { readTail } from './logs.read';
 import { engineFailure, type Access } from '../access';
 
 export interface LogsRequest {
@@ -24,49 +25,14 @@ function endEvent(reason: EndReason): SseEvent {
   return { event: 'end', data: { reason } };
 }
 
-/** Engine messages (16 KiB at most) one entry (64 KiB at most) may span, a cut character included. */
-const MESSAGES_PER_ENTRY = 5;
-
 export function createLogsService(deps: { engine: Engine; hub: LogHub; access: Pick<Access, 'getOwned' | 'engineReady'> }) {
   const { engine, hub } = deps;
 
-  /** The last `tail` entries (of `service` when given), oldest first. A container that is gone has none. */
-  async function readTail(containerId: string | null, tail: number, service?: string): Promise<ParsedLine[]> {
-    if (!containerId || tail <= 0) return [];
-    const read = async (n: number | 'all') => {
-      // Only the last `tail` entries are kept, whatever the read spans: memory is tail entries at most.
-      let kept: { line: ParsedLine; first: boolean }[] = [];
-      const parse = pieceParser();
-      const lines = { stdout: 0, stderr: 0 };
-      let messages = 0;
-      try {
-        const h = await engine.logStream(containerId, { follow: false, tail: n }, (s, piece) => {
-          if (piece.index === 0) lines[s]++;
-          const p = parse(s, piece);
-          if (service !== undefined && p.service !== service) return;
-          kept.push({ line: p, first: lines[s] <= 1 });
-          if (kept.length >= 2 * tail + 1024) kept = kept.slice(-tail);
-        });
-        await h.done;
-        messages = h.messages;
-      } catch (e) {
-        if (e instanceof EngineError && e.kind === 'not-found') return { lines: [], complete: true };
-        throw engineFailure(e);
-      }
-      // Fewer messages than asked for means the log holds no more. Otherwise each stream's first line
-      // may have begun before the read: its entries are dropped rather than shown cut differently.
-      const complete = n === 'all' || messages < n;
-      return { lines: (complete ? kept : kept.filter((k) => !k.first)).slice(-tail).map((k) => k.line), complete };
-    };
-    // The engine's tail counts its messages (a long line is one per 16 KiB, an entry up to 5 of them),
-    // and lines of every service: widen until enough entries are found, then read the whole log.
-    const first = tail * MESSAGES_PER_ENTRY + 16;
-    for (const n of [first, first * 8, first * 64]) {
-      const r = await read(n);
-      if (r.lines.length >= tail || r.complete) return r.lines;
-    }
-    return (await read('all')).lines;
-  }
+  /** The tail read (logs.read.ts), its engine failures as the service's errors. */
+  const tailOf = (containerId: string | null, tail: number, service?: string) =>
+    readTail(engine, containerId, tail, service).catch((e) => {
+      throw engineFailure(e);
+    });
 
   /** The tail, then live lines until the engine stream ends for good or `signal` aborts. */
   async function* followLines(workspaceId: string, containerId: string | null, q: LogsRequest, signal: AbortSignal): AsyncGenerator<SseItem> {
@@ -75,21 +41,27 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
       // An open shared stream already proves the container runs: joining it costs no engine call.
       const running = !containerId ? null : hub.isLive(containerId) || (await engine.inspect(containerId).then(runState).catch(() => false));
       if (!containerId || running !== true) {
-        for (const p of await readTail(containerId, tail, q.service)) yield { data: toEntry(p) };
+        for await (const p of (await tailOf(containerId, tail, q.service)).entries) yield { data: toEntry(p) };
         yield { event: 'end', data: { reason: containerId && running === null ? 'deleted' : 'not-running' } };
         return;
       }
       // Join the live stream first and hold its lines, so nothing written while the tail is read is
-      // lost; then yield the tail and the held lines newer than it. Only the newest FOLLOWER_BACKLOG_MAX
-      // bytes are held (a flood must not grow memory while the tail is read); if older held lines
-      // were needed after all, the follower is as far behind as a slow reader, and told so.
+      // lost; then yield the tail and the held lines newer than it. What is held counts as unread, so
+      // the stream waits while the tail is sent; should more than FOLLOWER_BACKLOG_MAX bytes come
+      // anyway, only the newest are held, and if older ones were needed the follower is told, as a
+      // slow reader is. Live lines wait in the inbox until the client takes them (the SSE adapter
+      // reads events as the client reads), which is the backlog the hub paces the stream by.
       const inbox = createInbox<SseItem>(signal);
       let held: { line: ParsedLine; bytes: number }[] | null = [];
       let heldFrom = 0;
       let heldBytes = 0;
+      let dropped = false;
       const lost = { stdout: '', stderr: '' };
-      const leave = await hub.join(workspaceId, containerId, {
+      const member = await hub.join(workspaceId, containerId, {
         service: q.service,
+        get backlog() {
+          return held ? heldBytes : inbox.bytes;
+        },
         deliver(line, frame) {
           if (!held) return inbox.push(frame, frame.byteLength);
           held.push({ line, bytes: frame.byteLength });
@@ -105,26 +77,37 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
           }
         },
         end(reason) {
-          inbox.push(endEvent(reason));
+          // Dropped: what waits in the inbox is not sent, the drop event comes next.
+          if (reason === 'slow-reader') dropped = true;
+          else inbox.push(endEvent(reason));
           inbox.end();
         },
       });
       try {
-        const snap = await readTail(containerId, tail, q.service);
-        const pending = held.slice(heldFrom);
-        held = null;
-        for (const p of snap) yield { data: toEntry(p) };
         // Keys are ordered within one engine stream: compare each held entry with its stream's last.
         const last = { stdout: '', stderr: '' };
-        for (const p of snap) last[p.stream] = p.key;
-        if (lost.stdout > last.stdout || lost.stderr > last.stderr) {
-          yield FOLLOWER_BACKLOG.dropEvent;
+        for await (const p of (await tailOf(containerId, tail, q.service)).entries) {
+          last[p.stream] = p.key;
+          yield { data: toEntry(p) };
+          member.taken();
+          if (dropped) break;
+        }
+        const pending = held.slice(heldFrom);
+        held = null;
+        if (dropped || lost.stdout > last.stdout || lost.stderr > last.stderr) {
+          yield FOLLOWER_DROP_EVENT;
           return;
         }
         for (const { line } of pending) if (line.key > last[line.stream]) yield { data: toEntry(line) };
-        yield* inbox;
+        member.taken();
+        for await (const item of inbox) {
+          if (dropped) break;
+          yield item;
+          member.taken();
+        }
+        if (dropped) yield FOLLOWER_DROP_EVENT;
       } finally {
-        leave();
+        member.leave();
       }
     } catch (e) {
       // Headers are sent: the failure becomes the stream's last event. A container removed or
@@ -136,9 +119,17 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
   }
 
   return {
-    async snapshot(actor: Actor, id: string, q: LogsRequest): Promise<LogEntry[]> {
+    /**
+     * The last entries: an array when they are small, else an iterable read from the engine as it is
+     * taken (a 100 MB line is never held; an engine failure midway ends the iteration with an error).
+     */
+    async snapshot(actor: Actor, id: string, q: LogsRequest): Promise<LogEntry[] | AsyncIterable<LogEntry>> {
       const ws = deps.access.engineReady(await deps.access.getOwned(actor, id));
-      return (await readTail(ws.containerId, q.tail ?? LOG_TAIL_DEFAULT, q.service)).map(toEntry);
+      const r = await tailOf(ws.containerId, q.tail ?? LOG_TAIL_DEFAULT, q.service);
+      if (r.held) return r.held.map(toEntry);
+      return (async function* () {
+        for await (const p of r.entries) yield toEntry(p);
+      })();
     },
 
     /**

@@ -26,3 +26,34 @@ test('a list of 1 MiB or more streams, item by item, to exactly the JSON of the 
   expect(chunks).toBe(items.length + 1);
   expect(text).toBe(JSON.stringify({ logs: items }));
 });
+
+test('items from an async iterable are read one per socket write, and a client that leaves ends the producer', async () => {
+  const items = entries(3, 10);
+  let read = 0;
+  let finished = false;
+  async function* produce() {
+    try {
+      for (const item of items) {
+        read++;
+        yield item;
+      }
+    } finally {
+      finished = true;
+    }
+  }
+  // Read whole: the same JSON as the value, even for an empty source.
+  const whole = jsonList('logs', produce(), (e) => e.message.length) as Response;
+  expect(whole).toBeInstanceOf(Response);
+  expect(await whole.text()).toBe(JSON.stringify({ logs: items }));
+  expect(await (jsonList('logs', (async function* () {})(), () => 0) as Response).text()).toBe('{"logs":[]}');
+
+  // Left after the first item: nothing more is read, and the producer's finally has run.
+  read = 0;
+  finished = false;
+  const left = jsonList('logs', produce(), (e) => e.message.length) as Response;
+  const reader = left.body!.getReader();
+  expect(new TextDecoder().decode((await reader.read()).value)).toBe(`{"logs":[${JSON.stringify(items[0])}`);
+  await reader.cancel();
+  expect(read).toBeLessThanOrEqual(2);
+  expect(finished).toBe(true);
+});
