@@ -5,6 +5,7 @@
 // is renamed only once it is whole, so a refused or broken upload leaves no partial file.
 import { posix } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { createChurnGuard } from '../../../platform/churn';
 import { AppError } from '../../../platform/errors';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, settledExitCode, type Engine, type ExecHandle } from '../engine/engine';
@@ -42,16 +43,6 @@ const DOWNLOAD_QUEUE_BYTES = 1024 * 1024;
  */
 const COLLECT_EVERY_BYTES = 8 * 1024 * 1024;
 
-/** Counts bytes moved and runs a full collection every COLLECT_EVERY_BYTES. */
-function churnGuard() {
-  let since = 0;
-  return (bytes: number) => {
-    since += bytes;
-    if (since < COLLECT_EVERY_BYTES) return;
-    since = 0;
-    Bun.gc(true);
-  };
-}
 
 // $1 = path. Answers "D" and one `stat` line per entry (symlinks as themselves), or "F" and the size
 // of what the path leads to (symlinks followed, inside the container). The entries' names go to one
@@ -226,7 +217,7 @@ export function createFilesService(deps: {
       }
       const bytes = Buffer.concat(parts);
       // The engine's chunks are garbage now; a tool's answer is copied several times on its way to
-      // the model or client, so they are collected before it, as transfers do (churnGuard).
+      // the model or client, so they are collected before it, as transfers do (createChurnGuard).
       if (held >= READ_COLLECT_BYTES) Bun.gc(true);
       return { bytes, truncated, idle };
     },
@@ -242,7 +233,7 @@ export function createFilesService(deps: {
       let handle: ExecHandle | undefined;
       let controller!: ReadableStreamDefaultController<Uint8Array>;
       let cancelled = false;
-      const moved = churnGuard();
+      const moved = createChurnGuard(COLLECT_EVERY_BYTES);
       const stream = new ReadableStream<Uint8Array>(
         {
           start: (c) => void (controller = c),
@@ -289,7 +280,7 @@ export function createFilesService(deps: {
         throw execFailure(e);
       }
       let size = 0;
-      const moved = churnGuard();
+      const moved = createChurnGuard(COLLECT_EVERY_BYTES);
       const failed = async (e: unknown): Promise<never> => {
         h.close();
         await engine.execCollect(containerId, ['rm', '-f', '--', tmp]).catch(() => undefined);
