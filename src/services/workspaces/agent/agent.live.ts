@@ -25,6 +25,8 @@ export interface LiveTurn {
    * each time would copy a 1 MiB tool output into garbage again and again.
    */
   progress?: () => TurnSnapshot;
+  /** Which tool calls and parts are stored on the message (agent.service.ts callsOf). */
+  storedPartsKey?: string;
   /** The turn's writes, one after another: each flush of `unstored` and `progress` is chained here. */
   writes: Promise<void>;
   /** A flush is chained on `writes` and has not begun. */
@@ -42,7 +44,7 @@ export interface LiveTurn {
 }
 
 /** What ending a turn needs: a live one, or one found unfinished at start-up. */
-export type TurnEnd = Pick<LiveTurn, 'sessionId' | 'actor' | 'model' | 'messageId' | 'nextSeq' | 'events' | 'ended' | 'wake' | 'writes'>;
+export type TurnEnd = Pick<LiveTurn, 'sessionId' | 'actor' | 'model' | 'messageId' | 'nextSeq' | 'events' | 'ended' | 'wake' | 'writes' | 'progress' | 'storedPartsKey'>;
 
 /** A turn starting now, or (`p`) a paused one taken up again with what it had said. */
 export function newLiveTurn(sessionId: string, actor: string, model: string, messageId: string, afterEventId: number, nextSeq: number, p?: TurnProgress): LiveTurn {

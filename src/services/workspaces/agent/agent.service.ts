@@ -11,10 +11,10 @@ import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger, errorFields } from '../../../platform/runtime';
 import type { Access } from '../access';
 import type { AgentConfig } from './agent.config';
-import type { AgentContext, AgentEvent, Approval, AssistantReply, CreateSessionInput, DecisionInput, Message, Session, SessionListEntry, Usage } from './agent.model';
+import type { AgentContext, AgentEvent, Approval, AssistantReply, CreateSessionInput, DecisionInput, Message, Session, SessionListEntry, ToolCall, Usage } from './agent.model';
 import { EVENT_PAGE, type AgentStore } from './agent.store';
 import type { AgentMessageRow, AgentSessionRow } from './agent.tables';
-import { runTurn, systemPrompt, toModelMessages, zeroUsage, type StopReason, type TurnOutcome, type TurnProgress } from './agent.turn';
+import { readParts, runTurn, storedParts, systemPrompt, toModelMessages, zeroUsage, type StopReason, type TurnOutcome, type TurnProgress } from './agent.turn';
 import { createApprovals, parsePolicy, SUSPENDED, withApproval } from './approvals';
 import { checkMcpServers, connectMcpServers } from './mcp-client';
 import type { TargetPolicy } from '../../../platform/net/address-policy';
@@ -116,10 +116,28 @@ export function createAgentService(deps: AgentServiceDeps) {
 
   /** What the turn has said so far, stored by the turn's writer (only the latest is kept waiting). */
   function saveProgress(live: LiveTurn, p: TurnProgress) {
-    const { content, toolCalls, parts } = p;
+    const { content } = p;
     const usage = { ...p.usage };
-    live.progress = () => ({ content, toolCalls: JSON.stringify(toolCalls), parts: JSON.stringify(parts), usage });
+    const calls = callsOf(live, p);
+    live.progress = () => ({ content, ...calls(), usage });
     flushSoon(live);
+  }
+
+  /**
+   * The turn's tool calls and parts as JSON when they changed since they were last stored, else
+   * nothing. A turn's progress is saved at every tool result and provider call
+   * and once more at its end; a tool output of a megabyte serialised and bound again at each would
+   * hold many copies at once (CONTRACT: no request grows Keel by more than 32 MiB).
+   */
+  function callsOf(live: Pick<LiveTurn, 'storedPartsKey'>, p: TurnProgress): () => { toolCalls?: string; parts?: string } {
+    const decided = p.parts.reduce((n, x) => n + (x.type === 'approval' && x.decision ? 1 : 0), 0);
+    const key = `${p.content.length}:${p.toolCalls.length}:${p.parts.length}:${decided}`;
+    const { toolCalls, parts } = p;
+    return () => {
+      if (key === live.storedPartsKey) return {};
+      live.storedPartsKey = key;
+      return { toolCalls: JSON.stringify(toolCalls), parts: storedParts(parts) };
+    };
   }
 
   /**
@@ -245,6 +263,9 @@ export function createAgentService(deps: AgentServiceDeps) {
    * said before, then releases the session.
    */
   async function finish(live: TurnEnd, o: TurnOutcome) {
+    // The end's own write below stores the whole reply: progress still waiting would only be written
+    // (and a megabyte tool output serialised) once more just before it.
+    live.progress = undefined;
     await written(live);
     const reply: AssistantReply = { id: live.messageId, role: 'assistant', content: o.content, finishReason: o.finishReason, usage: o.usage, toolCalls: o.toolCalls };
     await usage.record(live, o.usage);
@@ -253,7 +274,7 @@ export function createAgentService(deps: AgentServiceDeps) {
       await store.finishTurn(
         live.sessionId,
         live.messageId,
-        { content: o.content, toolCalls: JSON.stringify(o.toolCalls), parts: JSON.stringify(o.parts), usage: o.usage, finishReason: o.finishReason },
+        { content: o.content, ...callsOf(live, o)(), usage: o.usage, finishReason: o.finishReason },
         { seq: last.id, event: last.event, data: JSON.stringify(last.data) },
         isoNow(clock),
       );
@@ -291,7 +312,8 @@ export function createAgentService(deps: AgentServiceDeps) {
     const all = await store.messages(m.sessionId);
     const user = all.find((x) => x.ordinal === m.ordinal - 1)!;
     const history = all.filter((x) => x.ordinal < user.ordinal);
-    const progress: TurnProgress = { content: m.content, toolCalls: m.toolCalls ? JSON.parse(m.toolCalls) : [], parts: m.parts ? JSON.parse(m.parts) : [], usage: usageOf(m) };
+    const toolCalls: ToolCall[] = m.toolCalls ? JSON.parse(m.toolCalls) : [];
+    const progress: TurnProgress = { content: m.content, toolCalls, parts: m.parts ? readParts(m.parts, toolCalls) : [], usage: usageOf(m) };
     // Its live events start after the stored log (followers read the earlier ones from the table).
     const last = await store.lastEventId(m.sessionId);
     const live = startLive(m.sessionId, row.owner, row.model, m.id, last, last + 1, progress);

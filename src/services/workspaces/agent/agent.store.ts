@@ -11,8 +11,9 @@ export const EVENT_PAGE = 500;
 /** What a running turn has said so far, as stored on its assistant message. */
 export interface TurnSnapshot {
   content: string;
-  toolCalls: string;
-  parts: string;
+  /** Left out: the stored ones stand (they did not change since). */
+  toolCalls?: string;
+  parts?: string;
   usage: Usage;
 }
 
@@ -32,8 +33,8 @@ export function createAgentStore(store: Store) {
   const lastSeq = sql<number>`(SELECT coalesce(max(e."seq"), 0) FROM "agent_events" e WHERE e."session_id" = "agent_sessions"."id")`;
   const progressFields = (p: TurnSnapshot) => ({
     content: p.content,
-    toolCalls: p.toolCalls,
-    parts: p.parts,
+    ...(p.toolCalls !== undefined ? { toolCalls: p.toolCalls } : {}),
+    ...(p.parts !== undefined ? { parts: p.parts } : {}),
     promptTokens: p.usage.promptTokens,
     completionTokens: p.usage.completionTokens,
     totalTokens: p.usage.totalTokens,

@@ -203,11 +203,24 @@ export function toModelMessages(rows: AgentMessageRow[]): ModelMessage[] {
       out.push({ role: 'user', content: row.content });
       continue;
     }
-    const parts: Part[] = row.parts ? JSON.parse(row.parts) : row.content ? [{ type: 'text', text: row.content }] : [];
+    const parts: Part[] = row.parts ? readParts(row.parts, row.toolCalls ? JSON.parse(row.toolCalls) : []) : row.content ? [{ type: 'text', text: row.content }] : [];
     // A call still waiting when its turn ended (cancelled, timed out) was never run: it is left out.
     out.push(...partsToMessages(parts.filter((x) => x.type !== 'approval')));
   }
   return out;
+}
+
+/**
+ * A turn's parts as stored on its message: a tool part without its output, which the message's
+ * `toolCalls` holds already (a megabyte tool output is stored and serialised once, not twice).
+ */
+export const storedParts = (parts: Part[]): string =>
+  JSON.stringify(parts.map((x) => (x.type === 'tool' ? { type: 'tool', id: x.id, name: x.name, input: x.input } : x)));
+
+/** Stored parts with their tool outputs back from the message's tool calls (rows stored whole stay as they are). */
+export function readParts(stored: string, toolCalls: ToolCall[]): Part[] {
+  const outputs = new Map(toolCalls.map((c) => [c.id, c.output]));
+  return (JSON.parse(stored) as Part[]).map((x) => (x.type === 'tool' && x.output === undefined ? { ...x, output: outputs.get(x.id) } : x));
 }
 
 /**
