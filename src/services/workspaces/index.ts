@@ -32,6 +32,7 @@ import { createQuotas } from './quotas';
 import { createTargetGuard } from './targets';
 import { createEngine } from './engine/docker';
 import { createEngines, type Engines } from './engine/engines';
+import type { Engine } from './engine/engine';
 import { createTemplateRegistry } from './images/templates';
 import { createTemplatesService } from './images/templates.service';
 import { templatesRoutes } from './images/templates.routes';
@@ -56,7 +57,7 @@ import { createLogHub } from './logs/logs.hub';
 import { createLogsService } from './logs/logs.service';
 import { logsRoutes } from './logs/logs.routes';
 import { loadStreamsConfig, type StreamsConfig } from './streams.config';
-import { loadWorkspacesConfig, type WorkspacesConfig } from './workspaces.config';
+import { loadWorkspacesConfig, type EngineSettings, type WorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
 import { snapshotsRoutes } from './lifecycle/snapshots.routes';
 import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
@@ -105,7 +106,15 @@ const loadSettings = (env: Env): Settings => ({
   agentSettings: loadAgentConfig(env),
 });
 
-export function createWorkspacesService(deps: ServiceDeps, { settings, streamSettings, webhooksSettings, agentSettings }: Settings): Service & { workspaces: Lifecycle } {
+/**
+ * What the workspaces service is given: the platform's dependencies and, optionally, how it reaches
+ * an engine (by default Docker at each APP_ENGINES host; tests/service passes an in-memory one).
+ */
+export interface WorkspacesDeps extends ServiceDeps {
+  connectEngine?: (engine: EngineSettings) => Engine;
+}
+
+export function createWorkspacesService(deps: WorkspacesDeps, { settings, streamSettings, webhooksSettings, agentSettings }: Settings): Service & { workspaces: Lifecycle } {
   // Access asks whether a workspace's engine answers (503 ENGINE_UNAVAILABLE); the engines ask access
   // where a workspace, container or volume lives: each reads the other once both exist.
   let engines: Engines | undefined;
@@ -113,7 +122,7 @@ export function createWorkspacesService(deps: ServiceDeps, { settings, streamSet
   const access = createAccess(deps.store, { engineReady: (row) => void engines?.requireUp(row.engine), used: (id) => workspaces.touch(id) });
   engines = createEngines({
     settings: settings.engines,
-    connect: (e) => createEngine(e.host, { certPath: e.certPath }),
+    connect: deps.connectEngine ?? ((e) => createEngine(e.host, { certPath: e.certPath })),
     locate: {
       workspace: async (id) => (await access.row(id))?.engine ?? workspaces.pooledEngine(id),
       container: access.engineOfContainer,
