@@ -13,7 +13,7 @@ import type { Bus } from '../../src/platform/bus/bus';
 import { createLogger, systemClock, type Clock } from '../../src/platform/runtime';
 import type { Service, ServiceDeps } from '../../src/platform/service';
 import { identityService } from '../../src/services/identity';
-import { workspacesService } from '../../src/services/workspaces';
+import { createWorkspacesService, workspacesService } from '../../src/services/workspaces';
 import { loadWorkspacesConfig } from '../../src/services/workspaces/workspaces.config';
 import { createMemoryEngine, type MemoryEngine } from './memory-engine';
 import { TEST_SECRET, testToken } from './platform';
@@ -63,7 +63,7 @@ export async function startServiceApp(name: Tested, opts: { env?: Record<string,
   if (name === 'workspaces') {
     const settings = loadWorkspacesConfig(env);
     const memory = (engine = createMemoryEngine({ images: [settings.minimalImage, settings.bunImage] }));
-    service = workspacesService.create({ ...deps, connectEngine: () => memory }, workspacesService.loadConfig(env));
+    service = createWorkspacesService({ ...deps, connectEngine: () => memory }, workspacesService.loadConfig(env));
   } else {
     service = await identityService.create(deps, identityService.loadConfig(env));
   }
