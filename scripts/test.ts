@@ -14,6 +14,8 @@ import { join } from 'node:path';
 /**
  * The suites run again on PostgreSQL: every one of the media services, and of the workspaces service
  * those whose work is mostly its database (the rest of its suite is engine work, the same on both).
+ * tests/unit and tests/service run in the SQLite pass only: tests/service builds its services on a
+ * temp SQLite file by design, and the suites below cover the same behaviours on PostgreSQL.
  */
 export const POSTGRES_SUITES = [
   'tests/catalog',

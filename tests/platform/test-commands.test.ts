@@ -1,7 +1,8 @@
 // The test commands themselves, run as a developer runs them from a fresh shell: a plain
-// `bun test <folder>` prepares the machine as `npm test` does (bunfig's preload), and the fast tier's
-// command line (`npm run test:unit` = `bun test tests/unit`) prepares nothing, so it runs where there
-// is no engine, no nats-server and no apt at all.
+// `bun test <folder>` prepares the machine as `npm test` does (bunfig's preload), and the command lines
+// of the tiers that need no machine (`npm run test:unit` = `bun test tests/unit`, `npm run test:service`
+// = `bun test tests/service`) prepare nothing, so they run where there is no engine, no nats-server,
+// no PostgreSQL and no apt at all.
 import { expect, test } from 'bun:test';
 import { dirname } from 'node:path';
 import { BUN, ROOT } from '../helpers/process';
@@ -23,6 +24,14 @@ test('a plain `bun test` of one file prepares the machine itself and passes, wit
 test('`bun test tests/unit` needs no engine, nats-server or apt: it runs with only bun on the PATH', async () => {
   // PATH holds bun and nothing else: preparing the machine would fail here (no apt-get, dockerd, nats-server).
   const r = await bunTest(['tests/unit/workers'], { PATH: dirname(BUN), HOME: process.env.HOME ?? '/root', DOCKER_HOST: 'unix:///nonexistent/keel.sock' });
+  expect(r.out).not.toContain('keel: engine');
+  expect(r.out).not.toContain('cannot prepare the test machine');
+  expect(r.out).toContain(' 0 fail');
+  expect(r.code).toBe(0);
+}, 60_000);
+
+test('`bun test tests/service` needs no engine, nats-server or apt either: services on a temp SQLite file and the memory engine', async () => {
+  const r = await bunTest(['tests/service'], { PATH: dirname(BUN), HOME: process.env.HOME ?? '/root', DOCKER_HOST: 'unix:///nonexistent/keel.sock' });
   expect(r.out).not.toContain('keel: engine');
   expect(r.out).not.toContain('cannot prepare the test machine');
   expect(r.out).toContain(' 0 fail');

@@ -1,6 +1,6 @@
 // Path confinement: the one check that a real path stays under its root.
 import { expect, test } from 'bun:test';
-import { isInside } from '../../src/platform/paths';
+import { isInside } from '../../../src/platform/paths';
 
 test('a path below the root, or the root itself, is inside', () => {
   expect(isInside('/media', '/media')).toBe(true);

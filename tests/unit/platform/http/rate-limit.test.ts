@@ -1,7 +1,7 @@
 // The rate-limit algorithms (platform/http/rate-limit.ts) on a clock the test moves, and the
 // media services' 429 refusal.
 import { describe, expect, test } from 'bun:test';
-import { createFixedWindow, createTokenBucket, rateLimited } from '../../../src/platform/http/rate-limit';
+import { createFixedWindow, createTokenBucket, rateLimited } from '../../../../src/platform/http/rate-limit';
 
 const clockAt = (start: number) => {
   const c = { t: start, now: () => c.t };

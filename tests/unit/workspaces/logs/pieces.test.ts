@@ -2,8 +2,8 @@
 // the engine sends them: a line cut every 16 KiB at any byte, characters of any width, both streams.
 import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { LOG_PIECE_MAX_BYTES, logPieceAssembler, type LogPiece } from '../../../src/services/workspaces/engine/frames';
-import type { StdStream } from '../../../src/services/workspaces/engine/engine';
+import { LOG_PIECE_MAX_BYTES, logPieceAssembler, type LogPiece } from '../../../../src/services/workspaces/engine/frames';
+import type { StdStream } from '../../../../src/services/workspaces/engine/engine';
 
 const utf8 = new TextEncoder();
 const bytesOf = (s: string) => utf8.encode(s).byteLength;
