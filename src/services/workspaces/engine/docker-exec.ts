@@ -60,15 +60,21 @@ export function execCalls(docker: DockerClient): ExecCalls {
     let h: ExecHandle | undefined;
     // Bounded at the stream: past maxBytes nothing more is kept, the exec is closed and its process
     // group killed (a closed exec's process is not ended by the engine: it would block on its full
-    // pipe for ever). The pid comes first on stderr; a bound reached before it kills once it comes.
-    const killGroup = () => void (pid !== undefined && pid > 1 && killProcessGroup(containerId, pid));
+    // pipe for ever). The pid comes first on stderr, but the engine may pass stdout on before it: a
+    // bound reached without the pid reads on, keeping nothing, until the pid comes, then kills and
+    // closes (closing first would discard the pid and leave the command flooding).
+    const stop = () => {
+      if (pid === undefined) return;
+      h?.close();
+      if (pid > 1) void killProcessGroup(containerId, pid);
+    };
     h = await execStart(containerId, { cmd: ['sh', '-c', COLLECT_WRAPPER, 'keel-collect', ...cmd] }, (s, b) => {
       if (s === 'stderr' && pid === undefined) {
         preamble += Buffer.from(b).toString('latin1');
         const nl = preamble.indexOf('\n');
         if (nl < 0) return;
         pid = Number(preamble.slice(0, nl)) || -1;
-        if (truncated) return killGroup();
+        if (truncated) return stop();
         b = Buffer.from(preamble.slice(nl + 1), 'latin1');
         if (!b.byteLength) return;
       }
@@ -77,13 +83,12 @@ export function execCalls(docker: DockerClient): ExecCalls {
       if (b.byteLength > room) {
         truncated = true;
         out[s].push(b.subarray(0, room));
-        h?.close();
-        return killGroup();
+        return stop();
       }
       out[s].push(b);
       held += b.byteLength;
     });
-    if (truncated) h.close();
+    if (truncated) stop();
     await h.done;
     const text = (parts: Uint8Array[]) => Buffer.concat(parts).toString('utf8');
     return { exitCode: truncated ? null : await settledExitCode(h), stdout: text(out.stdout), stderr: text(out.stderr), truncated };
