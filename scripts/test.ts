@@ -46,15 +46,32 @@ async function pass(name: string, args: string[], env: Record<string, string>) {
     env: { ...process.env, NODE_ENV: 'test', ...env },
   });
   const code: number = await new Promise((resolve) => test.on('exit', (c, sig) => resolve(c ?? (sig ? 1 : 0))));
-  let counts = { tests: 0, failures: 0, skipped: 0 };
+  let counts = { tests: 0, failures: 0, skipped: 0, failed: [] as string[] };
   try {
-    const head = /<testsuites[^>]*>/.exec(readFileSync(report, 'utf8'))?.[0] ?? '';
+    const xml = readFileSync(report, 'utf8');
+    const head = /<testsuites[^>]*>/.exec(xml)?.[0] ?? '';
     const count = (attr: string) => Number(new RegExp(`${attr}="(\\d+)"`).exec(head)?.[1] ?? 0);
-    counts = { tests: count('tests'), failures: count('failures'), skipped: count('skipped') };
+    counts = { tests: count('tests'), failures: count('failures'), skipped: count('skipped'), failed: failedTests(xml) };
   } catch {
     // No report (bun failed before running tests): its own output and the exit code say why.
   }
-  return { code, ...counts };
+  return { name, code, ...counts };
+}
+
+/** Each failed test of a junit report as "file > group > name: first lines of its message". */
+function failedTests(xml: string) {
+  const attr = (tag: string, name: string) => decode(new RegExp(`\\b${name}="([^"]*)"`).exec(tag)?.[1] ?? '');
+  const out: string[] = [];
+  for (const m of xml.matchAll(/<testcase\b([^>]*[^/])>\s*<failure\b([^>]*)>/g)) {
+    const message = attr(m[2]!, 'message').split('\n').filter((l) => l.trim()).slice(0, 4).join(' | ');
+    out.push(`${attr(m[1]!, 'file')} > ${attr(m[1]!, 'classname')} > ${attr(m[1]!, 'name')}: ${message}`);
+  }
+  return out;
+}
+
+function decode(s: string) {
+  return s.replace(/&#(\d+);/g, (_, n) => String.fromCharCode(Number(n)))
+    .replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 }
 
 const args = process.argv.slice(2);
@@ -64,7 +81,10 @@ if (args.length === 0) {
   passes.push(await pass('postgres', POSTGRES_SUITES, { KEEL_TEST_DATABASE: 'postgres' }));
 }
 
-// One plain closing line that any CI can read: "N passed, N failed".
+// The failed tests again at the end, where a CI that keeps only the tail of a log still shows them, then one
+// plain closing line that any CI can read: "N passed, N failed".
+const failures = passes.flatMap((p) => p.failed.map((f) => `  ${p.name}: ${f}`));
+if (failures.length) process.stdout.write(`\nFailed:\n${failures.join('\n')}\n`);
 const sum = (k: 'tests' | 'failures' | 'skipped') => passes.reduce((n, p) => n + p[k], 0);
 const [tests, failed, skipped] = [sum('tests'), sum('failures'), sum('skipped')];
 if (tests > 0) process.stdout.write(`\n${tests - failed - skipped} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
