@@ -246,7 +246,7 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
     watchEvents(instance, onEvent) {
       const w = { instance, onEvent };
       watchers.add(w);
-      return { stop: () => void watchers.delete(w) };
+      return { stop: () => void watchers.delete(w), ready: Promise.resolve() };
     },
     openLogStreams: 0,
     async logStream() {

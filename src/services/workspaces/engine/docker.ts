@@ -246,6 +246,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
     watchEvents(instance, onEvent, onGap) {
       let stopped = false;
       let current: Readable | undefined;
+      const ready = Promise.withResolvers<void>();
       const connect = async () => {
         // Back off while the engine is unreachable, so a long outage is not a busy loop of retries.
         let delayMs = 1000;
@@ -257,6 +258,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
               return;
             }
             current = stream;
+            ready.resolve();
             delayMs = 1000;
             stream.on(
               'data',
@@ -268,8 +270,9 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
             );
             await streamEnd(stream, () => {});
           } catch {
-            // Engine unreachable: retry below.
+            // Engine unreachable: retry below (and the gap then reconciles).
           }
+          ready.resolve();
           if (stopped) return;
           await Bun.sleep(delayMs);
           delayMs = Math.min(delayMs * 2, 30_000);
@@ -278,6 +281,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
       };
       void connect();
       return {
+        ready: ready.promise,
         stop() {
           stopped = true;
           current?.destroy();

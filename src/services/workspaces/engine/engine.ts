@@ -230,9 +230,10 @@ export interface Engine {
   listManagedVolumes(instance: string): Promise<ManagedObject[]>;
   /**
    * Follows container events of `instance`'s managed containers. Reconnects after a broken stream
-   * and calls `onGap` then, since events may have been missed.
+   * and calls `onGap` then, since events may have been missed. `ready` settles once the first
+   * stream is subscribed (or its first attempt failed): a pass over the engine after it misses nothing.
    */
-  watchEvents(instance: string, onEvent: (e: EngineEvent) => void, onGap: () => void): { stop(): void };
+  watchEvents(instance: string, onEvent: (e: EngineEvent) => void, onGap: () => void): { stop(): void; ready: Promise<void> };
 
   /** Engine log streams Keel holds open right now (followers' shared streams and snapshot reads). */
   readonly openLogStreams: number;

@@ -184,7 +184,7 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     watchEvents(instance, onEvent, onGap) {
       // Each engine's own watcher reconnects after an outage and reports the gap, which reconciles.
       const watchers = names.map((n) => raw.get(n)!.watchEvents(instance, onEvent, onGap));
-      return { stop: () => watchers.forEach((w) => w.stop()) };
+      return { stop: () => watchers.forEach((w) => w.stop()), ready: Promise.all(watchers.map((w) => w.ready)).then(() => {}) };
     },
     get openLogStreams() {
       return [...raw.values()].reduce((a, e) => a + e.openLogStreams, 0);

@@ -333,7 +333,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       engines.start();
       // Events a crash left unsent go out first, then each new one as it commits.
       records.startRelay();
-      reconciler.watch();
+      await reconciler.watch();
       await reconciler.reconcileAll({ startUp: true });
       await snapshots.reconcile();
       activity.start();

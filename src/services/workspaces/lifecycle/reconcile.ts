@@ -32,7 +32,7 @@ export function createReconciler(deps: {
   pooled?: () => Set<string>;
 }) {
   const { engine, records, queue, machine, log, instance, firewall } = deps;
-  let watcher: { stop(): void } | undefined;
+  let watcher: ReturnType<Engine['watchEvents']> | undefined;
 
   /** Settles one workspace from the engine after an event, unless an operation is queued that will do it. */
   function onEvent(id: string) {
@@ -118,8 +118,12 @@ export function createReconciler(deps: {
   return {
     reconcileAll,
 
-    /** Follows engine events (start, die, destroy) while Keel runs; a gap in the stream triggers a full pass. */
-    watch() {
+    /**
+     * Follows engine events (start, die, destroy) while Keel runs; a gap in the stream triggers a full pass.
+     * Settles once the engine streams them, so a pass begun after it misses no change (a crash's
+     * snapshot commit that unpauses its container just after the pass looked).
+     */
+    watch(): Promise<void> {
       watcher = engine.watchEvents(
         instance,
         (e) => {
@@ -127,6 +131,8 @@ export function createReconciler(deps: {
         },
         () => void reconcileAll({ startUp: false }).catch((err) => log.warn('reconciliation failed', errorFields(err))),
       );
+      // Bounded: an engine slow to answer delays start-up at most this long (its gap reconciles later).
+      return Promise.race([watcher.ready, Bun.sleep(10_000)]);
     },
 
     stop() {
