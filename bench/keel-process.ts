@@ -31,8 +31,8 @@ export interface KeelProcess {
   api(path: string, init?: RequestInit & { json?: unknown; as?: string }): Promise<Response>;
   /** Resident set size of the server process, in bytes. */
   rss(): number;
-  /** Creates a `minimal` workspace and waits until it runs; returns its id and container id. */
-  workspace(name: string): Promise<{ id: string; containerId: string }>;
+  /** Creates a workspace (`minimal` unless told) and waits until it runs; returns its id and container id. */
+  workspace(name: string, template?: string): Promise<{ id: string; containerId: string }>;
   stop(): Promise<void>;
 }
 
@@ -68,8 +68,8 @@ export async function startKeelProcess(env: Record<string, string> = {}, service
       const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'));
       return m ? Number(m[1]) * 1024 : NaN;
     },
-    async workspace(name) {
-      const res = await api('/api/workspaces', { method: 'POST', json: { name, template: 'minimal' } });
+    async workspace(name, template = 'minimal') {
+      const res = await api('/api/workspaces', { method: 'POST', json: { name, template } });
       if (res.status !== 201) throw new Error(`create failed: ${res.status} ${await res.text()}`);
       const { id } = (await res.json()) as CreatedWorkspace;
       created.push(id);
