@@ -52,14 +52,17 @@ afterAll(async () => {
 test("a preview made in the dashboard opens the workspace's app, its absolute asset paths loaded and run", async () => {
   await page.goto(p.url('workspaces') + `/ui#/w/${ws}`);
   const panel = page.getByRole('region', { name: 'Previews' });
+  await panel.getByRole('button', { name: 'New preview', exact: true }).click();
   await panel.getByLabel('Port', { exact: true }).fill('8090');
-  await panel.getByRole('button', { name: 'Create preview', exact: true }).click();
-  const link = panel.getByRole('link', { name: /^http:\/\/[0-9a-f]{40}\.localhost:\d+\/$/ });
+  await panel.getByRole('button', { name: 'Create', exact: true }).click();
+  const link = panel.getByRole('link', { name: 'Open the preview of port 8090' });
   await link.waitFor();
   const url = (await link.getAttribute('href'))!;
+  expect(url).toMatch(/^http:\/\/[0-9a-f]{40}\.localhost:\d+\/$/);
 
-  const app = await page.context().newPage();
-  await app.goto(url);
+  // Open: a tab of its own, with no handle on the dashboard.
+  const [app] = await Promise.all([page.context().waitForEvent('page'), link.click()]);
+  expect(await app.evaluate(() => window.opener)).toBeNull();
   await app.getByText(/^built /).waitFor({ timeout: 20_000 });
   expect(await app.locator('#app').evaluate((el) => getComputedStyle(el).color)).toBe('rgb(0, 128, 128)');
   await app.close();

@@ -1,21 +1,23 @@
 /// <reference lib="dom" />
 /// <reference lib="dom.iterable" />
 /// <reference lib="dom.asynciterable" />
-// Start, Stop, Restart and Delete for one workspace, the same on the list and on its page. Which
+// Start, Stop, Restart, Pause, Resume and Delete for one workspace, the same on the list and on its page. Which
 // buttons are enabled follows the status (the API's state machine); Delete asks first, in a dialog.
 import { api, messageOf } from './api';
 import { announce, h } from './dom';
 import type { Store, Workspace } from './store';
 
-const ENABLED: Record<'Start' | 'Stop' | 'Restart', string[]> = {
+const ENABLED: Record<'Start' | 'Stop' | 'Restart' | 'Pause' | 'Resume', string[]> = {
   Start: ['stopped', 'failed'],
-  Stop: ['running', 'starting', 'restarting'],
+  Stop: ['running', 'starting', 'restarting', 'paused'],
   Restart: ['running', 'stopped'],
+  Pause: ['running'],
+  Resume: ['paused'],
 };
 
-/** The four buttons; `describedBy` names the element that says which workspace they act on. */
+/** The buttons; `describedBy` names the element that says which workspace they act on. */
 export function actionButtons(store: Store, w: Workspace, opts: { describedBy?: string; onError: (msg: string) => void; onDeleted?: () => void }) {
-  const act = (label: 'Start' | 'Stop' | 'Restart', path: string) =>
+  const act = (label: keyof typeof ENABLED, path: string) =>
     h('button', {
       type: 'button',
       'aria-describedby': opts.describedBy,
@@ -39,9 +41,9 @@ export function actionButtons(store: Store, w: Workspace, opts: { describedBy?: 
     'aria-describedby': opts.describedBy,
     onclick: () => confirmDelete(store, w, opts),
   }, 'Delete');
-  const buttons = { Start: act('Start', 'start'), Stop: act('Stop', 'stop'), Restart: act('Restart', 'restart') };
+  const buttons = { Start: act('Start', 'start'), Stop: act('Stop', 'stop'), Restart: act('Restart', 'restart'), Pause: act('Pause', 'pause'), Resume: act('Resume', 'resume') };
   return {
-    el: h('div', { class: 'actions' }, buttons.Start, buttons.Stop, buttons.Restart, del),
+    el: h('div', { class: 'actions' }, ...Object.values(buttons), del),
     /** Enables what the new status allows, in place (a focused button keeps its focus). */
     update(status: string) {
       for (const [label, b] of Object.entries(buttons)) b.disabled = !ENABLED[label as keyof typeof ENABLED].includes(status);

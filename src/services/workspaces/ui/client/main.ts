@@ -10,13 +10,16 @@ import { createStore } from './store';
 import { chatPanel } from './chat';
 import { terminalPanel } from './terminal';
 import { previewsPanel } from './previews';
+import { filesPanel } from './files';
+import { processesPanel } from './processes';
+import { snapshotsPanel } from './snapshots';
 import { panels, workspacePage } from './workspace';
 
 const main = document.getElementById('main')!;
 const live = document.getElementById('live')!;
 const signOut = document.getElementById('sign-out') as HTMLButtonElement;
 const store = createStore();
-panels.push(terminalPanel, previewsPanel, chatPanel);
+panels.push(filesPanel, processesPanel, terminalPanel, previewsPanel, snapshotsPanel, chatPanel);
 let view: AbortController | undefined;
 /** Set once a token was accepted: a 401 after that means it expired or was revoked. */
 let signedIn = false;
