@@ -2,7 +2,7 @@
 /// <reference lib="dom.iterable" />
 /// <reference lib="dom.asynciterable" />
 // The dashboard's entry: sign-in with a token (kept in this tab's session storage only), then a
-// hash router between the workspace list (#/) and a workspace's page (#/w/<id>).
+// hash router between the workspace list (#/), a workspace's page (#/w/<id>), Webhooks and Usage.
 import { api, ApiError, messageOf, setUnauthorizedHandler, token } from './api';
 import { announce, fill, h } from './dom';
 import { listPage } from './list';
@@ -14,6 +14,8 @@ import { filesPanel } from './files';
 import { processesPanel } from './processes';
 import { snapshotsPanel } from './snapshots';
 import { panels, workspacePage } from './workspace';
+import { webhooksPage } from './webhooks';
+import { usagePage } from './usage';
 
 const main = document.getElementById('main')!;
 const live = document.getElementById('live')!;
@@ -83,6 +85,10 @@ function route() {
       announce('That workspace is gone');
       location.hash = '#/';
     }));
+  } else if (location.hash === '#/webhooks') {
+    fill(main, webhooksPage(view.signal));
+  } else if (location.hash === '#/usage') {
+    fill(main, usagePage(view.signal));
   } else {
     document.title = 'Workspaces · Keel';
     fill(main, listPage(store, view.signal));
