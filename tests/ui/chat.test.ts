@@ -132,4 +132,28 @@ describe('agent chat', () => {
     ]);
     expect(outside).toEqual([]);
   }, 120_000);
+
+  test("Session lists the workspace's sessions: each opens its own history, and New session starts another", async () => {
+    await openWorkspace('chat-box');
+    const chat = page.getByRole('region', { name: 'Agent' });
+    const conversation = chat.getByRole('log', { name: 'Conversation' });
+    await conversation.getByText('echo from-the-agent', { exact: true }).first().waitFor();
+    const picker = chat.getByLabel('Session', { exact: true });
+    await picker.selectOption({ label: 'New session' });
+    await chat.getByLabel('Model', { exact: true }).waitFor();
+    expect(await conversation.getByText('echo from-the-agent').count()).toBe(0);
+    await chat.getByLabel('Model', { exact: true }).fill('openai/shell');
+    await chat.getByLabel('Message', { exact: true }).fill('echo second-session');
+    await chat.getByRole('button', { name: 'Send', exact: true }).click();
+    await conversation.getByText(/Tool output: .*second-session/).waitFor({ timeout: 30_000 });
+    // Two sessions listed, the new one chosen; the first still opens with its own history.
+    const options = await picker.locator('option').allTextContents();
+    expect(options.filter((o) => o.includes('openai/shell'))).toHaveLength(2);
+    await picker.selectOption({ index: 0 });
+    await conversation.getByText('echo from-the-agent', { exact: true }).first().waitFor();
+    expect(await conversation.getByText('echo second-session', { exact: true }).count()).toBe(0);
+    const ws = ((await (await p.api('workspaces', '/api/workspaces')).json()) as { workspaces: { id: string; name: string }[] }).workspaces.find((w) => w.name === 'chat-box')!;
+    const listed = (await (await p.api('workspaces', `/api/agent/sessions?workspaceId=${ws.id}`)).json()) as { sessions: unknown[] };
+    expect(listed.sessions).toHaveLength(2);
+  }, 120_000);
 });

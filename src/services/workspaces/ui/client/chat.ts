@@ -1,8 +1,9 @@
 /// <reference lib="dom" />
 /// <reference lib="dom.iterable" />
 /// <reference lib="dom.asynciterable" />
-// The agent chat on a workspace's page, shown where the API has agent sessions: the workspace's
-// latest session (a `Model` field creates one on the first message), a `Message` field with a
+// The agent chat on a workspace's page, shown where the API has agent sessions: `Session` lists the
+// workspace's sessions (the latest shown; `New session` starts another, its `Model` field used on
+// the first message), a `Message` field with a
 // `Send` button whose reply streams in, tool calls with their output, `Cancel` for a turn in
 // flight, and, after a reload, the history plus the turn still running, followed to its end. A tool
 // call that waits for approval shows with `Approve` and `Deny` buttons (and a `Reason` for a denial).
@@ -23,7 +24,9 @@ export function chatPanel(ctx: PanelContext): HTMLElement {
   const message = h('textarea', { id: uid('msg'), rows: '2', required: true });
   const send = h('button', { type: 'submit' }, 'Send');
   const cancel = h('button', { type: 'button', disabled: true }, 'Cancel');
-  const section = h('section', { 'aria-labelledby': 'chat-h', hidden: true }, h('h2', { id: 'chat-h' }, 'Agent'), log, error);
+  const picker = h('select', { id: uid('session') });
+  const pickerField = h('div', { class: 'field' }, h('label', { for: picker.id }, 'Session'), picker);
+  const section = h('section', { 'aria-labelledby': 'chat-h', hidden: true }, h('h2', { id: 'chat-h' }, 'Agent'), pickerField, log, error);
   let session: Session | undefined;
   let turn: AbortController | undefined;
 
@@ -126,8 +129,31 @@ export function chatPanel(ctx: PanelContext): HTMLElement {
     }
   }
 
+  /** Shows one session (its history, and its turn in flight followed), or none: a new one starts on Send. */
+  async function open(id: string | undefined) {
+    turn?.abort();
+    log.replaceChildren();
+    error.textContent = '';
+    session = undefined;
+    modelField.hidden = false;
+    if (!id) return;
+    session = await api<Session>('GET', `/api/agent/sessions/${id}`, undefined, ctx.signal);
+    render(session);
+    if (session.busy) {
+      const done = session.messages.filter((m) => m.role === 'assistant' && m.finishReason !== null).length;
+      void follow(`/api/agent/sessions/${session.id}/events`, undefined, done);
+    }
+  }
+
+  function listSessions(sessions: { id: string; model: string; createdAt: string }[], selected?: string) {
+    picker.replaceChildren(
+      ...sessions.map((s, i) => h('option', { value: s.id, selected: s.id === selected }, `${i + 1}. ${s.model}, ${new Date(s.createdAt).toLocaleString()}`)),
+      h('option', { value: '', selected: !selected }, 'New session'),
+    );
+  }
+
   async function load() {
-    let list: { sessions: { id: string }[] };
+    let list: { sessions: { id: string; model: string; createdAt: string }[] };
     try {
       list = await api('GET', `/api/agent/sessions?workspaceId=${encodeURIComponent(ctx.id)}`, undefined, ctx.signal);
     } catch (e) {
@@ -139,14 +165,10 @@ export function chatPanel(ctx: PanelContext): HTMLElement {
     }
     section.hidden = false;
     const latest = list.sessions.at(-1);
-    if (!latest) return;
-    session = await api<Session>('GET', `/api/agent/sessions/${latest.id}`, undefined, ctx.signal);
-    render(session);
-    if (session.busy) {
-      const done = session.messages.filter((m) => m.role === 'assistant' && m.finishReason !== null).length;
-      void follow(`/api/agent/sessions/${session.id}/events`, undefined, done);
-    }
+    listSessions(list.sessions, latest?.id);
+    await open(latest?.id);
   }
+  picker.addEventListener('change', () => void open(picker.value || undefined).catch((e) => (error.textContent = messageOf(e))));
 
   const form = h(
     'form',
@@ -158,7 +180,11 @@ export function chatPanel(ctx: PanelContext): HTMLElement {
         if (!text) return;
         error.textContent = '';
         try {
-          session ??= await api<Session>('POST', '/api/agent/sessions', { workspaceId: ctx.id, model: model.value.trim() });
+          if (!session) {
+            session = await api<Session>('POST', '/api/agent/sessions', { workspaceId: ctx.id, model: model.value.trim() });
+            const { sessions } = await api<{ sessions: { id: string; model: string; createdAt: string }[] }>('GET', `/api/agent/sessions?workspaceId=${encodeURIComponent(ctx.id)}`);
+            listSessions(sessions, session.id);
+          }
           modelField.hidden = true;
         } catch (err) {
           error.textContent = messageOf(err);
