@@ -1,8 +1,9 @@
 // `bun run build`: one executable (bun build --compile) carrying every service and its migrations, the
-// dashboard's built files (KEEL_UI_ASSETS) and the API reference's script (a file import).
+// dashboard's and the media web app's built files (KEEL_UI_ASSETS, KEEL_MEDIA_APP_ASSETS) and the API reference's script (a file import).
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { buildUiAssets } from '../src/services/workspaces/ui/ui.assets';
+import { buildMediaAppAssets } from '../src/services/playback/app/app.assets';
 
 const root = join(import.meta.dir, '..');
 const commit = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim() || 'unknown';
@@ -10,6 +11,7 @@ const outfile = process.argv[2] ?? join(root, 'dist', 'keel');
 
 // The dashboard is built first and carried as one constant: a few tens of kB of HTML, JS and CSS.
 const ui = await buildUiAssets();
+const mediaApp = await buildMediaAppAssets();
 
 const result = await Bun.build({
   entrypoints: [join(root, 'src', 'bin.ts')],
@@ -17,7 +19,7 @@ const result = await Bun.build({
   target: 'bun',
   minify: true,
   sourcemap: 'linked',
-  define: { KEEL_COMMIT: JSON.stringify(commit), KEEL_UI_ASSETS: JSON.stringify(JSON.stringify(ui)) },
+  define: { KEEL_COMMIT: JSON.stringify(commit), KEEL_UI_ASSETS: JSON.stringify(JSON.stringify(ui)), KEEL_MEDIA_APP_ASSETS: JSON.stringify(JSON.stringify(mediaApp)) },
   // Optional native add-ons of ssh2 (under dockerode): loaded in a try, absent when their install
   // scripts are not allowed (package.json allowScripts), and not needed for a unix-socket engine.
   external: ['cpu-features'],

@@ -51,10 +51,10 @@ export async function startPlatform(env: Record<string, string | undefined>): Pr
     throw e;
   });
   const shutdown = new AbortController();
-  const deps: ServiceDeps = { config, store, bus, log, clock: systemClock, shutdown: shutdown.signal };
+  const urls: Platform['urls'] = {};
+  const deps: ServiceDeps = { config, store, bus, log, clock: systemClock, shutdown: shutdown.signal, peers: urls };
 
   const running: { name: ServiceName; service: Service; server: { stop(force?: boolean): Promise<void> | void } }[] = [];
-  const urls: Platform['urls'] = {};
   try {
     for (const name of config.services) {
       const service = await definitions[name].create({ ...deps, log: log.child({ service: name }) }, serviceConfigs.get(name));

@@ -1,7 +1,7 @@
 // What main.ts hands every service, and what a service hands back.
 import type { Elysia } from 'elysia';
 import type { Bus } from './bus/bus';
-import type { Config, Env } from './config';
+import type { Config, Env, ServiceName } from './config';
 import type { Clock, Logger } from './runtime';
 import type { Store } from './store';
 
@@ -14,6 +14,8 @@ export interface ServiceDeps {
   clock: Clock;
   /** Aborted when the process begins to shut down: long streams end on it. */
   shutdown: AbortSignal;
+  /** The URLs of the services listening in this process, filled as each starts (the media web app names them to its page). */
+  peers?: Partial<Record<ServiceName, string>>;
 }
 
 export interface Service {

@@ -2,6 +2,7 @@
 // the kind registry with its plugins, the catalog rules and the HTTP app.
 import { bearerGuard } from '../../platform/http/bearer-guard';
 import { createResponseCache } from '../../platform/http/response-cache';
+import { bearerCors } from '../../platform/http/bearer-cors';
 import { createServiceApp } from '../../platform/http/service-app';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { loadCatalogConfig, type CatalogConfig } from './catalog.config';
@@ -65,7 +66,10 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
       { name: 'kinds', description: 'Kind registry' },
       { name: 'library', description: 'Library scans of whole folders, run by the workers service' },
     ],
-  }).use(
+  })
+  // The media web app (on the playback port) calls these routes from its page.
+  .use(bearerCors('catalog'))
+  .use(
     catalogRoutes({
       catalog,
       library,

@@ -1,5 +1,6 @@
 // Composition root of the identity service: config -> signing keys -> rules -> HTTP app + bus answers.
 import { createTokenBucket } from '../../platform/http/rate-limit';
+import { bearerCors } from '../../platform/http/bearer-cors';
 import { createServiceApp } from '../../platform/http/service-app';
 import { errorFields } from '../../platform/runtime';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
@@ -42,7 +43,10 @@ export async function createIdentityService(deps: ServiceDeps, config: IdentityC
       { name: 'sessions', description: 'Access and refresh tokens' },
       { name: 'keys', description: 'Signing keys and the JWKS' },
     ],
-  }).use(identityRoutes({ identity, keys, callers, sessionBudget }));
+  })
+    // The media web app (on the playback port) signs in from its page.
+    .use(bearerCors('identity'))
+    .use(identityRoutes({ identity, keys, callers, sessionBudget }));
 
   let stopListening = () => {};
   let sweeper: ReturnType<typeof setInterval> | undefined;

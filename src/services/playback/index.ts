@@ -11,6 +11,8 @@ import { playbackErrors } from './playback.errors';
 import * as playbackModels from './playback.model';
 import { createPlaybackRepository } from './playback.repository';
 import { playbackRoutes } from './playback.routes';
+import { mediaAppAssets } from './app/app.assets';
+import { mediaAppRoutes } from './app/app.routes';
 import { createPlayback } from './playback.service';
 import { createSegmentCache } from './segment-cache';
 import { createUrlSigner } from './url-token';
@@ -53,7 +55,9 @@ export function createPlaybackService(deps: ServiceDeps, cfg: PlaybackConfig): S
           'Retry-After; OPTIONS (a preflight) answers 204 allowing GET with a Range header, so a web player on any origin plays them.',
       },
     ],
-  }).use(playbackRoutes({ playback, guard }));
+  })
+    .use(playbackRoutes({ playback, guard }))
+    .use(mediaAppRoutes({ assets: mediaAppAssets, configured: cfg.appUrls, peers: deps.peers ?? {}, ports: deps.config.ports }));
 
   let sweeper: ReturnType<typeof setInterval> | undefined;
   const sweep = () => playback.sweep().catch((e) => deps.log.warn('playback sweep failed', errorFields(e)));
