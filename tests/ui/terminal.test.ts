@@ -45,6 +45,25 @@ test('the Terminal view runs a typed command, and after a reload reattaches show
   await screenText.getByText(/typed-42/).first().waitFor({ timeout: 20_000 });
   await screenshot(page, 'terminal', { fullPage: true });
 
+  // The terminal fills its pane and follows it: a narrower window is fewer columns, and the shell
+  // (the server's terminal) is told so.
+  const size = async (marker: string) => {
+    await page.keyboard.type(`echo ${marker} $(stty size)\n`);
+    const line = await screenText.getByText(new RegExp(`^${marker} \\d+ \\d+`)).last().textContent({ timeout: 20_000 });
+    const [, rows, cols] = /(\d+) (\d+)/.exec(line!)!.map(Number);
+    return { rows: rows!, cols: cols! };
+  };
+  const wide = await size('wide');
+  expect(wide.cols).toBeGreaterThan(100);
+  await page.setViewportSize({ width: 700, height: 800 });
+  await page.waitForTimeout(500);
+  await view.locator('.xterm').click();
+  const narrow = await size('narrow');
+  expect(narrow.cols).toBeLessThan(wide.cols);
+  expect(narrow.cols).toBeGreaterThan(40);
+  expect(narrow.rows).toBe(wide.rows);
+  await page.setViewportSize({ width: 1280, height: 800 });
+
   await page.reload();
   const again = page.getByRole('region', { name: 'Terminal' }).locator('.xterm-rows');
   // xterm.js paints only while on screen, as a user scrolling to it sees it.

@@ -4,8 +4,11 @@
 // of the workspace API. `Open terminal` opens one; its id is kept in this tab, so a reload asks a new
 // ticket for the same terminal and first shows what it wrote meanwhile (the server's replay).
 // xterm.js (~270 kB) is a chunk of its own, loaded when a terminal is first opened, so the page's
-// first script stays small; its stylesheet (a few kB) goes with the dashboard's.
+// first script stays small; its stylesheet (a few kB) goes with the dashboard's. The terminal fills its
+// pane (xterm's fit add-on) and follows the pane's size: each change is sent as a resize, so the shell's
+// lines wrap where the screen does.
 import type { Terminal } from '@xterm/xterm';
+import type { FitAddon } from '@xterm/addon-fit';
 import '@xterm/xterm/css/xterm.css';
 import { api, messageOf } from './api';
 import { h } from './dom';
@@ -27,6 +30,7 @@ export function terminalPanel(ctx: PanelContext): HTMLElement {
   const openButton = h('button', { type: 'button' }, 'Open terminal');
   const section = h('section', { 'aria-labelledby': 'term-h' }, h('h2', { id: 'term-h' }, 'Terminal'), openButton, error, screen);
   let term: Terminal | undefined;
+  let fit: FitAddon | undefined;
   let socket: WebSocket | undefined;
 
   /** xterm.js measures its cells when opened: the page must be in the document first. */
@@ -42,13 +46,25 @@ export function terminalPanel(ctx: PanelContext): HTMLElement {
     sessionStorage.setItem(key(ctx.id), t.id);
     socket?.close();
     if (!term) {
-      const xterm = await import('@xterm/xterm');
+      const [xterm, { FitAddon }] = await Promise.all([import('@xterm/xterm'), import('@xterm/addon-fit')]);
       term ??= new xterm.Terminal({ cols: COLS, rows: ROWS, convertEol: false });
+      fit = new FitAddon();
+      term.loadAddon(fit);
     }
     if (!term.element) {
       term.open(screen);
       const enc = new TextEncoder();
       term.onData((d) => socket?.readyState === WebSocket.OPEN && socket.send(enc.encode(d)));
+      term.onResize(({ cols, rows }) => socket?.readyState === WebSocket.OPEN && socket.send(JSON.stringify({ type: 'resize', cols, rows })));
+      fit!.fit();
+      // The pane follows the window (and the page's layout): the terminal follows the pane, once per frame at most.
+      let pending = 0;
+      const observer = new ResizeObserver(() => {
+        cancelAnimationFrame(pending);
+        pending = requestAnimationFrame(() => fit?.fit());
+      });
+      observer.observe(screen);
+      ctx.signal.addEventListener('abort', () => observer.disconnect());
     }
     const url = `${location.origin.replace(/^http/, 'ws')}/api/workspaces/${ctx.id}/terminals/${t.id}?ticket=${encodeURIComponent(t.ticket)}`;
     const ws = new WebSocket(url);
