@@ -74,7 +74,7 @@ import { loadWebhooksConfig, type WebhooksConfig } from './webhooks/webhooks.con
 import { loadAgentConfig, type AgentConfig } from './agent/agent.config';
 import { agentRoutes } from './agent/agent.routes';
 import { createAgentService } from './agent/agent.service';
-import { createAgentStore } from './agent/agent.store';
+import { createAgentRepository } from './agent/agent.repository';
 import { createUsage } from './usage/usage.service';
 import { usageRoutes } from './usage/usage.routes';
 import { mcpRoutes } from './mcp/mcp.routes';
@@ -138,8 +138,8 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   // Keel's own ports: every service's configured one, and this app's as bound (`0` picks one at listen).
   const ownPorts = () => [...Object.values(deps.config.ports).filter((p) => p > 0), ...(app.server?.port ? [app.server.port] : [])];
   const targets = createTargetGuard({ engine, subnetPool: settings.subnetPool, log: deps.log, ownPorts });
-  const agentStore = createAgentStore(deps.store);
-  const usage = createUsage({ store: deps.store, clock: deps.clock, tokensByModel: (actor, from, to) => agentStore.tokensByModel(actor, from, to) });
+  const agentRepository = createAgentRepository(deps.store);
+  const usage = createUsage({ store: deps.store, clock: deps.clock, tokensByModel: (actor, from, to) => agentRepository.tokensByModel(actor, from, to) });
   const registry = createTemplateRegistry();
   const templates = createTemplatesService({ registry, engine, settings, log: deps.log });
   const workspaces = createLifecycle({
@@ -203,7 +203,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   });
   const webhooks = createWebhooksService({ store: deps.store, clock: deps.clock, log: webhooksLog, config: webhooksSettings, outbox, policy });
   const agent = createAgentService({
-    store: agentStore,
+    store: agentRepository,
     providers: createProviders(agentSettings.providers),
     shell: exec,
     files,

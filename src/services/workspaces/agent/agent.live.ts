@@ -2,7 +2,7 @@
 // stop it, and its result.
 import type { AppError } from '../../../platform/errors';
 import type { AgentEvent, AssistantReply, ToolCall, Usage } from './agent.model';
-import type { StoredEvent, TurnSnapshot } from './agent.store';
+import type { StoredEvent, TurnSnapshot } from './agent.repository';
 import { zeroUsage, type TurnProgress } from './agent.turn';
 
 export interface LiveTurn {

@@ -12,7 +12,7 @@ import { isoNow, newId, type Clock, type Logger, errorFields } from '../../../pl
 import type { Access } from '../access';
 import type { AgentConfig } from './agent.config';
 import type { AgentContext, AgentEvent, Approval, AssistantReply, CreateSessionInput, DecisionInput, Message, Session, SessionListEntry, ToolCall, Usage } from './agent.model';
-import { EVENT_PAGE, type AgentStore } from './agent.store';
+import { EVENT_PAGE, type AgentRepository } from './agent.repository';
 import type { AgentMessageRow, AgentSessionRow } from './agent.tables';
 import { readParts, runTurn, storedParts, systemPrompt, toModelMessages, zeroUsage, type StopReason, type TurnOutcome, type TurnProgress } from './agent.turn';
 import { createApprovals, parsePolicy, SUSPENDED, withApproval } from './approvals';
@@ -25,7 +25,7 @@ import { followEvents, replayTurn } from './agent.log';
 import { newLiveTurn, type LiveTurn, type TurnEnd } from './agent.live';
 
 export interface AgentServiceDeps {
-  store: AgentStore;
+  store: AgentRepository;
   providers: Providers;
   shell: WorkspaceShell;
   /** The files feature: read_file, write_file and list_directory stream through it. */

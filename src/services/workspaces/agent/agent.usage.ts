@@ -11,11 +11,11 @@ import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../pl
 import { quotaExceeded } from '../quotas';
 import type { AgentConfig } from './agent.config';
 import type { Usage } from './agent.model';
-import type { AgentStore } from './agent.store';
+import type { AgentRepository } from './agent.repository';
 
 const DAY_MS = 86_400_000;
 
-export function createAgentUsage(deps: { store: AgentStore; clock: Clock; config: Pick<AgentConfig, 'quotaSessions' | 'dailyTokens'>; log: Logger }) {
+export function createAgentUsage(deps: { store: AgentRepository; clock: Clock; config: Pick<AgentConfig, 'quotaSessions' | 'dailyTokens'>; log: Logger }) {
   const { store, clock, config } = deps;
 
   /**

@@ -6,7 +6,7 @@ import type { ToolSet } from 'ai';
 import { AppError } from '../../../platform/errors';
 import { errorFields, isoNow, type Clock, type Logger } from '../../../platform/runtime';
 import type { Approval, DecisionInput, ToolApproval } from './agent.model';
-import type { AgentStore } from './agent.store';
+import type { AgentRepository } from './agent.repository';
 import type { AgentApprovalRow } from './agent.tables';
 import type { Decision, PendingCall } from './agent.turn';
 
@@ -30,7 +30,7 @@ export function approvalView(r: AgentApprovalRow): Approval {
 const decisionOf = (r: AgentApprovalRow): Decision =>
   r.status === 'approved' ? { approved: true } : { approved: false, reason: `The call was denied: ${r.reason ?? 'no reason given'}` };
 
-export function createApprovals(deps: { store: AgentStore; clock: Clock; timeoutMs: number; log: Logger }) {
+export function createApprovals(deps: { store: AgentRepository; clock: Clock; timeoutMs: number; log: Logger }) {
   const { store, clock } = deps;
   /** One waiting turn per session: `check` settles it once nothing of its message is pending. */
   const waiting = new Map<string, { messageId: string; check(): Promise<void> }>();
