@@ -203,7 +203,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   });
   const webhooks = createWebhooksService({ store: deps.store, clock: deps.clock, log: webhooksLog, config: webhooksSettings, outbox, policy });
   const agent = createAgentService({
-    store: agentRepository,
+    repository: agentRepository,
     providers: createProviders(agentSettings.providers),
     shell: exec,
     files,

@@ -1,5 +1,5 @@
 // Every query of the agent feature, on the platform Store (SQLite or PostgreSQL), its tables resolved
-// once. A turn's events reach it through the turn's one writer (agent.service.ts), in their order; a
+// once. A turn's events reach it through the turn's one writer (turn-runner.ts), in their order; a
 // follower is handed an event only once it is stored, so what a client saw is what is stored.
 import { and, asc, count, desc, eq, gt, gte, isNull, lt, sql, sum } from 'drizzle-orm';
 import type { Orm, Store } from '../../../platform/store';

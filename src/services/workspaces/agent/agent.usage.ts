@@ -76,3 +76,5 @@ export function createAgentUsage(deps: { store: AgentRepository; clock: Clock; c
     },
   };
 }
+
+export type AgentUsage = ReturnType<typeof createAgentUsage>;
