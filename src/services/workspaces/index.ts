@@ -69,6 +69,7 @@ import { createDeliverer } from './webhooks/deliver';
 import { createOutbox } from './webhooks/outbox';
 import { webhooksRoutes } from './webhooks/webhooks.routes';
 import { createWebhooksService } from './webhooks/webhooks.service';
+import { createWebhooksRepository } from './webhooks/webhooks.repository';
 import type { TargetPolicy } from '../../platform/net/address-policy';
 import { loadWebhooksConfig, type WebhooksConfig } from './webhooks/webhooks.config';
 import { loadAgentConfig, type AgentConfig } from './agent/agent.config';
@@ -194,14 +195,16 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   const webhooksLog = deps.log.child({ component: 'webhooks' });
   // Webhook targets: the platform's rules, plus the workspace networks and Keel's own ports (targets.ts).
   const policy: TargetPolicy = { denyPrivate: webhooksSettings.denyPrivate, deny: targets.deny };
+  const webhooksRepository = createWebhooksRepository(deps.store);
   const outbox = createOutbox({
     store: deps.store,
+    repository: webhooksRepository,
     clock: deps.clock,
     log: webhooksLog,
     config: webhooksSettings,
     deliverer: createDeliverer({ policy, timeoutMs: webhooksSettings.timeoutMs }),
   });
-  const webhooks = createWebhooksService({ store: deps.store, clock: deps.clock, log: webhooksLog, config: webhooksSettings, outbox, policy });
+  const webhooks = createWebhooksService({ repository: webhooksRepository, clock: deps.clock, log: webhooksLog, config: webhooksSettings, outbox, policy });
   const agent = createAgentService({
     repository: agentRepository,
     providers: createProviders(agentSettings.providers),

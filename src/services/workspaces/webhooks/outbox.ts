@@ -7,14 +7,13 @@
 // Order: deliveries that share an order key (one workspace, per registration) go out one at a time
 // in the order they were received: only the oldest pending one of a key (its head) is sent, and the
 // next becomes head when it is delivered or failed for good. Pings and redeliveries have no key.
-import { and, desc, eq, inArray, isNotNull, isNull, lt, lte, or } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
 import type { WorkspaceEventPayload, WORKSPACE_EVENTS } from '../../../platform/bus/subjects';
 import { createEventInbox } from '../../../platform/bus/event-outbox';
 import type { Orm, Store } from '../../../platform/store';
 import { isoNow, newId, errorFields, type Clock, type Logger } from '../../../platform/runtime';
 import type { Deliverer, SendResult } from './deliver';
-import { outboxQueries } from './outbox.queries';
+import type { WebhooksRepository } from './webhooks.repository';
 import { nextDelayMs, retryAfterMs } from './retry-schedule';
 import { createTurns } from './turns';
 import { deliveryHeaders } from './signer';
@@ -25,6 +24,7 @@ type WorkspaceSubject = (typeof WORKSPACE_EVENTS)[number];
 
 export interface OutboxDeps {
   store: Store;
+  repository: WebhooksRepository;
   clock: Clock;
   log: Logger;
   config: WebhooksConfig;
@@ -55,29 +55,20 @@ const subscribes = (reg: RegistrationRow, event: string) => reg.events.includes(
 
 export function createOutbox(deps: OutboxDeps) {
   const { store, clock, log, config, deliverer } = deps;
-  const orm = store.orm;
   const random = deps.random ?? Math.random;
   const leaseMs = config.timeoutMs + LEASE_MARGIN_MS;
-  const { deliveries, registrations, attempts, eventInbox } = webhooksTables(store.dialect);
+  const { eventInbox } = webhooksTables(store.dialect);
 
-  const q = outboxQueries(store);
+  const q = deps.repository;
   const seen = createEventInbox({ store, table: eventInbox, clock });
-
-  /**
-   * Writing a delivery of an order key and ending one (which makes the next its head) take this lock
-   * in their transaction: on PostgreSQL they could otherwise interleave (the new one sees the old one
-   * pending, the old one's end does not yet see the new one) and leave a key without a head. SQLite's
-   * transactions already take turns.
-   */
-  const lockOrder = (tx: Orm, registrationId: string, orderKey: string) => store.lock(tx, `webhooks-order:${registrationId}:${orderKey}`);
 
   // ---- writing the outbox ------------------------------------------------------------------
 
   async function insertDelivery(tx: Orm, registrationId: string, event: string, body: string, orderKey: string | null): Promise<DeliveryRow> {
     // A delivery is head of its key when nothing of that key is pending before it.
-    if (orderKey !== null) await lockOrder(tx, registrationId, orderKey);
-    const head = orderKey === null || (await q.pendingOfKey(tx, registrationId, orderKey)) === undefined;
-    return q.insertRow(tx, {
+    if (orderKey !== null) await q.lockOrder(tx, registrationId, orderKey);
+    const head = orderKey === null || (await q.pendingOfKey(registrationId, orderKey, tx)) === undefined;
+    return q.insertDelivery({
       id: newId('msg', clock),
       reg: registrationId,
       event,
@@ -86,7 +77,7 @@ export function createOutbox(deps: OutboxDeps) {
       payload: body,
       at: clock.now() + (nextDelayMs(config.retrySchedule, 0, random) ?? 0),
       createdAt: isoNow(clock),
-    });
+    }, tx);
   }
 
   /**
@@ -101,14 +92,14 @@ export function createOutbox(deps: OutboxDeps) {
 
   /** writeEvent() in a transaction of its own; the dispatcher is woken once it committed. */
   async function enqueueEvent(event: string, owner: string, body: string, orderKey: string | null, except?: string): Promise<number> {
-    const n = await store.transaction((tx) => writeEvent(tx, event, owner, body, orderKey, except));
+    const n = await q.transaction((tx) => writeEvent(tx, event, owner, body, orderKey, except));
     if (n > 0) wake();
     return n;
   }
 
   /** A delivery to one registration whatever it subscribes to (ping), written only if `admit` lets it. */
   async function enqueueTo(reg: Pick<RegistrationRow, 'id'>, event: string, body: string, admit?: Admit): Promise<DeliveryRow> {
-    const row = await store.transaction(async (tx) => {
+    const row = await q.transaction(async (tx) => {
       await admit?.(tx);
       return insertDelivery(tx, reg.id, event, body, null);
     });
@@ -123,28 +114,21 @@ export function createOutbox(deps: OutboxDeps) {
    */
   async function redeliver(seq: number, admit?: Admit): Promise<'queued' | 'in-flight'> {
     const now = clock.now();
-    const free = or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, now));
-    const res = await store.transaction(async (tx) => {
-      const d = await q.deliveryBySeq(tx, seq);
-      if (!d) return 0;
+    const res = await q.transaction(async (tx) => {
+      const d = await q.deliveryBySeq(seq, tx);
+      if (!d) return false;
       if (d.status !== 'pending') await admit?.(tx);
-      const set = d.status === 'pending' ? { roundAttempts: 0, nextAttemptAt: now } : { status: 'pending' as const, orderKey: null, head: true, roundAttempts: 0, nextAttemptAt: now };
       // Conditional: an attempt in flight (its lease) leaves the row as it is.
-      return (await tx.update(deliveries).set(set).where(and(eq(deliveries.seq, seq), free)).returning({ seq: deliveries.seq })).length;
+      return q.requeue(seq, d.status === 'pending', now, tx);
     });
-    if (res === 0) return 'in-flight';
+    if (!res) return 'in-flight';
     wake();
     return 'queued';
   }
 
   /** Ends every pending delivery of a registration that no longer receives (disabled or turned off). */
   async function failPending(registrationId: string, why: string) {
-    await store.transaction((tx) =>
-      tx
-        .update(deliveries)
-        .set({ status: 'failed', head: false, lastError: why, leaseUntil: null })
-        .where(and(eq(deliveries.registrationId, registrationId), eq(deliveries.status, 'pending'))),
-    );
+    await q.transaction((tx) => q.failPending(registrationId, why, tx));
   }
 
   // ---- the state machine ---------------------------------------------------------------------
@@ -152,12 +136,12 @@ export function createOutbox(deps: OutboxDeps) {
   const turns = createTurns(config.hookConcurrency);
 
   /** Each registration with a pending head not in flight, and when that head is due. */
-  async function waiting(db: Orm, now: number): Promise<{ reg: string; seq: number; at: number }[]> {
+  async function waiting(db: Orm | undefined, now: number): Promise<{ reg: string; seq: number; at: number }[]> {
     const out: { reg: string; seq: number; at: number }[] = [];
     let after = '';
-    for (let r = await q.nextRegistrationWithHeads(db, after); r; r = await q.nextRegistrationWithHeads(db, after)) {
+    for (let r = await q.nextRegistrationWithHeads(after, db); r; r = await q.nextRegistrationWithHeads(after, db)) {
       after = r.reg;
-      const head = await q.firstHeadOf(db, r.reg, now);
+      const head = await q.firstHeadOf(r.reg, now, db);
       if (head) out.push({ reg: r.reg, seq: head.seq, at: head.at });
     }
     return out;
@@ -171,16 +155,16 @@ export function createOutbox(deps: OutboxDeps) {
   async function claim(limit: number): Promise<Claimed[]> {
     const now = clock.now();
     const at = new Date(now).toISOString();
-    const claimed = await store.transaction(async (tx) => {
+    const claimed = await q.transaction(async (tx) => {
       const out: Claimed[] = [];
       const taken = new Map<string, number>();
       const queue = turns.order((await waiting(tx, now)).filter((r) => r.at <= now)).map((r) => r.reg);
       // Round after round, one delivery per registration per round, until the slots or the due ones run out.
       while (out.length < limit && queue.length > 0) {
         const reg = queue.shift()!;
-        const head = await q.firstHeadOf(tx, reg, now);
-        const row = head && head.at <= now ? await q.lease(tx, { seq: head.seq, now, until: now + leaseMs, at }) : undefined;
-        const target = row && (await q.target(tx, reg));
+        const head = await q.firstHeadOf(reg, now, tx);
+        const row = head && head.at <= now ? await q.lease({ seq: head.seq, now, until: now + leaseMs, at }, tx) : undefined;
+        const target = row && (await q.target(reg, tx));
         if (!row || !target) continue; // nothing else due for it
         out.push({ ...row, ...target });
         const n = (taken.get(reg) ?? 0) + 1;
@@ -215,13 +199,13 @@ export function createOutbox(deps: OutboxDeps) {
   async function record(d: Claimed, startedAt: string, r: SendResult) {
     const now = clock.now();
     const at = new Date(now).toISOString();
-    const disabled = await store.transaction(async (tx): Promise<{ reg: RegistrationRow; reason: DisabledReason } | undefined> => {
+    const disabled = await q.transaction(async (tx): Promise<{ reg: RegistrationRow; reason: DisabledReason } | undefined> => {
       // A pending delivery's key does not change: the lease's copy names it.
-      if (d.orderKey !== null) await lockOrder(tx, d.registrationId, d.orderKey);
-      const current = await q.deliveryBySeq(tx, d.seq);
+      if (d.orderKey !== null) await q.lockOrder(tx, d.registrationId, d.orderKey);
+      const current = await q.deliveryBySeq(d.seq, tx);
       if (!current) return undefined; // its registration was deleted meanwhile
-      const reg = (await q.registrationById(tx, d.registrationId))!;
-      await q.insertAttempt(tx, {
+      const reg = (await q.registrationById(d.registrationId, tx))!;
+      await q.insertAttempt({
         seq: d.seq,
         attempt: d.attempts,
         startedAt,
@@ -229,7 +213,7 @@ export function createOutbox(deps: OutboxDeps) {
         responseStatus: r.status,
         error: r.error?.message ?? null,
         responseBody: r.bodySnippet || null,
-      });
+      }, tx);
       const ok = r.status !== null && r.status >= 200 && r.status < 300;
       const fields = {
         responseStatus: r.status,
@@ -237,12 +221,12 @@ export function createOutbox(deps: OutboxDeps) {
         durationMs: r.durationMs,
       };
       const ended = async () => {
-        if (current.orderKey !== null) await q.promoteNext(tx, current.registrationId, current.orderKey);
+        if (current.orderKey !== null) await q.promoteNext(current.registrationId, current.orderKey, tx);
       };
       if (ok) {
-        await q.markOutcome(tx, d.seq, fields, { status: 'delivered', at });
+        await q.markOutcome(d.seq, fields, { status: 'delivered', at }, tx);
         await ended();
-        await q.clearFailing(tx, reg.id);
+        await q.clearFailing(reg.id, tx);
         return undefined;
       }
       const failingSince = reg.failingSince ?? now;
@@ -252,14 +236,14 @@ export function createOutbox(deps: OutboxDeps) {
       let delay = reason ? null : nextDelayMs(config.retrySchedule, current.roundAttempts, random);
       if (delay !== null && (r.status === 429 || r.status === 503)) delay = Math.max(delay, retryAfterMs(r.retryAfter, now) ?? 0);
       if (delay === null) {
-        await q.markOutcome(tx, d.seq, fields, { status: 'failed' });
+        await q.markOutcome(d.seq, fields, { status: 'failed' }, tx);
         await ended();
-      } else await q.markOutcome(tx, d.seq, fields, { status: 'retry', at: now + delay });
+      } else await q.markOutcome(d.seq, fields, { status: 'retry', at: now + delay }, tx);
       if (reason && reg.active) {
-        await tx.update(registrations).set({ active: false, disabledReason: reason, disabledAt: at, failingSince, updatedAt: at }).where(eq(registrations.id, reg.id));
+        await q.disableRegistration(reg.id, { reason, at, failingSince }, tx);
         return { reg, reason };
       }
-      if (reg.failingSince === null) await tx.update(registrations).set({ failingSince }).where(eq(registrations.id, reg.id));
+      if (reg.failingSince === null) await q.markFailing(reg.id, failingSince, tx);
       return undefined;
     });
     if (disabled) await onDisabled(disabled.reg, disabled.reason);
@@ -282,36 +266,25 @@ export function createOutbox(deps: OutboxDeps) {
    */
   async function prune() {
     prunedAt = clock.now();
-    const ended = inArray(deliveries.status, ['delivered', 'failed']);
-    const before = new Date(prunedAt - config.retentionMs).toISOString();
-    const removeWhere = async (where: ReturnType<typeof and>) =>
-      (await store.transaction((tx) => tx.delete(deliveries).where(where).returning({ seq: deliveries.seq }))).length;
-    let removed = await removeWhere(and(ended, lt(deliveries.createdAt, before)));
-    const ids = (await orm.select({ id: registrations.id }).from(registrations)).map((r) => r.id);
+    let removed = await q.pruneEndedBefore(new Date(prunedAt - config.retentionMs).toISOString());
+    const ids = await q.registrationIds();
     turns.keepOnly(new Set(ids));
-    for (const id of ids) {
-      const ofReg = and(eq(deliveries.registrationId, id), ended);
-      // The newest ended delivery past the count; it and everything older of the registration go.
-      const [edge] = await orm.select({ seq: deliveries.seq }).from(deliveries).where(ofReg).orderBy(desc(deliveries.seq)).limit(1).offset(config.retentionCount);
-      if (edge) removed += await removeWhere(and(ofReg, lte(deliveries.seq, edge.seq)));
-    }
+    for (const id of ids) removed += await q.pruneBeyond(id, config.retentionCount);
     if (removed > 0) log.info('pruned old webhook deliveries', { count: removed });
   }
 
   /** After a crash: attempts that were in flight are recorded as interrupted and become due at once. */
   async function recoverInterrupted() {
     const now = clock.now();
-    const count = await store.transaction(async (tx) => {
-      const stuck = await tx.select().from(deliveries).where(and(eq(deliveries.status, 'pending'), isNotNull(deliveries.leaseUntil)));
+    const count = await q.transaction(async (tx) => {
+      const stuck = await q.leased(tx);
       for (const d of stuck) {
-        await tx
-          .insert(attempts)
-          .values({ deliverySeq: d.seq, attempt: d.attempts, startedAt: d.lastAttemptAt ?? isoNow(clock), durationMs: 0, responseStatus: null, error: 'interrupted: Keel stopped before the answer was recorded' });
+        await q.insertAttempt(
+          { seq: d.seq, attempt: d.attempts, startedAt: d.lastAttemptAt ?? isoNow(clock), durationMs: 0, responseStatus: null, error: 'interrupted: Keel stopped before the answer was recorded', responseBody: null },
+          tx,
+        );
         // The interrupted try does not use up a step of the schedule: the receiver may never have seen it.
-        await tx
-          .update(deliveries)
-          .set({ leaseUntil: null, nextAttemptAt: now, roundAttempts: Math.max(0, d.roundAttempts - 1) })
-          .where(eq(deliveries.seq, d.seq));
+        await q.releaseLease(d.seq, { now, roundAttempts: Math.max(0, d.roundAttempts - 1) }, tx);
       }
       return stuck.length;
     });
@@ -401,7 +374,7 @@ export function createOutbox(deps: OutboxDeps) {
       // The next registration with a free slot whose head waits only for its time; a full one is woken by its attempts ending.
       const now = clock.now();
       let next = Number.MAX_SAFE_INTEGER;
-      for (const r of turns.order(await waiting(orm, now))) next = Math.min(next, r.at);
+      for (const r of turns.order(await waiting(undefined, now))) next = Math.min(next, r.at);
       if (next !== Number.MAX_SAFE_INTEGER) wait = Math.min(IDLE_POLL_MS, Math.max(next - now, 1));
     }
     clearTimeout(timer);
@@ -412,7 +385,7 @@ export function createOutbox(deps: OutboxDeps) {
     enqueueEvent,
     enqueueTo,
     /** Pending deliveries of a registration (what APP_WEBHOOK_MAX_PENDING bounds), read through `tx` when given. */
-    pendingOf: (registrationId: string, tx: Orm = orm) => q.pendingCount(tx, registrationId),
+    pendingOf: (registrationId: string, tx?: Orm) => q.pendingCount(registrationId, tx),
     redeliver,
     failPending,
     /**
