@@ -1,5 +1,5 @@
 // Webhook rules: registrations owned by their creator (another actor's is 404), validation of
-// targets and event names, the delivery log, ping and redelivery. Sending is outbox.ts's job.
+// targets and event names, the delivery log, ping and redelivery. Recording deliveries and sending them is the outbox's job (intake.ts, dispatcher.ts).
 import { AppError } from '../../../platform/errors';
 import '../workspaces.errors';
 import type { Orm } from '../../../platform/store';
