@@ -19,10 +19,10 @@ export interface FollowedTurn {
  * The log after `after`, then the events of the turn in flight (when one is), until it ends or
  * `signal` aborts (the stream's end: its wait must not outlive the client).
  */
-export async function* followEvents(store: AgentRepository, sessionId: string, after: number, live: FollowedTurn | undefined, signal: AbortSignal): AsyncGenerator<AgentEvent> {
+export async function* followEvents(repository: AgentRepository, sessionId: string, after: number, live: FollowedTurn | undefined, signal: AbortSignal): AsyncGenerator<AgentEvent> {
   let last = after;
   for (;;) {
-    const page = await store.eventsAfter(sessionId, last);
+    const page = await repository.eventsAfter(sessionId, last);
     for (const e of page) {
       if (signal.aborted) return;
       yield e;
@@ -54,11 +54,11 @@ export async function* followEvents(store: AgentRepository, sessionId: string, a
 }
 
 /** The text and tool calls of a turn, from its stored events after `afterEventId`. */
-export async function replayTurn(store: AgentRepository, sessionId: string, afterEventId: number): Promise<{ content: string; toolCalls: ToolCall[]; parts: Part[] }> {
+export async function replayTurn(repository: AgentRepository, sessionId: string, afterEventId: number): Promise<{ content: string; toolCalls: ToolCall[]; parts: Part[] }> {
   let content = '';
   const toolCalls: ToolCall[] = [];
   const parts: Part[] = [];
-  for (let last = afterEventId, page = await store.eventsAfter(sessionId, last); page.length; page = await store.eventsAfter(sessionId, last)) {
+  for (let last = afterEventId, page = await repository.eventsAfter(sessionId, last); page.length; page = await repository.eventsAfter(sessionId, last)) {
     for (const e of page) {
       last = e.id;
       if (e.event === 'delta') {

@@ -42,8 +42,8 @@ const notFound = () => new AppError('SESSION_NOT_FOUND', 'agent session not foun
 
 export function createAgentService(deps: AgentServiceDeps) {
   const { repository, clock, config } = deps;
-  const usage = createAgentUsage({ store: repository, clock, config, log: deps.log });
-  const approvals = createApprovals({ store: repository, clock, timeoutMs: config.approvalTimeoutMs, log: deps.log });
+  const usage = createAgentUsage({ repository, clock, config, log: deps.log });
+  const approvals = createApprovals({ repository, clock, timeoutMs: config.approvalTimeoutMs, log: deps.log });
   const turns = createTurnRunner({ ...deps, usage, approvals });
 
   async function owned(actor: Actor, id: string): Promise<AgentSessionRow> {
