@@ -69,12 +69,13 @@ import { createDeliverer } from './webhooks/deliver';
 import { createOutbox } from './webhooks/outbox';
 import { webhooksRoutes } from './webhooks/webhooks.routes';
 import { createWebhooksService } from './webhooks/webhooks.service';
+import { createWebhooksRepository } from './webhooks/webhooks.repository';
 import type { TargetPolicy } from '../../platform/net/address-policy';
 import { loadWebhooksConfig, type WebhooksConfig } from './webhooks/webhooks.config';
 import { loadAgentConfig, type AgentConfig } from './agent/agent.config';
 import { agentRoutes } from './agent/agent.routes';
 import { createAgentService } from './agent/agent.service';
-import { createAgentStore } from './agent/agent.store';
+import { createAgentRepository } from './agent/agent.repository';
 import { createUsage } from './usage/usage.service';
 import { usageRoutes } from './usage/usage.routes';
 import { mcpRoutes } from './mcp/mcp.routes';
@@ -138,8 +139,8 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   // Keel's own ports: every service's configured one, and this app's as bound (`0` picks one at listen).
   const ownPorts = () => [...Object.values(deps.config.ports).filter((p) => p > 0), ...(app.server?.port ? [app.server.port] : [])];
   const targets = createTargetGuard({ engine, subnetPool: settings.subnetPool, log: deps.log, ownPorts });
-  const agentStore = createAgentStore(deps.store);
-  const usage = createUsage({ store: deps.store, clock: deps.clock, tokensByModel: (actor, from, to) => agentStore.tokensByModel(actor, from, to) });
+  const agentRepository = createAgentRepository(deps.store);
+  const usage = createUsage({ store: deps.store, clock: deps.clock, tokensByModel: (actor, from, to) => agentRepository.tokensByModel(actor, from, to) });
   const registry = createTemplateRegistry();
   const templates = createTemplatesService({ registry, engine, settings, log: deps.log });
   const workspaces = createLifecycle({
@@ -194,16 +195,18 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   const webhooksLog = deps.log.child({ component: 'webhooks' });
   // Webhook targets: the platform's rules, plus the workspace networks and Keel's own ports (targets.ts).
   const policy: TargetPolicy = { denyPrivate: webhooksSettings.denyPrivate, deny: targets.deny };
+  const webhooksRepository = createWebhooksRepository(deps.store);
   const outbox = createOutbox({
     store: deps.store,
+    repository: webhooksRepository,
     clock: deps.clock,
     log: webhooksLog,
     config: webhooksSettings,
     deliverer: createDeliverer({ policy, timeoutMs: webhooksSettings.timeoutMs }),
   });
-  const webhooks = createWebhooksService({ store: deps.store, clock: deps.clock, log: webhooksLog, config: webhooksSettings, outbox, policy });
+  const webhooks = createWebhooksService({ repository: webhooksRepository, clock: deps.clock, log: webhooksLog, config: webhooksSettings, outbox, policy });
   const agent = createAgentService({
-    store: agentStore,
+    repository: agentRepository,
     providers: createProviders(agentSettings.providers),
     shell: exec,
     files,

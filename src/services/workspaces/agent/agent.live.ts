@@ -1,8 +1,8 @@
-// A turn in flight as the service holds it: its events for followers, what it said so far, how to
+// A turn in flight as the turn runner holds it: its events for followers, what it said so far, how to
 // stop it, and its result.
 import type { AppError } from '../../../platform/errors';
 import type { AgentEvent, AssistantReply, ToolCall, Usage } from './agent.model';
-import type { StoredEvent, TurnSnapshot } from './agent.store';
+import type { StoredEvent, TurnSnapshot } from './agent.repository';
 import { zeroUsage, type TurnProgress } from './agent.turn';
 
 export interface LiveTurn {
@@ -25,7 +25,7 @@ export interface LiveTurn {
    * each time would copy a 1 MiB tool output into garbage again and again.
    */
   progress?: () => TurnSnapshot;
-  /** Which tool calls and parts are stored on the message (agent.service.ts callsOf). */
+  /** Which tool calls and parts are stored on the message (turn-runner.ts callsOf). */
   storedPartsKey?: string;
   /** The turn's writes, one after another: each flush of `unstored` and `progress` is chained here. */
   writes: Promise<void>;

@@ -1,7 +1,7 @@
 // Reading a session's event log: following it (the stored events, then the turn in flight as it
 // happens) and replaying a turn's stored events into what it had said (to close a cut-short turn).
 import type { AgentEvent, ToolCall } from './agent.model';
-import type { AgentStore } from './agent.store';
+import type { AgentRepository } from './agent.repository';
 import type { Part } from './agent.turn';
 
 /**
@@ -19,10 +19,10 @@ export interface FollowedTurn {
  * The log after `after`, then the events of the turn in flight (when one is), until it ends or
  * `signal` aborts (the stream's end: its wait must not outlive the client).
  */
-export async function* followEvents(store: AgentStore, sessionId: string, after: number, live: FollowedTurn | undefined, signal: AbortSignal): AsyncGenerator<AgentEvent> {
+export async function* followEvents(repository: AgentRepository, sessionId: string, after: number, live: FollowedTurn | undefined, signal: AbortSignal): AsyncGenerator<AgentEvent> {
   let last = after;
   for (;;) {
-    const page = await store.eventsAfter(sessionId, last);
+    const page = await repository.eventsAfter(sessionId, last);
     for (const e of page) {
       if (signal.aborted) return;
       yield e;
@@ -54,11 +54,11 @@ export async function* followEvents(store: AgentStore, sessionId: string, after:
 }
 
 /** The text and tool calls of a turn, from its stored events after `afterEventId`. */
-export async function replayTurn(store: AgentStore, sessionId: string, afterEventId: number): Promise<{ content: string; toolCalls: ToolCall[]; parts: Part[] }> {
+export async function replayTurn(repository: AgentRepository, sessionId: string, afterEventId: number): Promise<{ content: string; toolCalls: ToolCall[]; parts: Part[] }> {
   let content = '';
   const toolCalls: ToolCall[] = [];
   const parts: Part[] = [];
-  for (let last = afterEventId, page = await store.eventsAfter(sessionId, last); page.length; page = await store.eventsAfter(sessionId, last)) {
+  for (let last = afterEventId, page = await repository.eventsAfter(sessionId, last); page.length; page = await repository.eventsAfter(sessionId, last)) {
     for (const e of page) {
       last = e.id;
       if (e.event === 'delta') {

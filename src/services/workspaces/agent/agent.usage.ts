@@ -11,19 +11,19 @@ import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../pl
 import { quotaExceeded } from '../quotas';
 import type { AgentConfig } from './agent.config';
 import type { Usage } from './agent.model';
-import type { AgentStore } from './agent.store';
+import type { AgentRepository } from './agent.repository';
 
 const DAY_MS = 86_400_000;
 
-export function createAgentUsage(deps: { store: AgentStore; clock: Clock; config: Pick<AgentConfig, 'quotaSessions' | 'dailyTokens'>; log: Logger }) {
-  const { store, clock, config } = deps;
+export function createAgentUsage(deps: { repository: AgentRepository; clock: Clock; config: Pick<AgentConfig, 'quotaSessions' | 'dailyTokens'>; log: Logger }) {
+  const { repository, clock, config } = deps;
 
   /**
    * Runs `write` in the transaction of the check (`refusal`: the 429 when the quota is spent, admins
    * exempt), under `actor`'s quota lock.
    */
   function admit<T>(actor: Actor, refusal: (tx: Orm) => Promise<AppError | undefined>, write: (tx: Orm) => Promise<T>): Promise<T> {
-    return store.underQuotaLock(actor.id, async (tx) => {
+    return repository.underQuotaLock(actor.id, async (tx) => {
       const refused = actor.admin ? undefined : await refusal(tx);
       if (refused) throw refused;
       return write(tx);
@@ -35,7 +35,7 @@ export function createAgentUsage(deps: { store: AgentStore; clock: Clock; config
     admitSession<T>(actor: Actor, insert: (tx: Orm) => Promise<T>): Promise<T> {
       return admit(
         actor,
-        async (tx) => ((await store.sessionCount(actor.id, tx)) >= config.quotaSessions ? quotaExceeded('sessions', config.quotaSessions) : undefined),
+        async (tx) => ((await repository.sessionCount(actor.id, tx)) >= config.quotaSessions ? quotaExceeded('sessions', config.quotaSessions) : undefined),
         insert,
       );
     },
@@ -51,7 +51,7 @@ export function createAgentUsage(deps: { store: AgentStore; clock: Clock; config
         async (tx) => {
           const now = clock.now();
           const dayStart = new Date(now - (now % DAY_MS)).toISOString();
-          return (await store.tokensSince(actor.id, dayStart, tx)) + inFlight >= config.dailyTokens ? quotaExceeded('dailyTokens', config.dailyTokens) : undefined;
+          return (await repository.tokensSince(actor.id, dayStart, tx)) + inFlight >= config.dailyTokens ? quotaExceeded('dailyTokens', config.dailyTokens) : undefined;
         },
         start,
       );
@@ -61,7 +61,7 @@ export function createAgentUsage(deps: { store: AgentStore; clock: Clock; config
     async record(turn: { actor: string; sessionId: string; model: string }, usage: Usage) {
       if (usage.totalTokens <= 0) return;
       try {
-        await store.recordUsage({
+        await repository.recordUsage({
           id: newId('use', clock),
           actor: turn.actor,
           sessionId: turn.sessionId,
@@ -76,3 +76,5 @@ export function createAgentUsage(deps: { store: AgentStore; clock: Clock; config
     },
   };
 }
+
+export type AgentUsage = ReturnType<typeof createAgentUsage>;

@@ -6,7 +6,7 @@ import type { ToolSet } from 'ai';
 import { AppError } from '../../../platform/errors';
 import { errorFields, isoNow, type Clock, type Logger } from '../../../platform/runtime';
 import type { Approval, DecisionInput, ToolApproval } from './agent.model';
-import type { AgentStore } from './agent.store';
+import type { AgentRepository } from './agent.repository';
 import type { AgentApprovalRow } from './agent.tables';
 import type { Decision, PendingCall } from './agent.turn';
 
@@ -30,14 +30,14 @@ export function approvalView(r: AgentApprovalRow): Approval {
 const decisionOf = (r: AgentApprovalRow): Decision =>
   r.status === 'approved' ? { approved: true } : { approved: false, reason: `The call was denied: ${r.reason ?? 'no reason given'}` };
 
-export function createApprovals(deps: { store: AgentStore; clock: Clock; timeoutMs: number; log: Logger }) {
-  const { store, clock } = deps;
+export function createApprovals(deps: { repository: AgentRepository; clock: Clock; timeoutMs: number; log: Logger }) {
+  const { repository, clock } = deps;
   /** One waiting turn per session: `check` settles it once nothing of its message is pending. */
   const waiting = new Map<string, { messageId: string; check(): Promise<void> }>();
 
   async function settle(id: string, status: 'approved' | 'denied', reason: string | null, by: string): Promise<boolean> {
-    const ok = await store.decideApproval(id, { status, reason, decidedBy: by, decidedAt: isoNow(clock) });
-    const row = ok ? await store.approval(id) : undefined;
+    const ok = await repository.decideApproval(id, { status, reason, decidedBy: by, decidedAt: isoNow(clock) });
+    const row = ok ? await repository.approval(id) : undefined;
     if (row) await waiting.get(row.sessionId)?.check();
     return ok;
   }
@@ -55,7 +55,7 @@ export function createApprovals(deps: { store: AgentStore; clock: Clock; timeout
       // Handled: it may reject (an abort) before it is awaited below.
       done.promise.catch(() => undefined);
       const check = async () => {
-        const rows = (await Promise.all(ids.map((id) => store.approval(id)))).filter((r): r is AgentApprovalRow => !!r);
+        const rows = (await Promise.all(ids.map((id) => repository.approval(id)))).filter((r): r is AgentApprovalRow => !!r);
         // Not all stored yet (a decision came while `wait` stores them): the check at its end settles.
         if (rows.length < ids.length || rows.some((r) => r.status === 'pending')) return;
         done.resolve(new Map(rows.map((r) => [r.id, decisionOf(r)])));
@@ -63,7 +63,7 @@ export function createApprovals(deps: { store: AgentStore; clock: Clock; timeout
       const onAbort = async () => {
         try {
           if (turn.signal.reason !== SUSPENDED) {
-            for (const id of ids) await store.decideApproval(id, { status: 'denied', reason: 'the turn ended before a decision', decidedBy: 'keel', decidedAt: isoNow(clock) });
+            for (const id of ids) await repository.decideApproval(id, { status: 'denied', reason: 'the turn ended before a decision', decidedBy: 'keel', decidedAt: isoNow(clock) });
           }
         } catch (e) {
           deps.log.warn('agent approvals not denied at the end of their turn', { session: turn.sessionId, ...errorFields(e) });
@@ -78,8 +78,8 @@ export function createApprovals(deps: { store: AgentStore; clock: Clock; timeout
         const now = clock.now();
         const announced: Parameters<typeof announce>[0][] = [];
         for (const c of calls) {
-          if (await store.approval(c.approvalId)) continue;
-          await store.insertApproval({
+          if (await repository.approval(c.approvalId)) continue;
+          await repository.insertApproval({
             id: c.approvalId,
             sessionId: turn.sessionId,
             messageId: turn.messageId,
@@ -95,10 +95,10 @@ export function createApprovals(deps: { store: AgentStore; clock: Clock; timeout
           });
           announced.push({ id: c.approvalId, toolCallId: c.id, name: c.name, input: c.input ?? null });
         }
-        await store.setStatus(turn.sessionId, 'awaiting_approval');
+        await repository.setStatus(turn.sessionId, 'awaiting_approval');
         for (const a of announced) announce(a);
         for (const id of ids) {
-          const row = await store.approval(id);
+          const row = await repository.approval(id);
           if (row?.status !== 'pending') continue;
           // Timers count from the stored expiry, so a restart neither resets nor loses them.
           const left = Math.max(0, Date.parse(row.expiresAt) - clock.now());
@@ -116,31 +116,31 @@ export function createApprovals(deps: { store: AgentStore; clock: Clock; timeout
         turn.signal.removeEventListener('abort', listener);
         for (const t of timers) clearTimeout(t);
         waiting.delete(turn.sessionId);
-        await store.setStatus(turn.sessionId, 'active');
+        await repository.setStatus(turn.sessionId, 'active');
       }
     },
 
     async list(sessionId: string, all: boolean): Promise<Approval[]> {
-      return (await store.approvals(sessionId, !all)).map(approvalView);
+      return (await repository.approvals(sessionId, !all)).map(approvalView);
     },
 
     /** A person's decision; the session was checked to be the caller's. */
     async decide(sessionId: string, aid: string, by: string, input: DecisionInput): Promise<Approval> {
-      const row = await store.approval(aid);
+      const row = await repository.approval(aid);
       if (!row || row.sessionId !== sessionId) throw new AppError('APPROVAL_NOT_FOUND', 'approval not found in this session');
       if (row.status !== 'pending' || !waiting.has(sessionId)) {
         throw new AppError('APPROVAL_DECIDED', 'this approval is not waiting for a decision any more', { id: aid, status: row.status });
       }
       const status = input.decision === 'approve' ? 'approved' : 'denied';
       if (!(await settle(aid, status, input.decision === 'deny' ? (input.reason ?? null) : null, by))) {
-        throw new AppError('APPROVAL_DECIDED', 'this approval is not waiting for a decision any more', { id: aid, status: (await store.approval(aid))?.status ?? 'denied' });
+        throw new AppError('APPROVAL_DECIDED', 'this approval is not waiting for a decision any more', { id: aid, status: (await repository.approval(aid))?.status ?? 'denied' });
       }
-      return approvalView((await store.approval(aid))!);
+      return approvalView((await repository.approval(aid))!);
     },
 
     /** Messages of turns paused for approval (to take up again at start-up). */
     async pendingMessages(sessionId: string): Promise<Set<string>> {
-      return new Set((await store.approvals(sessionId, true)).map((r) => r.messageId));
+      return new Set((await repository.approvals(sessionId, true)).map((r) => r.messageId));
     },
   };
 }

@@ -1,4 +1,4 @@
-// Sends one signed request and reports what happened; nothing about retries or state (outbox.ts).
+// Sends one signed request and reports what happened; nothing about retries or state (dispatcher.ts).
 // The request goes through the platform's pinned fetch (platform/net/pinned-fetch.ts): the target's
 // name is resolved once, every address checked against the policy, and the socket dialled to exactly
 // those addresses, so a DNS answer that changes between the check and the connection (rebinding)

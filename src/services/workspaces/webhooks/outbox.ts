@@ -1,30 +1,19 @@
-// The one orchestrator of deliveries. Events become delivery rows (the outbox) the moment they are
-// received; a dispatcher claims due rows with a lease, signs and sends them (deliver.ts), records
-// an attempt row, and moves each delivery to delivered, a later retry, or failed in one
-// transaction. Rows outlive the process: after a restart, attempts cut short are recorded as
-// interrupted and sent again, so nothing pending is lost.
-//
-// Order: deliveries that share an order key (one workspace, per registration) go out one at a time
-// in the order they were received: only the oldest pending one of a key (its head) is sent, and the
-// next becomes head when it is delivered or failed for good. Pings and redeliveries have no key.
-import { and, desc, eq, inArray, isNotNull, isNull, lt, lte, or } from 'drizzle-orm';
+// The outbox: every webhook delivery is a row written the moment its event is received and kept until
+// it is delivered or failed for good. Its intake (intake.ts) writes the rows, its dispatcher
+// (dispatcher.ts) sends them; this wires the two (the intake tells the dispatcher what it wrote, the
+// dispatcher tells the intake which webhook it disabled) and answers as one object.
 import type { Bus } from '../../../platform/bus/bus';
-import type { WorkspaceEventPayload, WORKSPACE_EVENTS } from '../../../platform/bus/subjects';
-import { createEventInbox } from '../../../platform/bus/event-outbox';
-import type { Orm, Store } from '../../../platform/store';
-import { isoNow, newId, errorFields, type Clock, type Logger } from '../../../platform/runtime';
-import type { Deliverer, SendResult } from './deliver';
-import { outboxQueries } from './outbox.queries';
-import { nextDelayMs, retryAfterMs } from './retry-schedule';
-import { createTurns } from './turns';
-import { deliveryHeaders } from './signer';
+import type { Store } from '../../../platform/store';
+import type { Clock, Logger } from '../../../platform/runtime';
+import type { Deliverer } from './deliver';
+import { createDispatcher } from './dispatcher';
+import { createIntake } from './intake';
 import type { WebhooksConfig } from './webhooks.config';
-import { webhooksTables, type DeliveryRow, type DisabledReason, type RegistrationRow } from './webhooks.tables';
-
-type WorkspaceSubject = (typeof WORKSPACE_EVENTS)[number];
+import type { WebhooksRepository } from './webhooks.repository';
 
 export interface OutboxDeps {
   store: Store;
+  repository: WebhooksRepository;
   clock: Clock;
   log: Logger;
   config: WebhooksConfig;
@@ -33,421 +22,27 @@ export interface OutboxDeps {
   random?: () => number;
 }
 
-/** Longest wait between two looks at the table when nothing is due (another process may have added rows). */
-const IDLE_POLL_MS = 1000;
-/** Beyond the request's own time limit, how long a claimed delivery stays leased before another dispatcher may take it. */
-const LEASE_MARGIN_MS = 10_000;
-/** At shutdown, how long attempts in flight may take to finish; the rest are resent after the restart. */
-const STOP_GRACE_MS = 5_000;
-
-type Claimed = DeliveryRow & { url: string; secret: string };
-
-/** A check run in the transaction of a write it guards (the pending quota of pings and redeliveries); throws to refuse. */
-export type Admit = (tx: Orm) => Promise<void>;
-
-/** The delivery body of a workspace event (the spec's payload: event, timestamp, workspace.id, workspace.status). */
-export function workspaceEventBody(p: WorkspaceEventPayload): string {
-  const { id, name, status, reason } = p.workspace;
-  return JSON.stringify({ event: p.event, timestamp: p.timestamp, workspace: { id, name, status, ...(reason ? { reason } : {}) } });
-}
-
-const subscribes = (reg: RegistrationRow, event: string) => reg.events.includes('*') || reg.events.includes(event);
-
 export function createOutbox(deps: OutboxDeps) {
-  const { store, clock, log, config, deliverer } = deps;
-  const orm = store.orm;
   const random = deps.random ?? Math.random;
-  const leaseMs = config.timeoutMs + LEASE_MARGIN_MS;
-  const { deliveries, registrations, attempts, eventInbox } = webhooksTables(store.dialect);
-
-  const q = outboxQueries(store);
-  const seen = createEventInbox({ store, table: eventInbox, clock });
-
-  /**
-   * Writing a delivery of an order key and ending one (which makes the next its head) take this lock
-   * in their transaction: on PostgreSQL they could otherwise interleave (the new one sees the old one
-   * pending, the old one's end does not yet see the new one) and leave a key without a head. SQLite's
-   * transactions already take turns.
-   */
-  const lockOrder = (tx: Orm, registrationId: string, orderKey: string) => store.lock(tx, `webhooks-order:${registrationId}:${orderKey}`);
-
-  // ---- writing the outbox ------------------------------------------------------------------
-
-  async function insertDelivery(tx: Orm, registrationId: string, event: string, body: string, orderKey: string | null): Promise<DeliveryRow> {
-    // A delivery is head of its key when nothing of that key is pending before it.
-    if (orderKey !== null) await lockOrder(tx, registrationId, orderKey);
-    const head = orderKey === null || (await q.pendingOfKey(tx, registrationId, orderKey)) === undefined;
-    return q.insertRow(tx, {
-      id: newId('msg', clock),
-      reg: registrationId,
-      event,
-      key: orderKey,
-      head,
-      payload: body,
-      at: clock.now() + (nextDelayMs(config.retrySchedule, 0, random) ?? 0),
-      createdAt: isoNow(clock),
-    });
-  }
-
-  /**
-   * One delivery per active registration that subscribes to `event` and may see the workspace of
-   * `owner`, written through `tx`. Returns how many rows were written.
-   */
-  async function writeEvent(tx: Orm, event: string, owner: string, body: string, orderKey: string | null, except?: string): Promise<number> {
-    const targets = (await q.activeRegistrations(tx)).filter((r) => r.id !== except && (r.owner === owner || r.allWorkspaces) && subscribes(r, event));
-    for (const reg of targets) await insertDelivery(tx, reg.id, event, body, orderKey);
-    return targets.length;
-  }
-
-  /** writeEvent() in a transaction of its own; the dispatcher is woken once it committed. */
-  async function enqueueEvent(event: string, owner: string, body: string, orderKey: string | null, except?: string): Promise<number> {
-    const n = await store.transaction((tx) => writeEvent(tx, event, owner, body, orderKey, except));
-    if (n > 0) wake();
-    return n;
-  }
-
-  /** A delivery to one registration whatever it subscribes to (ping), written only if `admit` lets it. */
-  async function enqueueTo(reg: Pick<RegistrationRow, 'id'>, event: string, body: string, admit?: Admit): Promise<DeliveryRow> {
-    const row = await store.transaction(async (tx) => {
-      await admit?.(tx);
-      return insertDelivery(tx, reg.id, event, body, null);
-    });
-    wake();
-    return row;
-  }
-
-  /**
-   * Sends a delivery again with the same id. An ended one is sent at once, outside the order (an
-   * explicit request of its owner), if `admit` lets it; a pending one keeps its place and is due now,
-   * in a new round.
-   */
-  async function redeliver(seq: number, admit?: Admit): Promise<'queued' | 'in-flight'> {
-    const now = clock.now();
-    const free = or(isNull(deliveries.leaseUntil), lte(deliveries.leaseUntil, now));
-    const res = await store.transaction(async (tx) => {
-      const d = await q.deliveryBySeq(tx, seq);
-      if (!d) return 0;
-      if (d.status !== 'pending') await admit?.(tx);
-      const set = d.status === 'pending' ? { roundAttempts: 0, nextAttemptAt: now } : { status: 'pending' as const, orderKey: null, head: true, roundAttempts: 0, nextAttemptAt: now };
-      // Conditional: an attempt in flight (its lease) leaves the row as it is.
-      return (await tx.update(deliveries).set(set).where(and(eq(deliveries.seq, seq), free)).returning({ seq: deliveries.seq })).length;
-    });
-    if (res === 0) return 'in-flight';
-    wake();
-    return 'queued';
-  }
-
-  /** Ends every pending delivery of a registration that no longer receives (disabled or turned off). */
-  async function failPending(registrationId: string, why: string) {
-    await store.transaction((tx) =>
-      tx
-        .update(deliveries)
-        .set({ status: 'failed', head: false, lastError: why, leaseUntil: null })
-        .where(and(eq(deliveries.registrationId, registrationId), eq(deliveries.status, 'pending'))),
-    );
-  }
-
-  // ---- the state machine ---------------------------------------------------------------------
-
-  const turns = createTurns(config.hookConcurrency);
-
-  /** Each registration with a pending head not in flight, and when that head is due. */
-  async function waiting(db: Orm, now: number): Promise<{ reg: string; seq: number; at: number }[]> {
-    const out: { reg: string; seq: number; at: number }[] = [];
-    let after = '';
-    for (let r = await q.nextRegistrationWithHeads(db, after); r; r = await q.nextRegistrationWithHeads(db, after)) {
-      after = r.reg;
-      const head = await q.firstHeadOf(db, r.reg, now);
-      if (head) out.push({ reg: r.reg, seq: head.seq, at: head.at });
-    }
-    return out;
-  }
-
-  /**
-   * Claims up to `limit` due deliveries, in turns: each gets a lease and its attempt is counted before
-   * it is sent. Each lease is one conditional UPDATE ... RETURNING, so a delivery another dispatcher
-   * took meanwhile is passed over, never taken twice; the transaction makes the batch one commit.
-   */
-  async function claim(limit: number): Promise<Claimed[]> {
-    const now = clock.now();
-    const at = new Date(now).toISOString();
-    const claimed = await store.transaction(async (tx) => {
-      const out: Claimed[] = [];
-      const taken = new Map<string, number>();
-      const queue = turns.order((await waiting(tx, now)).filter((r) => r.at <= now)).map((r) => r.reg);
-      // Round after round, one delivery per registration per round, until the slots or the due ones run out.
-      while (out.length < limit && queue.length > 0) {
-        const reg = queue.shift()!;
-        const head = await q.firstHeadOf(tx, reg, now);
-        const row = head && head.at <= now ? await q.lease(tx, { seq: head.seq, now, until: now + leaseMs, at }) : undefined;
-        const target = row && (await q.target(tx, reg));
-        if (!row || !target) continue; // nothing else due for it
-        out.push({ ...row, ...target });
-        const n = (taken.get(reg) ?? 0) + 1;
-        taken.set(reg, n);
-        if (turns.hasRoom(reg, n)) queue.push(reg);
-      }
-      return out;
-    });
-    for (const d of claimed) turns.took(d.registrationId);
-    return claimed;
-  }
-
-  async function attempt(d: Claimed): Promise<void> {
-    const startedAt = isoNow(clock);
-    const headers = deliveryHeaders({
-      secret: d.secret,
-      deliveryId: d.id,
-      event: d.event,
-      body: d.payload,
-      timestampSeconds: Math.floor(clock.now() / 1000),
-    });
-    const result = await deliverer.send({ url: d.url, headers, body: d.payload });
-    if (closed) return; // the database is gone; the lease makes the next start send it again
-    try {
-      await record(d, startedAt, result);
-    } catch (e) {
-      log.error('recording a webhook attempt failed', { delivery: d.id, ...errorFields(e) });
-    }
-  }
-
-  /** The outcome of one attempt, written in one transaction; a registration disabled by it is reported after the commit. */
-  async function record(d: Claimed, startedAt: string, r: SendResult) {
-    const now = clock.now();
-    const at = new Date(now).toISOString();
-    const disabled = await store.transaction(async (tx): Promise<{ reg: RegistrationRow; reason: DisabledReason } | undefined> => {
-      // A pending delivery's key does not change: the lease's copy names it.
-      if (d.orderKey !== null) await lockOrder(tx, d.registrationId, d.orderKey);
-      const current = await q.deliveryBySeq(tx, d.seq);
-      if (!current) return undefined; // its registration was deleted meanwhile
-      const reg = (await q.registrationById(tx, d.registrationId))!;
-      await q.insertAttempt(tx, {
-        seq: d.seq,
-        attempt: d.attempts,
-        startedAt,
-        durationMs: r.durationMs,
-        responseStatus: r.status,
-        error: r.error?.message ?? null,
-        responseBody: r.bodySnippet || null,
-      });
-      const ok = r.status !== null && r.status >= 200 && r.status < 300;
-      const fields = {
-        responseStatus: r.status,
-        lastError: ok ? null : (r.error?.message ?? `HTTP ${r.status}`),
-        durationMs: r.durationMs,
-      };
-      const ended = async () => {
-        if (current.orderKey !== null) await q.promoteNext(tx, current.registrationId, current.orderKey);
-      };
-      if (ok) {
-        await q.markOutcome(tx, d.seq, fields, { status: 'delivered', at });
-        await ended();
-        await q.clearFailing(tx, reg.id);
-        return undefined;
-      }
-      const failingSince = reg.failingSince ?? now;
-      let reason: DisabledReason | undefined;
-      if (r.status === 410) reason = 'gone';
-      else if (now - failingSince >= config.disableAfterMs) reason = 'failing';
-      let delay = reason ? null : nextDelayMs(config.retrySchedule, current.roundAttempts, random);
-      if (delay !== null && (r.status === 429 || r.status === 503)) delay = Math.max(delay, retryAfterMs(r.retryAfter, now) ?? 0);
-      if (delay === null) {
-        await q.markOutcome(tx, d.seq, fields, { status: 'failed' });
-        await ended();
-      } else await q.markOutcome(tx, d.seq, fields, { status: 'retry', at: now + delay });
-      if (reason && reg.active) {
-        await tx.update(registrations).set({ active: false, disabledReason: reason, disabledAt: at, failingSince, updatedAt: at }).where(eq(registrations.id, reg.id));
-        return { reg, reason };
-      }
-      if (reg.failingSince === null) await tx.update(registrations).set({ failingSince }).where(eq(registrations.id, reg.id));
-      return undefined;
-    });
-    if (disabled) await onDisabled(disabled.reg, disabled.reason);
-  }
-
-  /** A registration the receiver (or time) turned off: its pending deliveries end, and its owner's other registrations hear of it. */
-  async function onDisabled(reg: RegistrationRow, reason: DisabledReason) {
-    await failPending(reg.id, 'the registration was disabled');
-    log.warn('webhook registration disabled', { webhook: reg.id, reason });
-    const body = JSON.stringify({ event: 'webhook.disabled', timestamp: isoNow(clock), webhook: { id: reg.id, reason } });
-    await enqueueEvent('webhook.disabled', reg.owner, body, null, reg.id);
-  }
-
-  let prunedAt = 0;
-  /**
-   * The log is bounded two ways, by a pass every APP_WEBHOOK_PRUNE_INTERVAL (and at start-up): ended
-   * deliveries (delivered, failed) older than APP_WEBHOOK_RETENTION go, and so do those beyond the
-   * newest APP_WEBHOOK_RETENTION_COUNT of each registration. Their attempts go with them (the foreign
-   * key cascades). Pending deliveries are never pruned: what was said is kept until it is delivered.
-   */
-  async function prune() {
-    prunedAt = clock.now();
-    const ended = inArray(deliveries.status, ['delivered', 'failed']);
-    const before = new Date(prunedAt - config.retentionMs).toISOString();
-    const removeWhere = async (where: ReturnType<typeof and>) =>
-      (await store.transaction((tx) => tx.delete(deliveries).where(where).returning({ seq: deliveries.seq }))).length;
-    let removed = await removeWhere(and(ended, lt(deliveries.createdAt, before)));
-    const ids = (await orm.select({ id: registrations.id }).from(registrations)).map((r) => r.id);
-    turns.keepOnly(new Set(ids));
-    for (const id of ids) {
-      const ofReg = and(eq(deliveries.registrationId, id), ended);
-      // The newest ended delivery past the count; it and everything older of the registration go.
-      const [edge] = await orm.select({ seq: deliveries.seq }).from(deliveries).where(ofReg).orderBy(desc(deliveries.seq)).limit(1).offset(config.retentionCount);
-      if (edge) removed += await removeWhere(and(ofReg, lte(deliveries.seq, edge.seq)));
-    }
-    if (removed > 0) log.info('pruned old webhook deliveries', { count: removed });
-  }
-
-  /** After a crash: attempts that were in flight are recorded as interrupted and become due at once. */
-  async function recoverInterrupted() {
-    const now = clock.now();
-    const count = await store.transaction(async (tx) => {
-      const stuck = await tx.select().from(deliveries).where(and(eq(deliveries.status, 'pending'), isNotNull(deliveries.leaseUntil)));
-      for (const d of stuck) {
-        await tx
-          .insert(attempts)
-          .values({ deliverySeq: d.seq, attempt: d.attempts, startedAt: d.lastAttemptAt ?? isoNow(clock), durationMs: 0, responseStatus: null, error: 'interrupted: Keel stopped before the answer was recorded' });
-        // The interrupted try does not use up a step of the schedule: the receiver may never have seen it.
-        await tx
-          .update(deliveries)
-          .set({ leaseUntil: null, nextAttemptAt: now, roundAttempts: Math.max(0, d.roundAttempts - 1) })
-          .where(eq(deliveries.seq, d.seq));
-      }
-      return stuck.length;
-    });
-    if (count) log.info('resuming interrupted webhook deliveries', { count });
-  }
-
-  // ---- the dispatcher loop -----------------------------------------------------------------
-
-  let running = false;
-  let closed = false;
-  let unsubscribe: (() => void) | undefined;
-  /** The pass of the loop under way; a wake during it asks for another (`again`). */
-  let pumping: Promise<void> | undefined;
-  let again = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const inFlight = new Set<Promise<void>>();
-
-  let wakeQueued = false;
-  /** Runs the loop once after the current I/O turn: attempts ending together are replaced by one claim. */
-  function wake() {
-    if (!running || wakeQueued) return;
-    wakeQueued = true;
-    setImmediate(() => {
-      wakeQueued = false;
-      pump();
-    });
-  }
-
-  function pump() {
-    if (!running) return;
-    if (pumping) {
-      again = true;
-      return;
-    }
-    pumping = (async () => {
-      do {
-        again = false;
-        await pass();
-      } while (again && running);
-    })().finally(() => {
-      pumping = undefined;
-    });
-  }
-
-  /** Fills the free slots with due deliveries, then sleeps until the next one is due. */
-  async function pass() {
-    try {
-      while (running && inFlight.size < config.concurrency) {
-        const limit = config.concurrency - inFlight.size;
-        const batch = await claim(limit);
-        for (const d of batch) {
-          const p: Promise<void> = attempt(d).finally(() => {
-            inFlight.delete(p);
-            turns.done(d.registrationId);
-            wake();
-          });
-          inFlight.add(p);
-        }
-        // Fewer than asked for: nothing else is due now (claiming again would only rescan).
-        if (batch.length < limit) break;
-      }
-    } catch (e) {
-      log.error('webhook dispatcher failed; trying again shortly', errorFields(e));
-    }
-    try {
-      await schedule();
-    } catch (e) {
-      log.error('webhook dispatcher failed; trying again shortly', errorFields(e));
-      clearTimeout(timer);
-      if (running) timer = setTimeout(pump, IDLE_POLL_MS);
-    }
-  }
-
-  /** Sleeps until the next head that waits only for its time (a retry), or the idle poll; with every slot busy, an ending attempt wakes the loop. */
-  async function schedule() {
-    clearTimeout(timer);
-    if (!running) return;
-    if (clock.now() - prunedAt >= config.pruneIntervalMs) {
-      try {
-        await prune();
-      } catch (e) {
-        log.error('pruning webhook deliveries failed', errorFields(e));
-      }
-    }
-    let wait = IDLE_POLL_MS;
-    if (inFlight.size < config.concurrency) {
-      // The next registration with a free slot whose head waits only for its time; a full one is woken by its attempts ending.
-      const now = clock.now();
-      let next = Number.MAX_SAFE_INTEGER;
-      for (const r of turns.order(await waiting(orm, now))) next = Math.min(next, r.at);
-      if (next !== Number.MAX_SAFE_INTEGER) wait = Math.min(IDLE_POLL_MS, Math.max(next - now, 1));
-    }
-    clearTimeout(timer);
-    if (running) timer = setTimeout(pump, wait);
-  }
-
+  const intake = createIntake({ ...deps, random, written: () => dispatcher.wake() });
+  const dispatcher = createDispatcher({ ...deps, random, intake });
   return {
-    enqueueEvent,
-    enqueueTo,
-    /** Pending deliveries of a registration (what APP_WEBHOOK_MAX_PENDING bounds), read through `tx` when given. */
-    pendingOf: (registrationId: string, tx: Orm = orm) => q.pendingCount(tx, registrationId),
-    redeliver,
-    failPending,
-    /**
-     * Turns evt.workspace.* into deliveries (called by start() before its first await). One durable
-     * consumer keeps the events in order, at least once (on NATS from JetStream, those sent while this
-     * service was down too); deliveries and event id share a transaction: a redelivery makes none.
-     */
-    listen(bus: Bus) {
-      unsubscribe ??= bus.consume<WorkspaceSubject>('webhooks', 'evt.workspace.*', async (p) => {
-        let written = 0;
-        await seen.once(p.eventId, async (tx) => {
-          written = await writeEvent(tx, p.event, p.owner, workspaceEventBody(p), `workspace:${p.workspace.id}`);
-        });
-        if (written > 0) wake();
-      });
-    },
+    enqueueEvent: intake.enqueueEvent,
+    enqueueTo: intake.enqueueTo,
+    pendingOf: intake.pendingOf,
+    redeliver: intake.redeliver,
+    failPending: intake.failPending,
+    /** Workspace events from the bus become deliveries (called by start() before its first await). */
+    listen: (bus: Bus) => intake.listen(bus),
     /** Resumes what a previous run left, then sends. */
-    async start() {
-      await recoverInterrupted();
-      running = true;
-      wake();
-    },
-    /** Stops claiming and waits (briefly) for attempts in flight to be recorded; the others keep their lease and are resent at start-up. */
+    start: dispatcher.start,
+    /** Stops taking events, then stops the dispatcher (attempts in flight are waited for, briefly). */
     async stop() {
-      unsubscribe?.();
-      running = false;
-      clearTimeout(timer);
-      // A claim under way ends first: what it leased is in flight below, or resent after the restart.
-      await pumping;
-      await Promise.race([Promise.allSettled([...inFlight]), Bun.sleep(Math.min(config.timeoutMs, STOP_GRACE_MS))]);
-      closed = true;
-      deliverer.close();
+      intake.unlisten();
+      await dispatcher.stop();
     },
     /** For tests and the benchmark: attempts in flight. */
-    inFlight: () => inFlight.size,
+    inFlight: dispatcher.inFlight,
   };
 }
 

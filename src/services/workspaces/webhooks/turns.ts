@@ -1,4 +1,4 @@
-// Turns between registrations for the dispatcher (outbox.ts): a registration has at most
+// Turns between registrations for the dispatcher (dispatcher.ts): a registration has at most
 // APP_WEBHOOK_HOOK_CONCURRENCY attempts in flight, and registrations with something due are served
 // in the order of their last turn (the one served longest ago first, one delivery per turn), so a
 // flooded, slow or failing receiver holds only its own few slots while every other registration is

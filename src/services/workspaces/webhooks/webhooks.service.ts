@@ -1,9 +1,8 @@
 // Webhook rules: registrations owned by their creator (another actor's is 404), validation of
-// targets and event names, the delivery log, ping and redelivery. Sending is outbox.ts's job.
-import { and, asc, count, desc, eq, lt } from 'drizzle-orm';
+// targets and event names, the delivery log, ping and redelivery. Recording deliveries and sending them is the outbox's job (intake.ts, dispatcher.ts).
 import { AppError } from '../../../platform/errors';
 import '../workspaces.errors';
-import type { Orm, Store } from '../../../platform/store';
+import type { Orm } from '../../../platform/store';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
 import type { Outbox } from './outbox';
@@ -19,10 +18,11 @@ import {
   type PatchWebhookInput,
   type WebhookView,
 } from './webhooks.model';
-import { webhooksTables, type DeliveryRow, type DeliveryStatus, type RegistrationRow } from './webhooks.tables';
+import type { WebhooksRepository } from './webhooks.repository';
+import type { DeliveryRow, DeliveryStatus, RegistrationRow } from './webhooks.tables';
 
 export interface WebhooksServiceDeps {
-  store: Store;
+  repository: WebhooksRepository;
   clock: Clock;
   log: Logger;
   config: WebhooksConfig;
@@ -84,9 +84,7 @@ function checkEvents(events: string[]): string[] {
 }
 
 export function createWebhooksService(deps: WebhooksServiceDeps) {
-  const { store, clock, config, outbox } = deps;
-  const orm = store.orm;
-  const { attempts, deliveries, registrations } = webhooksTables(store.dialect);
+  const { repository, clock, config, outbox } = deps;
 
   function checkUrl(url: string) {
     const refusal = urlRefusal(url, deps.policy);
@@ -99,17 +97,14 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
   }
 
   async function getOwned(actor: Actor, id: string): Promise<RegistrationRow> {
-    const [row] = await orm.select().from(registrations).where(eq(registrations.id, id));
+    const row = await repository.registrationById(id);
     if (!row || !canAccess(actor, row.owner)) throw notFound();
     return row;
   }
 
   async function getDelivery(actor: Actor, id: string, deliveryId: string): Promise<DeliveryRow> {
     const reg = await getOwned(actor, id);
-    const [d] = await orm
-      .select()
-      .from(deliveries)
-      .where(and(eq(deliveries.id, deliveryId), eq(deliveries.registrationId, reg.id)));
+    const d = await repository.deliveryOf(reg.id, deliveryId);
     if (!d) throw deliveryNotFound();
     return d;
   }
@@ -121,7 +116,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
    * sharing PostgreSQL too), so two requests cannot both take the last place.
    */
   async function requireRoom(reg: RegistrationRow, tx: Orm) {
-    await store.lock(tx, `webhooks-pending:${reg.id}`);
+    await repository.lockPending(tx, reg.id);
     if ((await outbox.pendingOf(reg.id, tx)) >= config.maxPending) {
       throw quotaExceeded('pendingDeliveries', config.maxPending, 'wait until the receiver has taken some');
     }
@@ -139,30 +134,23 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
       checkSecret(input.secret);
       const events = checkEvents(input.events);
       // Counted in the transaction of the insert below, under the owner's lock, so two creates (in one process or two) cannot both take the last place.
-      const row = await store.transaction(async (tx) => {
+      const row = await repository.transaction(async (tx) => {
         if (!actor.admin) {
-          await store.lock(tx, `webhooks-quota:${actor.id}`);
-          const [owned] = await tx.select({ n: count() }).from(registrations).where(eq(registrations.owner, actor.id));
-          if ((owned?.n ?? 0) >= config.quota) throw quotaExceeded('webhooks', config.quota, 'delete a webhook first');
+          await repository.lockQuota(tx, actor.id);
+          if ((await repository.ownedCount(actor.id, tx)) >= config.quota) throw quotaExceeded('webhooks', config.quota, 'delete a webhook first');
         }
         const now = isoNow(clock);
-        const [inserted] = await tx
-          .insert(registrations)
-          .values({ id: newId('wh', clock), owner: actor.id, allWorkspaces: actor.admin, url: input.url, events, secret: input.secret, active: true, createdAt: now, updatedAt: now })
-          .returning();
-        return inserted!;
+        return repository.insertRegistration(
+          { id: newId('wh', clock), owner: actor.id, allWorkspaces: actor.admin, url: input.url, events, secret: input.secret, active: true, createdAt: now, updatedAt: now },
+          tx,
+        );
       });
       deps.log.info('webhook registered', { webhook: row.id, owner: actor.id, host: new URL(row.url).host });
       return webhookView(row);
     },
 
     async list(actor: Actor): Promise<WebhookView[]> {
-      const rows = await orm
-        .select()
-        .from(registrations)
-        .where(actor.admin ? undefined : eq(registrations.owner, actor.id))
-        .orderBy(asc(registrations.createdAt), asc(registrations.id));
-      return rows.map(webhookView);
+      return (await repository.registrations(actor.admin ? null : actor.id)).map(webhookView);
     },
 
     get: async (actor: Actor, id: string): Promise<WebhookView> => webhookView(await getOwned(actor, id)),
@@ -179,7 +167,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
       if (input.secret !== undefined) set.secret = input.secret;
       if (input.active === true && !reg.active) Object.assign(set, { active: true, disabledReason: null, disabledAt: null, failingSince: null });
       if (input.active === false && reg.active) Object.assign(set, { active: false, disabledReason: 'manual', disabledAt: now });
-      const [row] = await store.transaction((tx) => tx.update(registrations).set(set).where(eq(registrations.id, reg.id)).returning());
+      const row = await repository.transaction((tx) => repository.updateRegistration(reg.id, set, tx));
       if (!row) throw notFound(); // deleted meanwhile
       if (input.active === false && reg.active) await outbox.failPending(reg.id, 'the registration was turned off');
       return webhookView(row);
@@ -188,7 +176,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
     async remove(actor: Actor, id: string): Promise<{ id: string; deleted: true }> {
       const reg = await getOwned(actor, id);
       // Deliveries and attempts go with it (foreign keys cascade); an attempt in flight finds nothing to record.
-      await store.transaction((tx) => tx.delete(registrations).where(eq(registrations.id, reg.id)));
+      await repository.transaction((tx) => repository.deleteRegistration(reg.id, tx));
       return { id: reg.id, deleted: true };
     },
 
@@ -203,22 +191,16 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
       const reg = await getOwned(actor, id);
       let beforeSeq = Number.MAX_SAFE_INTEGER;
       if (q.before !== undefined) {
-        const [cursor] = await orm.select({ seq: deliveries.seq }).from(deliveries).where(and(eq(deliveries.id, q.before), eq(deliveries.registrationId, reg.id)));
+        const cursor = await repository.deliveryOf(reg.id, q.before);
         if (!cursor) throw invalid('before does not name a delivery of this webhook', '/before');
         beforeSeq = cursor.seq;
       }
-      const rows = await orm
-        .select()
-        .from(deliveries)
-        .where(and(eq(deliveries.registrationId, reg.id), lt(deliveries.seq, beforeSeq), q.status ? eq(deliveries.status, q.status) : undefined))
-        .orderBy(desc(deliveries.seq))
-        .limit(q.limit ?? 50);
-      return rows.map(deliveryView);
+      return (await repository.deliveriesPage(reg.id, { beforeSeq, status: q.status, limit: q.limit ?? 50 })).map(deliveryView);
     },
 
     async delivery(actor: Actor, id: string, deliveryId: string): Promise<DeliveryDetailView> {
       const d = await getDelivery(actor, id, deliveryId);
-      const rows = await orm.select().from(attempts).where(eq(attempts.deliverySeq, d.seq)).orderBy(asc(attempts.id));
+      const rows = await repository.attemptsOf(d.seq);
       const history = rows.map((a) => ({ attempt: a.attempt, startedAt: a.startedAt, durationMs: a.durationMs, responseStatus: a.responseStatus, error: a.error, responseBody: a.responseBody }));
       return { ...deliveryView(d), payload: JSON.parse(d.payload), history };
     },
@@ -231,7 +213,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
       if ((await outbox.redeliver(d.seq, (tx) => requireRoom(reg, tx))) === 'in-flight') {
         throw new AppError('DELIVERY_IN_FLIGHT', 'an attempt of this delivery is in flight; redeliver it once that attempt ends');
       }
-      const [now] = await orm.select().from(deliveries).where(eq(deliveries.seq, d.seq));
+      const now = await repository.deliveryBySeq(d.seq);
       if (!now) throw deliveryNotFound(); // its webhook was deleted meanwhile
       return deliveryView(now);
     },

@@ -1,6 +1,6 @@
-// The agent tables' queries, on SQLite or PostgreSQL (platform/store.ts). A turn's events reach this
-// store through one writer per turn (agent.service.ts), in their order; a follower is handed an event
-// only once it is stored, so what a client saw is what is stored.
+// Every query of the agent feature, on the platform Store (SQLite or PostgreSQL), its tables resolved
+// once. A turn's events reach it through the turn's one writer (turn-runner.ts), in their order; a
+// follower is handed an event only once it is stored, so what a client saw is what is stored.
 import { and, asc, count, desc, eq, gt, gte, isNull, lt, sql, sum } from 'drizzle-orm';
 import type { Orm, Store } from '../../../platform/store';
 import { agentTables, type AgentApprovalRow, type AgentMessageRow, type AgentSessionRow, type AgentUsageRow } from './agent.tables';
@@ -24,7 +24,7 @@ export interface StoredEvent {
   data: string;
 }
 
-export function createAgentStore(store: Store) {
+export function createAgentRepository(store: Store) {
   const db = store.orm;
   const { agentApprovals, agentEvents, agentMessages, agentSessions, agentUsage } = agentTables(store.dialect);
   const first = async <T>(q: Promise<T[]>): Promise<T | undefined> => (await q)[0];
@@ -191,4 +191,4 @@ export function createAgentStore(store: Store) {
   };
 }
 
-export type AgentStore = ReturnType<typeof createAgentStore>;
+export type AgentRepository = ReturnType<typeof createAgentRepository>;
