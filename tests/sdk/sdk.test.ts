@@ -1,0 +1,81 @@
+// @keel/sdk as users get it: packed with npm, installed into a fresh Node project, run by `node`
+// (not Bun) against a real Keel on the test Docker engine and the fake OpenAI-compatible provider:
+// create, commands streamed, files (text, binary, a 50 MB stream) read back byte-identical,
+// processes with stdin and kill, a preview fetched, pause/resume, a snapshot, an agent turn with an
+// approval, a turn's stream cut and resumed, delete, and KeelError for an error answer.
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { FAKE_KEY, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
+import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
+import { closeAndClean } from '../helpers/workspaces';
+import { nodeProject, run } from './sdk-helpers';
+
+let p: TestPlatform;
+let fake: FakeOpenAI;
+let project: Awaited<ReturnType<typeof nodeProject>>;
+
+beforeAll(async () => {
+  requireTestEnv('DOCKER_HOST');
+  fake = startFakeOpenAI();
+  [p, project] = await Promise.all([
+    startTestPlatform({ services: ['workspaces'], env: { OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: FAKE_KEY, APP_AGENT_PROVIDER_RETRIES: '0', APP_WORKSPACE_PORT_RANGE: '23400-23489' } }),
+    nodeProject(['sdk-script.mjs']),
+  ]);
+}, 120_000);
+afterAll(async () => {
+  await closeAndClean(p);
+  fake?.close();
+  project?.remove();
+}, 60_000);
+
+test('the packed SDK does every call of the contract from plain Node', async () => {
+  const name = `sdk-${Date.now().toString(36)}`;
+  const r = await run(['node', 'sdk-script.mjs'], { cwd: project.dir, env: { KEEL_URL: p.url('workspaces'), KEEL_TOKEN: p.token('alice'), WS_NAME: name }, timeoutMs: 110_000 });
+  expect(r.err).toBe('');
+  expect(r.code).toBe(0);
+  const out = JSON.parse(r.out.trim().split('\n').at(-1)!);
+
+  expect(out.notFound).toEqual({ isKeelError: true, status: 404, code: 'WORKSPACE_NOT_FOUND', hasMessage: true });
+  expect(out.created).toMatchObject({ status: 'running', name, template: 'minimal', hasCommands: true });
+  expect(out.created.id).toMatch(/^ws_/);
+  expect(out.listed).toBe(true);
+  expect(out.got).toBe('running');
+
+  expect(out.run).toEqual({ exitCode: 7, stdout: 'out héllo\n/tmp\n', stderr: 'err\n', streamedOut: 'out héllo\n/tmp\n', streamedErr: 'err\n', allText: true });
+  expect(out.timeout).toEqual({ exitCode: 124, timedOut: true });
+
+  expect(out.text).toBe('text ✓\n');
+  expect(out.binaryEqual).toBe(true);
+  expect(out.stream).toEqual({ size: 50 * 1024 * 1024, got: 50 * 1024 * 1024, equal: true });
+  expect(out.list).toEqual(['a.txt:file:9', 'b.bin:file:4096', 'big.bin:file:52428800']);
+  expect(out.removed).toBe('FILE_NOT_FOUND');
+
+  expect(out.process.echoed).toBe('ping\n');
+  expect(out.process.wait).toEqual({ exitCode: 137 });
+  expect(out.exited).toEqual({ exitCode: 3 });
+
+  expect(out.preview).toMatchObject({ port: 8090, status: 200, body: 'previewed by the sdk' });
+  expect(out.preview.url).toMatch(/^http:\/\/[0-9a-f]{40}\.localhost:\d+\/$/);
+
+  expect(out.paused).toBe('paused');
+  expect(out.resumed).toBe('running');
+  expect(out.snapshot).toMatchObject({ name: 'sdk-snap', workspaceId: out.created.id });
+
+  // The approval came first, the call ran once approved, the turn ended with done.
+  expect(out.agent.types[0]).toBe('approval');
+  expect(out.agent.types).toContain('tool');
+  expect(out.agent.types.at(-1)).toBe('done');
+  expect(out.agent.tool).toMatchObject({ exitCode: 0, stdout: 'approved-by-sdk\n' });
+  expect(out.agent.done).toContain('approved-by-sdk');
+  expect(out.agent.ids.every((id: string) => /^\d+$/.test(id))).toBe(true);
+
+  // Cut after the first event, resumed: nothing missed, nothing twice.
+  expect(out.resume.cut).toBe(true);
+  expect(out.resume.types.at(-1)).toBe('done');
+  expect(out.resume.ids).toEqual([...out.resume.ids].sort((a: number, b: number) => a - b));
+  expect(new Set(out.resume.ids).size).toBe(out.resume.ids.length);
+  expect(out.resume.deltas).toBe('You said: one two three four five six');
+  expect(out.resume.done).toBe(out.resume.deltas);
+
+  expect(out.deleted).toMatchObject({ id: out.created.id, deleted: true });
+  expect(out.afterDelete).toBe('WORKSPACE_NOT_FOUND');
+}, 120_000);
