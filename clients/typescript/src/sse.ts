@@ -20,12 +20,19 @@ export async function* readEvents<E extends { event: string; data: unknown } = S
   const queue: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (e) => void queue.push(e) });
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let endsWithCr = false;
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) break;
-      parser.feed(value);
+      if (done) {
+        // A CR the stream ended on is a line end the parser holds back (a LF may have followed it).
+        if (endsWithCr) parser.feed('\n');
+      } else {
+        if (value.length) endsWithCr = value.endsWith('\r');
+        parser.feed(value);
+      }
       while (queue.length) yield toEvent(queue.shift()!) as unknown as E;
+      if (done) break;
     }
   } finally {
     reader.cancel().catch(() => {});
