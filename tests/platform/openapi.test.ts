@@ -181,8 +181,8 @@ describe('a document generators love', () => {
 
   test('each event stream names the schema of its events, one member per event name', () => {
     const streams: [string, string, string, string[]][] = [
-      ['/api/agent/sessions/{id}/events', 'get', 'AgentEvent', ['delta', 'tool', 'done', 'error']],
-      ['/api/agent/sessions/{id}/messages', 'post', 'AgentEvent', ['delta', 'tool', 'done', 'error']],
+      ['/api/agent/sessions/{id}/events', 'get', 'AgentEvent', ['delta', 'tool', 'approval', 'done', 'error']],
+      ['/api/agent/sessions/{id}/messages', 'post', 'AgentEvent', ['delta', 'tool', 'approval', 'done', 'error']],
       ['/api/workspaces/{id}/exec', 'post', 'ExecEvent', ['stdout', 'stderr', 'exit', 'error']],
       ['/api/workspaces/{id}/logs', 'get', 'LogEvent', ['message', 'end', 'dropped', 'error']],
       ['/api/events', 'get', 'WorkspaceStreamEvent', ['workspace', 'ready', 'reset', 'end', 'dropped']],

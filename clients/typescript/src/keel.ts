@@ -499,13 +499,14 @@ export class Terminals {
 
 // ---- agent sessions ----
 
-export type AgentEventType = 'delta' | 'tool' | 'approval' | 'done' | 'error';
-/** One event of a turn: `id` is its event id, `data` the payload the API sends (an approval's id is `data.id`). */
-export interface AgentEvent {
-  type: AgentEventType;
-  id: string;
-  data: any;
-}
+type RawAgentEvent = Schemas['AgentEvent'];
+/**
+ * One event of a turn: `type` its `event:` name, `id` its event id, `data` the payload the API
+ * sends, typed by `type` (`delta`: {content}; `tool`: {id, name, input, output}; `approval`: {id,
+ * toolCallId, name, input}, decided by its `data.id`; `done`: the assistant reply; `error`: the error body).
+ */
+export type AgentEvent = RawAgentEvent extends infer R ? (R extends { event: infer T; data: infer D } ? { type: T; id: string; data: D } : never) : never;
+export type AgentEventType = AgentEvent['type'];
 export type AgentSessionData = Schemas['Session'];
 
 export interface CreateSessionBody {
@@ -555,7 +556,7 @@ export class AgentSession {
         if (!res) res = await this.#http.request('GET', `${this.base}/events`, { headers: last ? { 'last-event-id': last } : {}, signal: opts.signal });
         for await (const e of readEvents(res)) {
           if (e.id !== undefined) last = e.id;
-          const event: AgentEvent = { type: e.event as AgentEventType, id: e.id ?? '', data: e.data };
+          const event = { type: e.event, id: e.id ?? '', data: e.data } as AgentEvent;
           yield event;
           attempt = 0;
           if (event.type === 'done' || event.type === 'error') return;

@@ -1767,6 +1767,21 @@ export interface components {
             data: components["schemas"]["ToolCall"];
         } | {
             /** @enum {string} */
+            event: "approval";
+            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
+            id: string;
+            /** @description a tool call waiting for a decision (toolApproval); the stream stays open meanwhile */
+            data: {
+                /** @description the approval id: decide with POST /api/agent/sessions/{id}/approvals/{aid} */
+                id: string;
+                toolCallId: string;
+                /** @description the tool */
+                name: string;
+                /** @description what the model asked the tool to do */
+                input: unknown;
+            };
+        } | {
+            /** @enum {string} */
             event: "done";
             /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
             id: string;
