@@ -16,6 +16,8 @@ export type {
 
 } from './keel.js';
 export { KeelError } from './errors.js';
+export { Media, Catalog, Library, Playback } from './media.js';
+export type { MediaOptions, ScanBody, ScanResult, LibraryScan, LibraryScanView, PlaybackSession as MediaPlaybackSession } from './media.js';
 export { readEvents, type SseEvent } from './sse.js';
 // The low-level typed client (openapi-fetch, one per service) and the generated schema types.
 export * from './openapi.js';

@@ -3,6 +3,7 @@
 // `send` is an async iterable of events that resumes after a dropped connection. fetch,
 // ReadableStream and (for terminals) WebSocket only: Node >= 20, Bun and browsers alike.
 import { KeelError } from './errors.js';
+import { Media, type MediaOptions } from './media.js';
 import { readEvents, type SseEvent } from './sse.js';
 import type { components } from './generated/workspaces.js';
 
@@ -21,6 +22,8 @@ export interface KeelOptions {
   token?: string;
   /** A fetch of your own (proxies, tests); the global one by default. */
   fetch?: typeof fetch;
+  /** The media services (catalog, library, playback) and their credential (an API key or an access token). */
+  media?: MediaOptions;
 }
 
 interface RequestOptions {
@@ -80,10 +83,17 @@ export class Keel {
   readonly http: Http;
   readonly workspaces: Workspaces;
   readonly agent: { sessions: AgentSessions };
+  readonly #opts: KeelOptions;
+  #media: Media | undefined;
   constructor(opts: KeelOptions = {}) {
+    this.#opts = opts;
     this.http = new Http(opts);
     this.workspaces = new Workspaces(this.http);
     this.agent = { sessions: new AgentSessions(this.http) };
+  }
+  /** Media: `keel.media.catalog.scan()`, `keel.media.library.scan().wait()`, `keel.media.playback.session()`. */
+  get media(): Media {
+    return (this.#media ??= new Media(this.http.url, this.#opts.media, this.#opts.fetch));
   }
 }
 
