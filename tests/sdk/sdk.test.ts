@@ -27,55 +27,77 @@ afterAll(async () => {
   project?.remove();
 }, 60_000);
 
-test('the packed SDK does every call of the contract from plain Node', async () => {
+/** What the script saw: one node run against the platform (a workspace takes seconds; each test reads its part). */
+let out: any;
+
+beforeAll(async () => {
   const name = `sdk-${Date.now().toString(36)}`;
   const r = await run(['node', 'sdk-script.mjs'], { cwd: project.dir, env: { KEEL_URL: p.url('workspaces'), KEEL_TOKEN: p.token('alice'), WS_NAME: name }, timeoutMs: 110_000 });
-  expect(r.err).toBe('');
-  expect(r.code).toBe(0);
-  const out = JSON.parse(r.out.trim().split('\n').at(-1)!);
+  if (r.code !== 0 || r.err) throw new Error(`node sdk-script.mjs exited ${r.code}: ${r.err}`);
+  out = JSON.parse(r.out.trim().split('\n').at(-1)!);
+  out.name = name;
+}, 120_000);
 
+test('an error answer throws KeelError with the status, code and a message', () => {
   expect(out.notFound).toEqual({ isKeelError: true, status: 404, code: 'WORKSPACE_NOT_FOUND', hasMessage: true });
-  expect(out.created).toMatchObject({ status: 'running', name, template: 'minimal', hasCommands: true });
+});
+
+test('create resolves once running with the API fields and the methods; get and list give the same', () => {
+  expect(out.created).toMatchObject({ status: 'running', name: out.name, template: 'minimal', hasCommands: true });
   expect(out.created.id).toMatch(/^ws_/);
   expect(out.listed).toBe(true);
   expect(out.got).toBe('running');
+});
 
+test('commands.run streams decoded text to the callbacks, with env and cwd; a non-zero exit and a timeout resolve', () => {
   expect(out.run).toEqual({ exitCode: 7, stdout: 'out héllo\n/tmp\n', stderr: 'err\n', streamedOut: 'out héllo\n/tmp\n', streamedErr: 'err\n', allText: true });
   expect(out.timeout).toEqual({ exitCode: 124, timedOut: true });
+});
 
+test('files: text, binary and a 50 MB stream come back byte-identical; list and remove', () => {
   expect(out.text).toBe('text ✓\n');
   expect(out.binaryEqual).toBe(true);
   expect(out.stream).toEqual({ size: 50 * 1024 * 1024, got: 50 * 1024 * 1024, equal: true });
   expect(out.list).toEqual(['a.txt:file:9', 'b.bin:file:4096', 'big.bin:file:52428800']);
   expect(out.removed).toBe('FILE_NOT_FOUND');
+});
 
+test('processes: stdin reaches the process, its output the callback; killed it waits with 137, ended with its code', () => {
   expect(out.process.echoed).toBe('ping\n');
   expect(out.process.wait).toEqual({ exitCode: 137 });
   expect(out.exited).toEqual({ exitCode: 3 });
+});
 
+test("a preview's url serves the workspace's HTTP server", () => {
   expect(out.preview).toMatchObject({ port: 8090, status: 200, body: 'previewed by the sdk' });
   expect(out.preview.url).toMatch(/^http:\/\/[0-9a-f]{40}\.localhost:\d+\/$/);
+});
 
+test('pause, resume and snapshot', () => {
   expect(out.paused).toBe('paused');
   expect(out.resumed).toBe('running');
   expect(out.snapshot).toMatchObject({ name: 'sdk-snap', workspaceId: out.created.id });
+});
 
-  // The approval came first, the call ran once approved, the turn ended with done.
+test('an agent turn pauses on its approval, runs the call once approved and ends with done', () => {
   expect(out.agent.types[0]).toBe('approval');
   expect(out.agent.types).toContain('tool');
   expect(out.agent.types.at(-1)).toBe('done');
   expect(out.agent.tool).toMatchObject({ exitCode: 0, stdout: 'approved-by-sdk\n' });
   expect(out.agent.done).toContain('approved-by-sdk');
   expect(out.agent.ids.every((id: string) => /^\d+$/.test(id))).toBe(true);
+});
 
-  // Cut after the first event, resumed: nothing missed, nothing twice.
+test("a turn's stream cut after its first event is resumed: nothing missed, nothing twice", () => {
   expect(out.resume.cut).toBe(true);
   expect(out.resume.types.at(-1)).toBe('done');
   expect(out.resume.ids).toEqual([...out.resume.ids].sort((a: number, b: number) => a - b));
   expect(new Set(out.resume.ids).size).toBe(out.resume.ids.length);
   expect(out.resume.deltas).toBe('You said: one two three four five six');
   expect(out.resume.done).toBe(out.resume.deltas);
+});
 
+test('delete removes the workspace', () => {
   expect(out.deleted).toMatchObject({ id: out.created.id, deleted: true });
   expect(out.afterDelete).toBe('WORKSPACE_NOT_FOUND');
-}, 120_000);
+});
