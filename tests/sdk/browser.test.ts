@@ -1,6 +1,7 @@
 // @keel/sdk in a browser: the installed tarball bundled for the browser by Bun (no Node built-in may
 // be pulled in), loaded into Chromium on a page of the workspace API's origin, then a workspace
-// created, a command streamed, a file written and read back (text and bytes), an error as
+// created, a command streamed, a file written and read back (text and bytes), a terminal typed
+// into and resized, an error as
 // KeelError, the workspace deleted: fetch and ReadableStream only.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
@@ -58,6 +59,16 @@ test('the SDK bundles for the browser without Node built-ins and works there', a
       result.text = await ws.files.readText('b.txt');
       const bytes = await ws.files.read('b.txt');
       result.bytes = bytes instanceof Uint8Array ? bytes.length : -1;
+      // A terminal over the page's WebSocket: typed in, its output decoded, resized, exited.
+      let screen = '';
+      const dec = new TextDecoder();
+      const term = await ws.terminal.open({ cols: 90, rows: 20, onData: (d: Uint8Array) => (screen += dec.decode(d, { stream: true })) });
+      term.write('echo term-$((6*7)); stty size\n');
+      for (let i = 0; i < 100 && !screen.includes('20 90'); i++) await new Promise((r) => setTimeout(r, 50));
+      term.resize(100, 30);
+      term.write('stty size; exit\n');
+      result.closeCode = await term.closed;
+      result.terminal = { answered: screen.includes('term-42'), first: screen.includes('20 90'), resized: screen.includes('30 100') };
       result.deleted = (await ws.delete()).deleted;
       return result;
     },
@@ -69,6 +80,8 @@ test('the SDK bundles for the browser without Node built-ins and works there', a
     run: { exitCode: 2, streamed: 'from-the-browser\n' },
     text: 'typed in a page',
     bytes: 15,
+    closeCode: 1000,
+    terminal: { answered: true, first: true, resized: true },
     deleted: true,
   });
   // The 404 the test asked for is the only complaint the page may log.
