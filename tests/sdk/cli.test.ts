@@ -138,10 +138,11 @@ test('a bad token exits 1 with the API error; login keeps url and token in a 060
   const file = join(home, 'keel', 'config.json');
   expect(() => statSync(file)).toThrow();
 
-  const login = await keel(['login', '--url', p.url('workspaces')], { KEEL_URL: undefined, KEEL_TOKEN: undefined }, `${p.token('bob')}\n`);
+  const bob = p.token('bob');
+  const login = await keel(['login', '--url', p.url('workspaces')], { KEEL_URL: undefined, KEEL_TOKEN: undefined }, `${bob}\n`);
   expect(login.code).toBe(0);
   expect(statSync(file).mode & 0o777).toBe(0o600);
-  expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ url: p.url('workspaces'), token: p.token('bob') });
+  expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ url: p.url('workspaces'), token: bob });
   const listed = await keel(['ws', 'list', '--json'], { KEEL_URL: '', KEEL_TOKEN: '' });
   expect(listed.code).toBe(0);
   expect(JSON.parse(listed.out)).toEqual({ workspaces: [] }); // bob has none
