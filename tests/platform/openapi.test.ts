@@ -46,7 +46,9 @@ describe('each service publishes a valid OpenAPI 3.0 document', () => {
   });
 
   test('the workspace error envelope describes `details` as an object of any values', () => {
-    const envelope = docs.workspaces.paths['/api/workspaces']!.post!.responses['409']!.content!['application/json']!.schema as any;
+    const response = docs.workspaces.paths['/api/workspaces']!.post!.responses['409']!.content!['application/json']!.schema as any;
+    expect(response.allOf[0]).toEqual({ $ref: '#/components/schemas/ErrorEnvelope' });
+    const envelope = docs.workspaces.components!.schemas!.ErrorEnvelope as any;
     const details = envelope.properties.error.properties.details;
     expect(details.type).toBe('object');
     expect(details.patternProperties).toBeUndefined();
@@ -101,9 +103,8 @@ const styleOf = (service: ServiceName) => (service === 'workspaces' ? 'envelope'
 
 /** The `code` enum of an error response's schema (inline envelope, or Problem with its code narrowed). */
 function codesOf(schema: any): string[] | undefined {
-  if (schema?.properties?.error?.properties?.code?.enum) return schema.properties.error.properties.code.enum;
-  const narrowed = (schema?.allOf ?? []).find((s: any) => s.properties?.code?.enum);
-  return narrowed?.properties.code.enum;
+  const narrowed = (schema?.allOf ?? []).find((s: any) => s.properties?.code?.enum ?? s.properties?.error?.properties?.code?.enum);
+  return narrowed?.properties.code?.enum ?? narrowed?.properties.error.properties.code.enum;
 }
 
 describe('a document generators love', () => {
@@ -112,6 +113,21 @@ describe('a document generators love', () => {
       const ids = operations(docs[service]).map(({ op }) => op.operationId);
       expect(ids.sort(), service).toEqual([...OPERATION_IDS[service]].sort());
       for (const { where, op } of operations(docs[service])) expect((op as any)['x-keel-implicit-operation-id'], `${service} ${where}`).toBeUndefined();
+    }
+  });
+
+  test("every error response refers to its service's named error component, narrowed to the operation's codes", () => {
+    for (const service of SERVICES) {
+      const name = styleOf(service) === 'envelope' ? 'ErrorEnvelope' : 'Problem';
+      expect(docs[service].components!.schemas![name], service).toBeDefined();
+      for (const { where, op } of operations(docs[service])) {
+        for (const [status, response] of Object.entries(op.responses ?? {})) {
+          if (Number(status) < 400) continue;
+          const schema = (response as any).content?.[media(styleOf(service))]?.schema;
+          expect(schema?.allOf?.[0], `${service} ${where} ${status}`).toEqual({ $ref: `#/components/schemas/${name}` });
+          expect(codesOf(schema)?.length, `${service} ${where} ${status}`).toBeGreaterThan(0);
+        }
+      }
     }
   });
 

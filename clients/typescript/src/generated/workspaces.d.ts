@@ -2140,17 +2140,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2170,17 +2166,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2200,17 +2192,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description TERMINAL_NOT_FOUND: no live terminal with this id in the workspace (ended, or detached for over 10 minutes)
                              * @enum {string}
                              */
                             code: "TERMINAL_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2289,17 +2277,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2319,17 +2303,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2349,17 +2329,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2426,17 +2402,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2456,17 +2428,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2486,17 +2454,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_EXISTS: a workspace with this name exists (names are unique across owners); PORT_UNAVAILABLE: the port is reserved by another workspace or in use on the host
                              * @enum {string}
                              */
                             code: "WORKSPACE_EXISTS" | "PORT_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2516,17 +2480,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2546,17 +2506,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2576,17 +2532,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2606,17 +2558,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done; CLONE_QUEUE_FULL: too many repo clones run or wait; nothing was created; ISOLATION_UNAVAILABLE: Keel cannot firewall workspace networks here
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE" | "CLONE_QUEUE_FULL" | "ISOLATION_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2680,17 +2628,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2710,17 +2654,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2740,17 +2680,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2770,17 +2706,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2830,17 +2762,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2860,17 +2788,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2890,17 +2814,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2920,17 +2840,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2950,17 +2866,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2980,17 +2892,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3038,17 +2946,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3068,17 +2972,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3098,17 +2998,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3128,17 +3024,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
                              * @enum {string}
                              */
                             code: "INVALID_TRANSITION";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3158,17 +3050,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3188,17 +3076,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3248,17 +3132,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3278,17 +3158,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3308,17 +3184,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3338,17 +3210,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
                              * @enum {string}
                              */
                             code: "INVALID_TRANSITION";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3368,17 +3236,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3398,17 +3262,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3456,17 +3316,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3486,17 +3342,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3516,17 +3368,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3546,17 +3394,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
                              * @enum {string}
                              */
                             code: "INVALID_TRANSITION";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3576,17 +3420,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3606,17 +3446,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3664,17 +3500,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3694,17 +3526,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3724,17 +3552,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3754,17 +3578,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
                              * @enum {string}
                              */
                             code: "INVALID_TRANSITION";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3784,17 +3604,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3814,17 +3630,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3844,17 +3656,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3902,17 +3710,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3932,17 +3736,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3962,17 +3762,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3992,17 +3788,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
                              * @enum {string}
                              */
                             code: "INVALID_TRANSITION";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4022,17 +3814,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4052,17 +3840,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4082,17 +3866,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4151,17 +3931,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4181,17 +3957,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4253,17 +4025,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4283,17 +4051,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4313,17 +4077,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4343,17 +4103,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
                              * @enum {string}
                              */
                             code: "INVALID_TRANSITION";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4373,17 +4129,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4403,17 +4155,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4433,17 +4181,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4463,17 +4207,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4541,17 +4281,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4571,17 +4307,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4601,17 +4333,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4631,17 +4359,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_EXISTS: a workspace with this name exists (names are unique across owners); INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom); PORT_UNAVAILABLE: the port is reserved by another workspace or in use on the host
                              * @enum {string}
                              */
                             code: "WORKSPACE_EXISTS" | "INVALID_TRANSITION" | "PORT_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4661,17 +4385,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4691,17 +4411,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4721,17 +4437,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4751,17 +4463,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done; ISOLATION_UNAVAILABLE: Keel cannot firewall workspace networks here
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE" | "ISOLATION_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4815,17 +4523,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4845,17 +4549,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4907,17 +4607,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4937,17 +4633,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4967,17 +4659,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SNAPSHOT_NOT_FOUND: no snapshot with this id is yours
                              * @enum {string}
                              */
                             code: "SNAPSHOT_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4997,17 +4685,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5055,17 +4739,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5085,17 +4765,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5115,17 +4791,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SNAPSHOT_NOT_FOUND: no snapshot with this id is yours
                              * @enum {string}
                              */
                             code: "SNAPSHOT_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5145,17 +4817,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5208,17 +4876,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5238,17 +4902,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5302,17 +4962,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5332,17 +4988,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5362,17 +5014,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5421,17 +5069,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5451,17 +5095,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5481,17 +5121,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description VOLUME_NOT_FOUND: no kept volume with this name or former workspace id is yours
                              * @enum {string}
                              */
                             code: "VOLUME_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5511,17 +5147,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5541,17 +5173,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5571,17 +5199,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5650,17 +5274,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5680,17 +5300,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5710,17 +5326,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5740,17 +5352,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5770,17 +5378,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5800,17 +5404,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5863,17 +5463,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5893,17 +5489,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description FORBIDDEN: the token is valid but may not do this (admins only)
                              * @enum {string}
                              */
                             code: "FORBIDDEN";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5923,17 +5515,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6013,17 +5601,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6043,17 +5627,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6073,17 +5653,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6103,17 +5679,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6133,17 +5705,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6163,17 +5731,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6193,17 +5757,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6223,17 +5783,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6291,17 +5847,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6321,17 +5873,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6351,17 +5899,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PERMISSION_DENIED: the template's user may not read, write, delete or move this path
                              * @enum {string}
                              */
                             code: "PERMISSION_DENIED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6381,17 +5925,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; FILE_NOT_FOUND: nothing at this path in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "FILE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6411,17 +5951,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first; FILE_CONFLICT: the path is in the way: a non-empty directory without recursive=true, a directory where a file is written, a full disk
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING" | "FILE_CONFLICT";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6441,17 +5977,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description OUTPUT_TOO_LARGE: what Keel would read back from the workspace (a directory listing, a helper's output) is past its bound (details.limit); the read was ended there
                              * @enum {string}
                              */
                             code: "OUTPUT_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6471,17 +6003,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RANGE_NOT_SATISFIABLE: the Range lies outside the file (details.size)
                              * @enum {string}
                              */
                             code: "RANGE_NOT_SATISFIABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6501,17 +6029,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6531,17 +6055,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6561,17 +6081,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6626,17 +6142,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6656,17 +6168,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6686,17 +6194,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PERMISSION_DENIED: the template's user may not read, write, delete or move this path
                              * @enum {string}
                              */
                             code: "PERMISSION_DENIED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6716,17 +6220,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; FILE_NOT_FOUND: nothing at this path in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "FILE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6746,17 +6246,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first; FILE_CONFLICT: the path is in the way: a non-empty directory without recursive=true, a directory where a file is written, a full disk
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING" | "FILE_CONFLICT";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6776,17 +6272,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB; FILE_TOO_LARGE: the upload is larger than APP_FILE_MAX_BYTES (details.limit); nothing was written
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE" | "FILE_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6806,17 +6298,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6836,17 +6324,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6866,17 +6350,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6927,17 +6407,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6957,17 +6433,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6987,17 +6459,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PERMISSION_DENIED: the template's user may not read, write, delete or move this path
                              * @enum {string}
                              */
                             code: "PERMISSION_DENIED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7017,17 +6485,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; FILE_NOT_FOUND: nothing at this path in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "FILE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7047,17 +6511,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first; FILE_CONFLICT: the path is in the way: a non-empty directory without recursive=true, a directory where a file is written, a full disk
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING" | "FILE_CONFLICT";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7077,17 +6537,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7107,17 +6563,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7137,17 +6589,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7205,17 +6653,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7235,17 +6679,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7265,17 +6705,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PERMISSION_DENIED: the template's user may not read, write, delete or move this path
                              * @enum {string}
                              */
                             code: "PERMISSION_DENIED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7295,17 +6731,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; FILE_NOT_FOUND: nothing at this path in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "FILE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7325,17 +6757,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first; FILE_CONFLICT: the path is in the way: a non-empty directory without recursive=true, a directory where a file is written, a full disk
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING" | "FILE_CONFLICT";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7355,17 +6783,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7385,17 +6809,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7415,17 +6835,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7445,17 +6861,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7509,17 +6921,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7539,17 +6947,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7569,17 +6973,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7599,17 +6999,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7674,17 +7070,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7704,17 +7096,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7734,17 +7122,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7764,17 +7148,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7794,17 +7174,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7824,17 +7200,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7854,17 +7226,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7884,17 +7252,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7948,17 +7312,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7978,17 +7338,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8008,17 +7364,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; PROCESS_NOT_FOUND: no process with this id in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "PROCESS_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8038,17 +7390,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8109,17 +7457,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8139,17 +7483,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8169,17 +7509,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; PROCESS_NOT_FOUND: no process with this id in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "PROCESS_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8199,17 +7535,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8265,17 +7597,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8295,17 +7623,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8325,17 +7649,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; PROCESS_NOT_FOUND: no process with this id in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "PROCESS_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8355,17 +7675,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PROCESS_NOT_RUNNING: the process has ended or was lost (details.status)
                              * @enum {string}
                              */
                             code: "PROCESS_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8385,17 +7701,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8415,17 +7727,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8483,17 +7791,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8513,17 +7817,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8543,17 +7843,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; PROCESS_NOT_FOUND: no process with this id in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "PROCESS_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8573,17 +7869,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PROCESS_NOT_RUNNING: the process has ended or was lost (details.status)
                              * @enum {string}
                              */
                             code: "PROCESS_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8603,17 +7895,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8633,17 +7921,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8663,17 +7947,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8693,17 +7973,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8763,17 +8039,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8793,17 +8065,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8823,17 +8091,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8853,17 +8117,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8883,17 +8143,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8913,17 +8169,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8943,17 +8195,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8973,17 +8221,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9033,17 +8277,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9063,17 +8303,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9093,17 +8329,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; TERMINAL_NOT_FOUND: no live terminal with this id in the workspace (ended, or detached for over 10 minutes)
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "TERMINAL_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9123,17 +8355,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9187,17 +8415,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9217,17 +8441,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9247,17 +8467,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9277,17 +8493,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9348,17 +8560,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9378,17 +8586,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9408,17 +8612,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9438,17 +8638,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9468,17 +8664,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9498,17 +8690,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9528,17 +8716,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9587,17 +8771,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9617,17 +8797,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9647,17 +8823,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; PREVIEW_NOT_FOUND: no preview link with this id or secret
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "PREVIEW_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9677,17 +8849,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9757,17 +8925,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9787,17 +8951,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9817,17 +8977,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9909,17 +9065,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9939,17 +9091,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9969,17 +9117,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9999,17 +9143,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10029,17 +9169,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10113,17 +9249,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10143,17 +9275,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10173,17 +9301,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10203,17 +9327,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10261,17 +9381,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10291,17 +9407,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10321,17 +9433,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10351,17 +9459,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10454,17 +9558,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10484,17 +9584,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10514,17 +9610,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10544,17 +9636,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_BUSY: a turn is in flight in this agent session; WORKSPACE_NOT_RUNNING: the workspace is not running; start it first
                              * @enum {string}
                              */
                             code: "SESSION_BUSY" | "WORKSPACE_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10574,17 +9662,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10604,17 +9688,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10634,17 +9714,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INTERNAL_ERROR: an unexpected failure inside Keel
                              * @enum {string}
                              */
                             code: "INTERNAL_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10664,17 +9740,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UPSTREAM_ERROR: the model provider failed
                              * @enum {string}
                              */
                             code: "UPSTREAM_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10694,17 +9766,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SHUTTING_DOWN: Keel is shutting down
                              * @enum {string}
                              */
                             code: "SHUTTING_DOWN";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10767,17 +9835,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10797,17 +9861,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10827,17 +9887,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10857,17 +9913,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10915,17 +9967,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10945,17 +9993,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10975,17 +10019,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11005,17 +10045,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11076,17 +10112,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11106,17 +10138,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11136,17 +10164,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11166,17 +10190,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11242,17 +10262,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11272,17 +10288,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11302,17 +10314,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace; APPROVAL_NOT_FOUND: no tool-call approval with this id in the agent session
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND" | "APPROVAL_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11332,17 +10340,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description APPROVAL_DECIDED: the approval is not waiting any more: decided, timed out, or its turn ended (details.status)
                              * @enum {string}
                              */
                             code: "APPROVAL_DECIDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11362,17 +10366,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11392,17 +10392,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11459,17 +10455,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11489,17 +10481,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11519,17 +10507,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description FORBIDDEN: the token is valid but may not do this (admins only)
                              * @enum {string}
                              */
                             code: "FORBIDDEN";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11549,17 +10533,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11606,17 +10586,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11636,17 +10612,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11666,17 +10638,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11696,17 +10664,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11766,17 +10730,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11796,17 +10756,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11876,17 +10832,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11906,17 +10858,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11936,17 +10884,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11966,17 +10910,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12034,17 +10974,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12064,17 +11000,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12094,17 +11026,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12124,17 +11052,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12182,17 +11106,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12212,17 +11132,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12242,17 +11158,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12272,17 +11184,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12355,17 +11263,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12385,17 +11289,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12415,17 +11315,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12445,17 +11341,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12475,17 +11367,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12542,17 +11430,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12572,17 +11456,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12602,17 +11482,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12632,17 +11508,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_INACTIVE: the webhook is disabled
                              * @enum {string}
                              */
                             code: "WEBHOOK_INACTIVE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12662,17 +11534,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12737,17 +11605,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12767,17 +11631,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12797,17 +11657,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12827,17 +11683,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12906,17 +11758,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12936,17 +11784,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12966,17 +11810,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours; DELIVERY_NOT_FOUND: no delivery with this id for the webhook
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND" | "DELIVERY_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12996,17 +11836,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13064,17 +11900,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13094,17 +11926,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13124,17 +11952,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours; DELIVERY_NOT_FOUND: no delivery with this id for the webhook
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND" | "DELIVERY_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13154,17 +11978,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_INACTIVE: the webhook is disabled; DELIVERY_IN_FLIGHT: an attempt of this delivery is in flight
                              * @enum {string}
                              */
                             code: "WEBHOOK_INACTIVE" | "DELIVERY_IN_FLIGHT";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13184,17 +12004,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13247,17 +12063,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13277,17 +12089,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
