@@ -40,7 +40,7 @@ describe('each service publishes a valid OpenAPI 3.0 document', () => {
 
   test('the /health schema is an OpenAPI 3.0 schema object (no JSON Schema `const`)', () => {
     for (const service of SERVICES) {
-      const schema = docs[service].paths['/health']!.get!.responses['200']!.content!['application/json']!.schema as any;
+      const schema = docs[service].components!.schemas!.Health as any;
       expect(schema.properties.status).toEqual({ type: 'string', enum: ['ok'] });
     }
   });
@@ -129,6 +129,24 @@ describe('a document generators love', () => {
         }
       }
     }
+  });
+
+  test('the probes, the catalog lists, the library scan answer, the JWKS and the actor answers are named components', () => {
+    const answer = (service: ServiceName, path: string, method: string, status: string) =>
+      ((docs[service].paths[path] as any)[method].responses[status].content['application/json'].schema as any).$ref;
+    for (const service of SERVICES) {
+      expect(answer(service, '/health', 'get', '200'), service).toBe('#/components/schemas/Health');
+      expect(answer(service, '/version', 'get', '200'), service).toBe('#/components/schemas/Version');
+    }
+    expect(answer('catalog', '/kinds', 'get', '200')).toBe('#/components/schemas/KindList');
+    expect(answer('catalog', '/works', 'get', '200')).toBe('#/components/schemas/WorkPage');
+    expect(answer('catalog', '/works/{id}', 'get', '200')).toBe('#/components/schemas/WorkAnswer');
+    expect(answer('catalog', '/works/{id}/assets', 'get', '200')).toBe('#/components/schemas/AssetList');
+    expect(answer('catalog', '/works/{id}/relations', 'get', '200')).toBe('#/components/schemas/RelationList');
+    expect(answer('catalog', '/library/scans', 'post', '202')).toBe('#/components/schemas/LibraryScanAccepted');
+    expect(answer('identity', '/.well-known/jwks.json', 'get', '200')).toBe('#/components/schemas/Jwks');
+    expect(answer('identity', '/actors', 'get', '200')).toBe('#/components/schemas/ActorList');
+    expect(answer('identity', '/actors/{id}', 'get', '200')).toBe('#/components/schemas/ActorAnswer');
   });
 
   test('every error response lists its codes as an enum, each a code the table gives that status', () => {

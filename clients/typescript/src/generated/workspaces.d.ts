@@ -1009,6 +1009,21 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+            /** @description Unix epoch milliseconds */
+            timestamp: number;
+            /** @description seconds since the process started */
+            uptime: number;
+            version: string;
+        };
+        Version: {
+            commit: string;
+            component: string;
+            train: string;
+            version: string;
+        };
         Urls: {
             /** @description the code server, with the workspace's secret as HTTP Basic credentials: http://keel:<secret>@host:port (shown to the owner and admins only) */
             codeServer: string;
@@ -2058,15 +2073,7 @@ export interface operations {
                      *       "version": "string"
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ok";
-                        /** @description Unix epoch milliseconds */
-                        timestamp: number;
-                        /** @description seconds since the process started */
-                        uptime: number;
-                        version: string;
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
         };
@@ -2094,12 +2101,7 @@ export interface operations {
                      *       "version": "string"
                      *     }
                      */
-                    "application/json": {
-                        commit: string;
-                        component: string;
-                        train: string;
-                        version: string;
-                    };
+                    "application/json": components["schemas"]["Version"];
                 };
             };
         };
