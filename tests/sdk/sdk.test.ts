@@ -4,10 +4,12 @@
 // processes with stdin and kill, a preview fetched, pause/resume, a snapshot, an agent turn with an
 // approval, a turn's stream cut and resumed, delete, and KeelError for an error answer.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { FAKE_KEY, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { closeAndClean } from '../helpers/workspaces';
-import { nodeProject, run } from './sdk-helpers';
+import { nodeProject, REPO, run } from './sdk-helpers';
 
 let p: TestPlatform;
 let fake: FakeOpenAI;
@@ -101,3 +103,37 @@ test('delete removes the workspace', () => {
   expect(out.deleted).toMatchObject({ id: out.created.id, deleted: true });
   expect(out.afterDelete).toBe('WORKSPACE_NOT_FOUND');
 });
+
+test("the installed package's types: a strict NodeNext project compiles against them, and misuse does not", async () => {
+  const program = `import { Keel, KeelError, type AgentEvent, type CommandResult, type WorkspaceData } from '@keel/sdk';
+const keel = new Keel({ url: 'http://127.0.0.1:3100', token: 't' });
+export async function main(): Promise<number> {
+  const ws = await keel.workspaces.create({ name: 'n', template: 'minimal' });
+  const data: WorkspaceData = ws.toJSON();
+  const r: CommandResult = await ws.commands.run('ls', { onStdout: (t: string) => void t, timeoutMs: 5 });
+  const bytes: Uint8Array = await ws.files.read('a');
+  const s = await keel.agent.sessions.create({ workspaceId: ws.id, model: 'openai/x', toolApproval: ['run_command'] });
+  for await (const e of s.send('hi')) {
+    const ev: AgentEvent = e;
+    if (ev.type === 'approval') await s.approve(ev.data.id);
+    if (ev.type === 'delta') console.log(ev.data.content.length);
+  }
+  const scan = await keel.media.library.scan();
+  const done = await scan.wait();
+  try { await keel.workspaces.get('x'); } catch (err) { if (err instanceof KeelError) return err.status; }
+  return r.exitCode + bytes.length + data.port + done.counts.seen;
+}
+`;
+  writeFileSync(join(project.dir, 'ok.ts'), program);
+  writeFileSync(join(project.dir, 'wrong.ts'), program.replace("const bytes: Uint8Array = await ws.files.read('a');", "const bytes: string = await ws.files.read('a');"));
+  const tsconfig = (file: string) => ({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: [], strict: true, noEmit: true }, files: [file] });
+  writeFileSync(join(project.dir, 'tsconfig.ok.json'), JSON.stringify(tsconfig('ok.ts')));
+  writeFileSync(join(project.dir, 'tsconfig.wrong.json'), JSON.stringify(tsconfig('wrong.ts')));
+  const tsc = join(REPO, 'node_modules/.bin/tsc');
+  const ok = await run([tsc, '-p', 'tsconfig.ok.json'], { cwd: project.dir });
+  expect(ok.out + ok.err).toBe('');
+  expect(ok.code).toBe(0);
+  const wrong = await run([tsc, '-p', 'tsconfig.wrong.json'], { cwd: project.dir });
+  expect(wrong.out).toContain("is not assignable to type 'string'");
+  expect(wrong.code).not.toBe(0);
+}, 60_000);
