@@ -83,6 +83,23 @@ describe('keel ws', () => {
     expect(plain.out).toMatch(/^http:\/\/[0-9a-f]{40}\.localhost:\d+\/\n$/);
   }, 60_000);
 
+  test('logs -f prints the lines so far, then follows until interrupted', async () => {
+    const proc = Bun.spawn(['node', join(project.dir, 'node_modules/.bin/keel'), 'ws', 'logs', id, '-f', '--tail', '20'], { cwd: project.dir, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'pipe' });
+    const reader = proc.stdout.getReader();
+    let seen = '';
+    const until = Date.now() + 15_000;
+    while (!seen.includes('workspace ready') && Date.now() < until) {
+      const { value, done } = await Promise.race([reader.read(), Bun.sleep(15_000).then(() => ({ value: undefined, done: true }))]);
+      if (done) break;
+      seen += new TextDecoder().decode(value);
+    }
+    expect(seen).toContain('keel: workspace ready');
+    await Bun.sleep(300);
+    expect(proc.exitCode).toBeNull(); // still following
+    proc.kill('SIGINT');
+    await proc.exited;
+  }, 30_000);
+
   test('the checkout runs the same commands: bun src/cli.ts ws ...', async () => {
     const r = await checkout(['ws', 'exec', id, '--', 'exit 5']);
     expect(r.code).toBe(5);
