@@ -62,6 +62,9 @@ for await (const c of await ws.files.readStream('sdk/big.bin')) {
 }
 out.stream = { size: written.size, got, equal: back.digest('hex') === bigSum };
 out.list = (await ws.files.list('sdk')).map((e) => `${e.name}:${e.type}:${e.size}`);
+out.moved = await ws.files.move('sdk/b.bin', 'sdk/moved/b.bin');
+out.afterMove = (await ws.files.list('sdk/moved')).map((e) => e.name);
+await ws.files.remove('sdk/moved', { recursive: true });
 await ws.files.remove('sdk/a.txt');
 try {
   await ws.files.readText('sdk/a.txt');
@@ -102,12 +105,19 @@ for (let i = 0; i < 50; i++) {
   await new Promise((res) => setTimeout(res, 100));
 }
 out.preview = { url: preview.url, port: preview.port, status: page.status, body: page.body };
+out.previewListed = (await ws.previews.list()).some((v) => v.id === preview.id);
+out.revoked = await ws.previews.revoke(preview.id);
+out.afterRevoke = (await fetchPreview()).status;
+out.processesListed = (await ws.processes.list()).length;
 
 // Lifecycle.
 out.paused = (await ws.pause()).status;
 out.resumed = (await ws.resume()).status;
 const snap = await ws.snapshot('sdk-snap');
 out.snapshot = { id: snap.id, name: snap.name, workspaceId: snap.workspaceId };
+const forks = await ws.fork('sdk-fork', 1);
+out.fork = forks.map((f) => ({ name: f.name, hasMethods: typeof f.delete === 'function' }));
+for (const f of forks) await f.delete({ volumes: true });
 
 // An agent turn with an approval, on the fake OpenAI-compatible provider.
 const s = await keel.agent.sessions.create({ workspaceId: ws.id, model: 'openai/tools', toolApproval: 'always' });
@@ -116,6 +126,7 @@ for await (const e of s.send(JSON.stringify([{ name: 'run_command', input: { com
   events.push(e);
   if (e.type === 'approval') await s.approve(e.data.id);
 }
+out.cancelIdle = await s.cancel();
 out.agent = {
   types: events.map((e) => e.type),
   ids: events.map((e) => e.id),

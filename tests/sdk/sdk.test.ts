@@ -56,11 +56,13 @@ test('commands.run streams decoded text to the callbacks, with env and cwd; a no
   expect(out.timeout).toEqual({ exitCode: 124, timedOut: true });
 });
 
-test('files: text, binary and a 50 MB stream come back byte-identical; list and remove', () => {
+test('files: text, binary and a 50 MB stream come back byte-identical; list, move and remove', () => {
   expect(out.text).toBe('text ✓\n');
   expect(out.binaryEqual).toBe(true);
   expect(out.stream).toEqual({ size: 50 * 1024 * 1024, got: 50 * 1024 * 1024, equal: true });
   expect(out.list).toEqual(['a.txt:file:9', 'b.bin:file:4096', 'big.bin:file:52428800']);
+  expect(out.moved).toEqual({ from: '/workspace/sdk/b.bin', to: '/workspace/sdk/moved/b.bin' });
+  expect(out.afterMove).toEqual(['b.bin']);
   expect(out.removed).toBe('FILE_NOT_FOUND');
 });
 
@@ -70,18 +72,24 @@ test('processes: stdin reaches the process, its output the callback; killed it w
   expect(out.exited).toEqual({ exitCode: 3 });
 });
 
-test("a preview's url serves the workspace's HTTP server", () => {
+test("a preview's url serves the workspace's HTTP server until revoked; processes are listed", () => {
   expect(out.preview).toMatchObject({ port: 8090, status: 200, body: 'previewed by the sdk' });
   expect(out.preview.url).toMatch(/^http:\/\/[0-9a-f]{40}\.localhost:\d+\/$/);
+  expect(out.previewListed).toBe(true);
+  expect(out.revoked).toMatchObject({ revoked: true });
+  expect(out.afterRevoke).toBe(410);
+  expect(out.processesListed).toBeGreaterThanOrEqual(3);
 });
 
-test('pause, resume and snapshot', () => {
+test('pause, resume, snapshot and fork', () => {
   expect(out.paused).toBe('paused');
   expect(out.resumed).toBe('running');
   expect(out.snapshot).toMatchObject({ name: 'sdk-snap', workspaceId: out.created.id });
+  expect(out.fork).toEqual([{ name: 'sdk-fork-1', hasMethods: true }]);
 });
 
 test('an agent turn pauses on its approval, runs the call once approved and ends with done', () => {
+  expect(out.cancelIdle).toMatchObject({ cancelled: false });
   expect(out.agent.types[0]).toBe('approval');
   expect(out.agent.types).toContain('tool');
   expect(out.agent.types.at(-1)).toBe('done');
