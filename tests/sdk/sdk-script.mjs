@@ -118,6 +118,9 @@ out.snapshot = { id: snap.id, name: snap.name, workspaceId: snap.workspaceId };
 const forks = await ws.fork('sdk-fork', 1);
 out.fork = forks.map((f) => ({ name: f.name, hasMethods: typeof f.delete === 'function' }));
 for (const f of forks) await f.delete({ volumes: true });
+const ours = (await keel.snapshots.list()).filter((x) => x.workspaceId === ws.id);
+out.snapshots = ours.map((x) => x.name).sort();
+for (const x of ours) await keel.snapshots.delete(x.id);
 
 // An agent turn with an approval, on the fake OpenAI-compatible provider.
 const s = await keel.agent.sessions.create({ workspaceId: ws.id, model: 'openai/tools', toolApproval: 'always' });

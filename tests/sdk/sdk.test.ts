@@ -86,6 +86,7 @@ test('pause, resume, snapshot and fork', () => {
   expect(out.resumed).toBe('running');
   expect(out.snapshot).toMatchObject({ name: 'sdk-snap', workspaceId: out.created.id });
   expect(out.fork).toEqual([{ name: 'sdk-fork-1', hasMethods: true }]);
+  expect(out.snapshots).toEqual(['sdk-fork', 'sdk-snap']); // listed, then deleted (their images go with them)
 });
 
 test('an agent turn pauses on its approval, runs the call once approved and ends with done', () => {

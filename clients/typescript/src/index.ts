@@ -1,6 +1,6 @@
 // @keel/sdk: Keel's workspaces, commands, files, processes, previews, terminals and agent sessions
 // from Node.js (>= 20), Bun or a browser. `new Keel({url, token})`; see README.md.
-export { Keel, Workspaces, Workspace, Commands, Files, Processes, Process, Previews, Terminals, AgentSessions, AgentSession, Http } from './keel.js';
+export { Keel, Workspaces, Snapshots, Workspace, Commands, Files, Processes, Process, Previews, Terminals, AgentSessions, AgentSession, Http } from './keel.js';
 export type {
   KeelOptions,
   CommandOptions,

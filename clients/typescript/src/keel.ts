@@ -83,6 +83,7 @@ export class Keel {
   readonly http: Http;
   readonly workspaces: Workspaces;
   readonly agent: { sessions: AgentSessions };
+  readonly snapshots: Snapshots;
   readonly #opts: KeelOptions;
   #media: Media | undefined;
   constructor(opts: KeelOptions = {}) {
@@ -90,6 +91,7 @@ export class Keel {
     this.http = new Http(opts);
     this.workspaces = new Workspaces(this.http);
     this.agent = { sessions: new AgentSessions(this.http) };
+    this.snapshots = new Snapshots(this.http);
   }
   /** Media: `keel.media.catalog.scan()`, `keel.media.library.scan().wait()`, `keel.media.playback.session()`. */
   get media(): Media {
@@ -121,6 +123,20 @@ export class Workspaces {
   async list(query: { status?: string; type?: string } = {}): Promise<Workspace[]> {
     const { workspaces } = await this.http.json<{ workspaces: WorkspaceData[] }>('GET', '/api/workspaces', { query });
     return workspaces.map((w) => new Workspace(this.http, w));
+  }
+}
+
+/** Snapshots (`ws.snapshot(name)` takes one; `keel.workspaces.create({..., snapshot: id})` starts from one). */
+export class Snapshots {
+  constructor(private readonly http: Http) {}
+  async list(): Promise<Snapshot[]> {
+    return (await this.http.json<{ snapshots: Snapshot[] }>('GET', '/api/snapshots')).snapshots;
+  }
+  get(id: string): Promise<Snapshot> {
+    return this.http.json('GET', `/api/snapshots/${encodeURIComponent(id)}`);
+  }
+  delete(id: string): Promise<{ id: string; deleted: boolean }> {
+    return this.http.json('DELETE', `/api/snapshots/${encodeURIComponent(id)}`);
   }
 }
 
