@@ -281,20 +281,26 @@ export class Commands {
     const res = await this.http.request('POST', `${this.base}/exec`, { json: body, signal: o.signal });
     let stdout = '';
     let stderr = '';
-    for await (const e of readEvents<SseEvent<any>>(res)) {
-      if (e.event === 'stdout') {
-        stdout += e.data.data;
-        o.onStdout?.(e.data.data);
-      } else if (e.event === 'stderr') {
-        stderr += e.data.data;
-        o.onStderr?.(e.data.data);
-      } else if (e.event === 'exit') {
-        return { exitCode: e.data.exitCode, stdout, stderr, timedOut: !!e.data.timedOut, duration: e.data.duration ?? 0 };
-      } else if (e.event === 'error') {
-        throw KeelError.fromBody(0, e.data) ?? new KeelError(0, 'STREAM_ERROR', 'the command failed');
+    try {
+      for await (const e of readEvents<SseEvent<any>>(res)) {
+        if (e.event === 'stdout') {
+          stdout += e.data.data;
+          o.onStdout?.(e.data.data);
+        } else if (e.event === 'stderr') {
+          stderr += e.data.data;
+          o.onStderr?.(e.data.data);
+        } else if (e.event === 'exit') {
+          return { exitCode: e.data.exitCode, stdout, stderr, timedOut: !!e.data.timedOut, duration: e.data.duration ?? 0 };
+        } else if (e.event === 'error') {
+          throw KeelError.fromBody(0, e.data) ?? new KeelError(0, 'STREAM_ERROR', 'the command failed');
+        }
       }
+    } catch (err) {
+      if (err instanceof KeelError || o.signal?.aborted) throw err;
+      // The connection broke, and with it the command (Keel kills an exec whose client is gone).
+      throw new KeelError(0, 'STREAM_CUT', `the command's stream broke: ${(err as Error).message}`, { stdout, stderr });
     }
-    throw new KeelError(0, 'STREAM_CUT', 'the command stream ended without an exit event');
+    throw new KeelError(0, 'STREAM_CUT', 'the command stream ended without an exit event', { stdout, stderr });
   }
 }
 
@@ -391,10 +397,12 @@ export class Process {
   /** Follows the output (resuming with Last-Event-ID after a dropped connection) to the exit event. */
   private async follow(o: ProcessOptions): Promise<{ exitCode: number | null }> {
     let last: string | undefined;
+    // Tries in a row without an event: a follow that keeps delivering may reconnect any number of times.
     for (let attempt = 0; ; attempt++) {
       try {
         const res = await this.http.request('GET', `${this.path}/output`, { query: { follow: true }, headers: last ? { 'last-event-id': last } : {} });
         for await (const e of readEvents<SseEvent<any>>(res)) {
+          attempt = 0;
           if (e.id !== undefined) last = e.id;
           if (e.event === 'stdout') o.onStdout?.(e.data.data);
           else if (e.event === 'stderr') o.onStderr?.(e.data.data);
