@@ -229,5 +229,7 @@ describe('a document generators love', () => {
     }
     const done = schemas.AgentEvent.anyOf.find((m: any) => m.properties.event.enum[0] === 'done');
     expect(done.properties.data).toEqual({ $ref: '#/components/schemas/AssistantReply' });
+    const line = schemas.LogEvent.anyOf.find((m: any) => m.properties.event.enum[0] === 'message');
+    expect(line.properties.data).toEqual({ $ref: '#/components/schemas/LogEntry' });
   });
 });

@@ -1306,46 +1306,6 @@ export interface components {
         LogsResponse: {
             logs: components["schemas"]["LogEntry"][];
         };
-        /** @description stdout -> info; stderr -> error when the line names an error (error, fatal, panic, exception, traceback, critical), else warn; a JSON object line keeps its own `level` (or lvl, severity, levelname; pino numbers too) and `msg`/`message` */
-        LogLevel: "debug" | "info" | "warn" | "error";
-        /** @description One Server-Sent Event of a log follow: `event` is its event line, `data` the JSON of its data line */
-        LogEvent: {
-            /**
-             * @description no event line: SSE calls it message
-             * @enum {string}
-             */
-            event: "message";
-            data: {
-                /**
-                 * Format: date-time
-                 * @description when the engine received the line (ISO 8601 UTC, ms)
-                 */
-                timestamp: string;
-                /** @description `main` for the container's main process, else the name of a service the template declares */
-                service: string;
-                level: components["schemas"]["LogLevel"];
-                /** @description at most 64 KiB (65,536 bytes) of UTF-8: a longer line arrives as consecutive entries, in order, cut between characters, with the same timestamp, service and level; their messages joined are the line */
-                message: string;
-            };
-        } | {
-            /** @enum {string} */
-            event: "end";
-            data: {
-                reason: "stopped" | "deleted" | "not-running" | "shutdown";
-            };
-        } | {
-            /** @enum {string} */
-            event: "dropped";
-            data: {
-                /** @enum {string} */
-                reason: "slow-reader";
-                message: string;
-            };
-        } | {
-            /** @enum {string} */
-            event: "error";
-            data: components["schemas"]["ErrorEnvelope"];
-        };
         StreamStats: {
             /** @description engine log streams Keel holds open (one per followed workspace, plus reads in progress) */
             engineStreams: number;
@@ -1411,48 +1371,6 @@ export interface components {
             timedOut: boolean;
             stdoutTruncated: boolean;
             stderrTruncated: boolean;
-        };
-        /**
-         * @example {
-         *       "exitCode": 0,
-         *       "stdout": "hello from demo\n",
-         *       "stderr": "",
-         *       "duration": 54,
-         *       "timedOut": false,
-         *       "stdoutTruncated": false,
-         *       "stderrTruncated": false
-         *     }
-         */
-        ExecExit: {
-            /** @description the command's exit status; 124 at the timeout */
-            exitCode: number;
-            /** @description milliseconds */
-            duration: number;
-            timedOut: boolean;
-        };
-        /** @description One Server-Sent Event of a streaming exec: `event` is its event line, `data` the JSON of its data line */
-        ExecEvent: {
-            /** @enum {string} */
-            event: "stdout";
-            data: {
-                /** @description UTF-8 text as it arrives */
-                data: string;
-            };
-        } | {
-            /** @enum {string} */
-            event: "stderr";
-            data: {
-                /** @description UTF-8 text as it arrives */
-                data: string;
-            };
-        } | {
-            /** @enum {string} */
-            event: "exit";
-            data: components["schemas"]["ExecExit"];
-        } | {
-            /** @enum {string} */
-            event: "error";
-            data: components["schemas"]["ErrorEnvelope"];
         };
         FileEntry: {
             name: string;
@@ -1764,50 +1682,6 @@ export interface components {
             };
             toolCalls: components["schemas"]["ToolCall"][];
         };
-        /** @description One Server-Sent Event of an agent stream: `event` is its event line, `id` its id line, `data` the JSON of its data line */
-        AgentEvent: {
-            /** @enum {string} */
-            event: "delta";
-            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
-            id: string;
-            data: {
-                /** @description text as it arrives */
-                content: string;
-            };
-        } | {
-            /** @enum {string} */
-            event: "tool";
-            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
-            id: string;
-            data: components["schemas"]["ToolCall"];
-        } | {
-            /** @enum {string} */
-            event: "approval";
-            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
-            id: string;
-            /** @description a tool call waiting for a decision (toolApproval); the stream stays open meanwhile */
-            data: {
-                /** @description the approval id: decide with POST /api/agent/sessions/{id}/approvals/{aid} */
-                id: string;
-                toolCallId: string;
-                /** @description the tool */
-                name: string;
-                /** @description what the model asked the tool to do */
-                input: unknown;
-            };
-        } | {
-            /** @enum {string} */
-            event: "done";
-            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
-            id: string;
-            data: components["schemas"]["AssistantReply"];
-        } | {
-            /** @enum {string} */
-            event: "error";
-            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
-            id: string;
-            data: components["schemas"]["ErrorEnvelope"];
-        };
         CancelAnswer: {
             id: string;
             /** @description true when a turn was in flight and is now ended */
@@ -1992,6 +1866,121 @@ export interface components {
             payload: unknown;
             /** @description every attempt, oldest first */
             history: components["schemas"]["Attempt"][];
+        };
+        /** @description stdout -> info; stderr -> error when the line names an error (error, fatal, panic, exception, traceback, critical), else warn; a JSON object line keeps its own `level` (or lvl, severity, levelname; pino numbers too) and `msg`/`message` */
+        LogLevel: "debug" | "info" | "warn" | "error";
+        /** @description One Server-Sent Event of a log follow: `event` is its event line, `data` the JSON of its data line */
+        LogEvent: {
+            /**
+             * @description no event line: SSE calls it message
+             * @enum {string}
+             */
+            event: "message";
+            data: components["schemas"]["LogEntry"];
+        } | {
+            /** @enum {string} */
+            event: "end";
+            data: {
+                reason: "stopped" | "deleted" | "not-running" | "shutdown";
+            };
+        } | {
+            /** @enum {string} */
+            event: "dropped";
+            data: {
+                /** @enum {string} */
+                reason: "slow-reader";
+                message: string;
+            };
+        } | {
+            /** @enum {string} */
+            event: "error";
+            data: components["schemas"]["ErrorEnvelope"];
+        };
+        /**
+         * @example {
+         *       "exitCode": 0,
+         *       "stdout": "hello from demo\n",
+         *       "stderr": "",
+         *       "duration": 54,
+         *       "timedOut": false,
+         *       "stdoutTruncated": false,
+         *       "stderrTruncated": false
+         *     }
+         */
+        ExecExit: {
+            /** @description the command's exit status; 124 at the timeout */
+            exitCode: number;
+            /** @description milliseconds */
+            duration: number;
+            timedOut: boolean;
+        };
+        /** @description One Server-Sent Event of a streaming exec: `event` is its event line, `data` the JSON of its data line */
+        ExecEvent: {
+            /** @enum {string} */
+            event: "stdout";
+            data: {
+                /** @description UTF-8 text as it arrives */
+                data: string;
+            };
+        } | {
+            /** @enum {string} */
+            event: "stderr";
+            data: {
+                /** @description UTF-8 text as it arrives */
+                data: string;
+            };
+        } | {
+            /** @enum {string} */
+            event: "exit";
+            data: components["schemas"]["ExecExit"];
+        } | {
+            /** @enum {string} */
+            event: "error";
+            data: components["schemas"]["ErrorEnvelope"];
+        };
+        /** @description One Server-Sent Event of an agent stream: `event` is its event line, `id` its id line, `data` the JSON of its data line */
+        AgentEvent: {
+            /** @enum {string} */
+            event: "delta";
+            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
+            id: string;
+            data: {
+                /** @description text as it arrives */
+                content: string;
+            };
+        } | {
+            /** @enum {string} */
+            event: "tool";
+            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
+            id: string;
+            data: components["schemas"]["ToolCall"];
+        } | {
+            /** @enum {string} */
+            event: "approval";
+            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
+            id: string;
+            /** @description a tool call waiting for a decision (toolApproval); the stream stays open meanwhile */
+            data: {
+                /** @description the approval id: decide with POST /api/agent/sessions/{id}/approvals/{aid} */
+                id: string;
+                toolCallId: string;
+                /** @description the tool */
+                name: string;
+                /** @description what the model asked the tool to do */
+                input: unknown;
+            };
+        } | {
+            /** @enum {string} */
+            event: "done";
+            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
+            id: string;
+            data: components["schemas"]["AssistantReply"];
+        } | {
+            /** @enum {string} */
+            event: "error";
+            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
+            id: string;
+            data: components["schemas"]["ErrorEnvelope"];
         };
         /** @description One Server-Sent Event of the workspace event stream: `event` is its event line, `id` its id line, `data` the JSON of its data line */
         WorkspaceStreamEvent: {
