@@ -14,6 +14,7 @@ const USAGE = `usage:
   keel healthcheck                                     GET /health of every service this config runs, one line each (exit 0 when all answer ok)
   keel image minimal|bun-typescript                    build a template's image into DOCKER_HOST's engine (minimal: offline from busybox-static;
                                                        bun-typescript: from its Dockerfile where a registry answers, else offline from this machine's bun)
+  keel login | keel ws list|create|exec|logs|shell|cp|preview|delete   the SDK's client commands (keel ws --help; docs/sdk.md)
   keel --help | -h | --version`;
 
 /** A wrong command line: the message, then the usage, exit 2. */
@@ -25,7 +26,7 @@ export function parseTtl(s: string): number {
   return Number(m[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
 }
 
-export const CLI_COMMANDS = ['serve', 'token', 'healthcheck', 'image'];
+export const CLI_COMMANDS = ['serve', 'token', 'healthcheck', 'image', 'ws', 'login'];
 
 /** node:util parseArgs, its complaints (unknown option, missing value) turned into usage errors. */
 function parseOptions<O extends NonNullable<Parameters<typeof parseArgs>[0]>['options']>(args: string[], options: O) {
@@ -112,6 +113,12 @@ export async function runCli(argv: string[]): Promise<void> {
   if (cmd === 'token') return token(rest);
   if (cmd === 'healthcheck') return healthcheck(rest);
   if (cmd === 'image') return image(rest);
+  if (cmd === 'ws' || cmd === 'login') {
+    // The client commands live in the SDK (clients/typescript/src/cli.ts), the package's `keel` bin.
+    const { runKeelCli, reportFailure } = await import('../clients/typescript/src/cli');
+    process.exitCode = await runKeelCli(argv).catch((e) => reportFailure(e));
+    return;
+  }
   throw new UsageError(cmd === undefined ? 'a command is required' : `unknown command ${JSON.stringify(cmd.slice(0, 40))}`);
 }
 

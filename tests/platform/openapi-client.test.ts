@@ -84,7 +84,7 @@ test(
 /** Programs against the committed client package, one per service: each must compile strictly. */
 const PROGRAMS: Record<string, string> = {
   workspaces: `
-    import { createKeelClient, readEvents, type ExecEvent, type Workspace } from '@keel/client';
+    import { createKeelClient, readEvents, type ExecEvent, type WorkspaceData as Workspace } from '@keel/sdk';
     const keel = createKeelClient({ token: 't' });
     const got = await keel.workspaces.GET('/api/workspaces/{id}', { params: { path: { id: 'ws_1' } } });
     if (got.error) {
@@ -102,7 +102,7 @@ const PROGRAMS: Record<string, string> = {
     }
   `,
   catalog: `
-    import { createKeelClient, type Work } from '@keel/client';
+    import { createKeelClient, type Work } from '@keel/sdk';
     const keel = createKeelClient({ urls: { catalog: 'http://127.0.0.1:3101' }, token: async () => 'access-token' });
     const page = await keel.catalog.GET('/works', { params: { query: { page: 1, pageSize: 10 } } });
     if (page.data) { const works: Work[] = page.data.works; console.log(works.length, page.data.total); }
@@ -110,19 +110,19 @@ const PROGRAMS: Record<string, string> = {
     if (scan.error) { const code: string = scan.error.code; const status: number = scan.error.status; console.log(code, status); }
   `,
   identity: `
-    import { createKeelClient, type TokenPair } from '@keel/client';
+    import { createKeelClient, type TokenPair } from '@keel/sdk';
     const keel = createKeelClient();
     const opened = await keel.identity.POST('/sessions', { body: { apiKey: 'key' } });
     if (opened.data) { const pair: TokenPair = opened.data; console.log(pair.accessToken); }
     else if (opened.error) { const code: 'unauthenticated' | 'rate-limited' | 'validation' | 'parse' | 'payload-too-large' = opened.error.code; console.log(code); }
   `,
   sources: `
-    import { createKeelClient } from '@keel/client';
+    import { createKeelClient } from '@keel/sdk';
     const health = await createKeelClient().sources.GET('/health');
     if (health.data) { const ok: 'ok' = health.data.status; console.log(ok); }
   `,
   workers: `
-    import { createKeelClient } from '@keel/client';
+    import { createKeelClient } from '@keel/sdk';
     const version = await createKeelClient().workers.GET('/version');
     if (version.data) { const component: string = version.data.component; console.log(component); }
   `,
@@ -145,7 +145,7 @@ test(
         compilerOptions: {
           target: 'ESNext', module: 'ESNext', moduleResolution: 'bundler', lib: ['ESNext', 'DOM'], types: ['bun'],
           strict: true, noUncheckedIndexedAccess: true, noEmit: true, skipLibCheck: true,
-          paths: { '@keel/client': [join(REPO, 'clients/typescript/src/index.ts')] },
+          paths: { '@keel/sdk': [join(REPO, 'clients/typescript/src/index.ts')] },
         },
         files: Object.keys(programs).map((n) => `client-${n}.ts`),
       }),
@@ -164,7 +164,7 @@ test('a program that misuses the client does not compile: the types are not any'
     JSON.stringify({
       compilerOptions: {
         target: 'ESNext', module: 'ESNext', moduleResolution: 'bundler', lib: ['ESNext', 'DOM'], types: ['bun'], strict: true, noEmit: true, skipLibCheck: true,
-        paths: { '@keel/client': [join(REPO, 'clients/typescript/src/index.ts')] },
+        paths: { '@keel/sdk': [join(REPO, 'clients/typescript/src/index.ts')] },
       },
       files: ['client-wrong.ts'],
     }),

@@ -40,13 +40,15 @@ describe('each service publishes a valid OpenAPI 3.0 document', () => {
 
   test('the /health schema is an OpenAPI 3.0 schema object (no JSON Schema `const`)', () => {
     for (const service of SERVICES) {
-      const schema = docs[service].paths['/health']!.get!.responses['200']!.content!['application/json']!.schema as any;
+      const schema = docs[service].components!.schemas!.Health as any;
       expect(schema.properties.status).toEqual({ type: 'string', enum: ['ok'] });
     }
   });
 
   test('the workspace error envelope describes `details` as an object of any values', () => {
-    const envelope = docs.workspaces.paths['/api/workspaces']!.post!.responses['409']!.content!['application/json']!.schema as any;
+    const response = docs.workspaces.paths['/api/workspaces']!.post!.responses['409']!.content!['application/json']!.schema as any;
+    expect(response.allOf[0]).toEqual({ $ref: '#/components/schemas/ErrorEnvelope' });
+    const envelope = docs.workspaces.components!.schemas!.ErrorEnvelope as any;
     const details = envelope.properties.error.properties.details;
     expect(details.type).toBe('object');
     expect(details.patternProperties).toBeUndefined();
@@ -101,9 +103,8 @@ const styleOf = (service: ServiceName) => (service === 'workspaces' ? 'envelope'
 
 /** The `code` enum of an error response's schema (inline envelope, or Problem with its code narrowed). */
 function codesOf(schema: any): string[] | undefined {
-  if (schema?.properties?.error?.properties?.code?.enum) return schema.properties.error.properties.code.enum;
-  const narrowed = (schema?.allOf ?? []).find((s: any) => s.properties?.code?.enum);
-  return narrowed?.properties.code.enum;
+  const narrowed = (schema?.allOf ?? []).find((s: any) => s.properties?.code?.enum ?? s.properties?.error?.properties?.code?.enum);
+  return narrowed?.properties.code?.enum ?? narrowed?.properties.error.properties.code.enum;
 }
 
 describe('a document generators love', () => {
@@ -113,6 +114,39 @@ describe('a document generators love', () => {
       expect(ids.sort(), service).toEqual([...OPERATION_IDS[service]].sort());
       for (const { where, op } of operations(docs[service])) expect((op as any)['x-keel-implicit-operation-id'], `${service} ${where}`).toBeUndefined();
     }
+  });
+
+  test("every error response refers to its service's named error component, narrowed to the operation's codes", () => {
+    for (const service of SERVICES) {
+      const name = styleOf(service) === 'envelope' ? 'ErrorEnvelope' : 'Problem';
+      expect(docs[service].components!.schemas![name], service).toBeDefined();
+      for (const { where, op } of operations(docs[service])) {
+        for (const [status, response] of Object.entries(op.responses ?? {})) {
+          if (Number(status) < 400) continue;
+          const schema = (response as any).content?.[media(styleOf(service))]?.schema;
+          expect(schema?.allOf?.[0], `${service} ${where} ${status}`).toEqual({ $ref: `#/components/schemas/${name}` });
+          expect(codesOf(schema)?.length, `${service} ${where} ${status}`).toBeGreaterThan(0);
+        }
+      }
+    }
+  });
+
+  test('the probes, the catalog lists, the library scan answer, the JWKS and the actor answers are named components', () => {
+    const answer = (service: ServiceName, path: string, method: string, status: string) =>
+      ((docs[service].paths[path] as any)[method].responses[status].content['application/json'].schema as any).$ref;
+    for (const service of SERVICES) {
+      expect(answer(service, '/health', 'get', '200'), service).toBe('#/components/schemas/Health');
+      expect(answer(service, '/version', 'get', '200'), service).toBe('#/components/schemas/Version');
+    }
+    expect(answer('catalog', '/kinds', 'get', '200')).toBe('#/components/schemas/KindList');
+    expect(answer('catalog', '/works', 'get', '200')).toBe('#/components/schemas/WorkPage');
+    expect(answer('catalog', '/works/{id}', 'get', '200')).toBe('#/components/schemas/WorkAnswer');
+    expect(answer('catalog', '/works/{id}/assets', 'get', '200')).toBe('#/components/schemas/AssetList');
+    expect(answer('catalog', '/works/{id}/relations', 'get', '200')).toBe('#/components/schemas/RelationList');
+    expect(answer('catalog', '/library/scans', 'post', '202')).toBe('#/components/schemas/LibraryScanAccepted');
+    expect(answer('identity', '/.well-known/jwks.json', 'get', '200')).toBe('#/components/schemas/Jwks');
+    expect(answer('identity', '/actors', 'get', '200')).toBe('#/components/schemas/ActorList');
+    expect(answer('identity', '/actors/{id}', 'get', '200')).toBe('#/components/schemas/ActorAnswer');
   });
 
   test('every error response lists its codes as an enum, each a code the table gives that status', () => {
@@ -181,8 +215,8 @@ describe('a document generators love', () => {
 
   test('each event stream names the schema of its events, one member per event name', () => {
     const streams: [string, string, string, string[]][] = [
-      ['/api/agent/sessions/{id}/events', 'get', 'AgentEvent', ['delta', 'tool', 'done', 'error']],
-      ['/api/agent/sessions/{id}/messages', 'post', 'AgentEvent', ['delta', 'tool', 'done', 'error']],
+      ['/api/agent/sessions/{id}/events', 'get', 'AgentEvent', ['delta', 'tool', 'approval', 'done', 'error']],
+      ['/api/agent/sessions/{id}/messages', 'post', 'AgentEvent', ['delta', 'tool', 'approval', 'done', 'error']],
       ['/api/workspaces/{id}/exec', 'post', 'ExecEvent', ['stdout', 'stderr', 'exit', 'error']],
       ['/api/workspaces/{id}/logs', 'get', 'LogEvent', ['message', 'end', 'dropped', 'error']],
       ['/api/events', 'get', 'WorkspaceStreamEvent', ['workspace', 'ready', 'reset', 'end', 'dropped']],
@@ -195,5 +229,7 @@ describe('a document generators love', () => {
     }
     const done = schemas.AgentEvent.anyOf.find((m: any) => m.properties.event.enum[0] === 'done');
     expect(done.properties.data).toEqual({ $ref: '#/components/schemas/AssistantReply' });
+    const line = schemas.LogEvent.anyOf.find((m: any) => m.properties.event.enum[0] === 'message');
+    expect(line.properties.data).toEqual({ $ref: '#/components/schemas/LogEntry' });
   });
 });

@@ -45,18 +45,10 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 /** The envelope or problem schema of one status, its `code` an enum of the codes given. */
 function errorSchema(style: ErrorStyle, codes: string[], table: ErrorTable): Schema {
   const code = { type: 'string', enum: codes, description: codes.map((c) => `${c}: ${table[c]?.description ?? ''}`).join('; ') };
+  // The named component, narrowed: a generator gives one error type per service (ErrorEnvelope,
+  // Problem) whose code is, on each response, exactly the codes that operation answers there.
   if (style === 'envelope') {
-    return {
-      type: 'object',
-      required: ['error'],
-      properties: {
-        error: {
-          type: 'object',
-          required: ['code', 'message', 'details'],
-          properties: { code, message: { type: 'string' }, details: { type: 'object', additionalProperties: true } },
-        },
-      },
-    };
+    return { allOf: [ref('ErrorEnvelope'), { type: 'object', required: ['error'], properties: { error: { type: 'object', required: ['code'], properties: { code } } } }] };
   }
   return { allOf: [ref('Problem'), { type: 'object', required: ['code'], properties: { code } }] };
 }

@@ -121,10 +121,13 @@ export function nameModels(models: Record<string, unknown>) {
 export function extractComponents(doc: Document) {
   const schemas = ((doc.components ??= {}).schemas ??= {});
   const canonical = new Map<string, string>();
-  const visit = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(visit);
+  // `lenient` (event schemas, which are documentation only): a model already listed under its name
+  // is referred to even where its rendering differs (the plugin inlines sub-models of a response's
+  // copy that the raw event schema still names: LogEntry's LogLevel), so that LogEvent's data is LogEntry.
+  const visit = (value: unknown, lenient = false): unknown => {
+    if (Array.isArray(value)) return value.map((v) => visit(v, lenient));
     if (!isObject(value)) return value;
-    for (const [k, v] of Object.entries(value)) if (k !== 'example' && k !== 'default' && k !== 'enum') value[k] = visit(v);
+    for (const [k, v] of Object.entries(value)) if (k !== 'example' && k !== 'default' && k !== 'enum') value[k] = visit(v, lenient);
     const name = value[COMPONENT];
     if (typeof name !== 'string') return value;
     delete value[COMPONENT];
@@ -133,18 +136,21 @@ export function extractComponents(doc: Document) {
     if (known === undefined && !schemas[name]) {
       canonical.set(name, text);
       schemas[name] = value;
-    } else if (known !== text) return value;
+    } else if (known !== text && !(lenient && schemas[name])) return value;
     return { $ref: `#/components/schemas/${name}` };
   };
+  const events: { media: Record<string, unknown> }[] = [];
   for (const { op } of operationsOf(doc)) {
     for (const body of [op.requestBody, ...Object.values(op.responses ?? {})]) {
       for (const media of Object.values(body?.content ?? {})) {
         if (isObject(media.schema)) media.schema = visit(media.schema) as Schema;
-        if (isObject(media['x-event-schema'])) media['x-event-schema'] = visit(media['x-event-schema']) as Schema;
+        if (isObject(media['x-event-schema'])) events.push({ media });
       }
     }
     for (const param of op.parameters ?? []) if (isObject(param.schema)) param.schema = visit(param.schema) as Schema;
   }
+  // Event schemas last: by then every model a response uses is listed.
+  for (const { media } of events) media['x-event-schema'] = visit(media['x-event-schema'], true) as Schema;
 }
 
 const MAX_EXAMPLE_DEPTH = 8;

@@ -5,7 +5,7 @@ import { Elysia } from 'elysia';
 import type { ErrorTable } from '../errors';
 import type { ServiceDeps } from '../service';
 import { ErrorEnvelope, errorHandling, ProblemSchema, type ErrorStyle, type StreamedBodies } from './errors';
-import { healthRoutes } from './health';
+import { HealthSchema, healthRoutes, VersionSchema } from './health';
 import { nameModels, openapiDocs } from './openapi';
 
 export interface ServiceAppOptions {
@@ -28,7 +28,7 @@ export interface ServiceAppOptions {
 /** `deps` gives the production switch (error detail), the logger (unexpected errors) and the clock (/health). */
 export function createServiceApp(deps: Pick<ServiceDeps, 'config' | 'log' | 'clock'>, opts: ServiceAppOptions) {
   // The error shapes first: the shapes that carry one (a stream's error event) refer to it.
-  for (const models of [{ ErrorEnvelope, Problem: ProblemSchema }, ...(opts.models ?? [])]) nameModels(models);
+  for (const models of [{ ErrorEnvelope, Problem: ProblemSchema, Health: HealthSchema, Version: VersionSchema }, ...(opts.models ?? [])]) nameModels(models);
   const app = new Elysia({ name: 'platform.service-app', seed: opts.name }).use(
     errorHandling(opts.style, { production: deps.config.production, log: deps.log, streamedBodies: opts.streamedBodies }),
   );

@@ -92,6 +92,13 @@ export const WorksQuery = t.Object({
 export type Work = Static<typeof WorkSchema>;
 export type Asset = Static<typeof AssetSchema>;
 export type MediaIndex = Static<typeof MediaIndexSchema>;
+/** The list answers, named so that generated clients get one type each. */
+export const KindListSchema = t.Object({ kinds: t.Array(KindSchema) });
+export const WorkPageSchema = t.Object({ total: t.Number({ description: 'works in the catalog' }), works: t.Array(WorkSchema) });
+export const WorkAnswerSchema = t.Object({ work: WorkSchema });
+export const AssetListSchema = t.Object({ assets: t.Array(AssetSummarySchema) });
+export const RelationListSchema = t.Object({ relations: t.Array(RelationSchema) });
+
 export type AssetSummary = Static<typeof AssetSummarySchema>;
 export type Relation = Static<typeof RelationSchema>;
 export type ScanInput = Static<typeof ScanBody>;

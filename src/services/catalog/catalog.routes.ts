@@ -1,11 +1,11 @@
 // The catalog over HTTP: routes and schemas wiring only; the rules live in catalog.service.ts.
 // POST /scan sits in its own group behind the Bearer guard (policy resource:asset:scan, scan budget).
-import { Elysia, t } from 'elysia';
+import { Elysia } from 'elysia';
 import { GUARD_CODES, guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
 import { ProblemSchema } from '../../platform/http/errors';
 import { conditionalGet, type HeaderPairs, type ResponseCache } from '../../platform/http/response-cache';
 import {
-  AssetSummarySchema, KindSchema, RelationSchema, ScanBody, ScanResponse, WorkIdParams, WorkSchema, WorksQuery,
+  AssetListSchema, KindListSchema, RelationListSchema, ScanBody, ScanResponse, WorkAnswerSchema, WorkIdParams, WorkPageSchema, WorksQuery,
 } from './catalog.model';
 import type { CatalogService } from './catalog.service';
 import { catalogOperation as op } from './catalog.errors';
@@ -51,7 +51,7 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
     // A page already answered (so validated) for this exact path and query is served before routing.
     .onRequest(({ request }) => pages.early(request, 'public', NO_HEADERS))
     .get('/kinds', () => ({ kinds: catalog.kinds() }), {
-      response: { 200: t.Object({ kinds: t.Array(KindSchema) }) },
+      response: { 200: KindListSchema },
       detail: { ...op('listKinds'), tags: ['kinds'], summary: 'The kind registry: core kinds and the kinds of content-type plugins' },
     })
     .get(
@@ -64,7 +64,7 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
       {
         query: WorksQuery,
         headers: pageConditional.headers,
-        response: { 200: t.Object({ total: t.Number(), works: t.Array(WorkSchema) }), ...errors },
+        response: { 200: WorkPageSchema, ...errors },
         detail: { ...op('listWorks'),
           tags: ['works'],
           summary: 'List works, oldest first',
@@ -78,12 +78,12 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
     )
     .get('/works/:id', async ({ params }) => ({ work: await catalog.getWork(params.id) }), {
       params: WorkIdParams,
-      response: { 200: t.Object({ work: WorkSchema }), ...errors, ...notFound },
+      response: { 200: WorkAnswerSchema, ...errors, ...notFound },
       detail: { ...op('getWork', ['CATALOG_WORK_NOT_FOUND']), tags: ['works'], summary: 'One work (404 CATALOG_WORK_NOT_FOUND)' },
     })
     .get('/works/:id/assets', async ({ params }) => ({ assets: await catalog.workAssets(params.id) }), {
       params: WorkIdParams,
-      response: { 200: t.Object({ assets: t.Array(AssetSummarySchema) }), ...errors, ...notFound },
+      response: { 200: AssetListSchema, ...errors, ...notFound },
       detail: { ...op('listWorkAssets', ['CATALOG_WORK_NOT_FOUND']),
         tags: ['works'],
         summary: 'Playable assets of a work over its editions: indexed first, then newest (404 CATALOG_WORK_NOT_FOUND)',
@@ -91,7 +91,7 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
     })
     .get('/works/:id/relations', async ({ params }) => ({ relations: await catalog.workRelations(params.id) }), {
       params: WorkIdParams,
-      response: { 200: t.Object({ relations: t.Array(RelationSchema) }), ...errors, ...notFound },
+      response: { 200: RelationListSchema, ...errors, ...notFound },
       detail: { ...op('listWorkRelations', ['CATALOG_WORK_NOT_FOUND']),
         tags: ['works'],
         summary: "The work's lineage (its parents and its descendants) ordered by ordinal, parent before child",

@@ -1,5 +1,6 @@
 // t.* schemas of the identity API: validation, types and OpenAPI from one place.
 import { t } from 'elysia';
+import { JwksSchema } from '../../platform/bus/identity-shapes';
 import { POLICIES } from '../../platform/auth/policies';
 
 export const PolicySchema = t.UnionEnum(POLICIES, { description: 'a policy an actor can hold' });
@@ -79,3 +80,8 @@ export const RotatedKey = t.Object({
   previousKid: t.String(),
   previousPublishedUntil: t.Number({ description: 'Unix epoch ms until which the previous key stays in the JWKS' }),
 });
+
+/** The JWKS (the bus's shape), and the actor answers, named so that generated clients get one type each. */
+export { JwksSchema };
+export const ActorListSchema = t.Object({ actors: t.Array(ActorSchema) });
+export const ActorAnswerSchema = t.Object({ actor: ActorSchema });

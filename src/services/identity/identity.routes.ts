@@ -1,12 +1,13 @@
 // The identity service's routes: actors (admin), sessions, the JWKS and key rotation. HTTP only;
 // the rules live in identity.service.ts, who calls in callers.ts.
-import { Elysia, t } from 'elysia';
+import { Elysia } from 'elysia';
 import { forbidden } from '../../platform/auth/denials';
 import { JwksSchema } from '../../platform/bus/identity-shapes';
 import { ProblemSchema } from '../../platform/http/errors';
 import { rateLimited, type createTokenBucket } from '../../platform/http/rate-limit';
 import {
-  ActorSchema,
+  ActorAnswerSchema,
+  ActorListSchema,
   ActorWithKey,
   CreateActorBody,
   CreateSessionBody,
@@ -91,20 +92,20 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
     })
     .get('/actors', async () => ({ actors: await identity.listActors() }), {
       auth: 'admin',
-      response: { 200: t.Object({ actors: t.Array(ActorSchema) }), ...adminErrors },
+      response: { 200: ActorListSchema, ...adminErrors },
       detail: { ...op('listActors', ADMIN), tags: ['actors'], summary: 'List actors' },
     })
     .get('/actors/:id', async ({ params }) => ({ actor: await identity.getActor(params.id) }), {
       auth: 'admin',
       params: IdParams,
-      response: { 200: t.Object({ actor: ActorSchema }), ...adminErrors, 404: ProblemSchema },
+      response: { 200: ActorAnswerSchema, ...adminErrors, 404: ProblemSchema },
       detail: { ...op('getActor', [...ADMIN, 'IDENTITY_ACTOR_NOT_FOUND']), tags: ['actors'], summary: 'Get an actor' },
     })
     .patch('/actors/:id', async ({ params, body }) => ({ actor: await identity.updateActor(params.id, body) }), {
       auth: 'admin',
       params: IdParams,
       body: UpdateActorBody,
-      response: { 200: t.Object({ actor: ActorSchema }), ...adminErrors, 404: ProblemSchema },
+      response: { 200: ActorAnswerSchema, ...adminErrors, 404: ProblemSchema },
       detail: { ...op('updateActor', [...ADMIN, 'IDENTITY_ACTOR_NOT_FOUND']),
         tags: ['actors'],
         summary: 'Rename, disable or re-enable an actor, or change its policies',

@@ -106,8 +106,8 @@ test("the attach route's OpenAPI answers name its 401 (a bad ticket) and its 404
   const attach = doc.paths['/api/workspaces/{id}/terminals/{tid}'].get;
   expect(attach.operationId).toBe('attachWorkspaceTerminal');
   expect(Object.keys(attach.responses)).toEqual(expect.arrayContaining(['101', '401', '404']));
-  expect(attach.responses['401'].content['application/json'].schema.properties.error.properties.code.enum).toContain('UNAUTHORIZED');
-  expect(attach.responses['404'].content['application/json'].schema.properties.error.properties.code.enum).toContain('TERMINAL_NOT_FOUND');
+  expect(attach.responses['401'].content['application/json'].schema.allOf[1].properties.error.properties.code.enum).toContain('UNAUTHORIZED');
+  expect(attach.responses['404'].content['application/json'].schema.allOf[1].properties.error.properties.code.enum).toContain('TERMINAL_NOT_FOUND');
 });
 
 test('a terminal outlives its socket: a new ticket reattaches and first receives what was written meanwhile', async () => {

@@ -185,6 +185,21 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+            /** @description Unix epoch milliseconds */
+            timestamp: number;
+            /** @description seconds since the process started */
+            uptime: number;
+            version: string;
+        };
+        Version: {
+            commit: string;
+            component: string;
+            train: string;
+            version: string;
+        };
         Kind: {
             id: string;
             label: string;
@@ -198,6 +213,9 @@ export interface components {
             pipelines: string[];
             relations: string[];
         };
+        KindList: {
+            kinds: components["schemas"]["Kind"][];
+        };
         Work: {
             id: string;
             /** @description id of a registered kind (GET /kinds) */
@@ -208,6 +226,11 @@ export interface components {
             year: number;
             createdAt: number;
             updatedAt: number;
+        };
+        WorkPage: {
+            /** @description works in the catalog */
+            total: number;
+            works: components["schemas"]["Work"][];
         };
         /** @description RFC 9457 Problem Details (application/problem+json) */
         Problem: {
@@ -229,6 +252,9 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        WorkAnswer: {
+            work: components["schemas"]["Work"];
+        };
         AssetSummary: {
             assetId: string;
             editionId: string;
@@ -247,6 +273,9 @@ export interface components {
             /** @description false once a library scan found the file gone (the asset is kept); true again when it is back */
             available: boolean;
         };
+        AssetList: {
+            assets: components["schemas"]["AssetSummary"][];
+        };
         Relation: {
             parentWorkId: string;
             childWorkId: string;
@@ -255,6 +284,9 @@ export interface components {
             /** @description numeric path: [1, 3] is season 1, episode 3 */
             ordinal: number[];
             createdAt: number;
+        };
+        RelationList: {
+            relations: components["schemas"]["Relation"][];
         };
         ScanBody: {
             /** @description relative to a media root (APP_MEDIA_ROOTS); never absolute */
@@ -325,6 +357,14 @@ export interface components {
             index: components["schemas"]["MediaIndex"];
             indexed: boolean;
         };
+        LibraryScanAccepted: {
+            id: string;
+            /**
+             * @default queued
+             * @enum {string}
+             */
+            status: "queued" | "running" | "done" | "failed";
+        };
         LibraryScan: {
             id: string;
             /**
@@ -385,15 +425,7 @@ export interface operations {
                      *       "version": "string"
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ok";
-                        /** @description Unix epoch milliseconds */
-                        timestamp: number;
-                        /** @description seconds since the process started */
-                        uptime: number;
-                        version: string;
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
         };
@@ -421,12 +453,7 @@ export interface operations {
                      *       "version": "string"
                      *     }
                      */
-                    "application/json": {
-                        commit: string;
-                        component: string;
-                        train: string;
-                        version: string;
-                    };
+                    "application/json": components["schemas"]["Version"];
                 };
             };
         };
@@ -479,9 +506,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": {
-                        kinds: components["schemas"]["Kind"][];
-                    };
+                    "application/json": components["schemas"]["KindList"];
                 };
             };
         };
@@ -525,10 +550,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": {
-                        total: number;
-                        works: components["schemas"]["Work"][];
-                    };
+                    "application/json": components["schemas"]["WorkPage"];
                 };
             };
             /** @description Not Modified: the page is unchanged since the ETag sent in If-None-Match (no body) */
@@ -597,9 +619,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        work: components["schemas"]["Work"];
-                    };
+                    "application/json": components["schemas"]["WorkAnswer"];
                 };
             };
             /** @description `CATALOG_WORK_NOT_FOUND`: no such work */
@@ -691,9 +711,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": {
-                        assets: components["schemas"]["AssetSummary"][];
-                    };
+                    "application/json": components["schemas"]["AssetList"];
                 };
             };
             /** @description `CATALOG_WORK_NOT_FOUND`: no such work */
@@ -780,9 +798,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": {
-                        relations: components["schemas"]["Relation"][];
-                    };
+                    "application/json": components["schemas"]["RelationList"];
                 };
             };
             /** @description `CATALOG_WORK_NOT_FOUND`: no such work */
@@ -1198,14 +1214,7 @@ export interface operations {
                      *       "status": "queued"
                      *     }
                      */
-                    "application/json": {
-                        id: string;
-                        /**
-                         * @default queued
-                         * @enum {string}
-                         */
-                        status: "queued" | "running" | "done" | "failed";
-                    };
+                    "application/json": components["schemas"]["LibraryScanAccepted"];
                 };
             };
             /** @description `parse`: the body is not JSON, or is nested too deep, or uses a reserved key */

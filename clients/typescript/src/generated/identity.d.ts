@@ -196,6 +196,35 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+            /** @description Unix epoch milliseconds */
+            timestamp: number;
+            /** @description seconds since the process started */
+            uptime: number;
+            version: string;
+        };
+        Version: {
+            commit: string;
+            component: string;
+            train: string;
+            version: string;
+        };
+        Jwks: {
+            keys: {
+                /** @enum {string} */
+                kty: "OKP";
+                /** @enum {string} */
+                crv: "Ed25519";
+                x: string;
+                kid: string;
+                /** @enum {string} */
+                alg: "EdDSA";
+                /** @enum {string} */
+                use: "sig";
+            }[];
+        };
         RotateKeyBody: {
             /** @description true: the previous key leaves the JWKS now and every token it signed is refused (a leaked key); default false: it stays for the overlap */
             retirePrevious?: boolean;
@@ -247,6 +276,12 @@ export interface components {
             actor: components["schemas"]["Actor"];
             /** @description keel_ak_...: shown once, stored only as a hash */
             apiKey: string;
+        };
+        ActorList: {
+            actors: components["schemas"]["Actor"][];
+        };
+        ActorAnswer: {
+            actor: components["schemas"]["Actor"];
         };
         UpdateActorBody: {
             name?: string;
@@ -317,15 +352,7 @@ export interface operations {
                      *       "version": "string"
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ok";
-                        /** @description Unix epoch milliseconds */
-                        timestamp: number;
-                        /** @description seconds since the process started */
-                        uptime: number;
-                        version: string;
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
         };
@@ -353,12 +380,7 @@ export interface operations {
                      *       "version": "string"
                      *     }
                      */
-                    "application/json": {
-                        commit: string;
-                        component: string;
-                        train: string;
-                        version: string;
-                    };
+                    "application/json": components["schemas"]["Version"];
                 };
             };
         };
@@ -392,20 +414,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": {
-                        keys: {
-                            /** @enum {string} */
-                            kty: "OKP";
-                            /** @enum {string} */
-                            crv: "Ed25519";
-                            x: string;
-                            kid: string;
-                            /** @enum {string} */
-                            alg: "EdDSA";
-                            /** @enum {string} */
-                            use: "sig";
-                        }[];
-                    };
+                    "application/json": components["schemas"]["Jwks"];
                 };
             };
         };
@@ -629,9 +638,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": {
-                        actors: components["schemas"]["Actor"][];
-                    };
+                    "application/json": components["schemas"]["ActorList"];
                 };
             };
             /** @description `unauthenticated`: no valid Bearer access token; `reauth-required`: the session has ended; create a new one with the API key */
@@ -893,9 +900,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        actor: components["schemas"]["Actor"];
-                    };
+                    "application/json": components["schemas"]["ActorAnswer"];
                 };
             };
             /** @description `unauthenticated`: no valid Bearer access token; `reauth-required`: the session has ended; create a new one with the API key */
@@ -1046,9 +1051,7 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
-                        actor: components["schemas"]["Actor"];
-                    };
+                    "application/json": components["schemas"]["ActorAnswer"];
                 };
             };
             /** @description `parse`: the body is not JSON, or is nested too deep, or uses a reserved key */

@@ -180,6 +180,21 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+            /** @description Unix epoch milliseconds */
+            timestamp: number;
+            /** @description seconds since the process started */
+            uptime: number;
+            version: string;
+        };
+        Version: {
+            commit: string;
+            component: string;
+            train: string;
+            version: string;
+        };
         CreateSessionBody: {
             /** @description a catalog asset id */
             assetId: string;
@@ -274,15 +289,7 @@ export interface operations {
                      *       "version": "string"
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ok";
-                        /** @description Unix epoch milliseconds */
-                        timestamp: number;
-                        /** @description seconds since the process started */
-                        uptime: number;
-                        version: string;
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
         };
@@ -310,12 +317,7 @@ export interface operations {
                      *       "version": "string"
                      *     }
                      */
-                    "application/json": {
-                        commit: string;
-                        component: string;
-                        train: string;
-                        version: string;
-                    };
+                    "application/json": components["schemas"]["Version"];
                 };
             };
         };

@@ -40,6 +40,21 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+            /** @description Unix epoch milliseconds */
+            timestamp: number;
+            /** @description seconds since the process started */
+            uptime: number;
+            version: string;
+        };
+        Version: {
+            commit: string;
+            component: string;
+            train: string;
+            version: string;
+        };
         /** @description RFC 9457 Problem Details (application/problem+json) */
         Problem: {
             type: string;
@@ -92,15 +107,7 @@ export interface operations {
                      *       "version": "string"
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ok";
-                        /** @description Unix epoch milliseconds */
-                        timestamp: number;
-                        /** @description seconds since the process started */
-                        uptime: number;
-                        version: string;
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
         };
@@ -128,12 +135,7 @@ export interface operations {
                      *       "version": "string"
                      *     }
                      */
-                    "application/json": {
-                        commit: string;
-                        component: string;
-                        train: string;
-                        version: string;
-                    };
+                    "application/json": components["schemas"]["Version"];
                 };
             };
         };

@@ -1009,6 +1009,21 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+            /** @description Unix epoch milliseconds */
+            timestamp: number;
+            /** @description seconds since the process started */
+            uptime: number;
+            version: string;
+        };
+        Version: {
+            commit: string;
+            component: string;
+            train: string;
+            version: string;
+        };
         Urls: {
             /** @description the code server, with the workspace's secret as HTTP Basic credentials: http://keel:<secret>@host:port (shown to the owner and admins only) */
             codeServer: string;
@@ -1291,46 +1306,6 @@ export interface components {
         LogsResponse: {
             logs: components["schemas"]["LogEntry"][];
         };
-        /** @description stdout -> info; stderr -> error when the line names an error (error, fatal, panic, exception, traceback, critical), else warn; a JSON object line keeps its own `level` (or lvl, severity, levelname; pino numbers too) and `msg`/`message` */
-        LogLevel: "debug" | "info" | "warn" | "error";
-        /** @description One Server-Sent Event of a log follow: `event` is its event line, `data` the JSON of its data line */
-        LogEvent: {
-            /**
-             * @description no event line: SSE calls it message
-             * @enum {string}
-             */
-            event: "message";
-            data: {
-                /**
-                 * Format: date-time
-                 * @description when the engine received the line (ISO 8601 UTC, ms)
-                 */
-                timestamp: string;
-                /** @description `main` for the container's main process, else the name of a service the template declares */
-                service: string;
-                level: components["schemas"]["LogLevel"];
-                /** @description at most 64 KiB (65,536 bytes) of UTF-8: a longer line arrives as consecutive entries, in order, cut between characters, with the same timestamp, service and level; their messages joined are the line */
-                message: string;
-            };
-        } | {
-            /** @enum {string} */
-            event: "end";
-            data: {
-                reason: "stopped" | "deleted" | "not-running" | "shutdown";
-            };
-        } | {
-            /** @enum {string} */
-            event: "dropped";
-            data: {
-                /** @enum {string} */
-                reason: "slow-reader";
-                message: string;
-            };
-        } | {
-            /** @enum {string} */
-            event: "error";
-            data: components["schemas"]["ErrorEnvelope"];
-        };
         StreamStats: {
             /** @description engine log streams Keel holds open (one per followed workspace, plus reads in progress) */
             engineStreams: number;
@@ -1396,48 +1371,6 @@ export interface components {
             timedOut: boolean;
             stdoutTruncated: boolean;
             stderrTruncated: boolean;
-        };
-        /**
-         * @example {
-         *       "exitCode": 0,
-         *       "stdout": "hello from demo\n",
-         *       "stderr": "",
-         *       "duration": 54,
-         *       "timedOut": false,
-         *       "stdoutTruncated": false,
-         *       "stderrTruncated": false
-         *     }
-         */
-        ExecExit: {
-            /** @description the command's exit status; 124 at the timeout */
-            exitCode: number;
-            /** @description milliseconds */
-            duration: number;
-            timedOut: boolean;
-        };
-        /** @description One Server-Sent Event of a streaming exec: `event` is its event line, `data` the JSON of its data line */
-        ExecEvent: {
-            /** @enum {string} */
-            event: "stdout";
-            data: {
-                /** @description UTF-8 text as it arrives */
-                data: string;
-            };
-        } | {
-            /** @enum {string} */
-            event: "stderr";
-            data: {
-                /** @description UTF-8 text as it arrives */
-                data: string;
-            };
-        } | {
-            /** @enum {string} */
-            event: "exit";
-            data: components["schemas"]["ExecExit"];
-        } | {
-            /** @enum {string} */
-            event: "error";
-            data: components["schemas"]["ErrorEnvelope"];
         };
         FileEntry: {
             name: string;
@@ -1749,35 +1682,6 @@ export interface components {
             };
             toolCalls: components["schemas"]["ToolCall"][];
         };
-        /** @description One Server-Sent Event of an agent stream: `event` is its event line, `id` its id line, `data` the JSON of its data line */
-        AgentEvent: {
-            /** @enum {string} */
-            event: "delta";
-            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
-            id: string;
-            data: {
-                /** @description text as it arrives */
-                content: string;
-            };
-        } | {
-            /** @enum {string} */
-            event: "tool";
-            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
-            id: string;
-            data: components["schemas"]["ToolCall"];
-        } | {
-            /** @enum {string} */
-            event: "done";
-            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
-            id: string;
-            data: components["schemas"]["AssistantReply"];
-        } | {
-            /** @enum {string} */
-            event: "error";
-            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
-            id: string;
-            data: components["schemas"]["ErrorEnvelope"];
-        };
         CancelAnswer: {
             id: string;
             /** @description true when a turn was in flight and is now ended */
@@ -1963,6 +1867,121 @@ export interface components {
             /** @description every attempt, oldest first */
             history: components["schemas"]["Attempt"][];
         };
+        /** @description stdout -> info; stderr -> error when the line names an error (error, fatal, panic, exception, traceback, critical), else warn; a JSON object line keeps its own `level` (or lvl, severity, levelname; pino numbers too) and `msg`/`message` */
+        LogLevel: "debug" | "info" | "warn" | "error";
+        /** @description One Server-Sent Event of a log follow: `event` is its event line, `data` the JSON of its data line */
+        LogEvent: {
+            /**
+             * @description no event line: SSE calls it message
+             * @enum {string}
+             */
+            event: "message";
+            data: components["schemas"]["LogEntry"];
+        } | {
+            /** @enum {string} */
+            event: "end";
+            data: {
+                reason: "stopped" | "deleted" | "not-running" | "shutdown";
+            };
+        } | {
+            /** @enum {string} */
+            event: "dropped";
+            data: {
+                /** @enum {string} */
+                reason: "slow-reader";
+                message: string;
+            };
+        } | {
+            /** @enum {string} */
+            event: "error";
+            data: components["schemas"]["ErrorEnvelope"];
+        };
+        /**
+         * @example {
+         *       "exitCode": 0,
+         *       "stdout": "hello from demo\n",
+         *       "stderr": "",
+         *       "duration": 54,
+         *       "timedOut": false,
+         *       "stdoutTruncated": false,
+         *       "stderrTruncated": false
+         *     }
+         */
+        ExecExit: {
+            /** @description the command's exit status; 124 at the timeout */
+            exitCode: number;
+            /** @description milliseconds */
+            duration: number;
+            timedOut: boolean;
+        };
+        /** @description One Server-Sent Event of a streaming exec: `event` is its event line, `data` the JSON of its data line */
+        ExecEvent: {
+            /** @enum {string} */
+            event: "stdout";
+            data: {
+                /** @description UTF-8 text as it arrives */
+                data: string;
+            };
+        } | {
+            /** @enum {string} */
+            event: "stderr";
+            data: {
+                /** @description UTF-8 text as it arrives */
+                data: string;
+            };
+        } | {
+            /** @enum {string} */
+            event: "exit";
+            data: components["schemas"]["ExecExit"];
+        } | {
+            /** @enum {string} */
+            event: "error";
+            data: components["schemas"]["ErrorEnvelope"];
+        };
+        /** @description One Server-Sent Event of an agent stream: `event` is its event line, `id` its id line, `data` the JSON of its data line */
+        AgentEvent: {
+            /** @enum {string} */
+            event: "delta";
+            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
+            id: string;
+            data: {
+                /** @description text as it arrives */
+                content: string;
+            };
+        } | {
+            /** @enum {string} */
+            event: "tool";
+            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
+            id: string;
+            data: components["schemas"]["ToolCall"];
+        } | {
+            /** @enum {string} */
+            event: "approval";
+            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
+            id: string;
+            /** @description a tool call waiting for a decision (toolApproval); the stream stays open meanwhile */
+            data: {
+                /** @description the approval id: decide with POST /api/agent/sessions/{id}/approvals/{aid} */
+                id: string;
+                toolCallId: string;
+                /** @description the tool */
+                name: string;
+                /** @description what the model asked the tool to do */
+                input: unknown;
+            };
+        } | {
+            /** @enum {string} */
+            event: "done";
+            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
+            id: string;
+            data: components["schemas"]["AssistantReply"];
+        } | {
+            /** @enum {string} */
+            event: "error";
+            /** @description the `id:` line: a number increasing within the session (resume with Last-Event-ID) */
+            id: string;
+            data: components["schemas"]["ErrorEnvelope"];
+        };
         /** @description One Server-Sent Event of the workspace event stream: `event` is its event line, `id` its id line, `data` the JSON of its data line */
         WorkspaceStreamEvent: {
             /** @enum {string} */
@@ -2043,15 +2062,7 @@ export interface operations {
                      *       "version": "string"
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ok";
-                        /** @description Unix epoch milliseconds */
-                        timestamp: number;
-                        /** @description seconds since the process started */
-                        uptime: number;
-                        version: string;
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
         };
@@ -2079,12 +2090,7 @@ export interface operations {
                      *       "version": "string"
                      *     }
                      */
-                    "application/json": {
-                        commit: string;
-                        component: string;
-                        train: string;
-                        version: string;
-                    };
+                    "application/json": components["schemas"]["Version"];
                 };
             };
         };
@@ -2125,17 +2131,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2155,17 +2157,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2185,17 +2183,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description TERMINAL_NOT_FOUND: no live terminal with this id in the workspace (ended, or detached for over 10 minutes)
                              * @enum {string}
                              */
                             code: "TERMINAL_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2274,17 +2268,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2304,17 +2294,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2334,17 +2320,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2411,17 +2393,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2441,17 +2419,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2471,17 +2445,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_EXISTS: a workspace with this name exists (names are unique across owners); PORT_UNAVAILABLE: the port is reserved by another workspace or in use on the host
                              * @enum {string}
                              */
                             code: "WORKSPACE_EXISTS" | "PORT_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2501,17 +2471,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2531,17 +2497,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2561,17 +2523,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2591,17 +2549,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done; CLONE_QUEUE_FULL: too many repo clones run or wait; nothing was created; ISOLATION_UNAVAILABLE: Keel cannot firewall workspace networks here
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE" | "CLONE_QUEUE_FULL" | "ISOLATION_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2665,17 +2619,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2695,17 +2645,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2725,17 +2671,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2755,17 +2697,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2815,17 +2753,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2845,17 +2779,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2875,17 +2805,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2905,17 +2831,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2935,17 +2857,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -2965,17 +2883,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3023,17 +2937,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3053,17 +2963,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3083,17 +2989,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3113,17 +3015,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
                              * @enum {string}
                              */
                             code: "INVALID_TRANSITION";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3143,17 +3041,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3173,17 +3067,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3233,17 +3123,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3263,17 +3149,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3293,17 +3175,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3323,17 +3201,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
                              * @enum {string}
                              */
                             code: "INVALID_TRANSITION";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3353,17 +3227,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3383,17 +3253,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3441,17 +3307,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3471,17 +3333,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3501,17 +3359,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3531,17 +3385,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
                              * @enum {string}
                              */
                             code: "INVALID_TRANSITION";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3561,17 +3411,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3591,17 +3437,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3649,17 +3491,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3679,17 +3517,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3709,17 +3543,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3739,17 +3569,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
                              * @enum {string}
                              */
                             code: "INVALID_TRANSITION";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3769,17 +3595,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3799,17 +3621,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3829,17 +3647,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3887,17 +3701,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3917,17 +3727,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3947,17 +3753,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -3977,17 +3779,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
                              * @enum {string}
                              */
                             code: "INVALID_TRANSITION";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4007,17 +3805,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4037,17 +3831,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4067,17 +3857,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4136,17 +3922,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4166,17 +3948,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4238,17 +4016,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4268,17 +4042,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4298,17 +4068,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4328,17 +4094,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom)
                              * @enum {string}
                              */
                             code: "INVALID_TRANSITION";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4358,17 +4120,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4388,17 +4146,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4418,17 +4172,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4448,17 +4198,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4526,17 +4272,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4556,17 +4298,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4586,17 +4324,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4616,17 +4350,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_EXISTS: a workspace with this name exists (names are unique across owners); INVALID_TRANSITION: the current status does not allow this move (details.status, details.allowedFrom); PORT_UNAVAILABLE: the port is reserved by another workspace or in use on the host
                              * @enum {string}
                              */
                             code: "WORKSPACE_EXISTS" | "INVALID_TRANSITION" | "PORT_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4646,17 +4376,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4676,17 +4402,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4706,17 +4428,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4736,17 +4454,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done; ISOLATION_UNAVAILABLE: Keel cannot firewall workspace networks here
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE" | "ISOLATION_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4800,17 +4514,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4830,17 +4540,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4892,17 +4598,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4922,17 +4624,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4952,17 +4650,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SNAPSHOT_NOT_FOUND: no snapshot with this id is yours
                              * @enum {string}
                              */
                             code: "SNAPSHOT_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -4982,17 +4676,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5040,17 +4730,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5070,17 +4756,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5100,17 +4782,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SNAPSHOT_NOT_FOUND: no snapshot with this id is yours
                              * @enum {string}
                              */
                             code: "SNAPSHOT_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5130,17 +4808,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5193,17 +4867,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5223,17 +4893,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5287,17 +4953,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5317,17 +4979,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5347,17 +5005,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5406,17 +5060,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5436,17 +5086,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5466,17 +5112,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description VOLUME_NOT_FOUND: no kept volume with this name or former workspace id is yours
                              * @enum {string}
                              */
                             code: "VOLUME_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5496,17 +5138,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5526,17 +5164,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5556,17 +5190,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5635,17 +5265,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5665,17 +5291,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5695,17 +5317,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5725,17 +5343,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5755,17 +5369,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5785,17 +5395,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5848,17 +5454,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5878,17 +5480,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description FORBIDDEN: the token is valid but may not do this (admins only)
                              * @enum {string}
                              */
                             code: "FORBIDDEN";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5908,17 +5506,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -5998,17 +5592,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6028,17 +5618,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6058,17 +5644,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6088,17 +5670,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6118,17 +5696,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6148,17 +5722,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6178,17 +5748,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6208,17 +5774,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6276,17 +5838,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6306,17 +5864,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6336,17 +5890,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PERMISSION_DENIED: the template's user may not read, write, delete or move this path
                              * @enum {string}
                              */
                             code: "PERMISSION_DENIED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6366,17 +5916,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; FILE_NOT_FOUND: nothing at this path in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "FILE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6396,17 +5942,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first; FILE_CONFLICT: the path is in the way: a non-empty directory without recursive=true, a directory where a file is written, a full disk
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING" | "FILE_CONFLICT";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6426,17 +5968,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description OUTPUT_TOO_LARGE: what Keel would read back from the workspace (a directory listing, a helper's output) is past its bound (details.limit); the read was ended there
                              * @enum {string}
                              */
                             code: "OUTPUT_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6456,17 +5994,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RANGE_NOT_SATISFIABLE: the Range lies outside the file (details.size)
                              * @enum {string}
                              */
                             code: "RANGE_NOT_SATISFIABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6486,17 +6020,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6516,17 +6046,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6546,17 +6072,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6611,17 +6133,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6641,17 +6159,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6671,17 +6185,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PERMISSION_DENIED: the template's user may not read, write, delete or move this path
                              * @enum {string}
                              */
                             code: "PERMISSION_DENIED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6701,17 +6211,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; FILE_NOT_FOUND: nothing at this path in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "FILE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6731,17 +6237,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first; FILE_CONFLICT: the path is in the way: a non-empty directory without recursive=true, a directory where a file is written, a full disk
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING" | "FILE_CONFLICT";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6761,17 +6263,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB; FILE_TOO_LARGE: the upload is larger than APP_FILE_MAX_BYTES (details.limit); nothing was written
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE" | "FILE_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6791,17 +6289,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6821,17 +6315,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6851,17 +6341,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6912,17 +6398,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6942,17 +6424,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -6972,17 +6450,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PERMISSION_DENIED: the template's user may not read, write, delete or move this path
                              * @enum {string}
                              */
                             code: "PERMISSION_DENIED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7002,17 +6476,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; FILE_NOT_FOUND: nothing at this path in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "FILE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7032,17 +6502,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first; FILE_CONFLICT: the path is in the way: a non-empty directory without recursive=true, a directory where a file is written, a full disk
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING" | "FILE_CONFLICT";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7062,17 +6528,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7092,17 +6554,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7122,17 +6580,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7190,17 +6644,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7220,17 +6670,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7250,17 +6696,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PERMISSION_DENIED: the template's user may not read, write, delete or move this path
                              * @enum {string}
                              */
                             code: "PERMISSION_DENIED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7280,17 +6722,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; FILE_NOT_FOUND: nothing at this path in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "FILE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7310,17 +6748,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first; FILE_CONFLICT: the path is in the way: a non-empty directory without recursive=true, a directory where a file is written, a full disk
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING" | "FILE_CONFLICT";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7340,17 +6774,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7370,17 +6800,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7400,17 +6826,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7430,17 +6852,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7494,17 +6912,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7524,17 +6938,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7554,17 +6964,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7584,17 +6990,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7659,17 +7061,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7689,17 +7087,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7719,17 +7113,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7749,17 +7139,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7779,17 +7165,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7809,17 +7191,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7839,17 +7217,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7869,17 +7243,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7933,17 +7303,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7963,17 +7329,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -7993,17 +7355,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; PROCESS_NOT_FOUND: no process with this id in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "PROCESS_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8023,17 +7381,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8094,17 +7448,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8124,17 +7474,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8154,17 +7500,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; PROCESS_NOT_FOUND: no process with this id in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "PROCESS_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8184,17 +7526,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8250,17 +7588,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8280,17 +7614,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8310,17 +7640,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; PROCESS_NOT_FOUND: no process with this id in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "PROCESS_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8340,17 +7666,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PROCESS_NOT_RUNNING: the process has ended or was lost (details.status)
                              * @enum {string}
                              */
                             code: "PROCESS_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8370,17 +7692,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8400,17 +7718,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8468,17 +7782,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8498,17 +7808,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8528,17 +7834,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; PROCESS_NOT_FOUND: no process with this id in the workspace
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "PROCESS_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8558,17 +7860,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PROCESS_NOT_RUNNING: the process has ended or was lost (details.status)
                              * @enum {string}
                              */
                             code: "PROCESS_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8588,17 +7886,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8618,17 +7912,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8648,17 +7938,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8678,17 +7964,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8748,17 +8030,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8778,17 +8056,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8808,17 +8082,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8838,17 +8108,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8868,17 +8134,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8898,17 +8160,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8928,17 +8186,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_ERROR: the Docker engine refused the operation
                              * @enum {string}
                              */
                             code: "ENGINE_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -8958,17 +8212,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9018,17 +8268,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9048,17 +8294,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9078,17 +8320,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; TERMINAL_NOT_FOUND: no live terminal with this id in the workspace (ended, or detached for over 10 minutes)
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "TERMINAL_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9108,17 +8346,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9172,17 +8406,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9202,17 +8432,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9232,17 +8458,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9262,17 +8484,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9333,17 +8551,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9363,17 +8577,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9393,17 +8603,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9423,17 +8629,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_RUNNING: the workspace is not running; start it first
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9453,17 +8655,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9483,17 +8681,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9513,17 +8707,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description ENGINE_UNAVAILABLE: no container engine answers; nothing was done
                              * @enum {string}
                              */
                             code: "ENGINE_UNAVAILABLE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9572,17 +8762,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9602,17 +8788,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9632,17 +8814,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours; PREVIEW_NOT_FOUND: no preview link with this id or secret
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND" | "PREVIEW_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9662,17 +8840,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9742,17 +8916,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9772,17 +8942,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9802,17 +8968,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9894,17 +9056,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9924,17 +9082,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9954,17 +9108,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WORKSPACE_NOT_FOUND: no workspace with this id is yours
                              * @enum {string}
                              */
                             code: "WORKSPACE_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -9984,17 +9134,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10014,17 +9160,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10098,17 +9240,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10128,17 +9266,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10158,17 +9292,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10188,17 +9318,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10246,17 +9372,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10276,17 +9398,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10306,17 +9424,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10336,17 +9450,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10439,17 +9549,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10469,17 +9575,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10499,17 +9601,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10529,17 +9627,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_BUSY: a turn is in flight in this agent session; WORKSPACE_NOT_RUNNING: the workspace is not running; start it first
                              * @enum {string}
                              */
                             code: "SESSION_BUSY" | "WORKSPACE_NOT_RUNNING";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10559,17 +9653,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10589,17 +9679,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10619,17 +9705,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INTERNAL_ERROR: an unexpected failure inside Keel
                              * @enum {string}
                              */
                             code: "INTERNAL_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10649,17 +9731,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UPSTREAM_ERROR: the model provider failed
                              * @enum {string}
                              */
                             code: "UPSTREAM_ERROR";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10679,17 +9757,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SHUTTING_DOWN: Keel is shutting down
                              * @enum {string}
                              */
                             code: "SHUTTING_DOWN";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10752,17 +9826,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10782,17 +9852,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10812,17 +9878,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10842,17 +9904,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10900,17 +9958,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10930,17 +9984,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10960,17 +10010,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -10990,17 +10036,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11061,17 +10103,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11091,17 +10129,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11121,17 +10155,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11151,17 +10181,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11227,17 +10253,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11257,17 +10279,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11287,17 +10305,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description SESSION_NOT_FOUND: no agent session with this id in the workspace; APPROVAL_NOT_FOUND: no tool-call approval with this id in the agent session
                              * @enum {string}
                              */
                             code: "SESSION_NOT_FOUND" | "APPROVAL_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11317,17 +10331,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description APPROVAL_DECIDED: the approval is not waiting any more: decided, timed out, or its turn ended (details.status)
                              * @enum {string}
                              */
                             code: "APPROVAL_DECIDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11347,17 +10357,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11377,17 +10383,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11444,17 +10446,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11474,17 +10472,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11504,17 +10498,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description FORBIDDEN: the token is valid but may not do this (admins only)
                              * @enum {string}
                              */
                             code: "FORBIDDEN";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11534,17 +10524,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11591,17 +10577,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11621,17 +10603,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11651,17 +10629,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11681,17 +10655,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11751,17 +10721,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11781,17 +10747,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11861,17 +10823,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11891,17 +10849,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11921,17 +10875,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -11951,17 +10901,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12019,17 +10965,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12049,17 +10991,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12079,17 +11017,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12109,17 +11043,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12167,17 +11097,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12197,17 +11123,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12227,17 +11149,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12257,17 +11175,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12340,17 +11254,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12370,17 +11280,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12400,17 +11306,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12430,17 +11332,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
                              * @enum {string}
                              */
                             code: "PAYLOAD_TOO_LARGE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12460,17 +11358,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12527,17 +11421,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12557,17 +11447,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12587,17 +11473,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12617,17 +11499,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_INACTIVE: the webhook is disabled
                              * @enum {string}
                              */
                             code: "WEBHOOK_INACTIVE";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12647,17 +11525,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12722,17 +11596,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12752,17 +11622,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12782,17 +11648,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12812,17 +11674,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12891,17 +11749,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12921,17 +11775,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12951,17 +11801,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours; DELIVERY_NOT_FOUND: no delivery with this id for the webhook
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND" | "DELIVERY_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -12981,17 +11827,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13049,17 +11891,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
                              * @enum {string}
                              */
                             code: "INVALID_REQUEST";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13079,17 +11917,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13109,17 +11943,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_NOT_FOUND: no webhook with this id is yours; DELIVERY_NOT_FOUND: no delivery with this id for the webhook
                              * @enum {string}
                              */
                             code: "WEBHOOK_NOT_FOUND" | "DELIVERY_NOT_FOUND";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13139,17 +11969,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description WEBHOOK_INACTIVE: the webhook is disabled; DELIVERY_IN_FLIGHT: an attempt of this delivery is in flight
                              * @enum {string}
                              */
                             code: "WEBHOOK_INACTIVE" | "DELIVERY_IN_FLIGHT";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13169,17 +11995,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13232,17 +12054,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description UNAUTHORIZED: no valid Bearer token
                              * @enum {string}
                              */
                             code: "UNAUTHORIZED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };
@@ -13262,17 +12080,13 @@ export interface operations {
                      *       }
                      *     }
                      */
-                    "application/json": {
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
                              * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
                              * @enum {string}
                              */
                             code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
-                            message: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
                         };
                     };
                 };

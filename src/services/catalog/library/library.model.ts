@@ -1,7 +1,10 @@
 // t.* schemas of the library scan API (CONTRACT.md, "Library scans and sources"); the shapes the
 // bus shares (request, status, counts) come from platform/bus/library-shapes.ts.
 import { t, type Static } from 'elysia';
-import { LibraryScanCountsSchema, LibraryScanStatusSchema } from '../../../platform/bus/library-shapes';
+import { LibraryScanAcceptedSchema, LibraryScanCountsSchema, LibraryScanStatusSchema } from '../../../platform/bus/library-shapes';
+
+/** POST /library/scans's 202, the bus's shape, named here for the document. */
+export { LibraryScanAcceptedSchema };
 
 export const LibraryScanSchema = t.Object({
   id: t.String(),

@@ -205,6 +205,19 @@ export const AgentEventSchema = t.Union(
   [
     t.Object({ event: t.Literal('delta'), id: eventId, data: t.Object({ content: t.String({ description: 'text as it arrives' }) }) }),
     t.Object({ event: t.Literal('tool'), id: eventId, data: ToolCall }),
+    t.Object({
+      event: t.Literal('approval'),
+      id: eventId,
+      data: t.Object(
+        {
+          id: t.String({ description: 'the approval id: decide with POST /api/agent/sessions/{id}/approvals/{aid}' }),
+          toolCallId: t.String(),
+          name: t.String({ description: 'the tool' }),
+          input: t.Unknown({ description: 'what the model asked the tool to do' }),
+        },
+        { description: 'a tool call waiting for a decision (toolApproval); the stream stays open meanwhile' },
+      ),
+    }),
     t.Object({ event: t.Literal('done'), id: eventId, data: AssistantReply }),
     t.Object({ event: t.Literal('error'), id: eventId, data: ErrorEnvelope }),
   ],

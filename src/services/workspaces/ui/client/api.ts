@@ -4,7 +4,9 @@
 // The workspace API as the dashboard calls it: the token from the tab's session storage on every
 // request, errors in the API's envelope turned into readable messages, and event streams read
 // with fetch (not EventSource: it cannot send an Authorization header, and a token in the URL
-// would land in server logs, browser history and Referer headers).
+// would land in server logs, browser history and Referer headers) by the SDK's one SSE reader.
+
+import { readEvents } from '../../../../../clients/typescript/src/sse';
 
 const TOKEN_KEY = 'keel.token';
 
@@ -89,48 +91,12 @@ export async function readStream(
   });
   if (!res.ok || !res.body) throw await failure(res);
   opts.onOpen?.();
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = '';
   try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buf += value.replace(/\r\n?/g, '\n');
-      let cut: number;
-      while ((cut = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, cut);
-        buf = buf.slice(cut + 2);
-        const e = parseBlock(block);
-        if (e) opts.onEvent(e);
-      }
-    }
+    for await (const e of readEvents<StreamEvent>(res)) opts.onEvent(e);
   } catch (e) {
     if (opts.signal.aborted) return;
     throw e;
-  } finally {
-    reader.releaseLock();
   }
-}
-
-function parseBlock(block: string): StreamEvent | null {
-  let event = 'message';
-  let id: string | undefined;
-  let data: string | undefined;
-  for (const line of block.split('\n')) {
-    if (line.startsWith(':')) continue;
-    const colon = line.indexOf(':');
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-    if (field === 'event') event = value;
-    else if (field === 'id') id = value;
-    else if (field === 'data') data = data === undefined ? value : data + '\n' + value;
-  }
-  if (data === undefined) return null;
-  let parsed: unknown = data;
-  try {
-    parsed = JSON.parse(data);
-  } catch {}
-  return { event, id, data: parsed };
 }
 
 export const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));

@@ -6,7 +6,7 @@
 // longer holds the last id seen) the list is fetched again; events that arrive while it loads are
 // applied again on top of it, so the newest status wins. A cut stream reconnects with
 // Last-Event-ID and gets what it missed.
-import type { Workspace as ApiWorkspace, WorkspaceStreamEvent } from '../../../../../clients/typescript/src';
+import type { WorkspaceData as ApiWorkspace, WorkspaceStreamEvent } from '../../../../../clients/typescript/src';
 import { api, ApiError, readStream, type StreamEvent } from './api';
 
 /** A row: the API's workspace, of which a row made from an event alone has only what the event carries. */
