@@ -155,3 +155,43 @@ export function playbackFixtures(): PlaybackFixtures {
     transcode: make('play-20s-mpeg4.mkv', (o) => ffmpeg([...input, '-c:v', 'mpeg4', ...gop, '-q:v', '5', '-c:a', 'libmp3lame', '-b:a', '64k', '-ac', '2', '-f', 'matroska', o])),
   };
 }
+
+/**
+ * Tiny media for the local-metadata, search and track tests (1 s, 160x120): a poster and a backdrop
+ * image, an MP4 carrying its own tags and an embedded cover, and an MKV with two audio languages and
+ * an embedded subtitle.
+ */
+export interface LocalFixtures {
+  poster: string;
+  backdrop: string;
+  tagged: string;
+  plain: string;
+  multi: string;
+}
+
+export function localFixtures(): LocalFixtures {
+  mkdirSync(DIR, { recursive: true });
+  const poster = make('poster-80x120.jpg', (o) => ffmpeg(['-f', 'lavfi', '-i', 'testsrc=size=80x120:duration=1', '-frames:v', '1', '-f', 'image2', '-c:v', 'mjpeg', o]));
+  const backdrop = make('backdrop-192x108.png', (o) => ffmpeg(['-f', 'lavfi', '-i', 'testsrc=size=192x108:duration=1', '-frames:v', '1', '-f', 'image2', '-c:v', 'png', o]));
+  const input = ['-f', 'lavfi', '-i', 'testsrc=size=160x120:rate=24:duration=1', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=44100:duration=1'];
+  const codecs = ['-c:v', 'libx264', '-preset', 'ultrafast', '-g', '12', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-b:a', '32k', '-ac', '2'];
+  const tagged = make('tagged-cover.mp4', (o) =>
+    ffmpeg([
+      ...input, '-i', poster, '-map', '0:v', '-map', '1:a', '-map', '2:v', ...codecs, '-c:v:1', 'mjpeg', '-disposition:v:1', 'attached_pic',
+      '-metadata', 'title=Tagged Film Deluxe', '-metadata', 'genre=Drama', '-metadata', 'date=2010', '-metadata', 'comment=A plot from the tags.',
+      '-f', 'mp4', o,
+    ]),
+  );
+  const plain = make('tiny.mkv', (o) => ffmpeg([...input, ...codecs, '-f', 'matroska', o]));
+  const srt = join(DIR, 'subs.srt');
+  if (!existsSync(srt)) writeFileSync(srt, SRT);
+  const multi = make('two-audio.mkv', (o) =>
+    ffmpeg([
+      ...input, '-f', 'lavfi', '-i', 'sine=frequency=660:sample_rate=48000:duration=1', '-i', srt,
+      '-map', '0:v', '-map', '1:a', '-map', '2:a', '-map', '3:s', ...codecs, '-c:a:1', 'ac3', '-ac:a:1', '6', '-b:a:1', '192k', '-c:s', 'srt',
+      '-metadata:s:a:0', 'language=eng', '-metadata:s:a:1', 'language=fre', '-metadata:s:s:0', 'language=ger',
+      '-disposition:a:0', 'default', '-disposition:a:1', '0', '-f', 'matroska', o,
+    ]),
+  );
+  return { poster, backdrop, tagged, plain, multi };
+}

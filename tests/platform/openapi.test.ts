@@ -84,7 +84,7 @@ const OPERATION_IDS: Record<ServiceName, string[]> = {
     'startWorkspaceProcess', 'listWorkspaceProcesses', 'getWorkspaceProcess', 'readWorkspaceProcessOutput', 'writeWorkspaceProcessStdin', 'signalWorkspaceProcess',
     'createWorkspacePreview', 'listWorkspacePreviews', 'revokeWorkspacePreview',
   ],
-  catalog: ['getHealth', 'getVersion', 'listKinds', 'listWorks', 'getWork', 'listWorkAssets', 'listWorkRelations', 'scanFile', 'startLibraryScan', 'getLibraryScan'],
+  catalog: ['getHealth', 'getVersion', 'listKinds', 'listWorks', 'getWork', 'listWorkAssets', 'getWorkImage', 'listWorkRelations', 'scanFile', 'startLibraryScan', 'getLibraryScan'],
   identity: [
     'getHealth', 'getVersion', 'getJwks', 'rotateSigningKey', 'createActor', 'listActors', 'getActor', 'updateActor', 'rotateActorKey',
     'createSession', 'refreshSession', 'revokeSession',

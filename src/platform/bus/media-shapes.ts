@@ -43,3 +43,13 @@ export type KeyframeSource = Static<typeof KeyframeSourceSchema>;
 export type Identification = Static<typeof IdentificationSchema>;
 export type ProbeStream = Static<typeof ProbeStreamSchema>;
 export type ProbeFacts = Static<typeof ProbeFactsSchema>;
+
+/** What a medium's own container tags say, read by the media engine with its probe (local metadata). */
+export interface MediaTags {
+  title?: string;
+  year?: number;
+  genres?: string[];
+  overview?: string;
+  /** Stream index of an attached picture (a cover), when there is one. */
+  coverStream?: number;
+}

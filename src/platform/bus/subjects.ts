@@ -3,7 +3,7 @@
 // shape that is also an HTTP body is declared once as t.* in *-shapes.ts and its type used here.
 import type { Jwks } from './identity-shapes';
 import type { LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, SourceBinding } from './library-shapes';
-import type { Identification, ProbeFacts, ProbeStream } from './media-shapes';
+import type { Identification, MediaTags, ProbeFacts, ProbeStream } from './media-shapes';
 
 export type { LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, SourceBinding } from './library-shapes';
 
@@ -28,7 +28,7 @@ export interface BusQueries {
   'qry.media.probe': {
     request: { root: number; path: string };
     reply:
-      | { medium: true; sizeBytes: number; fastHash: string; facts: ProbeFacts }
+      | { medium: true; sizeBytes: number; fastHash: string; facts: ProbeFacts; tags?: MediaTags }
       | { medium: false; sizeBytes: number; fastHash: string; reason: string };
   };
   /**

@@ -1,6 +1,7 @@
 // Catalog rules, free of HTTP: scan (probe over the bus, identify, file under an edition, index),
 // and the reads of works, their assets and relations. Errors are AppErrors with stable codes.
-import { and, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { realpathSync } from 'node:fs';
+import { and, asc, count, desc, eq, inArray, isNull, like, sql, type SQL } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import { createEventOutbox } from '../../platform/bus/event-outbox';
 import type { ProbeStream } from '../../platform/bus/media-shapes';
@@ -9,18 +10,24 @@ import type { Orm, Store } from '../../platform/store';
 import { AppError } from '../../platform/errors';
 import './catalog.errors';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
-import type { Asset, AssetSummary, MediaIndex, Relation, ScanInput, Work } from './catalog.model';
+import type { Asset, AssetSummary, ImageKind, MediaIndex, Relation, ScanInput, Work, WorksFilter } from './catalog.model';
+import type { ImageEngine } from './media-engine/images';
+import { IMAGE_TYPES } from './media-engine/images';
+import { readLocalMetadata, SIDECAR_EXTENSIONS, type LocalMetadata } from './metadata/local-metadata';
+import { genreKeyOf, queryWords, searchTextOf } from './search';
 import { catalogTables, type catalogAssets, type catalogMediaIndexes, type catalogWorks } from './catalog.tables';
 import { identify, type Identified } from './identify';
 import { createWorksPager } from './works-pager';
 import type { KindRegistry } from './kinds';
 import { libraryTables } from './library/library.tables';
-import { locate } from './paths';
+import { locate, pathRefused, resolveOnRoot } from './paths';
 
 // A 4xx AppError is not retryable and permanent unless it says otherwise.
 export const workNotFound = () => new AppError('CATALOG_WORK_NOT_FOUND', 'No such work');
 export const editionNotFound = () => new AppError('CATALOG_EDITION_NOT_FOUND', 'No such edition');
 export const bindingConflict = () => new AppError('CATALOG_BINDING_CONFLICT', 'The edition does not belong to the work');
+export const imageNotFound = () => new AppError('CATALOG_IMAGE_NOT_FOUND', 'The work has no image of that kind');
+export const imageUnreadable = () => new AppError('CATALOG_IMAGE_UNREADABLE', 'The image could not be read');
 
 export interface CatalogDeps {
   store: Store;
@@ -31,6 +38,8 @@ export interface CatalogDeps {
   kinds: KindRegistry;
   /** How long scan waits for the media engine (probe timeout plus the keyframe scan). */
   probeWaitMs: number;
+  /** Covers and resized images (ffmpeg, cached). */
+  images: ImageEngine;
 }
 
 type Tx = Orm;
@@ -39,8 +48,11 @@ type IndexRow = typeof catalogMediaIndexes.$inferSelect;
 type WorkRow = typeof catalogWorks.$inferSelect;
 
 const toWork = (r: WorkRow): Work => ({
-  id: r.id, kind: r.kind, title: r.title, originalTitle: r.originalTitle, year: r.year, createdAt: r.createdAt, updatedAt: r.updatedAt,
+  id: r.id, kind: r.kind, title: r.title, originalTitle: r.originalTitle, year: r.year, overview: r.overview, genres: r.genres,
+  images: { poster: r.poster ? `/works/${r.id}/images/poster` : null, backdrop: r.backdrop ? `/works/${r.id}/images/backdrop` : null },
+  createdAt: r.createdAt, updatedAt: r.updatedAt,
 });
+
 const toAsset = (r: AssetRow): Asset => ({
   id: r.id, editionId: r.editionId, path: r.path, container: r.container, fastHash: r.fastHash, sizeBytes: r.sizeBytes,
   identification: r.identification, kind: r.kind, layout: r.layout, createdAt: r.createdAt, updatedAt: r.updatedAt,
@@ -83,7 +95,10 @@ export function createCatalog(deps: CatalogDeps) {
   async function ensureWork(tx: Tx, key: string, kind: string, title: string, year: number, now: number): Promise<WorkRow> {
     const [found] = await tx.select().from(catalogWorks).where(eq(catalogWorks.matchKey, key));
     if (found) return found;
-    const row = { id: newId('wrk', clock), kind, title, originalTitle: title, year, matchKey: key, createdAt: now, updatedAt: now };
+    const row: WorkRow = {
+      id: newId('wrk', clock), kind, title, originalTitle: title, year, matchKey: key, overview: '', genres: [],
+      searchText: searchTextOf(title, title), genreKey: '', poster: null, backdrop: null, createdAt: now, updatedAt: now,
+    };
     await tx.insert(catalogWorks).values(row);
     return row;
   }
@@ -138,8 +153,56 @@ export function createCatalog(deps: CatalogDeps) {
     return { editionId: input.editionId, workId: input.workId };
   }
 
+  /** Fills a work from what was found beside its medium: found values replace, absent ones leave what is there. */
+  async function applyLocal(workId: string, meta: LocalMetadata): Promise<void> {
+    const w = await findWork(workId);
+    if (!w) return;
+    const next = {
+      title: meta.title ?? w.title,
+      originalTitle: meta.originalTitle ?? w.originalTitle,
+      year: meta.year ?? w.year,
+      overview: meta.overview ?? w.overview,
+      genres: meta.genres ?? w.genres,
+      poster: meta.poster ?? w.poster,
+      backdrop: meta.backdrop ?? w.backdrop,
+    };
+    const fields = { ...next, searchText: searchTextOf(next.title, next.originalTitle), genreKey: genreKeyOf(next.genres) };
+    const same = (Object.keys(fields) as (keyof typeof fields)[]).every((k) => JSON.stringify(w[k]) === JSON.stringify(fields[k]));
+    if (same) return;
+    await db.update(catalogWorks).set({ ...fields, updatedAt: clock.now() }).where(eq(catalogWorks.id, workId));
+  }
+
+  /** The series above an episode work (episode <- season <- series), if it has one. */
+  async function seriesOf(episodeId: string): Promise<string | undefined> {
+    const [season] = await db.select({ id: catalogRelations.parentWorkId }).from(catalogRelations).where(and(eq(catalogRelations.childWorkId, episodeId), eq(catalogRelations.rel, 'has-episode')));
+    if (!season) return undefined;
+    const [series] = await db.select({ id: catalogRelations.parentWorkId }).from(catalogRelations).where(and(eq(catalogRelations.childWorkId, season.id), eq(catalogRelations.rel, 'has-season')));
+    return series?.id;
+  }
+
+  /** Reads the .nfo, artwork and tags of a medium into its work (and an episode's series). */
+  async function readLocal(workId: string, root: number, relPath: string, tags: BusQueries['qry.media.probe']['reply'] & { medium: true }) {
+    const work = await findWork(workId);
+    if (!work) return;
+    let realRoot: string;
+    try {
+      realRoot = realpathSync(deps.mediaRoots[root]!);
+    } catch {
+      return;
+    }
+    const episode = work.kind === 'episode';
+    const found = readLocalMetadata(realRoot, root, relPath, { episode, tags: tags.tags });
+    await applyLocal(workId, found.work);
+    if (found.series) {
+      const series = await seriesOf(workId);
+      if (series) await applyLocal(series, found.series);
+    }
+  }
+
   async function scan(input: ScanInput): Promise<{ asset: Asset; index: MediaIndex | null; indexed: boolean }> {
     const loc = locate(deps.mediaRoots, input.path, input.root);
+    const ext = loc.relPath.slice(loc.relPath.lastIndexOf('.') + 1).toLowerCase();
+    if (loc.relPath.includes('.') && SIDECAR_EXTENSIONS.has(ext)) throw pathRefused('it is a subtitle, .nfo or image file, read with the medium beside it');
     const binding = await checkBinding(input);
     const probe: BusQueries['qry.media.probe']['reply'] = await deps.bus.request(
       'qry.media.probe',
@@ -236,6 +299,14 @@ export function createCatalog(deps: CatalogDeps) {
       return { asset, index, replaced, workId };
     });
     events.kick();
+    if (probe.medium && result.workId) {
+      try {
+        await readLocal(result.workId, loc.root, loc.relPath, probe);
+      } catch (e) {
+        // Local metadata is a bonus: a broken .nfo or folder never fails the scan of its medium.
+        deps.log.warn('local metadata not read', { assetId: result.asset.id, error: String(e) });
+      }
+    }
 
     return { asset: toAsset(result.asset), index: result.index ? toIndex(result.index) : null, indexed: !!result.index };
   }
@@ -243,9 +314,61 @@ export function createCatalog(deps: CatalogDeps) {
   // GET /works is the hot read: pages seek from sparse marks (works-pager.ts), not an OFFSET walk.
   const works = createWorksPager(store);
 
-  async function listWorks(page: number, pageSize: number): Promise<{ total: number; works: Work[] }> {
-    const { total, rows } = await works.page(page, pageSize);
-    return { total, works: rows.map(toWork) };
+  async function listWorks(page: number, pageSize: number, filter: WorksFilter = {}): Promise<{ total: number; works: Work[] }> {
+    const where: SQL[] = [];
+    if (filter.q !== undefined) {
+      const words = queryWords(filter.q);
+      // A query of no letters or digits finds nothing, rather than everything.
+      if (words.length === 0) return { total: 0, works: [] };
+      // Folded words hold letters and digits only: nothing in them is a LIKE wildcard.
+      for (const w of words) where.push(like(catalogWorks.searchText, `% ${w}%`));
+    }
+    if (filter.kind !== undefined) where.push(eq(catalogWorks.kind, filter.kind));
+    if (filter.year !== undefined) where.push(eq(catalogWorks.year, filter.year));
+    if (filter.genre !== undefined) {
+      const g = queryWords(filter.genre).join(' ');
+      if (!g) return { total: 0, works: [] };
+      where.push(like(catalogWorks.genreKey, `%|${g}|%`));
+    }
+    if (where.length === 0) {
+      const { total, rows } = await works.page(page, pageSize);
+      return { total, works: rows.map(toWork) };
+    }
+    const cond = and(...where);
+    const [{ n } = { n: 0 }] = await db.select({ n: count() }).from(catalogWorks).where(cond);
+    const rows = await db.select().from(catalogWorks).where(cond).orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id)).limit(pageSize).offset((page - 1) * pageSize);
+    return { total: Number(n), works: rows.map(toWork) };
+  }
+
+  /** A work's image: the file as it is, or (resized, or an embedded cover) a cached JPEG. */
+  async function workImage(id: string, kind: ImageKind, width?: number): Promise<{ path: string; type: string }> {
+    const w = await findWork(id);
+    if (!w) throw workNotFound();
+    const ref = kind === 'poster' ? w.poster : w.backdrop;
+    if (!ref) throw imageNotFound();
+    let abs: string;
+    try {
+      const resolved = resolveOnRoot(deps.mediaRoots, ref.root, ref.path);
+      if (!resolved) throw imageNotFound();
+      abs = resolved.absPath;
+    } catch (e) {
+      if (e instanceof AppError && e.code === 'CATALOG_IMAGE_NOT_FOUND') throw e;
+      throw imageNotFound();
+    }
+    if (ref.stream !== undefined) return { path: await deps.images.cover(abs, ref.stream, width), type: 'image/jpeg' };
+    if (width !== undefined) return { path: await deps.images.resized(abs, width), type: 'image/jpeg' };
+    const type = IMAGE_TYPES[abs.slice(abs.lastIndexOf('.') + 1).toLowerCase()];
+    if (!type) throw imageUnreadable();
+    return { path: abs, type };
+  }
+
+  /** Works written before search existed get their search column once (folded in code, as at write time). */
+  async function backfillSearch(): Promise<void> {
+    for (;;) {
+      const rows = await db.select({ id: catalogWorks.id, title: catalogWorks.title, originalTitle: catalogWorks.originalTitle }).from(catalogWorks).where(eq(catalogWorks.searchText, '')).limit(500);
+      if (rows.length === 0) return;
+      for (const r of rows) await db.update(catalogWorks).set({ searchText: searchTextOf(r.title, r.originalTitle) || ' ' }).where(eq(catalogWorks.id, r.id));
+    }
   }
 
   async function getWork(id: string): Promise<Work> {
@@ -301,6 +424,8 @@ export function createCatalog(deps: CatalogDeps) {
   return {
     scan,
     listWorks,
+    workImage,
+    backfillSearch,
     getWork,
     workAssets,
     workRelations,

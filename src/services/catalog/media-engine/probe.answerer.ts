@@ -11,6 +11,7 @@ import { capabilitiesOf } from './capabilities';
 import { fastHash } from './fast-hash';
 import type { Ffprobe, FfprobeJson, FfprobeStreamJson } from './ffprobe';
 import { keyframes } from './keyframes';
+import { mediaTagsOf } from '../metadata/local-metadata';
 
 type ProbeReply = BusQueries['qry.media.probe']['reply'];
 
@@ -125,7 +126,7 @@ export function createProbeAnswerer(deps: { mediaRoots: string[]; ffprobe: Ffpro
       keyframesMs: kf.ms,
       keyframeSource: kf.source,
     };
-    return { medium: true, sizeBytes, fastHash: hash, facts };
+    return { medium: true, sizeBytes, fastHash: hash, facts, tags: mediaTagsOf(format.tags, probed.json.streams ?? []) };
   }
 
   return {
