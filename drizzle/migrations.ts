@@ -83,6 +83,12 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795903667483,
     "breakpoints": true,
     "sql": "ALTER TABLE `catalog_works` ADD `overview` text DEFAULT '' NOT NULL;--> statement-breakpoint\nALTER TABLE `catalog_works` ADD `genres` text DEFAULT '[]' NOT NULL;--> statement-breakpoint\nALTER TABLE `catalog_works` ADD `search_text` text DEFAULT '' NOT NULL;--> statement-breakpoint\nALTER TABLE `catalog_works` ADD `genre_key` text DEFAULT '' NOT NULL;--> statement-breakpoint\nALTER TABLE `catalog_works` ADD `poster` text;--> statement-breakpoint\nALTER TABLE `catalog_works` ADD `backdrop` text;--> statement-breakpoint\nCREATE INDEX `catalog_works_kind_year` ON `catalog_works` (`kind`,`year`);"
+  },
+  {
+    "tag": "0014_wandering_triton",
+    "when": 1795904010678,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `playback_progress` (\n\t`actor_id` text NOT NULL,\n\t`asset_id` text NOT NULL,\n\t`position_ms` integer NOT NULL,\n\t`duration_ms` integer NOT NULL,\n\t`played` integer NOT NULL,\n\t`updated_at` integer NOT NULL,\n\tPRIMARY KEY(`actor_id`, `asset_id`)\n);\n--> statement-breakpoint\nCREATE INDEX `playback_progress_recent` ON `playback_progress` (`actor_id`,`updated_at`);"
   }
 ];
 
@@ -104,5 +110,11 @@ export const postgresMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795903668129,
     "breakpoints": true,
     "sql": "ALTER TABLE \"catalog_works\" ADD COLUMN \"overview\" text DEFAULT '' NOT NULL;--> statement-breakpoint\nALTER TABLE \"catalog_works\" ADD COLUMN \"genres\" jsonb DEFAULT '[]'::jsonb NOT NULL;--> statement-breakpoint\nALTER TABLE \"catalog_works\" ADD COLUMN \"search_text\" text DEFAULT '' NOT NULL;--> statement-breakpoint\nALTER TABLE \"catalog_works\" ADD COLUMN \"genre_key\" text DEFAULT '' NOT NULL;--> statement-breakpoint\nALTER TABLE \"catalog_works\" ADD COLUMN \"poster\" jsonb;--> statement-breakpoint\nALTER TABLE \"catalog_works\" ADD COLUMN \"backdrop\" jsonb;--> statement-breakpoint\nCREATE INDEX \"catalog_works_kind_year\" ON \"catalog_works\" USING btree (\"kind\",\"year\");"
+  },
+  {
+    "tag": "0003_sticky_mystique",
+    "when": 1795904011955,
+    "breakpoints": true,
+    "sql": "CREATE TABLE \"playback_progress\" (\n\t\"actor_id\" text NOT NULL,\n\t\"asset_id\" text NOT NULL,\n\t\"position_ms\" bigint NOT NULL,\n\t\"duration_ms\" bigint NOT NULL,\n\t\"played\" boolean NOT NULL,\n\t\"updated_at\" bigint NOT NULL,\n\tCONSTRAINT \"playback_progress_actor_id_asset_id_pk\" PRIMARY KEY(\"actor_id\",\"asset_id\")\n);\n--> statement-breakpoint\nCREATE INDEX \"playback_progress_recent\" ON \"playback_progress\" USING btree (\"actor_id\",\"updated_at\");"
   }
 ];

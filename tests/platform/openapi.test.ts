@@ -92,7 +92,7 @@ const OPERATION_IDS: Record<ServiceName, string[]> = {
   sources: ['getHealth', 'getVersion'],
   workers: ['getHealth', 'getVersion'],
   playback: [
-    'getHealth', 'getVersion', 'createPlaybackSession', 'endPlaybackSession', 'getMasterPlaylist', 'getMediaPlaylist', 'getThumbnailsVtt', 'getThumbnailsSprite', 'getPlaybackFile',
+    'getHealth', 'getVersion', 'createPlaybackSession', 'endPlaybackSession', 'getMasterPlaylist', 'getMediaPlaylist', 'getThumbnailsVtt', 'getThumbnailsSprite', 'getPlaybackFile', 'putPlaybackProgress', 'listPlaybackProgress',
   ],
 };
 
