@@ -89,6 +89,12 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795904010678,
     "breakpoints": true,
     "sql": "CREATE TABLE `playback_progress` (\n\t`actor_id` text NOT NULL,\n\t`asset_id` text NOT NULL,\n\t`position_ms` integer NOT NULL,\n\t`duration_ms` integer NOT NULL,\n\t`played` integer NOT NULL,\n\t`updated_at` integer NOT NULL,\n\tPRIMARY KEY(`actor_id`, `asset_id`)\n);\n--> statement-breakpoint\nCREATE INDEX `playback_progress_recent` ON `playback_progress` (`actor_id`,`updated_at`);"
+  },
+  {
+    "tag": "0015_tense_microchip",
+    "when": 1795904181516,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `catalog_assets` ADD `subtitle_files` text DEFAULT '[]' NOT NULL;"
   }
 ];
 
@@ -116,5 +122,11 @@ export const postgresMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795904011955,
     "breakpoints": true,
     "sql": "CREATE TABLE \"playback_progress\" (\n\t\"actor_id\" text NOT NULL,\n\t\"asset_id\" text NOT NULL,\n\t\"position_ms\" bigint NOT NULL,\n\t\"duration_ms\" bigint NOT NULL,\n\t\"played\" boolean NOT NULL,\n\t\"updated_at\" bigint NOT NULL,\n\tCONSTRAINT \"playback_progress_actor_id_asset_id_pk\" PRIMARY KEY(\"actor_id\",\"asset_id\")\n);\n--> statement-breakpoint\nCREATE INDEX \"playback_progress_recent\" ON \"playback_progress\" USING btree (\"actor_id\",\"updated_at\");"
+  },
+  {
+    "tag": "0004_sweet_ozymandias",
+    "when": 1795904182430,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"catalog_assets\" ADD COLUMN \"subtitle_files\" jsonb DEFAULT '[]'::jsonb NOT NULL;"
   }
 ];

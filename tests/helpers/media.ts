@@ -195,3 +195,15 @@ export function localFixtures(): LocalFixtures {
   );
   return { poster, backdrop, tagged, plain, multi };
 }
+
+/** A 2 s 1280x720 H.264 (High)/AAC source with a keyframe every second: the top of a small ladder (720, 480, 360). */
+export function ladderFixture(): string {
+  mkdirSync(DIR, { recursive: true });
+  return make('ladder-720p.mp4', (o) =>
+    ffmpeg([
+      '-f', 'lavfi', '-i', 'testsrc=size=1280x720:rate=12:duration=2', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=44100:duration=2',
+      '-c:v', 'libx264', '-preset', 'veryfast', '-g', '12', '-keyint_min', '12', '-sc_threshold', '0', '-pix_fmt', 'yuv420p',
+      '-c:a', 'aac', '-b:a', '32k', '-ac', '2', '-f', 'mp4', o,
+    ]),
+  );
+}

@@ -26,6 +26,8 @@ export const ProbeStreamSchema = t.Object({
   frameRate: t.Optional(t.Number()),
   width: t.Optional(t.Number()),
   height: t.Optional(t.Number()),
+  profile: t.Optional(t.String({ description: "video: the codec profile as ffprobe names it (High, Main, Baseline); what HLS CODECS are derived from" })),
+  level: t.Optional(t.Number({ description: 'video: the codec level (H.264: 31 is 3.1, 40 is 4.0)' })),
 });
 
 /** What the media engine found in a file: the facts a MediaIndex is made of. */

@@ -59,6 +59,22 @@ export const ScanResponse = t.Object({
   indexed: t.Boolean(),
 });
 
+export const AudioTrackSchema = t.Object({
+  index: t.Number({ description: 'the stream index in the file' }),
+  language: t.String({ description: 'ISO 639-2/T (eng, fra, deu); und when unknown' }),
+  codec: t.String({ description: "ffprobe's codec name: aac, ac3, eac3, dts, truehd, opus, ..." }),
+  channels: t.Number(),
+  default: t.Boolean({ description: 'the container marks it as the default track' }),
+});
+
+export const SubtitleTrackSchema = t.Object({
+  index: t.Optional(t.Number({ description: 'the stream index in the file (embedded only)' })),
+  language: t.String({ description: 'ISO 639-2/T; a sidecar\'s from its name (Movie.en.srt, Movie.fre.srt); und when unknown' }),
+  format: t.String({ description: 'srt, ass, vtt, mov_text (text); pgs, vobsub, dvb (pictures)' }),
+  text: t.Boolean({ description: 'true: a text subtitle, played as a WebVTT rendition; false: a bitmap subtitle, listed only' }),
+  source: t.UnionEnum(['embedded', 'sidecar'] as const),
+});
+
 export const AssetSummarySchema = t.Object({
   assetId: t.String(),
   editionId: t.String(),
@@ -70,6 +86,8 @@ export const AssetSummarySchema = t.Object({
   layout: t.String(),
   sizeBytes: t.Number(),
   available: t.Boolean({ description: 'false once a library scan found the file gone (the asset is kept); true again when it is back' }),
+  audio: t.Array(AudioTrackSchema, { description: 'every audio stream, in stream order' }),
+  subtitles: t.Array(SubtitleTrackSchema, { description: 'embedded subtitle streams, then sidecar files beside the medium' }),
 });
 
 export const RelationSchema = t.Object({

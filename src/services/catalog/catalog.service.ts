@@ -13,7 +13,8 @@ import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Asset, AssetSummary, ImageKind, MediaIndex, Relation, ScanInput, Work, WorksFilter } from './catalog.model';
 import type { ImageEngine } from './media-engine/images';
 import { IMAGE_TYPES } from './media-engine/images';
-import { readLocalMetadata, SIDECAR_EXTENSIONS, type LocalMetadata } from './metadata/local-metadata';
+import { findSidecarSubtitles, readLocalMetadata, SIDECAR_EXTENSIONS, type LocalMetadata, type SidecarSubtitle } from './metadata/local-metadata';
+import { iso6392 } from './metadata/languages';
 import { genreKeyOf, queryWords, searchTextOf } from './search';
 import { catalogTables, type catalogAssets, type catalogMediaIndexes, type catalogWorks } from './catalog.tables';
 import { identify, type Identified } from './identify';
@@ -78,6 +79,29 @@ export function facetsOf(streams: ProbeStream[]): string[] {
   if (height >= 2160) f.push('4k');
   if (streams.some((s) => s.type === 'audio' && (s.channels ?? 0) > 2)) f.push('surround');
   return f;
+}
+
+/** Subtitle codecs ffmpeg turns into WebVTT; the others are pictures (PGS, VobSub, DVB). */
+export const TEXT_SUBTITLE_CODECS = new Set(['subrip', 'srt', 'ass', 'ssa', 'mov_text', 'webvtt', 'text', 'microdvd', 'subviewer']);
+const SUBTITLE_FORMAT: Record<string, string> = {
+  subrip: 'srt', srt: 'srt', ass: 'ass', ssa: 'ass', mov_text: 'mov_text', webvtt: 'vtt', hdmv_pgs_subtitle: 'pgs', dvd_subtitle: 'vobsub', dvb_subtitle: 'dvb',
+};
+
+/** The audio streams of an index as the assets list shows them. */
+export function audioOf(streams: ProbeStream[]) {
+  return streams
+    .filter((s) => s.type === 'audio')
+    .map((s) => ({ index: s.index, language: iso6392(s.language), codec: s.codec, channels: s.channels ?? 0, default: s.defaultFlag }));
+}
+
+/** Embedded subtitle streams, then the sidecar files. */
+export function subtitlesOf(streams: ProbeStream[], files: SidecarSubtitle[]) {
+  return [
+    ...streams
+      .filter((s) => s.type === 'subtitle')
+      .map((s) => ({ index: s.index, language: iso6392(s.language), format: SUBTITLE_FORMAT[s.codec] ?? s.codec, text: TEXT_SUBTITLE_CODECS.has(s.codec), source: 'embedded' as const })),
+    ...files.map((f) => ({ language: f.language, format: f.format, text: true, source: 'sidecar' as const })),
+  ];
 }
 
 export function createCatalog(deps: CatalogDeps) {
@@ -199,11 +223,21 @@ export function createCatalog(deps: CatalogDeps) {
     }
   }
 
+  /** The subtitle files beside a medium; none when its root cannot be read. */
+  function sidecarsOf(root: number, relPath: string): SidecarSubtitle[] {
+    try {
+      return findSidecarSubtitles(realpathSync(deps.mediaRoots[root]!), relPath);
+    } catch {
+      return [];
+    }
+  }
+
   async function scan(input: ScanInput): Promise<{ asset: Asset; index: MediaIndex | null; indexed: boolean }> {
     const loc = locate(deps.mediaRoots, input.path, input.root);
     const ext = loc.relPath.slice(loc.relPath.lastIndexOf('.') + 1).toLowerCase();
     if (loc.relPath.includes('.') && SIDECAR_EXTENSIONS.has(ext)) throw pathRefused('it is a subtitle, .nfo or image file, read with the medium beside it');
     const binding = await checkBinding(input);
+    const subtitleFiles = sidecarsOf(loc.root, loc.relPath);
     const probe: BusQueries['qry.media.probe']['reply'] = await deps.bus.request(
       'qry.media.probe',
       { root: loc.root, path: loc.relPath },
@@ -241,10 +275,11 @@ export function createCatalog(deps: CatalogDeps) {
         identification,
         kind: probe.medium ? 'logical-composition' : 'opaque',
         layout: 'file',
+        subtitleFiles: probe.medium ? subtitleFiles : [],
       };
       let asset: AssetRow;
       if (existing) {
-        const changed = Object.entries(fields).some(([k, v]) => (existing as Record<string, unknown>)[k] !== v);
+        const changed = Object.entries(fields).some(([k, v]) => JSON.stringify((existing as Record<string, unknown>)[k]) !== JSON.stringify(v));
         asset = { ...existing, ...fields, updatedAt: changed ? now : existing.updatedAt };
         if (changed) await tx.update(catalogAssets).set({ ...fields, updatedAt: now }).where(eq(catalogAssets.id, existing.id));
         // A workless edition left without assets goes with its last asset.
@@ -393,6 +428,8 @@ export function createCatalog(deps: CatalogDeps) {
       container: asset.container,
       durationMs: index?.durationMs ?? 0,
       facets: index ? facetsOf(index.streams) : [],
+      audio: index ? audioOf(index.streams) : [],
+      subtitles: index ? subtitlesOf(index.streams, asset.subtitleFiles) : [],
       identification: asset.identification,
       indexed: !!index,
       layout: asset.layout,

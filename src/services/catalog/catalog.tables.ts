@@ -2,7 +2,7 @@
 import { defineTables } from '../../platform/db-schema';
 import type { Identification, KeyframeSource, ProbeStream } from '../../platform/bus/media-shapes';
 import { eventOutboxTable } from '../../platform/bus/outbox-table';
-import type { ImageRef } from './metadata/local-metadata';
+import type { ImageRef, SidecarSubtitle } from './metadata/local-metadata';
 
 export const catalogTables = defineTables((t) => {
   const { index, integer, table, text, uniqueIndex } = t;
@@ -60,6 +60,8 @@ export const catalogTables = defineTables((t) => {
       identification: text('identification').$type<Identification>().notNull(),
       kind: text('kind').notNull(),
       layout: text('layout').notNull(),
+      /** Subtitle files found beside the medium at its last scan (read with it, never assets of their own). */
+      subtitleFiles: text('subtitle_files', { mode: 'json' }).$type<SidecarSubtitle[]>().notNull().default([]),
       createdAt: integer('created_at').notNull(),
       updatedAt: integer('updated_at').notNull(),
     },

@@ -261,6 +261,32 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        AudioTrack: {
+            /** @description the stream index in the file */
+            index: number;
+            /** @description ISO 639-2/T (eng, fra, deu); und when unknown */
+            language: string;
+            /** @description ffprobe's codec name: aac, ac3, eac3, dts, truehd, opus, ... */
+            codec: string;
+            channels: number;
+            /** @description the container marks it as the default track */
+            default: boolean;
+        };
+        SubtitleTrack: {
+            /** @description the stream index in the file (embedded only) */
+            index?: number;
+            /** @description ISO 639-2/T; a sidecar's from its name (Movie.en.srt, Movie.fre.srt); und when unknown */
+            language: string;
+            /** @description srt, ass, vtt, mov_text (text); pgs, vobsub, dvb (pictures) */
+            format: string;
+            /** @description true: a text subtitle, played as a WebVTT rendition; false: a bitmap subtitle, listed only */
+            text: boolean;
+            /**
+             * @default embedded
+             * @enum {string}
+             */
+            source: "embedded" | "sidecar";
+        };
         AssetSummary: {
             assetId: string;
             editionId: string;
@@ -278,6 +304,10 @@ export interface components {
             sizeBytes: number;
             /** @description false once a library scan found the file gone (the asset is kept); true again when it is back */
             available: boolean;
+            /** @description every audio stream, in stream order */
+            audio: components["schemas"]["AudioTrack"][];
+            /** @description embedded subtitle streams, then sidecar files beside the medium */
+            subtitles: components["schemas"]["SubtitleTrack"][];
         };
         Relation: {
             parentWorkId: string;
@@ -344,6 +374,10 @@ export interface components {
                 frameRate?: number;
                 width?: number;
                 height?: number;
+                /** @description video: the codec profile as ffprobe names it (High, Main, Baseline); what HLS CODECS are derived from */
+                profile?: string;
+                /** @description video: the codec level (H.264: 31 is 3.1, 40 is 4.0) */
+                level?: number;
             }[];
             capabilities: string[];
             /** @description keyframe presentation times of the first video stream in ms, ascending; empty without video */
@@ -738,7 +772,24 @@ export interface operations {
                      *           "indexed": false,
                      *           "layout": "string",
                      *           "sizeBytes": 0,
-                     *           "available": false
+                     *           "available": false,
+                     *           "audio": [
+                     *             {
+                     *               "index": 0,
+                     *               "language": "string",
+                     *               "codec": "string",
+                     *               "channels": 0,
+                     *               "default": false
+                     *             }
+                     *           ],
+                     *           "subtitles": [
+                     *             {
+                     *               "language": "string",
+                     *               "format": "string",
+                     *               "text": false,
+                     *               "source": "embedded"
+                     *             }
+                     *           ]
                      *         }
                      *       ]
                      *     }

@@ -164,8 +164,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A segment of an HLS session (segment-<n>.ts, video/mp2t) or the file of a direct session (file.<ext>, Range: 206)
-         * @description A segment is made on first request by a workers job (stream copy for H.264/AAC, H.264/AAC transcode otherwise), cached, and the next ones are made ahead. Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410), PLAYBACK_SEGMENT_NOT_FOUND (404), PLAYBACK_SOURCE_UNAVAILABLE (409), PLAYBACK_SEGMENT_FAILED (503, retryable, Retry-After). A range past the end answers 416 with Content-Range: bytes *\/size.
+         * A rendition file of an HLS session (segments, rung, audio and subtitle playlists, WebVTT) or the file of a direct session (file.<ext>, Range: 206)
+         * @description Names: segment-<n>.ts (the source), media-<h>p.m3u8 and segment-<h>p-<n>.ts (a rung of the ladder: 1080, 720, 480, 360 below the source height), audio-<stream>.m3u8 and audio-<stream>-segment-<n>.ts (an audio stream other than the first, AAC), subtitles-<n>.m3u8 and subtitles-<n>.vtt (a text subtitle, embedded or a sidecar file, as WebVTT with X-TIMESTAMP-MAP). Every rendition is cut at the same indexed keyframes. PLAYBACK_RENDITION_NOT_FOUND (404): no such rendition in the master playlist. A segment is made on first request by a workers job (stream copy for H.264/AAC, H.264/AAC transcode otherwise), cached, and the next ones are made ahead. Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410), PLAYBACK_SEGMENT_NOT_FOUND (404), PLAYBACK_SOURCE_UNAVAILABLE (409), PLAYBACK_SEGMENT_FAILED (503, retryable, Retry-After). A range past the end answers 416 with Content-Range: bytes *\/size.
          */
         get: operations["getPlaybackFile"];
         put?: never;
@@ -1363,7 +1363,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description `PLAYBACK_SESSION_NOT_FOUND`: no such playback session, or its URL has expired; `PLAYBACK_SEGMENT_NOT_FOUND`: no such segment in the playlist; `PLAYBACK_ASSET_NOT_FOUND`: no such asset in the catalog */
+            /** @description `PLAYBACK_SESSION_NOT_FOUND`: no such playback session, or its URL has expired; `PLAYBACK_SEGMENT_NOT_FOUND`: no such segment in the playlist; `PLAYBACK_RENDITION_NOT_FOUND`: no such rendition (ladder rung, audio or subtitle) in the master playlist; `PLAYBACK_ASSET_NOT_FOUND`: no such asset in the catalog */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1381,10 +1381,10 @@ export interface operations {
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /**
-                         * @description PLAYBACK_SESSION_NOT_FOUND: no such playback session, or its URL has expired; PLAYBACK_SEGMENT_NOT_FOUND: no such segment in the playlist; PLAYBACK_ASSET_NOT_FOUND: no such asset in the catalog
+                         * @description PLAYBACK_SESSION_NOT_FOUND: no such playback session, or its URL has expired; PLAYBACK_SEGMENT_NOT_FOUND: no such segment in the playlist; PLAYBACK_RENDITION_NOT_FOUND: no such rendition (ladder rung, audio or subtitle) in the master playlist; PLAYBACK_ASSET_NOT_FOUND: no such asset in the catalog
                          * @enum {string}
                          */
-                        code: "PLAYBACK_SESSION_NOT_FOUND" | "PLAYBACK_SEGMENT_NOT_FOUND" | "PLAYBACK_ASSET_NOT_FOUND";
+                        code: "PLAYBACK_SESSION_NOT_FOUND" | "PLAYBACK_SEGMENT_NOT_FOUND" | "PLAYBACK_RENDITION_NOT_FOUND" | "PLAYBACK_ASSET_NOT_FOUND";
                     };
                 };
             };

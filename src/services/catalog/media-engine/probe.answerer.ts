@@ -65,6 +65,8 @@ export function toStream(s: FfprobeStreamJson): ProbeStream {
     out.frameRate = frameRate(s) ?? 0;
     out.width = s.width ?? 0;
     out.height = s.height ?? 0;
+    if (s.profile) out.profile = s.profile;
+    if (typeof s.level === 'number' && s.level > 0) out.level = s.level;
   }
   return out;
 }

@@ -6,6 +6,7 @@
 import { openSync, readSync, closeSync, fstatSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { MediaTags } from '../../../platform/bus/media-shapes';
+import { sidecarLanguage } from './languages';
 import { parseNfo, NFO_MAX_BYTES, type NfoMetadata } from './nfo';
 
 /** Where an image of a work is: a file under a media root, or an attached picture inside a medium. */
@@ -164,4 +165,34 @@ export function mediaTagsOf(formatTags: Record<string, string> | undefined, stre
   const cover = streams.find((s) => s.codec_type === 'video' && s.disposition?.attached_pic === 1);
   if (cover) out.coverStream = cover.index;
   return out;
+}
+
+/** A subtitle file beside a medium (`<name>.srt`, `<name>.<lang>.srt`, `.vtt`, `.ass`, `.ssa`). */
+export interface SidecarSubtitle {
+  language: string;
+  format: 'srt' | 'vtt' | 'ass';
+  /** Relative to the root's real path. */
+  path: string;
+}
+
+const SUBTITLE_FORMATS: Record<string, SidecarSubtitle['format']> = { srt: 'srt', vtt: 'vtt', ass: 'ass', ssa: 'ass' };
+
+/** The subtitle files that belong to the medium at `relPath`, by name; sorted so the list is stable. */
+export function findSidecarSubtitles(realRoot: string, relPath: string): SidecarSubtitle[] {
+  const relDir = dirname(relPath);
+  const file = relPath.slice(relPath.lastIndexOf('/') + 1);
+  const stem = (file.includes('.') ? file.slice(0, file.lastIndexOf('.')) : file).toLowerCase();
+  const out: SidecarSubtitle[] = [];
+  for (const [lower, real] of listing(relDir === '.' ? realRoot : join(realRoot, relDir))) {
+    const dot = lower.lastIndexOf('.');
+    const format = SUBTITLE_FORMATS[lower.slice(dot + 1)];
+    if (!format || !lower.startsWith(stem + '.')) continue;
+    const middle = lower.slice(stem.length + 1, dot);
+    // `<name>.srt`, or `<name>.<tags>.srt` whose tags hold a language (`.en`, `.fre.forced`, `.pt-BR`).
+    const language = middle === '' ? 'und' : middle.split('.').map(sidecarLanguage).find((l) => l !== null) ?? 'und';
+    if (middle !== '' && language === 'und' && !middle.split('.').every((t) => ['forced', 'sdh', 'cc', 'hi', 'default'].includes(t))) continue;
+    out.push({ language, format, path: join2(relDir, real) });
+    if (out.length >= 64) break;
+  }
+  return out.sort((a, b) => (a.path < b.path ? -1 : 1));
 }
