@@ -95,6 +95,12 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795904181516,
     "breakpoints": true,
     "sql": "ALTER TABLE `catalog_assets` ADD `subtitle_files` text DEFAULT '[]' NOT NULL;"
+  },
+  {
+    "tag": "0016_cheerful_lifeguard",
+    "when": 1795904701627,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `catalog_assets` ADD `local_sig` text DEFAULT '' NOT NULL;"
   }
 ];
 
@@ -128,5 +134,11 @@ export const postgresMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795904182430,
     "breakpoints": true,
     "sql": "ALTER TABLE \"catalog_assets\" ADD COLUMN \"subtitle_files\" jsonb DEFAULT '[]'::jsonb NOT NULL;"
+  },
+  {
+    "tag": "0005_dear_avengers",
+    "when": 1795904702402,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"catalog_assets\" ADD COLUMN \"local_sig\" text DEFAULT '' NOT NULL;"
   }
 ];

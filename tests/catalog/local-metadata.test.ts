@@ -214,6 +214,19 @@ describe('safety and sidecars', () => {
     expect(scan.counts.seen).toBe(4);
     expect(scan.counts.failed).toBe(0);
   });
+
+  test('a rescan reads an unchanged medium again when its .nfo, artwork or subtitles changed, and only that one', async () => {
+    const quiet = await scanLibrary(p, token);
+    expect(quiet.counts).toMatchObject({ seen: 4, unchanged: 4, changed: 0 });
+    writeFileSync(join(root.root, 'Movies/Laughs (1999)/movie.nfo'), '<movie><title>Laughs</title><plot>Now readable.</plot><genre>Comedy</genre></movie>');
+    writeFileSync(join(root.root, 'Movies/Laughs (1999)/Laughs (1999).en.srt'), '1\n00:00:00,100 --> 00:00:00,900\nHa\n');
+    const scan = await scanLibrary(p, token);
+    expect(scan.counts).toMatchObject({ seen: 4, unchanged: 3, changed: 1 });
+    const works = (await (await get('/works?q=laughs')).json()) as { works: any[] };
+    expect(works.works[0]).toMatchObject({ overview: 'Now readable.', genres: ['Comedy'] });
+    const assets = (await (await get(`/works/${works.works[0].id}/assets`)).json()) as { assets: any[] };
+    expect(assets.assets[0].subtitles).toEqual([{ language: 'eng', format: 'srt', text: true, source: 'sidecar' }]);
+  });
 });
 
 describe('an episode with its own .nfo and a tvshow.nfo above it', () => {

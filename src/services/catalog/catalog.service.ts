@@ -13,7 +13,7 @@ import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Asset, AssetSummary, ImageKind, MediaIndex, Relation, ScanInput, Work, WorksFilter } from './catalog.model';
 import type { ImageEngine } from './media-engine/images';
 import { IMAGE_TYPES } from './media-engine/images';
-import { findSidecarSubtitles, readLocalMetadata, SIDECAR_EXTENSIONS, type LocalMetadata, type SidecarSubtitle } from './metadata/local-metadata';
+import { findSidecarSubtitles, localSignature, readLocalMetadata, SIDECAR_EXTENSIONS, type LocalMetadata, type SidecarSubtitle } from './metadata/local-metadata';
 import { iso6392 } from './metadata/languages';
 import { genreKeyOf, queryWords, searchTextOf } from './search';
 import { catalogTables, type catalogAssets, type catalogMediaIndexes, type catalogWorks } from './catalog.tables';
@@ -232,12 +232,21 @@ export function createCatalog(deps: CatalogDeps) {
     }
   }
 
+  function signatureOf(root: number, relPath: string): string {
+    try {
+      return localSignature(realpathSync(deps.mediaRoots[root]!), relPath);
+    } catch {
+      return '';
+    }
+  }
+
   async function scan(input: ScanInput): Promise<{ asset: Asset; index: MediaIndex | null; indexed: boolean }> {
     const loc = locate(deps.mediaRoots, input.path, input.root);
     const ext = loc.relPath.slice(loc.relPath.lastIndexOf('.') + 1).toLowerCase();
     if (loc.relPath.includes('.') && SIDECAR_EXTENSIONS.has(ext)) throw pathRefused('it is a subtitle, .nfo or image file, read with the medium beside it');
     const binding = await checkBinding(input);
     const subtitleFiles = sidecarsOf(loc.root, loc.relPath);
+    const localSig = signatureOf(loc.root, loc.relPath);
     const probe: BusQueries['qry.media.probe']['reply'] = await deps.bus.request(
       'qry.media.probe',
       { root: loc.root, path: loc.relPath },
@@ -276,6 +285,7 @@ export function createCatalog(deps: CatalogDeps) {
         kind: probe.medium ? 'logical-composition' : 'opaque',
         layout: 'file',
         subtitleFiles: probe.medium ? subtitleFiles : [],
+        localSig,
       };
       let asset: AssetRow;
       if (existing) {

@@ -62,6 +62,8 @@ export const catalogTables = defineTables((t) => {
       layout: text('layout').notNull(),
       /** Subtitle files found beside the medium at its last scan (read with it, never assets of their own). */
       subtitleFiles: text('subtitle_files', { mode: 'json' }).$type<SidecarSubtitle[]>().notNull().default([]),
+      /** The sidecars' names, sizes and mtimes at the last scan: a rescan reads an unchanged medium again when they moved. */
+      localSig: text('local_sig').notNull().default(''),
       createdAt: integer('created_at').notNull(),
       updatedAt: integer('updated_at').notNull(),
     },

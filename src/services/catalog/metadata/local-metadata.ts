@@ -3,7 +3,7 @@
 // `poster.jpg`, `folder.jpg`, `cover.jpg`; `<name>-fanart.jpg`, `fanart.jpg`, `backdrop.jpg`), and the
 // file's own tags and embedded cover. These files are never assets of their own (the crawl skips
 // them and POST /scan refuses them): they belong to the medium beside them.
-import { openSync, readSync, closeSync, fstatSync, readdirSync } from 'node:fs';
+import { openSync, readSync, closeSync, fstatSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { MediaTags } from '../../../platform/bus/media-shapes';
 import { sidecarLanguage } from './languages';
@@ -195,4 +195,37 @@ export function findSidecarSubtitles(realRoot: string, relPath: string): Sidecar
     if (out.length >= 64) break;
   }
   return out.sort((a, b) => (a.path < b.path ? -1 : 1));
+}
+
+const FOLDER_SIDECARS = /^(movie\.nfo|tvshow\.nfo|(poster|folder|cover|fanart|backdrop)\.(jpe?g|png|webp))$/;
+
+/**
+ * What a rescan compares to tell whether a medium's sidecars changed while the medium did not: the
+ * names, sizes and mtimes of the files read with it in its folder (its own `<name>.*` and
+ * `<name>-*`, and the folder's .nfo and artwork). '' when the folder cannot be read.
+ */
+export function localSignature(realRoot: string, relPath: string, folders?: Map<string, Map<string, string>>): string {
+  const relDir = dirname(relPath);
+  const absDir = relDir === '.' ? realRoot : join(realRoot, relDir);
+  let names = folders?.get(absDir);
+  if (!names) {
+    names = listing(absDir);
+    folders?.set(absDir, names);
+  }
+  const file = relPath.slice(relPath.lastIndexOf('/') + 1).toLowerCase();
+  const stem = file.includes('.') ? file.slice(0, file.lastIndexOf('.')) : file;
+  const parts: string[] = [];
+  for (const [lower, real] of names) {
+    if (lower === file) continue;
+    if (!(lower.startsWith(stem + '.') || lower.startsWith(stem + '-') || FOLDER_SIDECARS.test(lower))) continue;
+    const ext = lower.slice(lower.lastIndexOf('.') + 1);
+    if (!SIDECAR_EXTENSIONS.has(ext)) continue;
+    try {
+      const st = statSync(join(absDir, real));
+      parts.push(`${real}|${st.size}|${Math.trunc(st.mtimeMs)}`);
+    } catch {
+      // gone since the listing
+    }
+  }
+  return parts.sort().join('\n');
 }
