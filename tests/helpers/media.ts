@@ -207,3 +207,24 @@ export function ladderFixture(): string {
     ]),
   );
 }
+
+/**
+ * For hls.js: 6 s of 640x480 H.264/AAC (a keyframe every second) with a second audio stream (AC-3,
+ * French) and an English subtitle whose cue shows from 0.5 s to 5.5 s: a source, one rung (360p),
+ * two audio renditions and a subtitle rendition.
+ */
+export function switchingFixture(): string {
+  mkdirSync(DIR, { recursive: true });
+  const srt = join(DIR, 'long-cue.srt');
+  if (!existsSync(srt)) writeFileSync(srt, '1\n00:00:00,500 --> 00:00:05,500\nKeel cue\n');
+  return make('switching-480p.mkv', (o) =>
+    ffmpeg([
+      '-f', 'lavfi', '-i', 'testsrc=size=640x480:rate=12:duration=6', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=44100:duration=6',
+      '-f', 'lavfi', '-i', 'sine=frequency=660:sample_rate=48000:duration=6', '-i', srt,
+      '-map', '0:v', '-map', '1:a', '-map', '2:a', '-map', '3:s',
+      '-c:v', 'libx264', '-preset', 'veryfast', '-g', '12', '-keyint_min', '12', '-sc_threshold', '0', '-pix_fmt', 'yuv420p',
+      '-c:a:0', 'aac', '-b:a:0', '48k', '-ac:a:0', '2', '-c:a:1', 'ac3', '-b:a:1', '96k', '-c:s', 'srt',
+      '-metadata:s:a:0', 'language=eng', '-metadata:s:a:1', 'language=fra', '-metadata:s:s:0', 'language=eng', '-f', 'matroska', o,
+    ]),
+  );
+}
