@@ -4,7 +4,7 @@ import { realpathSync } from 'node:fs';
 import { and, asc, count, desc, eq, inArray, isNull, like, sql, type SQL } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import { createEventOutbox } from '../../platform/bus/event-outbox';
-import type { ProbeStream } from '../../platform/bus/media-shapes';
+import type { MediaTags, ProbeStream } from '../../platform/bus/media-shapes';
 import type { BusQueries } from '../../platform/bus/subjects';
 import type { Orm, Store } from '../../platform/store';
 import { AppError } from '../../platform/errors';
@@ -13,7 +13,7 @@ import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Asset, AssetSummary, ImageKind, MediaIndex, Relation, ScanInput, Work, WorksFilter } from './catalog.model';
 import type { ImageEngine } from './media-engine/images';
 import { IMAGE_TYPES } from './media-engine/images';
-import { findSidecarSubtitles, localSignature, readLocalMetadata, SIDECAR_EXTENSIONS, type LocalMetadata, type SidecarSubtitle } from './metadata/local-metadata';
+import { findSidecarSubtitles, localSignature, readLocalMetadata, SIDECAR_EXTENSIONS, type FolderCache, type LocalMetadata, type SidecarSubtitle } from './metadata/local-metadata';
 import { iso6392 } from './metadata/languages';
 import { genreKeyOf, queryWords, searchTextOf } from './search';
 import { catalogTables, type catalogAssets, type catalogMediaIndexes, type catalogWorks } from './catalog.tables';
@@ -178,9 +178,7 @@ export function createCatalog(deps: CatalogDeps) {
   }
 
   /** Fills a work from what was found beside its medium: found values replace, absent ones leave what is there. */
-  async function applyLocal(workId: string, meta: LocalMetadata): Promise<void> {
-    const w = await findWork(workId);
-    if (!w) return;
+  async function applyLocal(tx: Tx, w: WorkRow, meta: LocalMetadata, now: number): Promise<void> {
     const next = {
       title: meta.title ?? w.title,
       originalTitle: meta.originalTitle ?? w.originalTitle,
@@ -193,50 +191,47 @@ export function createCatalog(deps: CatalogDeps) {
     const fields = { ...next, searchText: searchTextOf(next.title, next.originalTitle), genreKey: genreKeyOf(next.genres) };
     const same = (Object.keys(fields) as (keyof typeof fields)[]).every((k) => JSON.stringify(w[k]) === JSON.stringify(fields[k]));
     if (same) return;
-    await db.update(catalogWorks).set({ ...fields, updatedAt: clock.now() }).where(eq(catalogWorks.id, workId));
+    await tx.update(catalogWorks).set({ ...fields, updatedAt: now }).where(eq(catalogWorks.id, w.id));
   }
 
   /** The series above an episode work (episode <- season <- series), if it has one. */
-  async function seriesOf(episodeId: string): Promise<string | undefined> {
-    const [season] = await db.select({ id: catalogRelations.parentWorkId }).from(catalogRelations).where(and(eq(catalogRelations.childWorkId, episodeId), eq(catalogRelations.rel, 'has-episode')));
+  async function seriesOf(tx: Tx, episodeId: string): Promise<WorkRow | undefined> {
+    const [season] = await tx.select({ id: catalogRelations.parentWorkId }).from(catalogRelations).where(and(eq(catalogRelations.childWorkId, episodeId), eq(catalogRelations.rel, 'has-episode')));
     if (!season) return undefined;
-    const [series] = await db.select({ id: catalogRelations.parentWorkId }).from(catalogRelations).where(and(eq(catalogRelations.childWorkId, season.id), eq(catalogRelations.rel, 'has-season')));
-    return series?.id;
+    const [series] = await tx.select({ id: catalogRelations.parentWorkId }).from(catalogRelations).where(and(eq(catalogRelations.childWorkId, season.id), eq(catalogRelations.rel, 'has-season')));
+    return series ? (await tx.select().from(catalogWorks).where(eq(catalogWorks.id, series.id)))[0] : undefined;
   }
 
-  /** Reads the .nfo, artwork and tags of a medium into its work (and an episode's series). */
-  async function readLocal(workId: string, root: number, relPath: string, tags: BusQueries['qry.media.probe']['reply'] & { medium: true }) {
-    const work = await findWork(workId);
-    if (!work) return;
-    let realRoot: string;
+  /** What lies beside a medium, read before the transaction (one listing per folder). */
+  function besideOf(root: number, relPath: string, tags: MediaTags | undefined) {
+    const folders: FolderCache = new Map();
+    let realRoot: string | undefined;
     try {
       realRoot = realpathSync(deps.mediaRoots[root]!);
     } catch {
-      return;
+      return { subtitleFiles: [], localSig: '', metadata: () => null };
     }
-    const episode = work.kind === 'episode';
-    const found = readLocalMetadata(realRoot, root, relPath, { episode, tags: tags.tags });
-    await applyLocal(workId, found.work);
+    const r = realRoot;
+    // The .nfo an episode reads differs from a movie's: read for what the name says, again if the work turns out otherwise.
+    const read = new Map<boolean, ReturnType<typeof readLocalMetadata>>();
+    const metadata = (episode: boolean) => {
+      if (!read.has(episode)) read.set(episode, readLocalMetadata(r, root, relPath, { episode, tags, folders }));
+      return read.get(episode)!;
+    };
+    metadata(identify(relPath, deps.kinds.plugins)?.kind === 'episode');
+    return { subtitleFiles: findSidecarSubtitles(r, relPath, folders), localSig: localSignature(r, relPath, folders), metadata };
+  }
+
+  /** Reads the .nfo, artwork and tags of a medium into its work (and an episode's series), in the scan's transaction. */
+  async function fillWork(tx: Tx, workId: string, beside: ReturnType<typeof besideOf>, now: number) {
+    const [work] = await tx.select().from(catalogWorks).where(eq(catalogWorks.id, workId));
+    if (!work) return;
+    const found = beside.metadata(work.kind === 'episode');
+    if (!found) return;
+    await applyLocal(tx, work, found.work, now);
     if (found.series) {
-      const series = await seriesOf(workId);
-      if (series) await applyLocal(series, found.series);
-    }
-  }
-
-  /** The subtitle files beside a medium; none when its root cannot be read. */
-  function sidecarsOf(root: number, relPath: string): SidecarSubtitle[] {
-    try {
-      return findSidecarSubtitles(realpathSync(deps.mediaRoots[root]!), relPath);
-    } catch {
-      return [];
-    }
-  }
-
-  function signatureOf(root: number, relPath: string): string {
-    try {
-      return localSignature(realpathSync(deps.mediaRoots[root]!), relPath);
-    } catch {
-      return '';
+      const series = await seriesOf(tx, workId);
+      if (series) await applyLocal(tx, series, found.series, now);
     }
   }
 
@@ -245,13 +240,12 @@ export function createCatalog(deps: CatalogDeps) {
     const ext = loc.relPath.slice(loc.relPath.lastIndexOf('.') + 1).toLowerCase();
     if (loc.relPath.includes('.') && SIDECAR_EXTENSIONS.has(ext)) throw pathRefused('it is a subtitle, .nfo or image file, read with the medium beside it');
     const binding = await checkBinding(input);
-    const subtitleFiles = sidecarsOf(loc.root, loc.relPath);
-    const localSig = signatureOf(loc.root, loc.relPath);
     const probe: BusQueries['qry.media.probe']['reply'] = await deps.bus.request(
       'qry.media.probe',
       { root: loc.root, path: loc.relPath },
       { timeoutMs: deps.probeWaitMs },
     );
+    const beside = besideOf(loc.root, loc.relPath, probe.medium ? probe.tags : undefined);
 
     const result = await store.transaction(async (tx) => {
       const now = clock.now();
@@ -275,6 +269,8 @@ export function createCatalog(deps: CatalogDeps) {
       const workId = (await tx.select({ w: catalogEditions.workId }).from(catalogEditions).where(eq(catalogEditions.id, editionId)))[0]?.w ?? null;
       // Identified means: a medium filed under a work. Every non-medium is unidentified, even when bound.
       const identification: Asset['identification'] = probe.medium && workId !== null ? 'identified' : 'unidentified';
+      // The .nfo, artwork and tags fill the work in the same transaction: no second commit per file.
+      if (probe.medium && workId !== null) await fillWork(tx, workId, beside, now);
 
       const fields = {
         editionId,
@@ -284,8 +280,8 @@ export function createCatalog(deps: CatalogDeps) {
         identification,
         kind: probe.medium ? 'logical-composition' : 'opaque',
         layout: 'file',
-        subtitleFiles: probe.medium ? subtitleFiles : [],
-        localSig,
+        subtitleFiles: probe.medium ? beside.subtitleFiles : [],
+        localSig: beside.localSig,
       };
       let asset: AssetRow;
       if (existing) {
@@ -344,14 +340,6 @@ export function createCatalog(deps: CatalogDeps) {
       return { asset, index, replaced, workId };
     });
     events.kick();
-    if (probe.medium && result.workId) {
-      try {
-        await readLocal(result.workId, loc.root, loc.relPath, probe);
-      } catch (e) {
-        // Local metadata is a bonus: a broken .nfo or folder never fails the scan of its medium.
-        deps.log.warn('local metadata not read', { assetId: result.asset.id, error: String(e) });
-      }
-    }
 
     return { asset: toAsset(result.asset), index: result.index ? toIndex(result.index) : null, indexed: !!result.index };
   }

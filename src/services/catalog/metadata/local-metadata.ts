@@ -50,9 +50,15 @@ function readSmall(abs: string): string | null {
   }
 }
 
+/** Folder listings already read during one scan step, by absolute path: each folder is read once. */
+export type FolderCache = Map<string, Map<string, string>>;
+
 /** File names of a folder, lower-cased to their real names; empty when unreadable. */
-function listing(absDir: string): Map<string, string> {
+function listing(absDir: string, cache?: FolderCache): Map<string, string> {
+  const known = cache?.get(absDir);
+  if (known) return known;
   const names = new Map<string, string>();
+  cache?.set(absDir, names);
   try {
     for (const d of readdirSync(absDir, { withFileTypes: true })) if (d.isFile()) names.set(d.name.toLowerCase(), d.name);
   } catch {
@@ -92,13 +98,13 @@ export function readLocalMetadata(
   realRoot: string,
   root: number,
   relPath: string,
-  opts: { episode: boolean; tags?: MediaTags },
+  opts: { episode: boolean; tags?: MediaTags; folders?: FolderCache },
 ): { work: LocalMetadata; series: LocalMetadata | null } {
   const relDir = dirname(relPath);
   const absDir = relDir === '.' ? realRoot : join(realRoot, relDir);
   const file = relPath.slice(relPath.lastIndexOf('/') + 1);
   const stem = file.includes('.') ? file.slice(0, file.lastIndexOf('.')) : file;
-  const names = listing(absDir);
+  const names = listing(absDir, opts.folders);
   const tags = opts.tags ?? {};
 
   const nfo = nfoIn(absDir, names, opts.episode ? [`${stem}.nfo`] : [`${stem}.nfo`, 'movie.nfo']);
@@ -125,7 +131,7 @@ export function readLocalMetadata(
   let series: LocalMetadata | null = null;
   for (const dir of relDir === '.' ? ['.'] : [relDir, dirname(relDir)]) {
     const abs = dir === '.' ? realRoot : join(realRoot, dir);
-    const there = dir === relDir ? names : listing(abs);
+    const there = dir === relDir ? names : listing(abs, opts.folders);
     const show = nfoIn(abs, there, ['tvshow.nfo']);
     const poster = firstOf(there, ['poster', 'folder', 'cover']);
     const backdrop = firstOf(there, ['fanart', 'backdrop']);
@@ -178,12 +184,12 @@ export interface SidecarSubtitle {
 const SUBTITLE_FORMATS: Record<string, SidecarSubtitle['format']> = { srt: 'srt', vtt: 'vtt', ass: 'ass', ssa: 'ass' };
 
 /** The subtitle files that belong to the medium at `relPath`, by name; sorted so the list is stable. */
-export function findSidecarSubtitles(realRoot: string, relPath: string): SidecarSubtitle[] {
+export function findSidecarSubtitles(realRoot: string, relPath: string, folders?: FolderCache): SidecarSubtitle[] {
   const relDir = dirname(relPath);
   const file = relPath.slice(relPath.lastIndexOf('/') + 1);
   const stem = (file.includes('.') ? file.slice(0, file.lastIndexOf('.')) : file).toLowerCase();
   const out: SidecarSubtitle[] = [];
-  for (const [lower, real] of listing(relDir === '.' ? realRoot : join(realRoot, relDir))) {
+  for (const [lower, real] of listing(relDir === '.' ? realRoot : join(realRoot, relDir), folders)) {
     const dot = lower.lastIndexOf('.');
     const format = SUBTITLE_FORMATS[lower.slice(dot + 1)];
     if (!format || !lower.startsWith(stem + '.')) continue;
@@ -204,14 +210,10 @@ const FOLDER_SIDECARS = /^(movie\.nfo|tvshow\.nfo|(poster|folder|cover|fanart|ba
  * names, sizes and mtimes of the files read with it in its folder (its own `<name>.*` and
  * `<name>-*`, and the folder's .nfo and artwork). '' when the folder cannot be read.
  */
-export function localSignature(realRoot: string, relPath: string, folders?: Map<string, Map<string, string>>): string {
+export function localSignature(realRoot: string, relPath: string, folders?: FolderCache): string {
   const relDir = dirname(relPath);
   const absDir = relDir === '.' ? realRoot : join(realRoot, relDir);
-  let names = folders?.get(absDir);
-  if (!names) {
-    names = listing(absDir);
-    folders?.set(absDir, names);
-  }
+  const names = listing(absDir, folders);
   const file = relPath.slice(relPath.lastIndexOf('/') + 1).toLowerCase();
   const stem = file.includes('.') ? file.slice(0, file.lastIndexOf('.')) : file;
   const parts: string[] = [];
