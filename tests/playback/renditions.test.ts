@@ -15,6 +15,7 @@ let token: string;
 let root: ReturnType<typeof tempMediaRoot>;
 let multi: { id: string; workId: string };
 let ladder: { id: string; keyframesMs: number[]; durationMs: number };
+let dolby: string;
 
 beforeAll(async () => {
   const fx = localFixtures();
@@ -24,12 +25,16 @@ beforeAll(async () => {
   writeFileSync(join(root.root, 'Movies/Babel (2006)/Babel (2006).fr.forced.vtt'), 'WEBVTT\n\n00:00:00.200 --> 00:00:00.800\nBonjour fichier\n');
   writeFileSync(join(root.root, 'Movies/Babel (2006)/Other.en.srt'), '1\n00:00:00,100 --> 00:00:00,900\nNot ours\n');
   root.place('Movies/Ladder (2020).mp4', ladderFixture());
+  // H.264 beside AC-3 alone: the common Blu-ray rip. Made from the two-audio fixture, streams copied.
+  const ac3 = Bun.spawnSync(['ffmpeg', '-v', 'error', '-y', '-i', fx.multi, '-map', '0:v', '-map', '0:a:1', '-c', 'copy', join(root.root, 'Movies/Dolby (2001).mkv')]);
+  if (ac3.exitCode !== 0) throw new Error('ffmpeg could not make the AC-3 file');
   ({ p, token } = await startPlaybackPlatform(root.root, { APP_PLAYBACK_SEGMENT_MS: '1000' }));
   const m = await scanAsset(p, token, 'Movies/Babel (2006)/Babel (2006).mkv');
   const works = (await (await fetch(p.url('catalog') + '/works?q=babel')).json()) as { works: { id: string }[] };
   multi = { id: m.asset.id, workId: works.works[0]!.id };
   const l = await scanAsset(p, token, 'Movies/Ladder (2020).mp4');
   ladder = { id: l.asset.id, keyframesMs: l.index!.keyframesMs, durationMs: l.index!.durationMs };
+  dolby = (await scanAsset(p, token, 'Movies/Dolby (2001).mkv')).asset.id;
 });
 
 afterAll(async () => {
@@ -135,6 +140,23 @@ describe('audio and subtitle renditions', () => {
       expect(res.status).toBe(404);
       expect(((await res.json()) as { code: string }).code).toBe('PLAYBACK_RENDITION_NOT_FOUND');
     }
+  });
+});
+
+describe('H.264 with AC-3 audio', () => {
+  test('the source variant copies the video and makes only the audio AAC, and says so in CODECS', async () => {
+    const url = (await openPlayback(p, token, dolby)).url;
+    const master = await (await fetch(url)).text();
+    const source = ffprobeJson(join(root.root, 'Movies/Dolby (2001).mkv')).streams.find((s: any) => s.codec_type === 'video');
+    const inf = attrs(master.split('\n').find((l) => l.startsWith('#EXT-X-STREAM-INF:'))!);
+    expect(inf.CODECS).toMatch(/^avc1\.[0-9A-F]{6},mp4a\.40\.2$/);
+    const seg = await fetch(new URL('segment-0.ts', url));
+    expect(seg.status).toBe(200);
+    const streams = (await probeBytes(await seg.arrayBuffer())).streams as { codec_type: string; codec_name: string; profile?: string; channels?: number }[];
+    // The fixture is x264 ultrafast (Constrained Baseline); a transcode would be High.
+    expect(streams.find((s) => s.codec_type === 'video')).toMatchObject({ codec_name: 'h264', profile: source.profile });
+    expect(source.profile).not.toBe('High');
+    expect(streams.find((s) => s.codec_type === 'audio')).toMatchObject({ codec_name: 'aac', channels: 2 });
   });
 });
 

@@ -125,8 +125,11 @@ export interface PlaybackSegmentJob {
   index: number;
   startMs: number;
   endMs: number;
-  /** `copy`: the streams are H.264/AAC already; `transcode`: to H.264/AAC. */
-  method: 'copy' | 'transcode';
+  /**
+   * `copy`: the streams are H.264/AAC already; `copy-video`: H.264 copied, the audio (AC-3, DTS,
+   * TrueHD, ...) to AAC; `transcode`: both to H.264/AAC.
+   */
+  method: 'copy' | 'copy-video' | 'transcode';
   /** An audio rendition: this audio stream (its index in the file) alone, copied if AAC (`method`), else to AAC. */
   audioStream?: number;
   /** A rung of the ladder: the first video stream scaled to this height (H.264), with the first audio stream. */

@@ -52,11 +52,14 @@ interface Located {
   binding: SourceBinding;
 }
 
-/** H.264 video and AAC audio go into MPEG-TS as they are; anything else is transcoded. */
-export function segmentMethod(asset: PlayableAsset): 'copy' | 'transcode' {
+/** H.264 video and AAC audio go into MPEG-TS as they are; H.264 with other audio keeps its video; anything else is transcoded. */
+export function segmentMethod(asset: PlayableAsset): 'copy' | 'copy-video' | 'transcode' {
   const video = asset.streams.find((s) => s.type === 'video');
   const audio = asset.streams.find((s) => s.type === 'audio');
-  return (!video || video.codec === 'h264') && (!audio || audio.codec === 'aac') ? 'copy' : 'transcode';
+  if (video && video.codec !== 'h264') return 'transcode';
+  if (!audio || audio.codec === 'aac') return 'copy';
+  // Audio alone (no video to keep) or H.264 beside AC-3, DTS, TrueHD...: only the audio is made AAC.
+  return video ? 'copy-video' : 'transcode';
 }
 
 /** Which rendition a segment belongs to: the source, a rung of the ladder (its height), or an audio stream alone. */
@@ -73,9 +76,10 @@ export function hlsPlan(asset: PlayableAsset): { variants: VariantPlan[]; audio:
   const firstAudio = audios[0];
   const method = segmentMethod(asset);
   const audioPart = firstAudio ? `,${method === 'copy' ? audioCodec(firstAudio.codec) : 'mp4a.40.2'}` : '';
+  const videoCopied = method === 'copy' || method === 'copy-video';
   const variants: VariantPlan[] = [];
   const sourceHeight = video?.height ?? 0;
-  const sourceVideoCodec = video ? (method === 'copy' ? avcCodec(video.profile, video.level) : avcCodec('high', sourceHeight > 1080 ? 51 : 40)) : '';
+  const sourceVideoCodec = video ? (videoCopied ? avcCodec(video.profile, video.level) : avcCodec('high', sourceHeight > 1080 ? 51 : 40)) : '';
   variants.push({
     playlist: 'media.m3u8', prefix: 'segment-', width: video?.width, resolutionHeight: video?.height,
     bandwidthBps: asset.bitrateBps || 1_000_000, codecs: (sourceVideoCodec + audioPart).replace(/^,/, ''),

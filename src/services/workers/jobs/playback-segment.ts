@@ -52,7 +52,8 @@ export function segmentArgs(job: PlaybackSegmentJob, input: string, outPattern: 
     const cap = job.videoKbps ? ['-maxrate', `${job.videoKbps}k`, '-bufsize', `${job.videoKbps * 2}k`] : [];
     streams = ['-map', '0:v:0', '-map', '0:a:0?', ...x264, '-level:v', '4.0', ...cap, '-vf', `scale=-2:${job.height}`, ...(job.method === 'copy' ? ['-c:a', 'copy'] : aac)];
   } else {
-    streams = ['-map', '0:v:0?', '-map', '0:a:0?', ...(job.method === 'copy' ? ['-c:v', 'copy', '-c:a', 'copy'] : [...x264, ...aac])];
+    const codecs = job.method === 'copy' ? ['-c:v', 'copy', '-c:a', 'copy'] : job.method === 'copy-video' ? ['-c:v', 'copy', ...aac] : [...x264, ...aac];
+    streams = ['-map', '0:v:0?', '-map', '0:a:0?', ...codecs];
   }
   return [
     '-hide_banner', '-loglevel', 'error', '-nostdin', '-y',
