@@ -86,14 +86,14 @@ describe('audio and subtitle renditions', () => {
 
   test('the master playlist has an AUDIO rendition per audio stream and a SUBTITLES rendition per text subtitle', () => {
     const media = master.split('\n').filter((l) => l.startsWith('#EXT-X-MEDIA:')).map(attrs);
-    expect(media.filter((m) => m.TYPE === 'AUDIO').map((m) => [m.LANGUAGE, m.DEFAULT, m.URI])).toEqual([
-      ['eng', 'YES', undefined],
-      ['fra', 'NO', 'audio-2.m3u8'],
+    expect(media.filter((m) => m.TYPE === 'AUDIO').map((m) => [m.LANGUAGE, m.NAME, m.DEFAULT, m.URI])).toEqual([
+      ['eng', 'English (AAC Stereo)', 'YES', undefined],
+      ['fra', 'French (AC3 5.1)', 'NO', 'audio-2.m3u8'],
     ]);
-    expect(media.filter((m) => m.TYPE === 'SUBTITLES').map((m) => [m.LANGUAGE, m.URI])).toEqual([
-      ['deu', 'subtitles-0.m3u8'],
-      ['eng', 'subtitles-1.m3u8'],
-      ['fra', 'subtitles-2.m3u8'],
+    expect(media.filter((m) => m.TYPE === 'SUBTITLES').map((m) => [m.LANGUAGE, m.NAME, m.FORCED, m.URI])).toEqual([
+      ['deu', 'German', 'NO', 'subtitles-0.m3u8'],
+      ['eng', 'English', 'NO', 'subtitles-1.m3u8'],
+      ['fra', 'French', 'YES', 'subtitles-2.m3u8'],
     ]);
     const inf = attrs(master.split('\n').find((l) => l.startsWith('#EXT-X-STREAM-INF:'))!);
     expect(inf).toMatchObject({ AUDIO: 'audio', SUBTITLES: 'subs', RESOLUTION: '160x120' });

@@ -68,6 +68,17 @@ export type Rendition = { kind: 'source' } | { kind: 'rung'; height: number } | 
 /** Subtitle codecs ffmpeg turns into WebVTT; bitmap ones (PGS, VobSub) are not renditions. */
 const TEXT_SUBTITLES = new Set(['subrip', 'srt', 'ass', 'ssa', 'mov_text', 'webvtt', 'text', 'subviewer', 'microdvd']);
 const evenWidth = (w: number) => Math.max(2, Math.round(w / 2) * 2);
+const LANGUAGE_NAMES = new Intl.DisplayNames(['en'], { type: 'language', fallback: 'code' });
+/** A language's English name for a player's menu (`fra` -> French); `Unknown` for `und`, the code for one ICU lacks. */
+export function languageName(code: string): string {
+  if (!code || code === 'und') return 'Unknown';
+  try {
+    return LANGUAGE_NAMES.of(code) ?? code;
+  } catch {
+    return code;
+  }
+}
+const CHANNEL_NAMES: Record<number, string> = { 1: 'Mono', 2: 'Stereo', 6: '5.1', 8: '7.1' };
 
 /** The renditions of an asset's master playlist: the source and its rungs, its audio streams, its text subtitles. */
 export function hlsPlan(asset: PlayableAsset): { variants: VariantPlan[]; audio: AudioRendition[]; subtitles: SubtitleRendition[] } {
@@ -104,17 +115,17 @@ export function hlsPlan(asset: PlayableAsset): { variants: VariantPlan[]; audio:
   const audio: AudioRendition[] = video
     ? audios.map((a, i) => ({
         stream: a.index, language: a.language || 'und', default: a === defaultAudio, muxed: i === 0,
-        name: unique(`${a.language || 'und'} ${a.codec} ${a.channels ?? 0}ch`), method: a.codec === 'aac' ? ('copy' as const) : ('transcode' as const),
+        name: unique(`${languageName(a.language)} (${a.codec.toUpperCase()} ${CHANNEL_NAMES[a.channels ?? 0] ?? `${a.channels ?? 0} ch`})`), method: a.codec === 'aac' ? ('copy' as const) : ('transcode' as const),
       }))
     : [];
   const subtitles: SubtitleRendition[] = [];
   if (video) {
     for (const s of asset.streams) {
       if (s.type !== 'subtitle' || !TEXT_SUBTITLES.has(s.codec)) continue;
-      subtitles.push({ n: subtitles.length, language: s.language || 'und', name: unique(`${s.language || 'und'} ${s.codec}`), default: false, forced: false, stream: s.index });
+      subtitles.push({ n: subtitles.length, language: s.language || 'und', name: unique(languageName(s.language)), default: false, forced: false, stream: s.index });
     }
     for (const f of asset.subtitleFiles ?? []) {
-      subtitles.push({ n: subtitles.length, language: f.language, name: unique(`${f.language} ${f.format} (file)`), default: false, forced: false, file: f.path });
+      subtitles.push({ n: subtitles.length, language: f.language, name: unique(languageName(f.language)), default: false, forced: /\.forced\./i.test(f.path), file: f.path });
     }
   }
   return { variants, audio, subtitles };
