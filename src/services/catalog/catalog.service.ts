@@ -1,10 +1,9 @@
 // Catalog rules, free of HTTP: scan (probe over the bus, identify, file under an edition, index),
 // and the reads of works, their assets and relations. Errors are AppErrors with stable codes.
-import { realpathSync } from 'node:fs';
 import { and, asc, count, desc, eq, inArray, isNull, like, sql, type SQL } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import { createEventOutbox } from '../../platform/bus/event-outbox';
-import type { MediaTags, ProbeStream } from '../../platform/bus/media-shapes';
+import type { ProbeStream } from '../../platform/bus/media-shapes';
 import type { BusQueries } from '../../platform/bus/subjects';
 import type { Orm, Store } from '../../platform/store';
 import { AppError } from '../../platform/errors';
@@ -13,9 +12,10 @@ import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Asset, AssetSummary, ImageKind, MediaIndex, Relation, ScanInput, Work, WorksFilter } from './catalog.model';
 import type { ImageEngine } from './media-engine/images';
 import { IMAGE_TYPES } from './media-engine/images';
-import { findSidecarSubtitles, localSignature, readLocalMetadata, SIDECAR_EXTENSIONS, type FolderCache, type LocalMetadata, type SidecarSubtitle } from './metadata/local-metadata';
-import { iso6392 } from './metadata/languages';
-import { genreKeyOf, queryWords, searchTextOf } from './search';
+import { SIDECAR_EXTENSIONS } from './metadata/local-metadata';
+import { createLocalMetadata } from './metadata/metadata.service';
+import { audioOf, subtitlesOf } from './metadata/tracks';
+import { queryWords, searchTextOf } from './search';
 import { catalogTables, type catalogAssets, type catalogMediaIndexes, type catalogWorks } from './catalog.tables';
 import { identify, type Identified } from './identify';
 import { createWorksPager } from './works-pager';
@@ -81,34 +81,12 @@ export function facetsOf(streams: ProbeStream[]): string[] {
   return f;
 }
 
-/** Subtitle codecs ffmpeg turns into WebVTT; the others are pictures (PGS, VobSub, DVB). */
-export const TEXT_SUBTITLE_CODECS = new Set(['subrip', 'srt', 'ass', 'ssa', 'mov_text', 'webvtt', 'text', 'microdvd', 'subviewer']);
-const SUBTITLE_FORMAT: Record<string, string> = {
-  subrip: 'srt', srt: 'srt', ass: 'ass', ssa: 'ass', mov_text: 'mov_text', webvtt: 'vtt', hdmv_pgs_subtitle: 'pgs', dvd_subtitle: 'vobsub', dvb_subtitle: 'dvb',
-};
-
-/** The audio streams of an index as the assets list shows them. */
-export function audioOf(streams: ProbeStream[]) {
-  return streams
-    .filter((s) => s.type === 'audio')
-    .map((s) => ({ index: s.index, language: iso6392(s.language), codec: s.codec, channels: s.channels ?? 0, default: s.defaultFlag }));
-}
-
-/** Embedded subtitle streams, then the sidecar files. */
-export function subtitlesOf(streams: ProbeStream[], files: SidecarSubtitle[]) {
-  return [
-    ...streams
-      .filter((s) => s.type === 'subtitle')
-      .map((s) => ({ index: s.index, language: iso6392(s.language), format: SUBTITLE_FORMAT[s.codec] ?? s.codec, text: TEXT_SUBTITLE_CODECS.has(s.codec), source: 'embedded' as const })),
-    ...files.map((f) => ({ language: f.language, format: f.format, text: true, source: 'sidecar' as const })),
-  ];
-}
-
 export function createCatalog(deps: CatalogDeps) {
   const { store, clock } = deps;
   const db = store.orm;
   const { catalogWorks, catalogEditions, catalogAssets, catalogMediaIndexes, catalogRelations, catalogEventOutbox } = catalogTables(store.dialect);
   const { libraryFiles } = libraryTables(store.dialect);
+  const local = createLocalMetadata({ store, mediaRoots: deps.mediaRoots, kinds: deps.kinds });
   const events = createEventOutbox({ db, table: catalogEventOutbox, bus: deps.bus, clock, log: deps.log });
 
   async function findWork(id: string): Promise<WorkRow | undefined> {
@@ -177,64 +155,6 @@ export function createCatalog(deps: CatalogDeps) {
     return { editionId: input.editionId, workId: input.workId };
   }
 
-  /** Fills a work from what was found beside its medium: found values replace, absent ones leave what is there. */
-  async function applyLocal(tx: Tx, w: WorkRow, meta: LocalMetadata, now: number): Promise<void> {
-    const next = {
-      title: meta.title ?? w.title,
-      originalTitle: meta.originalTitle ?? w.originalTitle,
-      year: meta.year ?? w.year,
-      overview: meta.overview ?? w.overview,
-      genres: meta.genres ?? w.genres,
-      poster: meta.poster ?? w.poster,
-      backdrop: meta.backdrop ?? w.backdrop,
-    };
-    const fields = { ...next, searchText: searchTextOf(next.title, next.originalTitle), genreKey: genreKeyOf(next.genres) };
-    const same = (Object.keys(fields) as (keyof typeof fields)[]).every((k) => JSON.stringify(w[k]) === JSON.stringify(fields[k]));
-    if (same) return;
-    await tx.update(catalogWorks).set({ ...fields, updatedAt: now }).where(eq(catalogWorks.id, w.id));
-  }
-
-  /** The series above an episode work (episode <- season <- series), if it has one. */
-  async function seriesOf(tx: Tx, episodeId: string): Promise<WorkRow | undefined> {
-    const [season] = await tx.select({ id: catalogRelations.parentWorkId }).from(catalogRelations).where(and(eq(catalogRelations.childWorkId, episodeId), eq(catalogRelations.rel, 'has-episode')));
-    if (!season) return undefined;
-    const [series] = await tx.select({ id: catalogRelations.parentWorkId }).from(catalogRelations).where(and(eq(catalogRelations.childWorkId, season.id), eq(catalogRelations.rel, 'has-season')));
-    return series ? (await tx.select().from(catalogWorks).where(eq(catalogWorks.id, series.id)))[0] : undefined;
-  }
-
-  /** What lies beside a medium, read before the transaction (one listing per folder). */
-  function besideOf(root: number, relPath: string, tags: MediaTags | undefined) {
-    const folders: FolderCache = new Map();
-    let realRoot: string | undefined;
-    try {
-      realRoot = realpathSync(deps.mediaRoots[root]!);
-    } catch {
-      return { subtitleFiles: [], localSig: '', metadata: () => null };
-    }
-    const r = realRoot;
-    // The .nfo an episode reads differs from a movie's: read for what the name says, again if the work turns out otherwise.
-    const read = new Map<boolean, ReturnType<typeof readLocalMetadata>>();
-    const metadata = (episode: boolean) => {
-      if (!read.has(episode)) read.set(episode, readLocalMetadata(r, root, relPath, { episode, tags, folders }));
-      return read.get(episode)!;
-    };
-    metadata(identify(relPath, deps.kinds.plugins)?.kind === 'episode');
-    return { subtitleFiles: findSidecarSubtitles(r, relPath, folders), localSig: localSignature(r, relPath, folders), metadata };
-  }
-
-  /** Reads the .nfo, artwork and tags of a medium into its work (and an episode's series), in the scan's transaction. */
-  async function fillWork(tx: Tx, workId: string, beside: ReturnType<typeof besideOf>, now: number) {
-    const [work] = await tx.select().from(catalogWorks).where(eq(catalogWorks.id, workId));
-    if (!work) return;
-    const found = beside.metadata(work.kind === 'episode');
-    if (!found) return;
-    await applyLocal(tx, work, found.work, now);
-    if (found.series) {
-      const series = await seriesOf(tx, workId);
-      if (series) await applyLocal(tx, series, found.series, now);
-    }
-  }
-
   async function scan(input: ScanInput): Promise<{ asset: Asset; index: MediaIndex | null; indexed: boolean }> {
     const loc = locate(deps.mediaRoots, input.path, input.root);
     const ext = loc.relPath.slice(loc.relPath.lastIndexOf('.') + 1).toLowerCase();
@@ -245,7 +165,7 @@ export function createCatalog(deps: CatalogDeps) {
       { root: loc.root, path: loc.relPath },
       { timeoutMs: deps.probeWaitMs },
     );
-    const beside = besideOf(loc.root, loc.relPath, probe.medium ? probe.tags : undefined);
+    const beside = local.besideOf(loc.root, loc.relPath, probe.medium ? probe.tags : undefined);
 
     const result = await store.transaction(async (tx) => {
       const now = clock.now();
@@ -270,7 +190,7 @@ export function createCatalog(deps: CatalogDeps) {
       // Identified means: a medium filed under a work. Every non-medium is unidentified, even when bound.
       const identification: Asset['identification'] = probe.medium && workId !== null ? 'identified' : 'unidentified';
       // The .nfo, artwork and tags fill the work in the same transaction: no second commit per file.
-      if (probe.medium && workId !== null) await fillWork(tx, workId, beside, now);
+      if (probe.medium && workId !== null) await local.fillWork(tx, workId, beside, now);
 
       const fields = {
         editionId,

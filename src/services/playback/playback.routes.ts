@@ -6,7 +6,8 @@ import { ProblemSchema } from '../../platform/http/errors';
 import { playCors } from './cors';
 import { playbackOperation as op } from './playback.errors';
 import { CreateSessionBody, CreateSessionResponse, EndSessionResponse, SessionIdParams, TokenFileParams, TokenParams } from './playback.model';
-import { segmentNotFound, type Playback, type Rendition } from './playback.service';
+import { segmentNotFound, type Playback } from './playback.service';
+import type { Rendition } from './renditions';
 
 const PLAYLIST = { 'content-type': 'application/vnd.apple.mpegurl', 'cache-control': 'no-cache' };
 const notFound = { 404: ProblemSchema };
