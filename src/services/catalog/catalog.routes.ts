@@ -104,7 +104,7 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
         params: WorkImageParams,
         query: WorkImageQuery,
         response: { 200: t.Any({ description: 'the image bytes (image/jpeg, image/png or image/webp)' }), ...errors, ...notFound, 503: ProblemSchema },
-        detail: { ...op('getWorkImage', ['CATALOG_WORK_NOT_FOUND', 'CATALOG_IMAGE_NOT_FOUND', 'CATALOG_IMAGE_UNREADABLE', 'MEDIA_ENGINE_BUSY']),
+        detail: { ...op('getWorkImage', ['CATALOG_WORK_NOT_FOUND', 'CATALOG_IMAGE_NOT_FOUND', 'CATALOG_IMAGE_UNREADABLE', 'MEDIA_ENGINE_BUSY', 'MEDIA_ENGINE_UNAVAILABLE']),
           tags: ['works'],
           summary: "A work's poster or backdrop, as found with its media; `?width=` resizes it (JPEG, made once and cached)",
           description:

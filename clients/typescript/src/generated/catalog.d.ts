@@ -925,7 +925,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `MEDIA_ENGINE_BUSY`: too many probes run or wait; retry later */
+            /** @description `MEDIA_ENGINE_BUSY`: too many probes run or wait; retry later; `MEDIA_ENGINE_UNAVAILABLE`: ffprobe is missing or cannot run */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -943,10 +943,10 @@ export interface operations {
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /**
-                         * @description MEDIA_ENGINE_BUSY: too many probes run or wait; retry later
+                         * @description MEDIA_ENGINE_BUSY: too many probes run or wait; retry later; MEDIA_ENGINE_UNAVAILABLE: ffprobe is missing or cannot run
                          * @enum {string}
                          */
-                        code: "MEDIA_ENGINE_BUSY";
+                        code: "MEDIA_ENGINE_BUSY" | "MEDIA_ENGINE_UNAVAILABLE";
                     };
                 };
             };

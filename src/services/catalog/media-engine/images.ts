@@ -8,6 +8,7 @@ import { extname, join } from 'node:path';
 import { AppError } from '../../../platform/errors';
 import '../catalog.errors';
 import { createBoundedQueue } from '../../../platform/bounded-queue';
+import { demuxerWhitelist } from './ffprobe';
 
 export interface ImageEngineOptions {
   ffmpegPath: string;
@@ -25,6 +26,12 @@ const busy = () => new AppError('MEDIA_ENGINE_BUSY', 'too many images are being 
 export function createImageEngine(opts: ImageEngineOptions) {
   const gate = createBoundedQueue({ concurrency: opts.concurrency, maxWaiting: 64 });
   const inflight = new Map<string, Promise<string>>();
+  // A medium is opened as ffprobe opens it: never by a demuxer that reads other files (playlists, concat).
+  let formats: Promise<string> | undefined;
+  const allowedFormats = () => (formats ??= demuxerWhitelist(opts.ffmpegPath).catch((e) => {
+    formats = undefined;
+    throw e;
+  }));
 
   async function run(args: string[], out: string): Promise<void> {
     const ticket = gate.admit();
@@ -68,8 +75,8 @@ export function createImageEngine(opts: ImageEngineOptions) {
     /** The attached picture `stream` of the medium at `abs`, as a JPEG (a width scales it). */
     cover(abs: string, stream: number, width?: number): Promise<string> {
       const scale = width ? ['-vf', `scale=${width}:-2`] : [];
-      return cached([signature(abs), `cover${stream}`, String(width ?? 0)], (out) =>
-        run(['-i', `file:${abs}`, '-map', `0:${stream}`, '-frames:v', '1', ...scale, '-c:v', 'mjpeg', '-q:v', '3'], out),
+      return cached([signature(abs), `cover${stream}`, String(width ?? 0)], async (out) =>
+        run(['-format_whitelist', await allowedFormats(), '-i', `file:${abs}`, '-map', `0:${stream}`, '-frames:v', '1', ...scale, '-c:v', 'mjpeg', '-q:v', '3'], out),
       );
     },
     /** The image at `abs` scaled to `width` (the height keeps its ratio), as a JPEG. */
