@@ -112,7 +112,12 @@ describe('audio and subtitle renditions', () => {
 
   test('an embedded subtitle is served as WebVTT aligned to the segments (X-TIMESTAMP-MAP)', async () => {
     const playlist = await (await fetch(new URL('subtitles-0.m3u8', url))).text();
-    expect(playlist).toContain('subtitles-0.vtt');
+    const main = await segmentUrls(url);
+    expect([...playlist.matchAll(/#EXTINF:([\d.]+),/g)].map((m) => Number(m[1]))).toEqual(main.segments.map((s) => s.durationS));
+    expect(playlist).toContain('subtitles-0-0.vtt');
+    const piece = await (await fetch(new URL('subtitles-0-0.vtt', url))).text();
+    expect(piece).toContain('X-TIMESTAMP-MAP=MPEGTS:900000');
+    expect(piece).toContain('Hello');
     const vtt = await fetch(new URL('subtitles-0.vtt', url));
     expect(vtt.status).toBe(200);
     expect(vtt.headers.get('content-type')).toStartWith('text/vtt');
@@ -135,7 +140,7 @@ describe('audio and subtitle renditions', () => {
   });
 
   test('a rendition that is not in the master playlist answers 404 PLAYBACK_RENDITION_NOT_FOUND', async () => {
-    for (const name of ['audio-1.m3u8', 'audio-7-segment-0.ts', 'subtitles-9.m3u8', 'subtitles-9.vtt', 'media-720p.m3u8', 'segment-360p-0.ts']) {
+    for (const name of ['audio-1.m3u8', 'audio-7-segment-0.ts', 'subtitles-9.m3u8', 'subtitles-9.vtt', 'subtitles-9-0.vtt', 'media-720p.m3u8', 'segment-360p-0.ts']) {
       const res = await fetch(new URL(name, url));
       expect(res.status).toBe(404);
       expect(((await res.json()) as { code: string }).code).toBe('PLAYBACK_RENDITION_NOT_FOUND');

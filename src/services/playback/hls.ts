@@ -124,11 +124,37 @@ export function mediaPlaylist(segments: Segment[], prefix = 'segment-'): string 
   return lines.join('\n');
 }
 
-/** A subtitle rendition's playlist: one WebVTT segment over the whole asset. */
-export function subtitlesPlaylist(n: number, durationMs: number): string {
-  const s = Math.max(0.001, durationMs / 1000);
-  return ['#EXTM3U', '#EXT-X-VERSION:3', `#EXT-X-TARGETDURATION:${Math.max(1, Math.ceil(s))}`, '#EXT-X-MEDIA-SEQUENCE:0', '#EXT-X-PLAYLIST-TYPE:VOD',
-    `#EXTINF:${s.toFixed(3)},`, `subtitles-${n}.vtt`, '#EXT-X-ENDLIST', ''].join('\n');
+/** A subtitle rendition's playlist: one WebVTT segment per media segment, at the same boundaries. */
+export function subtitlesPlaylist(n: number, segments: Segment[]): string {
+  const longest = Math.max(1, ...segments.map((s) => Math.ceil((s.endMs - s.startMs) / 1000)));
+  const lines = ['#EXTM3U', '#EXT-X-VERSION:3', `#EXT-X-TARGETDURATION:${longest}`, '#EXT-X-MEDIA-SEQUENCE:0', '#EXT-X-PLAYLIST-TYPE:VOD'];
+  for (const s of segments) lines.push(`#EXTINF:${((s.endMs - s.startMs) / 1000).toFixed(3)},`, `subtitles-${n}-${s.index}.vtt`);
+  lines.push('#EXT-X-ENDLIST', '');
+  return lines.join('\n');
+}
+
+/** `hh:mm:ss.mmm` or `mm:ss.mmm` in ms; NaN when it is neither. */
+function vttTime(t: string): number {
+  const m = /^(?:(\d+):)?(\d{1,2}):(\d{2})[.,](\d{3})$/.exec(t.trim());
+  return m ? ((Number(m[1] ?? 0) * 60 + Number(m[2])) * 60 + Number(m[3])) * 1000 + Number(m[4]) : NaN;
+}
+
+/**
+ * The part of a WebVTT file for one segment: its header blocks (WEBVTT, STYLE, REGION) and the cues
+ * that overlap [startMs, endMs). A cue across a boundary is in both segments; players drop the
+ * repeat (hls.js keys cues by start, end and text).
+ */
+export function vttPiece(vtt: string, startMs: number, endMs: number): string {
+  const blocks = vtt.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n').split(/\n{2,}/);
+  const kept = blocks.filter((block, i) => {
+    const timing = block.split('\n').find((l) => l.includes('-->'));
+    if (!timing) return i === 0 || /^(STYLE|REGION)\b/.test(block);
+    const [from, to] = timing.split('-->');
+    const a = vttTime(from ?? '');
+    const b = vttTime((to ?? '').trim().split(/\s+/)[0] ?? '');
+    return a < endMs && b > startMs;
+  });
+  return kept.join('\n\n').trimEnd() + '\n';
 }
 
 /**

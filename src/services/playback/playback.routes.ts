@@ -49,7 +49,7 @@ function serveFile(file: { path: string; size: number; type: string; disposition
 export function renditionFile(name: string):
   | { type: 'segment'; index: number; rendition: Rendition }
   | { type: 'playlist'; rendition: Rendition }
-  | { type: 'subtitles' | 'vtt'; n: number }
+  | { type: 'subtitles' | 'vtt'; n: number; index?: number }
   | null {
   let m = name.match(/^segment-(\d{1,6})\.ts$/);
   if (m) return { type: 'segment', index: Number(m[1]), rendition: { kind: 'source' } };
@@ -63,6 +63,8 @@ export function renditionFile(name: string):
   if (m) return { type: 'playlist', rendition: { kind: 'audio', stream: Number(m[1]) } };
   m = name.match(/^subtitles-(\d{1,3})\.(m3u8|vtt)$/);
   if (m) return { type: m[2] === 'vtt' ? 'vtt' : 'subtitles', n: Number(m[1]) };
+  m = name.match(/^subtitles-(\d{1,3})-(\d{1,6})\.vtt$/);
+  if (m) return { type: 'vtt', n: Number(m[1]), index: Number(m[2]) };
   return null;
 }
 
@@ -161,7 +163,7 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
         if (named?.type === 'playlist') return new Response(await playback.media(params.token, named.rendition), { headers: PLAYLIST });
         if (named?.type === 'subtitles') return new Response(await playback.subtitles(params.token, named.n), { headers: PLAYLIST });
         if (named?.type === 'vtt') {
-          return new Response(await playback.subtitlesVtt(params.token, named.n), { headers: { 'content-type': 'text/vtt; charset=utf-8', 'cache-control': 'private, max-age=3600' } });
+          return new Response(await playback.subtitlesVtt(params.token, named.n, named.index), { headers: { 'content-type': 'text/vtt; charset=utf-8', 'cache-control': 'private, max-age=3600' } });
         }
         if (!/^file\.[a-z0-9]{1,5}$/.test(params.name)) throw segmentNotFound();
         return serveFile(await playback.directFile(params.token), request.headers.get('range'));
@@ -176,8 +178,8 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
           description:
             'Names: segment-<n>.ts (the source), media-<h>p.m3u8 and segment-<h>p-<n>.ts (a rung of the ladder: 1080, 720, 480, 360 ' +
             'below the source height), audio-<stream>.m3u8 and audio-<stream>-segment-<n>.ts (an audio stream other than the first, ' +
-            'AAC), subtitles-<n>.m3u8 and subtitles-<n>.vtt (a text subtitle, embedded or a sidecar file, as WebVTT with ' +
-            'X-TIMESTAMP-MAP). Every rendition is cut at the same indexed keyframes. PLAYBACK_RENDITION_NOT_FOUND (404): no such ' +
+            'AAC), subtitles-<n>.m3u8 and subtitles-<n>-<i>.vtt (a text subtitle, embedded or a sidecar file, as WebVTT with ' +
+            'X-TIMESTAMP-MAP, one piece per segment; subtitles-<n>.vtt is the whole file). Every rendition is cut at the same indexed keyframes. PLAYBACK_RENDITION_NOT_FOUND (404): no such ' +
             'rendition in the master playlist. ' +
             'A segment is made on first request by a workers job (stream copy for H.264/AAC, H.264/AAC transcode otherwise), ' +
             'cached, and the next ones are made ahead. Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410), PLAYBACK_SEGMENT_NOT_FOUND ' +

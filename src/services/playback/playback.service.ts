@@ -12,7 +12,7 @@ import type { JobSubmission, PlayableAsset, PlaybackSegmentJob, SourceBinding } 
 import { AppError } from '../../platform/errors';
 import { isInside } from '../../platform/paths';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
-import { cutSegments, masterPlaylist, mediaPlaylist, RUNG_KBPS, subtitlesPlaylist, withTimestampMap, type Segment } from './hls';
+import { cutSegments, masterPlaylist, mediaPlaylist, RUNG_KBPS, subtitlesPlaylist, vttPiece, withTimestampMap, type Segment } from './hls';
 import { hlsPlan, prefixOf, segmentMethod, type Rendition } from './renditions';
 import { contentDisposition, directFormat } from './media-types';
 import type { PlaybackConfig } from './playback.config';
@@ -167,12 +167,14 @@ export function createPlayback(deps: PlaybackDeps) {
 
   async function subtitles(token: string, n: number): Promise<string> {
     const { l } = await subtitleOf(token, n);
-    return subtitlesPlaylist(n, l.asset.durationMs);
+    return subtitlesPlaylist(n, cutSegments(l.asset.keyframesMs, l.asset.durationMs, config.segmentTargetMs));
   }
 
-  /** The WebVTT of a subtitle rendition, made (once) by a workers job on first request. */
-  async function subtitlesVtt(token: string, n: number): Promise<string> {
+  /** The WebVTT of a subtitle rendition, whole or (`index`) the cues of one segment, made (once) by a workers job on first request. */
+  async function subtitlesVtt(token: string, n: number, index?: number): Promise<string> {
     const { l, sub } = await subtitleOf(token, n);
+    const seg = index === undefined ? undefined : cutSegments(l.asset.keyframesMs, l.asset.durationMs, config.segmentTargetMs)[index];
+    if (index !== undefined && !seg) throw segmentNotFound();
     const key = cache.key(l.asset.assetId, `subtitles-${sub.stream !== undefined ? `s${sub.stream}` : Bun.hash(sub.file ?? '').toString(36)}.vtt`);
     if (!cache.has(key)) {
       let pending = inflight.get(key);
@@ -184,7 +186,8 @@ export function createPlayback(deps: PlaybackDeps) {
       await pending;
     }
     cache.touch(key);
-    return withTimestampMap(await Bun.file(cache.pathOf(key)).text());
+    const vtt = await Bun.file(cache.pathOf(key)).text();
+    return withTimestampMap(seg ? vttPiece(vtt, seg.startMs, seg.endMs) : vtt);
   }
 
   /** Waits for the job to write the file `key` of the cache; fails when the job ends without it. */
