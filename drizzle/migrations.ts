@@ -77,6 +77,30 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795888127747,
     "breakpoints": true,
     "sql": "CREATE TABLE `playback_sessions` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`actor_id` text NOT NULL,\n\t`identity_session_id` text NOT NULL,\n\t`asset_id` text NOT NULL,\n\t`mode` text NOT NULL,\n\t`created_at` integer NOT NULL,\n\t`expires_at` integer NOT NULL,\n\t`ended_at` integer\n);\n--> statement-breakpoint\nCREATE INDEX `playback_sessions_expires_idx` ON `playback_sessions` (`expires_at`);"
+  },
+  {
+    "tag": "0013_elite_rocket_raccoon",
+    "when": 1795903667483,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `catalog_works` ADD `overview` text DEFAULT '' NOT NULL;--> statement-breakpoint\nALTER TABLE `catalog_works` ADD `genres` text DEFAULT '[]' NOT NULL;--> statement-breakpoint\nALTER TABLE `catalog_works` ADD `search_text` text DEFAULT '' NOT NULL;--> statement-breakpoint\nALTER TABLE `catalog_works` ADD `genre_key` text DEFAULT '' NOT NULL;--> statement-breakpoint\nALTER TABLE `catalog_works` ADD `poster` text;--> statement-breakpoint\nALTER TABLE `catalog_works` ADD `backdrop` text;--> statement-breakpoint\nCREATE INDEX `catalog_works_kind_year` ON `catalog_works` (`kind`,`year`);"
+  },
+  {
+    "tag": "0014_wandering_triton",
+    "when": 1795904010678,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `playback_progress` (\n\t`actor_id` text NOT NULL,\n\t`asset_id` text NOT NULL,\n\t`position_ms` integer NOT NULL,\n\t`duration_ms` integer NOT NULL,\n\t`played` integer NOT NULL,\n\t`updated_at` integer NOT NULL,\n\tPRIMARY KEY(`actor_id`, `asset_id`)\n);\n--> statement-breakpoint\nCREATE INDEX `playback_progress_recent` ON `playback_progress` (`actor_id`,`updated_at`);"
+  },
+  {
+    "tag": "0015_tense_microchip",
+    "when": 1795904181516,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `catalog_assets` ADD `subtitle_files` text DEFAULT '[]' NOT NULL;"
+  },
+  {
+    "tag": "0016_cheerful_lifeguard",
+    "when": 1795904701627,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `catalog_assets` ADD `local_sig` text DEFAULT '' NOT NULL;"
   }
 ];
 
@@ -92,5 +116,29 @@ export const postgresMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795888128751,
     "breakpoints": true,
     "sql": "CREATE TABLE \"playback_sessions\" (\n\t\"id\" text PRIMARY KEY NOT NULL,\n\t\"actor_id\" text NOT NULL,\n\t\"identity_session_id\" text NOT NULL,\n\t\"asset_id\" text NOT NULL,\n\t\"mode\" text NOT NULL,\n\t\"created_at\" bigint NOT NULL,\n\t\"expires_at\" bigint NOT NULL,\n\t\"ended_at\" bigint\n);\n--> statement-breakpoint\nCREATE INDEX \"playback_sessions_expires_idx\" ON \"playback_sessions\" USING btree (\"expires_at\");"
+  },
+  {
+    "tag": "0002_overconfident_rictor",
+    "when": 1795903668129,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"catalog_works\" ADD COLUMN \"overview\" text DEFAULT '' NOT NULL;--> statement-breakpoint\nALTER TABLE \"catalog_works\" ADD COLUMN \"genres\" jsonb DEFAULT '[]'::jsonb NOT NULL;--> statement-breakpoint\nALTER TABLE \"catalog_works\" ADD COLUMN \"search_text\" text DEFAULT '' NOT NULL;--> statement-breakpoint\nALTER TABLE \"catalog_works\" ADD COLUMN \"genre_key\" text DEFAULT '' NOT NULL;--> statement-breakpoint\nALTER TABLE \"catalog_works\" ADD COLUMN \"poster\" jsonb;--> statement-breakpoint\nALTER TABLE \"catalog_works\" ADD COLUMN \"backdrop\" jsonb;--> statement-breakpoint\nCREATE INDEX \"catalog_works_kind_year\" ON \"catalog_works\" USING btree (\"kind\",\"year\");"
+  },
+  {
+    "tag": "0003_sticky_mystique",
+    "when": 1795904011955,
+    "breakpoints": true,
+    "sql": "CREATE TABLE \"playback_progress\" (\n\t\"actor_id\" text NOT NULL,\n\t\"asset_id\" text NOT NULL,\n\t\"position_ms\" bigint NOT NULL,\n\t\"duration_ms\" bigint NOT NULL,\n\t\"played\" boolean NOT NULL,\n\t\"updated_at\" bigint NOT NULL,\n\tCONSTRAINT \"playback_progress_actor_id_asset_id_pk\" PRIMARY KEY(\"actor_id\",\"asset_id\")\n);\n--> statement-breakpoint\nCREATE INDEX \"playback_progress_recent\" ON \"playback_progress\" USING btree (\"actor_id\",\"updated_at\");"
+  },
+  {
+    "tag": "0004_sweet_ozymandias",
+    "when": 1795904182430,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"catalog_assets\" ADD COLUMN \"subtitle_files\" jsonb DEFAULT '[]'::jsonb NOT NULL;"
+  },
+  {
+    "tag": "0005_dear_avengers",
+    "when": 1795904702402,
+    "breakpoints": true,
+    "sql": "ALTER TABLE \"catalog_assets\" ADD COLUMN \"local_sig\" text DEFAULT '' NOT NULL;"
   }
 ];

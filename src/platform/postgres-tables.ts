@@ -4,6 +4,7 @@ import { catalogTables } from '../services/catalog/catalog.tables';
 import { libraryTables } from '../services/catalog/library/library.tables';
 import { identityTables } from '../services/identity/identity.tables';
 import { playbackTables } from '../services/playback/playback.tables';
+import { progressTables } from '../services/playback/progress/progress.tables';
 import { sourcesTables } from '../services/sources/sources.tables';
 import { workersTables } from '../services/workers/workers.tables';
 import { agentTables } from '../services/workspaces/agent/agent.tables';
@@ -17,6 +18,7 @@ export const { catalogWorks, catalogEditions, catalogAssets, catalogMediaIndexes
 export const { libraryFiles, libraryScans } = libraryTables('postgres');
 export const { actors, sessions, refreshTokens } = identityTables('postgres');
 export const { playbackSessions } = playbackTables('postgres');
+export const { playbackProgress } = progressTables('postgres');
 export const { sourcesBindings } = sourcesTables('postgres');
 export const { workersJobs } = workersTables('postgres');
 export const { agentSessions, agentMessages, agentEvents, agentUsage, agentApprovals } = agentTables('postgres');

@@ -157,6 +157,12 @@ describe('assets of a work', () => {
       layout: 'file',
       sizeBytes: mkv.asset.sizeBytes,
       available: true,
+      audio: [{ index: 1, language: 'eng', codec: 'aac', channels: 2, default: false }],
+      // The ASS stream is tagged `fre` (ISO 639-2/B): listed as `fra` (639-2/T).
+      subtitles: [
+        { index: 2, language: 'eng', format: 'srt', text: true, source: 'embedded' },
+        { index: 3, language: 'fra', format: 'ass', text: true, source: 'embedded' },
+      ],
     });
     expect(body.assets[0].facets).toEqual(['video', 'audio']);
     expect(body.assets[2]).toMatchObject({ indexed: false, durationMs: 0, facets: [], container: 'unknown' });

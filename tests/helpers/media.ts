@@ -155,3 +155,76 @@ export function playbackFixtures(): PlaybackFixtures {
     transcode: make('play-20s-mpeg4.mkv', (o) => ffmpeg([...input, '-c:v', 'mpeg4', ...gop, '-q:v', '5', '-c:a', 'libmp3lame', '-b:a', '64k', '-ac', '2', '-f', 'matroska', o])),
   };
 }
+
+/**
+ * Tiny media for the local-metadata, search and track tests (1 s, 160x120): a poster and a backdrop
+ * image, an MP4 carrying its own tags and an embedded cover, and an MKV with two audio languages and
+ * an embedded subtitle.
+ */
+export interface LocalFixtures {
+  poster: string;
+  backdrop: string;
+  tagged: string;
+  plain: string;
+  multi: string;
+}
+
+export function localFixtures(): LocalFixtures {
+  mkdirSync(DIR, { recursive: true });
+  const poster = make('poster-80x120.jpg', (o) => ffmpeg(['-f', 'lavfi', '-i', 'testsrc=size=80x120:duration=1', '-frames:v', '1', '-f', 'image2', '-c:v', 'mjpeg', o]));
+  const backdrop = make('backdrop-192x108.png', (o) => ffmpeg(['-f', 'lavfi', '-i', 'testsrc=size=192x108:duration=1', '-frames:v', '1', '-f', 'image2', '-c:v', 'png', o]));
+  const input = ['-f', 'lavfi', '-i', 'testsrc=size=160x120:rate=24:duration=1', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=44100:duration=1'];
+  const codecs = ['-c:v', 'libx264', '-preset', 'ultrafast', '-g', '12', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-b:a', '32k', '-ac', '2'];
+  const tagged = make('tagged-cover.mp4', (o) =>
+    ffmpeg([
+      ...input, '-i', poster, '-map', '0:v', '-map', '1:a', '-map', '2:v', ...codecs, '-c:v:1', 'mjpeg', '-disposition:v:1', 'attached_pic',
+      '-metadata', 'title=Tagged Film Deluxe', '-metadata', 'genre=Drama', '-metadata', 'date=2010', '-metadata', 'comment=A plot from the tags.',
+      '-f', 'mp4', o,
+    ]),
+  );
+  const plain = make('tiny.mkv', (o) => ffmpeg([...input, ...codecs, '-f', 'matroska', o]));
+  const srt = join(DIR, 'subs.srt');
+  if (!existsSync(srt)) writeFileSync(srt, SRT);
+  const multi = make('two-audio.mkv', (o) =>
+    ffmpeg([
+      ...input, '-f', 'lavfi', '-i', 'sine=frequency=660:sample_rate=48000:duration=1', '-i', srt,
+      '-map', '0:v', '-map', '1:a', '-map', '2:a', '-map', '3:s', ...codecs, '-c:a:1', 'ac3', '-ac:a:1', '6', '-b:a:1', '192k', '-c:s', 'srt',
+      '-metadata:s:a:0', 'language=eng', '-metadata:s:a:1', 'language=fre', '-metadata:s:s:0', 'language=ger',
+      '-disposition:a:0', 'default', '-disposition:a:1', '0', '-f', 'matroska', o,
+    ]),
+  );
+  return { poster, backdrop, tagged, plain, multi };
+}
+
+/** A 2 s 1280x720 H.264 (High)/AAC source with a keyframe every second: the top of a small ladder (720, 480, 360). */
+export function ladderFixture(): string {
+  mkdirSync(DIR, { recursive: true });
+  return make('ladder-720p.mp4', (o) =>
+    ffmpeg([
+      '-f', 'lavfi', '-i', 'testsrc=size=1280x720:rate=12:duration=2', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=44100:duration=2',
+      '-c:v', 'libx264', '-preset', 'veryfast', '-g', '12', '-keyint_min', '12', '-sc_threshold', '0', '-pix_fmt', 'yuv420p',
+      '-c:a', 'aac', '-b:a', '32k', '-ac', '2', '-f', 'mp4', o,
+    ]),
+  );
+}
+
+/**
+ * For hls.js: 6 s of 640x480 H.264/AAC (a keyframe every second) with a second audio stream (AC-3,
+ * French) and an English subtitle whose cue shows from 0.5 s to 5.5 s: a source, one rung (360p),
+ * two audio renditions and a subtitle rendition.
+ */
+export function switchingFixture(): string {
+  mkdirSync(DIR, { recursive: true });
+  const srt = join(DIR, 'long-cue.srt');
+  if (!existsSync(srt)) writeFileSync(srt, '1\n00:00:00,500 --> 00:00:05,500\nKeel cue\n');
+  return make('switching-480p.mkv', (o) =>
+    ffmpeg([
+      '-f', 'lavfi', '-i', 'testsrc=size=640x480:rate=12:duration=6', '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=44100:duration=6',
+      '-f', 'lavfi', '-i', 'sine=frequency=660:sample_rate=48000:duration=6', '-i', srt,
+      '-map', '0:v', '-map', '1:a', '-map', '2:a', '-map', '3:s',
+      '-c:v', 'libx264', '-preset', 'veryfast', '-g', '12', '-keyint_min', '12', '-sc_threshold', '0', '-pix_fmt', 'yuv420p',
+      '-c:a:0', 'aac', '-b:a:0', '48k', '-ac:a:0', '2', '-c:a:1', 'ac3', '-b:a:1', '96k', '-c:s', 'srt',
+      '-metadata:s:a:0', 'language=eng', '-metadata:s:a:1', 'language=fra', '-metadata:s:s:0', 'language=eng', '-f', 'matroska', o,
+    ]),
+  );
+}

@@ -86,7 +86,7 @@ const OPERATION_IDS: Record<ServiceName, string[]> = {
     'startWorkspaceProcess', 'listWorkspaceProcesses', 'getWorkspaceProcess', 'readWorkspaceProcessOutput', 'writeWorkspaceProcessStdin', 'signalWorkspaceProcess',
     'createWorkspacePreview', 'listWorkspacePreviews', 'revokeWorkspacePreview',
   ],
-  catalog: ['getHealth', 'getVersion', 'listKinds', 'listWorks', 'getWork', 'listWorkAssets', 'listWorkRelations', 'scanFile', 'startLibraryScan', 'getLibraryScan'],
+  catalog: ['getHealth', 'getVersion', 'listKinds', 'listWorks', 'getWork', 'listWorkAssets', 'getWorkImage', 'listWorkRelations', 'scanFile', 'startLibraryScan', 'getLibraryScan'],
   identity: [
     'getHealth', 'getVersion', 'getJwks', 'rotateSigningKey', 'createActor', 'listActors', 'getActor', 'updateActor', 'rotateActorKey',
     'createSession', 'refreshSession', 'revokeSession',
@@ -94,7 +94,7 @@ const OPERATION_IDS: Record<ServiceName, string[]> = {
   sources: ['getHealth', 'getVersion'],
   workers: ['getHealth', 'getVersion'],
   playback: [
-    'getHealth', 'getVersion', 'createPlaybackSession', 'endPlaybackSession', 'getMasterPlaylist', 'getMediaPlaylist', 'getThumbnailsVtt', 'getThumbnailsSprite', 'getPlaybackFile',
+    'getHealth', 'getVersion', 'createPlaybackSession', 'endPlaybackSession', 'getMasterPlaylist', 'getMediaPlaylist', 'getThumbnailsVtt', 'getThumbnailsSprite', 'getPlaybackFile', 'putPlaybackProgress', 'listPlaybackProgress',
   ],
 };
 

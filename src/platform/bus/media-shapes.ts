@@ -26,6 +26,8 @@ export const ProbeStreamSchema = t.Object({
   frameRate: t.Optional(t.Number()),
   width: t.Optional(t.Number()),
   height: t.Optional(t.Number()),
+  profile: t.Optional(t.String({ description: "video: the codec profile as ffprobe names it (High, Main, Baseline); what HLS CODECS are derived from" })),
+  level: t.Optional(t.Number({ description: 'video: the codec level (H.264: 31 is 3.1, 40 is 4.0)' })),
 });
 
 /** What the media engine found in a file: the facts a MediaIndex is made of. */
@@ -43,3 +45,13 @@ export type KeyframeSource = Static<typeof KeyframeSourceSchema>;
 export type Identification = Static<typeof IdentificationSchema>;
 export type ProbeStream = Static<typeof ProbeStreamSchema>;
 export type ProbeFacts = Static<typeof ProbeFactsSchema>;
+
+/** What a medium's own container tags say, read by the media engine with its probe (local metadata). */
+export interface MediaTags {
+  title?: string;
+  year?: number;
+  genres?: string[];
+  overview?: string;
+  /** Stream index of an attached picture (a cover), when there is one. */
+  coverStream?: number;
+}

@@ -3,7 +3,7 @@
 // shape that is also an HTTP body is declared once as t.* in *-shapes.ts and its type used here.
 import type { Jwks } from './identity-shapes';
 import type { LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, SourceBinding } from './library-shapes';
-import type { Identification, ProbeFacts, ProbeStream } from './media-shapes';
+import type { Identification, MediaTags, ProbeFacts, ProbeStream } from './media-shapes';
 
 export type { LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, SourceBinding } from './library-shapes';
 
@@ -28,7 +28,7 @@ export interface BusQueries {
   'qry.media.probe': {
     request: { root: number; path: string };
     reply:
-      | { medium: true; sizeBytes: number; fastHash: string; facts: ProbeFacts }
+      | { medium: true; sizeBytes: number; fastHash: string; facts: ProbeFacts; tags?: MediaTags }
       | { medium: false; sizeBytes: number; fastHash: string; reason: string };
   };
   /**
@@ -111,7 +111,10 @@ export interface PlayableAsset {
   bitrateBps: number;
   /** Keyframe presentation times of the first video stream in ms, ascending (Matroska Cues, MP4 stss). */
   keyframesMs: number[];
+  /** Stream languages as ISO 639-2/T (`eng`, `fra`; `und` when unknown). */
   streams: ProbeStream[];
+  /** Subtitle files beside the medium, relative to its root (the binding's): played as WebVTT renditions. */
+  subtitleFiles: { language: string; format: string; path: string }[];
 }
 
 /** One HLS segment to make: [startMs, endMs) of the file at `root`/`path`, written to `output` (relative to the segment cache). */
@@ -122,8 +125,27 @@ export interface PlaybackSegmentJob {
   index: number;
   startMs: number;
   endMs: number;
-  /** `copy`: the streams are H.264/AAC already; `transcode`: to H.264/AAC. */
-  method: 'copy' | 'transcode';
+  /**
+   * `copy`: the streams are H.264/AAC already; `copy-video`: H.264 copied, the audio (AC-3, DTS,
+   * TrueHD, ...) to AAC; `transcode`: both to H.264/AAC.
+   */
+  method: 'copy' | 'copy-video' | 'transcode';
+  /** An audio rendition: this audio stream (its index in the file) alone, copied if AAC (`method`), else to AAC. */
+  audioStream?: number;
+  /** A rung of the ladder: the first video stream scaled to this height (H.264), with the first audio stream. */
+  height?: number;
+  /** A rung's video bitrate cap in kbit/s (-maxrate; the buffer is twice it). */
+  videoKbps?: number;
+  output: string;
+}
+
+/** A WebVTT rendition of a subtitle: the embedded stream `stream` of the file at `root`/`path`, or the sidecar file `file` on that root. */
+export interface PlaybackSubtitlesJob {
+  assetId: string;
+  root: number;
+  path: string;
+  stream?: number;
+  file?: string;
   output: string;
 }
 
@@ -154,9 +176,11 @@ export interface WorkerJobs {
   'playback.segment': PlaybackSegmentJob;
   /** Make the trickplay sprite of an asset into the playback cache (docs/playback.md). */
   'playback.thumbnails': PlaybackThumbnailsJob;
+  /** Make the WebVTT of one subtitle of an asset into the playback cache (docs/playback.md). */
+  'playback.subtitles': PlaybackSubtitlesJob;
 }
 export type JobType = keyof WorkerJobs;
-export const JOB_TYPES = ['library.scan', 'playback.segment', 'playback.thumbnails'] as const satisfies readonly JobType[];
+export const JOB_TYPES = ['library.scan', 'playback.segment', 'playback.thumbnails', 'playback.subtitles'] as const satisfies readonly JobType[];
 
 export type JobStatus = 'queued' | 'running' | 'done' | 'failed' | 'cancelled';
 

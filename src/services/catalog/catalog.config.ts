@@ -13,6 +13,10 @@ export interface CatalogConfig {
   probeSizeBytes: number;
   probeAnalyzeUs: number;
   probeTimeoutMs: number;
+  /** APP_FFMPEG_PATH: the ffmpeg that takes covers out of media and resizes images (?width=). */
+  ffmpegPath: string;
+  /** Images made at the same time (covers, resizes); more wait. */
+  imageConcurrency: number;
   /** POST /scan: the media spec's 5/s with a burst of 20 per actor; the service-wide 50/s, burst 100, is ours. */
   scanBudget: RateLimitSpec;
   /** Seconds between scheduled scans of every media root; 0: no schedule. */
@@ -32,6 +36,8 @@ export function loadCatalogConfig(env: Env = process.env): CatalogConfig {
     probeSizeBytes: readInt(env, 'APP_PROBE_SIZE', 10_000_000, 32, 2_000_000_000),
     probeAnalyzeUs: readInt(env, 'APP_PROBE_ANALYZE_US', 10_000_000, 0, 600_000_000),
     probeTimeoutMs: readInt(env, 'APP_PROBE_TIMEOUT_MS', 30_000, 100, 600_000),
+    ffmpegPath: readString(env, 'APP_FFMPEG_PATH', 'ffmpeg'),
+    imageConcurrency: readInt(env, 'APP_IMAGE_CONCURRENCY', 2, 1, 64),
     scanBudget: { perActor: { ratePerSec: 5, burst: 20 }, service: { ratePerSec: 50, burst: 100 } },
     libraryScanIntervalS: readInt(env, 'APP_LIBRARY_SCAN_INTERVAL_S', 0, 0, 30 * 86_400),
     libraryWatch: readBool(env, 'APP_LIBRARY_WATCH', false),

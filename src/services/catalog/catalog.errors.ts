@@ -11,6 +11,8 @@ const recoverable = { retryable: false, category: 'recoverable' } as const;
 const own = defineErrors({
   CATALOG_WORK_NOT_FOUND: { status: 404, description: 'no such work' },
   CATALOG_EDITION_NOT_FOUND: { status: 404, description: 'no such edition' },
+  CATALOG_IMAGE_NOT_FOUND: { status: 404, description: 'the work has no image of that kind (no poster.jpg, folder.jpg, fanart.jpg or embedded cover was found with its media)' },
+  CATALOG_IMAGE_UNREADABLE: { status: 422, ...recoverable, description: 'the image file (or the embedded cover) cannot be read or decoded' },
   CATALOG_SCAN_NOT_FOUND: { status: 404, description: 'no such library scan' },
   CATALOG_PATH_NOT_FOUND: { status: 404, ...recoverable, description: 'no file exists at the scan path under the media roots' },
   CATALOG_FOLDER_NOT_FOUND: { status: 404, ...recoverable, description: 'no folder exists at the path under the media roots' },

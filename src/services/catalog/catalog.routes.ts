@@ -1,11 +1,11 @@
 // The catalog over HTTP: routes and schemas wiring only; the rules live in catalog.service.ts.
 // POST /scan sits in its own group behind the Bearer guard (policy resource:asset:scan, scan budget).
-import { Elysia } from 'elysia';
+import { Elysia, t } from 'elysia';
 import { GUARD_CODES, guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
 import { ProblemSchema } from '../../platform/http/errors';
 import { conditionalGet, type HeaderPairs, type ResponseCache } from '../../platform/http/response-cache';
 import {
-  AssetListSchema, KindListSchema, RelationListSchema, ScanBody, ScanResponse, WorkAnswerSchema, WorkIdParams, WorkPageSchema, WorksQuery,
+  AssetListSchema, KindListSchema, RelationListSchema, ScanBody, ScanResponse, WorkAnswerSchema, WorkIdParams, WorkImageParams, WorkImageQuery, WorkPageSchema, WorksQuery,
 } from './catalog.model';
 import type { CatalogService } from './catalog.service';
 import { catalogOperation as op } from './catalog.errors';
@@ -59,7 +59,9 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
       ({ query, request, set }) => {
         const page = query.page ?? 1;
         const pageSize = query.pageSize ?? 50;
-        return pages.answer(request, set, 'public', `${page}|${pageSize}`, () => catalog.listWorks(page, pageSize));
+        const filter = { q: query.q, kind: query.kind, year: query.year, genre: query.genre };
+        const key = `${page}|${pageSize}|${JSON.stringify([filter.q, filter.kind, filter.year, filter.genre])}`;
+        return pages.answer(request, set, 'public', key, () => catalog.listWorks(page, pageSize, filter));
       },
       {
         query: WorksQuery,
@@ -67,9 +69,12 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
         response: { 200: WorkPageSchema, ...errors },
         detail: { ...op('listWorks'),
           tags: ['works'],
-          summary: 'List works, oldest first',
+          summary: 'List or search works, oldest first',
           description:
-            'Any page costs the same as the first (a seek, not an offset walk). Answers carry a strong `ETag` and ' +
+            'Search: `q` finds works whose title or original title has words starting with each word of `q`, in any order, ' +
+            'any case, accents and ligatures folded (`amelie` finds "Le Fabuleux Destin d\'Amélie Poulain"); `kind`, `year` ' +
+            'and `genre` (one genre, folded the same way) narrow the list; all combine, with the same paging and total. ' +
+            'Without filters, any page costs the same as the first (a seek, not an offset walk). Answers carry a strong `ETag` and ' +
             '`Cache-Control: no-cache`; send it back in `If-None-Match` for 304 Not Modified without a body while the page is ' +
             'unchanged. A scan that adds or changes a work changes the answer on the next request.',
           responses: pageConditional.responses,
@@ -89,6 +94,27 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
         summary: 'Playable assets of a work over its editions: indexed first, then newest (404 CATALOG_WORK_NOT_FOUND)',
       },
     })
+    .get(
+      '/works/:id/images/:kind',
+      async ({ params, query }) => {
+        const image = await catalog.workImage(params.id, params.kind, query.width);
+        return new Response(Bun.file(image.path), { headers: { 'content-type': image.type, 'cache-control': 'public, max-age=300' } });
+      },
+      {
+        params: WorkImageParams,
+        query: WorkImageQuery,
+        response: { 200: t.Any({ description: 'the image bytes (image/jpeg, image/png or image/webp)' }), ...errors, ...notFound, 503: ProblemSchema },
+        detail: { ...op('getWorkImage', ['CATALOG_WORK_NOT_FOUND', 'CATALOG_IMAGE_NOT_FOUND', 'CATALOG_IMAGE_UNREADABLE', 'MEDIA_ENGINE_BUSY', 'MEDIA_ENGINE_UNAVAILABLE']),
+          tags: ['works'],
+          summary: "A work's poster or backdrop, as found with its media; `?width=` resizes it (JPEG, made once and cached)",
+          description:
+            'Public like GET /works, so an <img> can show it. The poster is `<name>-poster.jpg`, `poster.jpg`, `folder.jpg` or ' +
+            '`cover.jpg` beside the medium, else its embedded cover; the backdrop `<name>-fanart.jpg`, `fanart.jpg` or ' +
+            '`backdrop.jpg` (also .jpeg, .png, .webp). Domain codes: CATALOG_WORK_NOT_FOUND (404), CATALOG_IMAGE_NOT_FOUND ' +
+            '(404), CATALOG_IMAGE_UNREADABLE (422), MEDIA_ENGINE_BUSY (503, retryable).',
+        },
+      },
+    )
     .get('/works/:id/relations', async ({ params }) => ({ relations: await catalog.workRelations(params.id) }), {
       params: WorkIdParams,
       response: { 200: RelationListSchema, ...errors, ...notFound },

@@ -1,6 +1,6 @@
 // Catalog rules, free of HTTP: scan (probe over the bus, identify, file under an edition, index),
 // and the reads of works, their assets and relations. Errors are AppErrors with stable codes.
-import { and, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, inArray, isNull, like, sql, type SQL } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import { createEventOutbox } from '../../platform/bus/event-outbox';
 import type { ProbeStream } from '../../platform/bus/media-shapes';
@@ -9,18 +9,26 @@ import type { Orm, Store } from '../../platform/store';
 import { AppError } from '../../platform/errors';
 import './catalog.errors';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
-import type { Asset, AssetSummary, MediaIndex, Relation, ScanInput, Work } from './catalog.model';
+import type { Asset, AssetSummary, ImageKind, MediaIndex, Relation, ScanInput, Work, WorksFilter } from './catalog.model';
+import type { ImageEngine } from './media-engine/images';
+import { IMAGE_TYPES } from './media-engine/images';
+import { SIDECAR_EXTENSIONS } from './metadata/local-metadata';
+import { createLocalMetadata } from './metadata/metadata.service';
+import { audioOf, subtitlesOf } from './metadata/tracks';
+import { queryWords, searchTextOf } from './search';
 import { catalogTables, type catalogAssets, type catalogMediaIndexes, type catalogWorks } from './catalog.tables';
 import { identify, type Identified } from './identify';
 import { createWorksPager } from './works-pager';
 import type { KindRegistry } from './kinds';
 import { libraryTables } from './library/library.tables';
-import { locate } from './paths';
+import { locate, pathRefused, resolveOnRoot } from './paths';
 
 // A 4xx AppError is not retryable and permanent unless it says otherwise.
 export const workNotFound = () => new AppError('CATALOG_WORK_NOT_FOUND', 'No such work');
 export const editionNotFound = () => new AppError('CATALOG_EDITION_NOT_FOUND', 'No such edition');
 export const bindingConflict = () => new AppError('CATALOG_BINDING_CONFLICT', 'The edition does not belong to the work');
+export const imageNotFound = () => new AppError('CATALOG_IMAGE_NOT_FOUND', 'The work has no image of that kind');
+export const imageUnreadable = () => new AppError('CATALOG_IMAGE_UNREADABLE', 'The image could not be read');
 
 export interface CatalogDeps {
   store: Store;
@@ -31,6 +39,8 @@ export interface CatalogDeps {
   kinds: KindRegistry;
   /** How long scan waits for the media engine (probe timeout plus the keyframe scan). */
   probeWaitMs: number;
+  /** Covers and resized images (ffmpeg, cached). */
+  images: ImageEngine;
 }
 
 type Tx = Orm;
@@ -39,8 +49,11 @@ type IndexRow = typeof catalogMediaIndexes.$inferSelect;
 type WorkRow = typeof catalogWorks.$inferSelect;
 
 const toWork = (r: WorkRow): Work => ({
-  id: r.id, kind: r.kind, title: r.title, originalTitle: r.originalTitle, year: r.year, createdAt: r.createdAt, updatedAt: r.updatedAt,
+  id: r.id, kind: r.kind, title: r.title, originalTitle: r.originalTitle, year: r.year, overview: r.overview, genres: r.genres,
+  images: { poster: r.poster ? `/works/${r.id}/images/poster` : null, backdrop: r.backdrop ? `/works/${r.id}/images/backdrop` : null },
+  createdAt: r.createdAt, updatedAt: r.updatedAt,
 });
+
 const toAsset = (r: AssetRow): Asset => ({
   id: r.id, editionId: r.editionId, path: r.path, container: r.container, fastHash: r.fastHash, sizeBytes: r.sizeBytes,
   identification: r.identification, kind: r.kind, layout: r.layout, createdAt: r.createdAt, updatedAt: r.updatedAt,
@@ -73,6 +86,7 @@ export function createCatalog(deps: CatalogDeps) {
   const db = store.orm;
   const { catalogWorks, catalogEditions, catalogAssets, catalogMediaIndexes, catalogRelations, catalogEventOutbox } = catalogTables(store.dialect);
   const { libraryFiles } = libraryTables(store.dialect);
+  const local = createLocalMetadata({ store, mediaRoots: deps.mediaRoots, kinds: deps.kinds });
   const events = createEventOutbox({ db, table: catalogEventOutbox, bus: deps.bus, clock, log: deps.log });
 
   async function findWork(id: string): Promise<WorkRow | undefined> {
@@ -83,7 +97,10 @@ export function createCatalog(deps: CatalogDeps) {
   async function ensureWork(tx: Tx, key: string, kind: string, title: string, year: number, now: number): Promise<WorkRow> {
     const [found] = await tx.select().from(catalogWorks).where(eq(catalogWorks.matchKey, key));
     if (found) return found;
-    const row = { id: newId('wrk', clock), kind, title, originalTitle: title, year, matchKey: key, createdAt: now, updatedAt: now };
+    const row: WorkRow = {
+      id: newId('wrk', clock), kind, title, originalTitle: title, year, matchKey: key, overview: '', genres: [],
+      searchText: searchTextOf(title, title), genreKey: '', poster: null, backdrop: null, createdAt: now, updatedAt: now,
+    };
     await tx.insert(catalogWorks).values(row);
     return row;
   }
@@ -140,12 +157,15 @@ export function createCatalog(deps: CatalogDeps) {
 
   async function scan(input: ScanInput): Promise<{ asset: Asset; index: MediaIndex | null; indexed: boolean }> {
     const loc = locate(deps.mediaRoots, input.path, input.root);
+    const ext = loc.relPath.slice(loc.relPath.lastIndexOf('.') + 1).toLowerCase();
+    if (loc.relPath.includes('.') && SIDECAR_EXTENSIONS.has(ext)) throw pathRefused('it is a subtitle, .nfo or image file, read with the medium beside it');
     const binding = await checkBinding(input);
     const probe: BusQueries['qry.media.probe']['reply'] = await deps.bus.request(
       'qry.media.probe',
       { root: loc.root, path: loc.relPath },
       { timeoutMs: deps.probeWaitMs },
     );
+    const beside = local.besideOf(loc.root, loc.relPath, probe.medium ? probe.tags : undefined);
 
     const result = await store.transaction(async (tx) => {
       const now = clock.now();
@@ -169,6 +189,8 @@ export function createCatalog(deps: CatalogDeps) {
       const workId = (await tx.select({ w: catalogEditions.workId }).from(catalogEditions).where(eq(catalogEditions.id, editionId)))[0]?.w ?? null;
       // Identified means: a medium filed under a work. Every non-medium is unidentified, even when bound.
       const identification: Asset['identification'] = probe.medium && workId !== null ? 'identified' : 'unidentified';
+      // The .nfo, artwork and tags fill the work in the same transaction: no second commit per file.
+      if (probe.medium && workId !== null) await local.fillWork(tx, workId, beside, now);
 
       const fields = {
         editionId,
@@ -178,10 +200,12 @@ export function createCatalog(deps: CatalogDeps) {
         identification,
         kind: probe.medium ? 'logical-composition' : 'opaque',
         layout: 'file',
+        subtitleFiles: probe.medium ? beside.subtitleFiles : [],
+        localSig: beside.localSig,
       };
       let asset: AssetRow;
       if (existing) {
-        const changed = Object.entries(fields).some(([k, v]) => (existing as Record<string, unknown>)[k] !== v);
+        const changed = Object.entries(fields).some(([k, v]) => JSON.stringify((existing as Record<string, unknown>)[k]) !== JSON.stringify(v));
         asset = { ...existing, ...fields, updatedAt: changed ? now : existing.updatedAt };
         if (changed) await tx.update(catalogAssets).set({ ...fields, updatedAt: now }).where(eq(catalogAssets.id, existing.id));
         // A workless edition left without assets goes with its last asset.
@@ -243,9 +267,61 @@ export function createCatalog(deps: CatalogDeps) {
   // GET /works is the hot read: pages seek from sparse marks (works-pager.ts), not an OFFSET walk.
   const works = createWorksPager(store);
 
-  async function listWorks(page: number, pageSize: number): Promise<{ total: number; works: Work[] }> {
-    const { total, rows } = await works.page(page, pageSize);
-    return { total, works: rows.map(toWork) };
+  async function listWorks(page: number, pageSize: number, filter: WorksFilter = {}): Promise<{ total: number; works: Work[] }> {
+    const where: SQL[] = [];
+    if (filter.q !== undefined) {
+      const words = queryWords(filter.q);
+      // A query of no letters or digits finds nothing, rather than everything.
+      if (words.length === 0) return { total: 0, works: [] };
+      // Folded words hold letters and digits only: nothing in them is a LIKE wildcard.
+      for (const w of words) where.push(like(catalogWorks.searchText, `% ${w}%`));
+    }
+    if (filter.kind !== undefined) where.push(eq(catalogWorks.kind, filter.kind));
+    if (filter.year !== undefined) where.push(eq(catalogWorks.year, filter.year));
+    if (filter.genre !== undefined) {
+      const g = queryWords(filter.genre).join(' ');
+      if (!g) return { total: 0, works: [] };
+      where.push(like(catalogWorks.genreKey, `%|${g}|%`));
+    }
+    if (where.length === 0) {
+      const { total, rows } = await works.page(page, pageSize);
+      return { total, works: rows.map(toWork) };
+    }
+    const cond = and(...where);
+    const [{ n } = { n: 0 }] = await db.select({ n: count() }).from(catalogWorks).where(cond);
+    const rows = await db.select().from(catalogWorks).where(cond).orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id)).limit(pageSize).offset((page - 1) * pageSize);
+    return { total: Number(n), works: rows.map(toWork) };
+  }
+
+  /** A work's image: the file as it is, or (resized, or an embedded cover) a cached JPEG. */
+  async function workImage(id: string, kind: ImageKind, width?: number): Promise<{ path: string; type: string }> {
+    const w = await findWork(id);
+    if (!w) throw workNotFound();
+    const ref = kind === 'poster' ? w.poster : w.backdrop;
+    if (!ref) throw imageNotFound();
+    let abs: string;
+    try {
+      const resolved = resolveOnRoot(deps.mediaRoots, ref.root, ref.path);
+      if (!resolved) throw imageNotFound();
+      abs = resolved.absPath;
+    } catch (e) {
+      if (e instanceof AppError && e.code === 'CATALOG_IMAGE_NOT_FOUND') throw e;
+      throw imageNotFound();
+    }
+    if (ref.stream !== undefined) return { path: await deps.images.cover(abs, ref.stream, width), type: 'image/jpeg' };
+    if (width !== undefined) return { path: await deps.images.resized(abs, width), type: 'image/jpeg' };
+    const type = IMAGE_TYPES[abs.slice(abs.lastIndexOf('.') + 1).toLowerCase()];
+    if (!type) throw imageUnreadable();
+    return { path: abs, type };
+  }
+
+  /** Works written before search existed get their search column once (folded in code, as at write time). */
+  async function backfillSearch(): Promise<void> {
+    for (;;) {
+      const rows = await db.select({ id: catalogWorks.id, title: catalogWorks.title, originalTitle: catalogWorks.originalTitle }).from(catalogWorks).where(eq(catalogWorks.searchText, '')).limit(500);
+      if (rows.length === 0) return;
+      for (const r of rows) await db.update(catalogWorks).set({ searchText: searchTextOf(r.title, r.originalTitle) || ' ' }).where(eq(catalogWorks.id, r.id));
+    }
   }
 
   async function getWork(id: string): Promise<Work> {
@@ -270,6 +346,8 @@ export function createCatalog(deps: CatalogDeps) {
       container: asset.container,
       durationMs: index?.durationMs ?? 0,
       facets: index ? facetsOf(index.streams) : [],
+      audio: index ? audioOf(index.streams) : [],
+      subtitles: index ? subtitlesOf(index.streams, asset.subtitleFiles) : [],
       identification: asset.identification,
       indexed: !!index,
       layout: asset.layout,
@@ -301,6 +379,8 @@ export function createCatalog(deps: CatalogDeps) {
   return {
     scan,
     listWorks,
+    workImage,
+    backfillSearch,
     getWork,
     workAssets,
     workRelations,

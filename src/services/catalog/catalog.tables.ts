@@ -2,6 +2,7 @@
 import { defineTables } from '../../platform/db-schema';
 import type { Identification, KeyframeSource, ProbeStream } from '../../platform/bus/media-shapes';
 import { eventOutboxTable } from '../../platform/bus/outbox-table';
+import type { ImageRef, SidecarSubtitle } from './metadata/local-metadata';
 
 export const catalogTables = defineTables((t) => {
   const { index, integer, table, text, uniqueIndex } = t;
@@ -15,10 +16,20 @@ export const catalogTables = defineTables((t) => {
       year: integer('year').notNull(),
       /** Find-or-create key of identified works (e.g. `movie|the matrix|1999`); null for works made otherwise. */
       matchKey: text('match_key'),
+      /** From a local .nfo or the file's tags; '' when none says. */
+      overview: text('overview').notNull().default(''),
+      genres: text('genres', { mode: 'json' }).$type<string[]>().notNull().default([]),
+      /** Folded words of title and original title, each after a space (search.ts): what `q` matches. */
+      searchText: text('search_text').notNull().default(''),
+      /** `|genre|genre|` folded: what `genre` matches. */
+      genreKey: text('genre_key').notNull().default(''),
+      /** Where the images are (a file beside a medium, or a cover inside one); null: none. */
+      poster: text('poster', { mode: 'json' }).$type<ImageRef>(),
+      backdrop: text('backdrop', { mode: 'json' }).$type<ImageRef>(),
       createdAt: integer('created_at').notNull(),
       updatedAt: integer('updated_at').notNull(),
     },
-    (t) => [uniqueIndex('catalog_works_match_key').on(t.matchKey), index('catalog_works_created').on(t.createdAt, t.id)],
+    (t) => [uniqueIndex('catalog_works_match_key').on(t.matchKey), index('catalog_works_created').on(t.createdAt, t.id), index('catalog_works_kind_year').on(t.kind, t.year)],
   );
 
   const catalogEditions = table(
@@ -49,6 +60,10 @@ export const catalogTables = defineTables((t) => {
       identification: text('identification').$type<Identification>().notNull(),
       kind: text('kind').notNull(),
       layout: text('layout').notNull(),
+      /** Subtitle files found beside the medium at its last scan (read with it, never assets of their own). */
+      subtitleFiles: text('subtitle_files', { mode: 'json' }).$type<SidecarSubtitle[]>().notNull().default([]),
+      /** The sidecars' names, sizes and mtimes at the last scan: a rescan reads an unchanged medium again when they moved. */
+      localSig: text('local_sig').notNull().default(''),
       createdAt: integer('created_at').notNull(),
       updatedAt: integer('updated_at').notNull(),
     },

@@ -1,5 +1,6 @@
 // Composition root of the catalog service: the media engine (answering qry.media.probe on the bus),
 // the kind registry with its plugins, the catalog rules and the HTTP app.
+import { join } from 'node:path';
 import { bearerGuard } from '../../platform/http/bearer-guard';
 import { createResponseCache } from '../../platform/http/response-cache';
 import { bearerCors } from '../../platform/http/bearer-cors';
@@ -16,6 +17,7 @@ import { createLibrary } from './library/library.service';
 import { scheduleLibraryScans } from './library/library.schedule';
 import { watchLibrary } from './library/library.watch';
 import { createFfprobe, findFfprobe } from './media-engine/ffprobe';
+import { createImageEngine } from './media-engine/images';
 import { createProbeAnswerer } from './media-engine/probe.answerer';
 import { createPlayableAnswerer } from './playable.answerer';
 import { audiobookPlugin } from './plugins/audiobook';
@@ -35,7 +37,14 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
   });
   const answerer = createProbeAnswerer({ mediaRoots: cfg.mediaRoots, ffprobe });
   const playable = createPlayableAnswerer({ store: deps.store });
+  const images = createImageEngine({
+    ffmpegPath: cfg.ffmpegPath,
+    cacheDir: join(deps.config.dataDir, 'catalog-images'),
+    concurrency: cfg.imageConcurrency,
+    timeoutMs: cfg.probeTimeoutMs,
+  });
   const catalog = createCatalog({
+    images,
     store: deps.store,
     bus: deps.bus,
     clock: deps.clock,
@@ -91,6 +100,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
       stopPlayable = playable.listen(deps.bus);
       stopLibrary = library.listen(deps.bus);
       catalog.startEvents();
+      catalog.backfillSearch().catch((e) => deps.log.warn('search backfill failed', { error: String(e) }));
       stopSchedule = scheduleLibraryScans(library, cfg.libraryScanIntervalS, deps.log);
       if (cfg.libraryWatch) stopWatch = watchLibrary(library, cfg.mediaRoots, cfg.libraryWatchDebounceMs, deps.log);
     },

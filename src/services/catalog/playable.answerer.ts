@@ -6,6 +6,7 @@ import type { BusQueries } from '../../platform/bus/subjects';
 import type { Store } from '../../platform/store';
 import { AppError } from '../../platform/errors';
 import { catalogTables } from './catalog.tables';
+import { iso6392 } from './metadata/languages';
 
 type Playable = BusQueries['qry.catalog.playable'];
 
@@ -20,13 +21,15 @@ export function createPlayableAnswerer(deps: { store: Store }) {
       .from(catalogAssets)
       .leftJoin(catalogMediaIndexes, eq(catalogMediaIndexes.assetId, catalogAssets.id))
       .where(eq(catalogAssets.id, req.assetId));
-    const none = { assetId: req.assetId, container: '', durationMs: 0, bitrateBps: 0, keyframesMs: [], streams: [] };
+    const none = { assetId: req.assetId, container: '', durationMs: 0, bitrateBps: 0, keyframesMs: [], streams: [], subtitleFiles: [] };
     if (!row) return { ...none, found: false, indexed: false };
     if (!row.index) return { ...none, container: row.asset.container, found: true, indexed: false };
     const i = row.index;
     return {
       assetId: req.assetId, found: true, indexed: true, container: i.container, durationMs: i.durationMs,
-      bitrateBps: i.bitrateBps, keyframesMs: i.keyframesMs, streams: i.streams,
+      bitrateBps: i.bitrateBps, keyframesMs: i.keyframesMs,
+      streams: i.streams.map((s) => ({ ...s, language: iso6392(s.language) })),
+      subtitleFiles: row.asset.subtitleFiles,
     };
   }
   return { playable, listen: (bus: Bus) => bus.answer('qry.catalog.playable', playable) };

@@ -16,6 +16,10 @@ import { mediaAppRoutes } from './app/app.routes';
 import { createPlayback } from './playback.service';
 import { createSegmentCache } from './segment-cache';
 import { createUrlSigner } from './url-token';
+import * as progressModels from './progress/progress.model';
+import { createProgressRepository } from './progress/progress.repository';
+import { progressRoutes } from './progress/progress.routes';
+import { createProgress } from './progress/progress.service';
 
 const SWEEP_EVERY_MS = 60 * 60_000;
 
@@ -34,12 +38,13 @@ export function createPlaybackService(deps: ServiceDeps, cfg: PlaybackConfig): S
     // URLs it opened within that (the contract's bound is 5 s), without a bus round trip per segment.
     checkSession: createSessionCheck(deps.bus, { ttlMs: 2000, clock: deps.clock }),
   });
+  const progress = createProgress({ bus: deps.bus, clock: deps.clock, repo: createProgressRepository(deps.store) });
   const guard = bearerGuard({ service: 'playback', bus: deps.bus, clock: deps.clock, log: deps.log.child({ component: 'bearer-guard' }) });
   const app = createServiceApp(deps, {
     name: 'playback',
     style: 'problem',
     errors: playbackErrors,
-    models: [playbackModels],
+    models: [playbackModels, progressModels],
     title: 'Keel playback',
     description:
       'Playback sessions for catalog assets: direct play with Range, and HLS whose segments are cut at the indexed keyframes. ' +
@@ -47,6 +52,7 @@ export function createPlaybackService(deps: ServiceDeps, cfg: PlaybackConfig): S
     dottedPaths: true,
     tags: [
       { name: 'sessions', description: 'Open and end playback sessions (Bearer, resource:asset:play)' },
+      { name: 'progress', description: "Watch state per actor: where they are in each asset, continue watching (Bearer, resource:asset:play)" },
       {
         name: 'play',
         description:
@@ -57,6 +63,7 @@ export function createPlaybackService(deps: ServiceDeps, cfg: PlaybackConfig): S
     ],
   })
     .use(playbackRoutes({ playback, guard }))
+    .use(progressRoutes(progress, guard))
     .use(mediaAppRoutes({ assets: mediaAppAssets, configured: cfg.appUrls, peers: deps.peers ?? {}, ports: deps.config.ports }));
 
   let sweeper: ReturnType<typeof setInterval> | undefined;

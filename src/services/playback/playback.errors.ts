@@ -11,6 +11,7 @@ const own = defineErrors({
   // A URL that worked and was ended early: the player is told to stop, not that it mistyped.
   PLAYBACK_SESSION_ENDED: { status: 410, description: 'the playback session was ended (DELETE /sessions/{id}) or the identity session that opened it is no longer live' },
   PLAYBACK_SEGMENT_NOT_FOUND: { status: 404, description: 'no such segment in the playlist' },
+  PLAYBACK_RENDITION_NOT_FOUND: { status: 404, description: 'no such rendition (ladder rung, audio or subtitle) in the master playlist' },
   PLAYBACK_THUMBNAILS_NOT_FOUND: { status: 404, description: 'the asset has no video to make thumbnails of' },
   PLAYBACK_NO_CAPABILITIES: { status: 409, description: 'the asset has indexed=false: there is nothing to play' },
   PLAYBACK_SOURCE_UNAVAILABLE: { status: 409, category: 'recoverable', description: 'no readable copy of the asset is available now' },

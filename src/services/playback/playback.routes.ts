@@ -7,6 +7,7 @@ import { playCors } from './cors';
 import { playbackOperation as op } from './playback.errors';
 import { CreateSessionBody, CreateSessionResponse, EndSessionResponse, SessionIdParams, TokenFileParams, TokenParams } from './playback.model';
 import { segmentNotFound, type Playback } from './playback.service';
+import type { Rendition } from './renditions';
 
 const PLAYLIST = { 'content-type': 'application/vnd.apple.mpegurl', 'cache-control': 'no-cache' };
 const notFound = { 404: ProblemSchema };
@@ -42,6 +43,29 @@ function serveFile(file: { path: string; size: number; type: string; disposition
     status: 206,
     headers: { ...base, 'content-range': `bytes ${r.start}-${r.end}/${size}`, 'content-length': String(r.end - r.start + 1) },
   });
+}
+
+/** What a name under a session URL is: a segment or playlist of a rendition, a subtitle playlist or its WebVTT. */
+export function renditionFile(name: string):
+  | { type: 'segment'; index: number; rendition: Rendition }
+  | { type: 'playlist'; rendition: Rendition }
+  | { type: 'subtitles' | 'vtt'; n: number; index?: number }
+  | null {
+  let m = name.match(/^segment-(\d{1,6})\.ts$/);
+  if (m) return { type: 'segment', index: Number(m[1]), rendition: { kind: 'source' } };
+  m = name.match(/^segment-(\d{3,4})p-(\d{1,6})\.ts$/);
+  if (m) return { type: 'segment', index: Number(m[2]), rendition: { kind: 'rung', height: Number(m[1]) } };
+  m = name.match(/^audio-(\d{1,3})-segment-(\d{1,6})\.ts$/);
+  if (m) return { type: 'segment', index: Number(m[2]), rendition: { kind: 'audio', stream: Number(m[1]) } };
+  m = name.match(/^media-(\d{3,4})p\.m3u8$/);
+  if (m) return { type: 'playlist', rendition: { kind: 'rung', height: Number(m[1]) } };
+  m = name.match(/^audio-(\d{1,3})\.m3u8$/);
+  if (m) return { type: 'playlist', rendition: { kind: 'audio', stream: Number(m[1]) } };
+  m = name.match(/^subtitles-(\d{1,3})\.(m3u8|vtt)$/);
+  if (m) return { type: m[2] === 'vtt' ? 'vtt' : 'subtitles', n: Number(m[1]) };
+  m = name.match(/^subtitles-(\d{1,3})-(\d{1,6})\.vtt$/);
+  if (m) return { type: 'vtt', n: Number(m[1]), index: Number(m[2]) };
+  return null;
 }
 
 export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard }) {
@@ -131,10 +155,15 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
     .get(
       '/play/:token/:name',
       async ({ params, request }) => {
-        const seg = params.name.match(/^segment-(\d{1,6})\.ts$/);
-        if (seg) {
-          const path = await playback.segment(params.token, Number(seg[1]));
+        const named = renditionFile(params.name);
+        if (named?.type === 'segment') {
+          const path = await playback.segment(params.token, named.index, named.rendition);
           return new Response(Bun.file(path), { headers: { 'content-type': 'video/mp2t', 'cache-control': 'private, max-age=3600' } });
+        }
+        if (named?.type === 'playlist') return new Response(await playback.media(params.token, named.rendition), { headers: PLAYLIST });
+        if (named?.type === 'subtitles') return new Response(await playback.subtitles(params.token, named.n), { headers: PLAYLIST });
+        if (named?.type === 'vtt') {
+          return new Response(await playback.subtitlesVtt(params.token, named.n, named.index), { headers: { 'content-type': 'text/vtt; charset=utf-8', 'cache-control': 'private, max-age=3600' } });
         }
         if (!/^file\.[a-z0-9]{1,5}$/.test(params.name)) throw segmentNotFound();
         return serveFile(await playback.directFile(params.token), request.headers.get('range'));
@@ -143,10 +172,15 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
         params: TokenFileParams,
         response: playErrors,
         detail: {
-          ...op('getPlaybackFile', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SESSION_ENDED', 'identity-unavailable', 'PLAYBACK_SEGMENT_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE', 'PLAYBACK_SEGMENT_FAILED']),
+          ...op('getPlaybackFile', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SESSION_ENDED', 'identity-unavailable', 'PLAYBACK_SEGMENT_NOT_FOUND', 'PLAYBACK_RENDITION_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE', 'PLAYBACK_SEGMENT_FAILED']),
           tags: ['play'],
-          summary: 'A segment of an HLS session (segment-<n>.ts, video/mp2t) or the file of a direct session (file.<ext>, Range: 206)',
+          summary: 'A rendition file of an HLS session (segments, rung, audio and subtitle playlists, WebVTT) or the file of a direct session (file.<ext>, Range: 206)',
           description:
+            'Names: segment-<n>.ts (the source), media-<h>p.m3u8 and segment-<h>p-<n>.ts (a rung of the ladder: 1080, 720, 480, 360 ' +
+            'below the source height), audio-<stream>.m3u8 and audio-<stream>-segment-<n>.ts (an audio stream other than the first, ' +
+            'AAC), subtitles-<n>.m3u8 and subtitles-<n>-<i>.vtt (a text subtitle, embedded or a sidecar file, as WebVTT with ' +
+            'X-TIMESTAMP-MAP, one piece per segment; subtitles-<n>.vtt is the whole file). Every rendition is cut at the same indexed keyframes. PLAYBACK_RENDITION_NOT_FOUND (404): no such ' +
+            'rendition in the master playlist. ' +
             'A segment is made on first request by a workers job (stream copy for H.264/AAC, H.264/AAC transcode otherwise), ' +
             'cached, and the next ones are made ahead. Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410), PLAYBACK_SEGMENT_NOT_FOUND ' +
             '(404), PLAYBACK_SOURCE_UNAVAILABLE (409), PLAYBACK_SEGMENT_FAILED (503, retryable, Retry-After). A range past the ' +

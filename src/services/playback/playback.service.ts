@@ -12,7 +12,8 @@ import type { JobSubmission, PlayableAsset, PlaybackSegmentJob, SourceBinding } 
 import { AppError } from '../../platform/errors';
 import { isInside } from '../../platform/paths';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
-import { cutSegments, masterPlaylist, mediaPlaylist, type Segment } from './hls';
+import { cutSegments, masterPlaylist, mediaPlaylist, RUNG_KBPS, subtitlesPlaylist, vttPiece, withTimestampMap, type Segment } from './hls';
+import { hlsPlan, prefixOf, segmentMethod, type Rendition } from './renditions';
 import { contentDisposition, directFormat } from './media-types';
 import type { PlaybackConfig } from './playback.config';
 import type { EndedPlaybackSession, PlaybackSession } from './playback.model';
@@ -29,6 +30,7 @@ export const sessionEnded = () =>
   new AppError('PLAYBACK_SESSION_ENDED', 'The playback session has ended: it was deleted, or the identity session that opened it was revoked');
 export const segmentNotFound = () => new AppError('PLAYBACK_SEGMENT_NOT_FOUND', 'No such segment in this playlist');
 export const noThumbnails = () => new AppError('PLAYBACK_THUMBNAILS_NOT_FOUND', 'The asset has no video to make thumbnails of');
+export const renditionNotFound = () => new AppError('PLAYBACK_RENDITION_NOT_FOUND', 'No such rendition in this master playlist');
 export const segmentFailed = (why: string) => new AppError('PLAYBACK_SEGMENT_FAILED', `The segment could not be made (${why}); ask again`);
 
 export interface PlaybackDeps {
@@ -46,13 +48,6 @@ export interface PlaybackDeps {
 interface Located {
   asset: PlayableAsset;
   binding: SourceBinding;
-}
-
-/** H.264 video and AAC audio go into MPEG-TS as they are; anything else is transcoded. */
-export function segmentMethod(asset: PlayableAsset): 'copy' | 'transcode' {
-  const video = asset.streams.find((s) => s.type === 'video');
-  const audio = asset.streams.find((s) => s.type === 'audio');
-  return (!video || video.codec === 'h264') && (!audio || audio.codec === 'aac') ? 'copy' : 'transcode';
 }
 
 export function createPlayback(deps: PlaybackDeps) {
@@ -145,12 +140,54 @@ export function createPlayback(deps: PlaybackDeps) {
 
   async function master(token: string): Promise<string> {
     const { located: l } = await segmentsOf(token);
-    const video = l.asset.streams.find((s) => s.type === 'video');
-    return masterPlaylist({ bandwidthBps: l.asset.bitrateBps || 1_000_000, width: video?.width, height: video?.height });
+    return masterPlaylist(hlsPlan(l.asset));
   }
 
-  async function media(token: string): Promise<string> {
-    return mediaPlaylist((await segmentsOf(token)).segments);
+  /** The rendition a playlist or segment name points at, if the asset's plan has it. */
+  function checkRendition(l: Located, r: Rendition): void {
+    if (r.kind === 'source') return;
+    const plan = hlsPlan(l.asset);
+    const ok = r.kind === 'rung' ? plan.variants.some((v) => v.height === r.height) : plan.audio.some((a) => a.stream === r.stream && !a.muxed);
+    if (!ok) throw renditionNotFound();
+  }
+
+  async function media(token: string, r: Rendition = { kind: 'source' }): Promise<string> {
+    const { located: l, segments } = await segmentsOf(token);
+    checkRendition(l, r);
+    return mediaPlaylist(segments, prefixOf(r));
+  }
+
+  async function subtitleOf(token: string, n: number) {
+    const { assetId } = await claimsOf(token, 'hls');
+    const l = await locate(assetId);
+    const sub = hlsPlan(l.asset).subtitles[n];
+    if (!sub) throw renditionNotFound();
+    return { l, sub };
+  }
+
+  async function subtitles(token: string, n: number): Promise<string> {
+    const { l } = await subtitleOf(token, n);
+    return subtitlesPlaylist(n, cutSegments(l.asset.keyframesMs, l.asset.durationMs, config.segmentTargetMs));
+  }
+
+  /** The WebVTT of a subtitle rendition, whole or (`index`) the cues of one segment, made (once) by a workers job on first request. */
+  async function subtitlesVtt(token: string, n: number, index?: number): Promise<string> {
+    const { l, sub } = await subtitleOf(token, n);
+    const seg = index === undefined ? undefined : cutSegments(l.asset.keyframesMs, l.asset.durationMs, config.segmentTargetMs)[index];
+    if (index !== undefined && !seg) throw segmentNotFound();
+    const key = cache.key(l.asset.assetId, `subtitles-${sub.stream !== undefined ? `s${sub.stream}` : Bun.hash(sub.file ?? '').toString(36)}.vtt`);
+    if (!cache.has(key)) {
+      let pending = inflight.get(key);
+      if (!pending) {
+        const payload = { assetId: l.asset.assetId, root: l.binding.root, path: l.binding.path, stream: sub.stream, file: sub.file, output: key };
+        pending = make(key, { type: 'playback.subtitles', payload, key: `playback:${key}`, maxAttempts: 1 }).finally(() => inflight.delete(key));
+        inflight.set(key, pending);
+      }
+      await pending;
+    }
+    cache.touch(key);
+    const vtt = await Bun.file(cache.pathOf(key)).text();
+    return withTimestampMap(seg ? vttPiece(vtt, seg.startMs, seg.endMs) : vtt);
   }
 
   /** Waits for the job to write the file `key` of the cache; fails when the job ends without it. */
@@ -174,16 +211,20 @@ export function createPlayback(deps: PlaybackDeps) {
     }
   }
 
-  /** The cache key of a segment, made (once, however many ask at the same time) if it is not there. */
-  function ensure(l: Located, seg: Segment): Promise<string> {
-    const method = segmentMethod(l.asset);
-    const key = cache.key(l.asset.assetId, `${seg.startMs}-${seg.endMs}-${method}.ts`);
+  /** The cache key of a segment of rendition `r`, made (once, however many ask at the same time) if it is not there. */
+  function ensure(l: Located, seg: Segment, r: Rendition): Promise<string> {
+    const audio = r.kind === 'audio' ? l.asset.streams.find((s) => s.index === r.stream) : undefined;
+    const firstAudio = l.asset.streams.find((s) => s.type === 'audio');
+    const method = r.kind === 'source' ? segmentMethod(l.asset) : r.kind === 'audio' ? (audio?.codec === 'aac' ? 'copy' : 'transcode') : !firstAudio || firstAudio.codec === 'aac' ? 'copy' : 'transcode';
+    const tag = r.kind === 'source' ? '' : r.kind === 'rung' ? `-h${r.height}` : `-a${r.stream}`;
+    const key = cache.key(l.asset.assetId, `${seg.startMs}-${seg.endMs}-${method}${tag}.ts`);
     if (cache.has(key)) return Promise.resolve(key);
     let pending = inflight.get(key);
     if (!pending) {
       const payload: PlaybackSegmentJob = {
         assetId: l.asset.assetId, root: l.binding.root, path: l.binding.path, index: seg.index,
         startMs: seg.startMs, endMs: seg.endMs, method, output: key,
+        ...(r.kind === 'rung' ? { height: r.height, videoKbps: RUNG_KBPS[r.height] } : r.kind === 'audio' ? { audioStream: r.stream } : {}),
       };
       // One attempt per job: a segment that failed is made again by the next request, not after a backoff.
       pending = make(key, { type: 'playback.segment', payload, key: `playback:${key}`, maxAttempts: 1 }).finally(() => inflight.delete(key));
@@ -192,15 +233,16 @@ export function createPlayback(deps: PlaybackDeps) {
     return pending;
   }
 
-  /** The path of segment `index`, made on first request; the next ones are started meanwhile. */
-  async function segment(token: string, index: number): Promise<string> {
+  /** The path of segment `index` of rendition `r`, made on first request; the next ones are started meanwhile. */
+  async function segment(token: string, index: number, r: Rendition = { kind: 'source' }): Promise<string> {
     const { located: l, segments } = await segmentsOf(token);
+    checkRendition(l, r);
     const seg = segments[index];
     if (!seg) throw segmentNotFound();
-    const key = await ensure(l, seg);
+    const key = await ensure(l, seg, r);
     cache.touch(key);
     for (const next of segments.slice(index + 1, index + 1 + config.segmentsAhead)) {
-      ensure(l, next).catch((e) => deps.log.debug('segment made ahead failed', { index: next.index, error: String(e) }));
+      ensure(l, next, r).catch((e) => deps.log.debug('segment made ahead failed', { index: next.index, error: String(e) }));
     }
     return cache.pathOf(key);
   }
@@ -236,7 +278,7 @@ export function createPlayback(deps: PlaybackDeps) {
     return thumbnailsVtt(plan, l.asset.durationMs, 'thumbnails.jpg');
   }
 
-  return { createSession, endSession, sweep, directFile, master, media, segment, sprite, thumbnails };
+  return { createSession, endSession, sweep, directFile, master, media, subtitles, subtitlesVtt, segment, sprite, thumbnails };
 }
 
 export type Playback = ReturnType<typeof createPlayback>;

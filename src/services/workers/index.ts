@@ -8,6 +8,7 @@ import { checkJobHandlers } from './jobs';
 import { join } from 'node:path';
 import { createLibraryScanJob } from './jobs/library-scan';
 import { createPlaybackSegmentJob } from './jobs/playback-segment';
+import { createPlaybackSubtitlesJob } from './jobs/playback-subtitles';
 import { createPlaybackThumbnailsJob } from './jobs/playback-thumbnails';
 import type { JobQueue } from './queue';
 import { createJobRunner } from './runner';
@@ -31,6 +32,7 @@ export async function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig
     }),
     createPlaybackSegmentJob(media),
     createPlaybackThumbnailsJob(media),
+    createPlaybackSubtitlesJob(media),
   ]);
   // A new job wakes the runner at once rather than at its next poll.
   const onSubmit = () => runner.wake();

@@ -6,13 +6,14 @@ import { retryDelayMs } from '../../../src/services/workers/backoff';
 
 describe('the job map and the retry schedule', () => {
   test('a job type without a handler, or with two, stops start-up naming it', () => {
-    expect(() => checkJobHandlers([])).toThrow('job type library.scan, playback.segment, playback.thumbnails has no handler');
+    expect(() => checkJobHandlers([])).toThrow('job type library.scan, playback.segment, playback.thumbnails, playback.subtitles has no handler');
     const h = { type: 'library.scan' as const, run: async () => {} };
     expect(() => checkJobHandlers([h, h])).toThrow('job type library.scan has two handlers');
     const segment = { type: 'playback.segment' as const, run: async () => {} };
-    expect(() => checkJobHandlers([h, segment])).toThrow('job type playback.thumbnails has no handler');
+    expect(() => checkJobHandlers([h, segment])).toThrow('job type playback.thumbnails, playback.subtitles has no handler');
     const thumbnails = { type: 'playback.thumbnails' as const, run: async () => {} };
-    expect(Object.keys(checkJobHandlers([h, segment, thumbnails]))).toEqual(['library.scan', 'playback.segment', 'playback.thumbnails']);
+    const subtitles = { type: 'playback.subtitles' as const, run: async () => {} };
+    expect(Object.keys(checkJobHandlers([h, segment, thumbnails, subtitles]))).toEqual(['library.scan', 'playback.segment', 'playback.thumbnails', 'playback.subtitles']);
   });
 
   test('retries wait twice as long each time, with jitter, up to the cap', () => {

@@ -61,8 +61,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List works, oldest first
-         * @description Any page costs the same as the first (a seek, not an offset walk). Answers carry a strong `ETag` and `Cache-Control: no-cache`; send it back in `If-None-Match` for 304 Not Modified without a body while the page is unchanged. A scan that adds or changes a work changes the answer on the next request.
+         * List or search works, oldest first
+         * @description Search: `q` finds works whose title or original title has words starting with each word of `q`, in any order, any case, accents and ligatures folded (`amelie` finds "Le Fabuleux Destin d'Amélie Poulain"); `kind`, `year` and `genre` (one genre, folded the same way) narrow the list; all combine, with the same paging and total. Without filters, any page costs the same as the first (a seek, not an offset walk). Answers carry a strong `ETag` and `Cache-Control: no-cache`; send it back in `If-None-Match` for 304 Not Modified without a body while the page is unchanged. A scan that adds or changes a work changes the answer on the next request.
          */
         get: operations["listWorks"];
         put?: never;
@@ -99,6 +99,26 @@ export interface paths {
         };
         /** Playable assets of a work over its editions: indexed first, then newest (404 CATALOG_WORK_NOT_FOUND) */
         get: operations["listWorkAssets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/works/{id}/images/{kind}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A work's poster or backdrop, as found with its media; `?width=` resizes it (JPEG, made once and cached)
+         * @description Public like GET /works, so an <img> can show it. The poster is `<name>-poster.jpg`, `poster.jpg`, `folder.jpg` or `cover.jpg` beside the medium, else its embedded cover; the backdrop `<name>-fanart.jpg`, `fanart.jpg` or `backdrop.jpg` (also .jpeg, .png, .webp). Domain codes: CATALOG_WORK_NOT_FOUND (404), CATALOG_IMAGE_NOT_FOUND (404), CATALOG_IMAGE_UNREADABLE (422), MEDIA_ENGINE_BUSY (503, retryable).
+         */
+        get: operations["getWorkImage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -216,6 +236,13 @@ export interface components {
         KindList: {
             kinds: components["schemas"]["Kind"][];
         };
+        /** @description paths of the images found with the media (poster.jpg, folder.jpg, <name>-poster.jpg or an embedded cover; fanart.jpg); null: none */
+        WorkImages: {
+            /** @description path of GET /works/{id}/images/poster */
+            poster: string | null;
+            /** @description path of GET /works/{id}/images/backdrop */
+            backdrop: string | null;
+        };
         Work: {
             id: string;
             /** @description id of a registered kind (GET /kinds) */
@@ -224,6 +251,11 @@ export interface components {
             originalTitle: string;
             /** @description release year; 0 when unknown */
             year: number;
+            /** @description the plot from a local .nfo (`<plot>`, else `<outline>`) or the file's own tags; '' when none says */
+            overview: string;
+            /** @description from a local .nfo (`<genre>`) or the file's genre tag */
+            genres: string[];
+            images: components["schemas"]["WorkImages"];
             createdAt: number;
             updatedAt: number;
         };
@@ -255,6 +287,32 @@ export interface components {
         WorkAnswer: {
             work: components["schemas"]["Work"];
         };
+        AudioTrack: {
+            /** @description the stream index in the file */
+            index: number;
+            /** @description ISO 639-2/T (eng, fra, deu); und when unknown */
+            language: string;
+            /** @description ffprobe's codec name: aac, ac3, eac3, dts, truehd, opus, ... */
+            codec: string;
+            channels: number;
+            /** @description the container marks it as the default track */
+            default: boolean;
+        };
+        SubtitleTrack: {
+            /** @description the stream index in the file (embedded only) */
+            index?: number;
+            /** @description ISO 639-2/T; a sidecar's from its name (Movie.en.srt, Movie.fre.srt); und when unknown */
+            language: string;
+            /** @description srt, ass, vtt, mov_text (text); pgs, vobsub, dvb (pictures) */
+            format: string;
+            /** @description true: a text subtitle, played as a WebVTT rendition; false: a bitmap subtitle, listed only */
+            text: boolean;
+            /**
+             * @default embedded
+             * @enum {string}
+             */
+            source: "embedded" | "sidecar";
+        };
         AssetSummary: {
             assetId: string;
             editionId: string;
@@ -272,6 +330,10 @@ export interface components {
             sizeBytes: number;
             /** @description false once a library scan found the file gone (the asset is kept); true again when it is back */
             available: boolean;
+            /** @description every audio stream, in stream order */
+            audio: components["schemas"]["AudioTrack"][];
+            /** @description embedded subtitle streams, then sidecar files beside the medium */
+            subtitles: components["schemas"]["SubtitleTrack"][];
         };
         AssetList: {
             assets: components["schemas"]["AssetSummary"][];
@@ -344,6 +406,10 @@ export interface components {
                 frameRate?: number;
                 width?: number;
                 height?: number;
+                /** @description video: the codec profile as ffprobe names it (High, Main, Baseline); what HLS CODECS are derived from */
+                profile?: string;
+                /** @description video: the codec level (H.264: 31 is 3.1, 40 is 4.0) */
+                level?: number;
             }[];
             capabilities: string[];
             /** @description keyframe presentation times of the first video stream in ms, ascending; empty without video */
@@ -516,6 +582,10 @@ export interface operations {
             query?: {
                 page?: string | number;
                 pageSize?: string | number;
+                q?: string;
+                kind?: string;
+                year?: string | number;
+                genre?: string;
             };
             header?: {
                 "if-none-match"?: string;
@@ -544,6 +614,14 @@ export interface operations {
                      *           "title": "string",
                      *           "originalTitle": "string",
                      *           "year": 0,
+                     *           "overview": "string",
+                     *           "genres": [
+                     *             "string"
+                     *           ],
+                     *           "images": {
+                     *             "poster": "string",
+                     *             "backdrop": "string"
+                     *           },
                      *           "createdAt": 0,
                      *           "updatedAt": 0
                      *         }
@@ -614,6 +692,14 @@ export interface operations {
                      *         "title": "string",
                      *         "originalTitle": "string",
                      *         "year": 0,
+                     *         "overview": "string",
+                     *         "genres": [
+                     *           "string"
+                     *         ],
+                     *         "images": {
+                     *           "poster": "string",
+                     *           "backdrop": "string"
+                     *         },
                      *         "createdAt": 0,
                      *         "updatedAt": 0
                      *       }
@@ -706,7 +792,24 @@ export interface operations {
                      *           "indexed": false,
                      *           "layout": "string",
                      *           "sizeBytes": 0,
-                     *           "available": false
+                     *           "available": false,
+                     *           "audio": [
+                     *             {
+                     *               "index": 0,
+                     *               "language": "string",
+                     *               "codec": "string",
+                     *               "channels": 0,
+                     *               "default": false
+                     *             }
+                     *           ],
+                     *           "subtitles": [
+                     *             {
+                     *               "language": "string",
+                     *               "format": "string",
+                     *               "text": false,
+                     *               "source": "embedded"
+                     *             }
+                     *           ]
                      *         }
                      *       ]
                      *     }
@@ -761,6 +864,107 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "validation";
+                    };
+                };
+            };
+        };
+    };
+    getWorkImage: {
+        parameters: {
+            query?: {
+                width?: string | number;
+            };
+            header?: never;
+            path: {
+                id: string;
+                kind: "poster" | "backdrop";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the image bytes (image/jpeg, image/png or image/webp) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example null */
+                    "application/json": unknown;
+                };
+            };
+            /** @description `CATALOG_WORK_NOT_FOUND`: no such work; `CATALOG_IMAGE_NOT_FOUND`: the work has no image of that kind (no poster.jpg, folder.jpg, fanart.jpg or embedded cover was found with its media) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/catalog-work-not-found",
+                     *       "title": "No such work",
+                     *       "status": 404,
+                     *       "code": "CATALOG_WORK_NOT_FOUND",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description CATALOG_WORK_NOT_FOUND: no such work; CATALOG_IMAGE_NOT_FOUND: the work has no image of that kind (no poster.jpg, folder.jpg, fanart.jpg or embedded cover was found with its media)
+                         * @enum {string}
+                         */
+                        code: "CATALOG_WORK_NOT_FOUND" | "CATALOG_IMAGE_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `validation`: the body, query, path or a header does not match the schema; `CATALOG_IMAGE_UNREADABLE`: the image file (or the embedded cover) cannot be read or decoded */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/validation",
+                     *       "title": "The body, query, path or a header does not match the schema",
+                     *       "status": 422,
+                     *       "code": "validation",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description validation: the body, query, path or a header does not match the schema; CATALOG_IMAGE_UNREADABLE: the image file (or the embedded cover) cannot be read or decoded
+                         * @enum {string}
+                         */
+                        code: "validation" | "CATALOG_IMAGE_UNREADABLE";
+                    };
+                };
+            };
+            /** @description `MEDIA_ENGINE_BUSY`: too many probes run or wait; retry later; `MEDIA_ENGINE_UNAVAILABLE`: ffprobe is missing or cannot run */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/media-engine-busy",
+                     *       "title": "Too many probes run or wait; retry later",
+                     *       "status": 503,
+                     *       "code": "MEDIA_ENGINE_BUSY",
+                     *       "retryable": true,
+                     *       "category": "transient"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description MEDIA_ENGINE_BUSY: too many probes run or wait; retry later; MEDIA_ENGINE_UNAVAILABLE: ffprobe is missing or cannot run
+                         * @enum {string}
+                         */
+                        code: "MEDIA_ENGINE_BUSY" | "MEDIA_ENGINE_UNAVAILABLE";
                     };
                 };
             };

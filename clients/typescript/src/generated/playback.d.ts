@@ -164,10 +164,47 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A segment of an HLS session (segment-<n>.ts, video/mp2t) or the file of a direct session (file.<ext>, Range: 206)
-         * @description A segment is made on first request by a workers job (stream copy for H.264/AAC, H.264/AAC transcode otherwise), cached, and the next ones are made ahead. Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410), PLAYBACK_SEGMENT_NOT_FOUND (404), PLAYBACK_SOURCE_UNAVAILABLE (409), PLAYBACK_SEGMENT_FAILED (503, retryable, Retry-After). A range past the end answers 416 with Content-Range: bytes *\/size.
+         * A rendition file of an HLS session (segments, rung, audio and subtitle playlists, WebVTT) or the file of a direct session (file.<ext>, Range: 206)
+         * @description Names: segment-<n>.ts (the source), media-<h>p.m3u8 and segment-<h>p-<n>.ts (a rung of the ladder: 1080, 720, 480, 360 below the source height), audio-<stream>.m3u8 and audio-<stream>-segment-<n>.ts (an audio stream other than the first, AAC), subtitles-<n>.m3u8 and subtitles-<n>-<i>.vtt (a text subtitle, embedded or a sidecar file, as WebVTT with X-TIMESTAMP-MAP, one piece per segment; subtitles-<n>.vtt is the whole file). Every rendition is cut at the same indexed keyframes. PLAYBACK_RENDITION_NOT_FOUND (404): no such rendition in the master playlist. A segment is made on first request by a workers job (stream copy for H.264/AAC, H.264/AAC transcode otherwise), cached, and the next ones are made ahead. Domain codes: PLAYBACK_SESSION_NOT_FOUND (404), PLAYBACK_SESSION_ENDED (410), PLAYBACK_SEGMENT_NOT_FOUND (404), PLAYBACK_SOURCE_UNAVAILABLE (409), PLAYBACK_SEGMENT_FAILED (503, retryable, Retry-After). A range past the end answers 416 with Content-Range: bytes *\/size.
          */
         get: operations["getPlaybackFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/progress/{assetId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Record where the actor is in an asset (their watch state)
+         * @description Answers the item as stored: `played` is true past 90 % of the asset's duration; a position past the end counts as the end. Needs resource:asset:play. Domain codes: PLAYBACK_ASSET_NOT_FOUND (404), BUS_TIMEOUT (504).
+         */
+        put: operations["putPlaybackProgress"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The actor's watch state, newest first; ?inProgress=true: continue watching (started, not played) */
+        get: operations["listPlaybackProgress"];
         put?: never;
         post?: never;
         delete?: never;
@@ -256,6 +293,24 @@ export interface components {
         };
         EndSessionResponse: {
             session: components["schemas"]["EndedPlaybackSession"];
+        };
+        PutProgressBody: {
+            /** @description where the actor is in the asset, in ms; past its end counts as its end */
+            positionMs: string | number;
+        };
+        ProgressItem: {
+            assetId: string;
+            positionMs: number;
+            /** @description true when positionMs is past 90 % of the asset's duration */
+            played: boolean;
+            /** @description Unix epoch ms of the last PUT */
+            updatedAt: number;
+        };
+        ProgressItemResponse: {
+            item: components["schemas"]["ProgressItem"];
+        };
+        ProgressListResponse: {
+            items: components["schemas"]["ProgressItem"][];
         };
     };
     responses: never;
@@ -1310,7 +1365,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description `PLAYBACK_SESSION_NOT_FOUND`: no such playback session, or its URL has expired; `PLAYBACK_SEGMENT_NOT_FOUND`: no such segment in the playlist; `PLAYBACK_ASSET_NOT_FOUND`: no such asset in the catalog */
+            /** @description `PLAYBACK_SESSION_NOT_FOUND`: no such playback session, or its URL has expired; `PLAYBACK_SEGMENT_NOT_FOUND`: no such segment in the playlist; `PLAYBACK_RENDITION_NOT_FOUND`: no such rendition (ladder rung, audio or subtitle) in the master playlist; `PLAYBACK_ASSET_NOT_FOUND`: no such asset in the catalog */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1328,10 +1383,10 @@ export interface operations {
                      */
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /**
-                         * @description PLAYBACK_SESSION_NOT_FOUND: no such playback session, or its URL has expired; PLAYBACK_SEGMENT_NOT_FOUND: no such segment in the playlist; PLAYBACK_ASSET_NOT_FOUND: no such asset in the catalog
+                         * @description PLAYBACK_SESSION_NOT_FOUND: no such playback session, or its URL has expired; PLAYBACK_SEGMENT_NOT_FOUND: no such segment in the playlist; PLAYBACK_RENDITION_NOT_FOUND: no such rendition (ladder rung, audio or subtitle) in the master playlist; PLAYBACK_ASSET_NOT_FOUND: no such asset in the catalog
                          * @enum {string}
                          */
-                        code: "PLAYBACK_SESSION_NOT_FOUND" | "PLAYBACK_SEGMENT_NOT_FOUND" | "PLAYBACK_ASSET_NOT_FOUND";
+                        code: "PLAYBACK_SESSION_NOT_FOUND" | "PLAYBACK_SEGMENT_NOT_FOUND" | "PLAYBACK_RENDITION_NOT_FOUND" | "PLAYBACK_ASSET_NOT_FOUND";
                     };
                 };
             };
@@ -1432,6 +1487,382 @@ export interface operations {
                          * @enum {string}
                          */
                         code: "identity-unavailable" | "PLAYBACK_SEGMENT_FAILED";
+                    };
+                };
+            };
+        };
+    };
+    putPlaybackProgress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "positionMs": 0
+                 *     }
+                 */
+                "application/json": components["schemas"]["PutProgressBody"];
+            };
+        };
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "item": {
+                     *         "assetId": "string",
+                     *         "positionMs": 0,
+                     *         "played": false,
+                     *         "updatedAt": 0
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProgressItemResponse"];
+                };
+            };
+            /** @description `parse`: the body is not JSON, or is nested too deep, or uses a reserved key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/parse",
+                     *       "title": "The body is not JSON, or is nested too deep, or uses a reserved key",
+                     *       "status": 400,
+                     *       "code": "parse",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description parse: the body is not JSON, or is nested too deep, or uses a reserved key
+                         * @enum {string}
+                         */
+                        code: "parse";
+                    };
+                };
+            };
+            /** @description `unauthenticated`: no valid Bearer access token; `reauth-required`: the session has ended; create a new one with the API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/unauthenticated",
+                     *       "title": "No valid Bearer access token",
+                     *       "status": 401,
+                     *       "code": "unauthenticated",
+                     *       "retryable": false,
+                     *       "category": "recoverable"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description unauthenticated: no valid Bearer access token; reauth-required: the session has ended; create a new one with the API key
+                         * @enum {string}
+                         */
+                        code: "unauthenticated" | "reauth-required";
+                    };
+                };
+            };
+            /** @description `forbidden`: the access token lacks the policy this route requires */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/forbidden",
+                     *       "title": "The access token lacks the policy this route requires",
+                     *       "status": 403,
+                     *       "code": "forbidden",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description forbidden: the access token lacks the policy this route requires
+                         * @enum {string}
+                         */
+                        code: "forbidden";
+                    };
+                };
+            };
+            /** @description `PLAYBACK_ASSET_NOT_FOUND`: no such asset in the catalog */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/playback-asset-not-found",
+                     *       "title": "No such asset in the catalog",
+                     *       "status": 404,
+                     *       "code": "PLAYBACK_ASSET_NOT_FOUND",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description PLAYBACK_ASSET_NOT_FOUND: no such asset in the catalog
+                         * @enum {string}
+                         */
+                        code: "PLAYBACK_ASSET_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description `payload-too-large`: the request body is over 4 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/payload-too-large",
+                     *       "title": "The request body is over 4 MiB",
+                     *       "status": 413,
+                     *       "code": "payload-too-large",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description payload-too-large: the request body is over 4 MiB
+                         * @enum {string}
+                         */
+                        code: "payload-too-large";
+                    };
+                };
+            };
+            /** @description `validation`: the body, query, path or a header does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/validation",
+                     *       "title": "The body, query, path or a header does not match the schema",
+                     *       "status": 422,
+                     *       "code": "validation",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description validation: the body, query, path or a header does not match the schema
+                         * @enum {string}
+                         */
+                        code: "validation";
+                    };
+                };
+            };
+            /** @description `identity-unavailable`: the identity service did not answer a key or session query; `BUS_NO_ANSWERER`: no service answers the question; `BUS_UNAVAILABLE`: the bus is not connected */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/identity-unavailable",
+                     *       "title": "The identity service did not answer a key or session query",
+                     *       "status": 503,
+                     *       "code": "identity-unavailable",
+                     *       "retryable": true,
+                     *       "category": "transient"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description identity-unavailable: the identity service did not answer a key or session query; BUS_NO_ANSWERER: no service answers the question; BUS_UNAVAILABLE: the bus is not connected
+                         * @enum {string}
+                         */
+                        code: "identity-unavailable" | "BUS_NO_ANSWERER" | "BUS_UNAVAILABLE";
+                    };
+                };
+            };
+            /** @description `BUS_TIMEOUT`: no answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/bus-timeout",
+                     *       "title": "No answer in time",
+                     *       "status": 504,
+                     *       "code": "BUS_TIMEOUT",
+                     *       "retryable": true,
+                     *       "category": "transient"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description BUS_TIMEOUT: no answer in time
+                         * @enum {string}
+                         */
+                        code: "BUS_TIMEOUT";
+                    };
+                };
+            };
+        };
+    };
+    listPlaybackProgress: {
+        parameters: {
+            query?: {
+                inProgress?: boolean | string;
+                limit?: string | number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "assetId": "string",
+                     *           "positionMs": 0,
+                     *           "played": false,
+                     *           "updatedAt": 0
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProgressListResponse"];
+                };
+            };
+            /** @description `unauthenticated`: no valid Bearer access token; `reauth-required`: the session has ended; create a new one with the API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/unauthenticated",
+                     *       "title": "No valid Bearer access token",
+                     *       "status": 401,
+                     *       "code": "unauthenticated",
+                     *       "retryable": false,
+                     *       "category": "recoverable"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description unauthenticated: no valid Bearer access token; reauth-required: the session has ended; create a new one with the API key
+                         * @enum {string}
+                         */
+                        code: "unauthenticated" | "reauth-required";
+                    };
+                };
+            };
+            /** @description `forbidden`: the access token lacks the policy this route requires */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/forbidden",
+                     *       "title": "The access token lacks the policy this route requires",
+                     *       "status": 403,
+                     *       "code": "forbidden",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description forbidden: the access token lacks the policy this route requires
+                         * @enum {string}
+                         */
+                        code: "forbidden";
+                    };
+                };
+            };
+            /** @description `validation`: the body, query, path or a header does not match the schema */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/validation",
+                     *       "title": "The body, query, path or a header does not match the schema",
+                     *       "status": 422,
+                     *       "code": "validation",
+                     *       "retryable": false,
+                     *       "category": "permanent"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description validation: the body, query, path or a header does not match the schema
+                         * @enum {string}
+                         */
+                        code: "validation";
+                    };
+                };
+            };
+            /** @description `identity-unavailable`: the identity service did not answer a key or session query */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "https://keel.dev/problems/identity-unavailable",
+                     *       "title": "The identity service did not answer a key or session query",
+                     *       "status": 503,
+                     *       "code": "identity-unavailable",
+                     *       "retryable": true,
+                     *       "category": "transient"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /**
+                         * @description identity-unavailable: the identity service did not answer a key or session query
+                         * @enum {string}
+                         */
+                        code: "identity-unavailable";
                     };
                 };
             };

@@ -12,6 +12,7 @@ import '../catalog.errors';
 import { isInside } from '../../../platform/paths';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
 import { checkRelativePath, noMediaRoots, pathRefused } from '../paths';
+import { localSignature } from '../metadata/local-metadata';
 import type { LibraryScanView } from './library.model';
 import { catalogTables } from '../catalog.tables';
 import { libraryTables } from './library.tables';
@@ -178,10 +179,23 @@ export function createLibrary(deps: LibraryDeps) {
       const columns = { path: f.path, assetId: f.assetId, sizeBytes: f.sizeBytes, mtimeMs: f.mtimeMs, available: f.available, seenScan: f.seenScan };
       const rows = paths.length ? await tx.select(columns).from(f).where(and(eq(f.root, root), inArray(f.path, paths))) : [];
       const known = new Map(rows.map((r) => [r.path, r]));
+      // The sidecars (.nfo, artwork, subtitles) of each unchanged medium as its last scan saw them.
+      const assetIds = rows.flatMap((r) => (r.assetId ? [r.assetId] : []));
+      const sigs = new Map(
+        assetIds.length ? (await tx.select({ id: catalogAssets.id, sig: catalogAssets.localSig }).from(catalogAssets).where(inArray(catalogAssets.id, assetIds))).map((a) => [a.id, a.sig]) : [],
+      );
+      let realRoot: string | undefined;
+      try {
+        realRoot = realpathSync(deps.mediaRoots[root]!);
+      } catch {
+        realRoot = undefined;
+      }
+      const folders = new Map<string, Map<string, string>>(); // one listing per folder of the batch
+      const sidecarsMoved = (path: string, assetId: string) => realRoot !== undefined && sigs.has(assetId) && localSignature(realRoot, path, folders) !== sigs.get(assetId);
       for (const f of files) {
         const row = known.get(f.path);
         if (row?.seenScan === scanId) continue; // handled by an earlier attempt of this scan
-        if (row && row.assetId && row.sizeBytes === f.sizeBytes && row.mtimeMs === f.mtimeMs) {
+        if (row && row.assetId && row.sizeBytes === f.sizeBytes && row.mtimeMs === f.mtimeMs && !sidecarsMoved(f.path, row.assetId)) {
           same.push(f.path);
           if (!row.available) returned.push({ assetId: row.assetId, root, path: f.path, available: true, at: now });
         } else probe.push(f);

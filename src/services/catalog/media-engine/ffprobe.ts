@@ -24,6 +24,8 @@ export interface FfprobeStreamJson {
   codec_name?: string;
   width?: number;
   height?: number;
+  profile?: string;
+  level?: number;
   avg_frame_rate?: string;
   r_frame_rate?: string;
   sample_rate?: string;

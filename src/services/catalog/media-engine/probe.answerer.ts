@@ -11,6 +11,7 @@ import { capabilitiesOf } from './capabilities';
 import { fastHash } from './fast-hash';
 import type { Ffprobe, FfprobeJson, FfprobeStreamJson } from './ffprobe';
 import { keyframes } from './keyframes';
+import { mediaTagsOf } from '../metadata/local-metadata';
 
 type ProbeReply = BusQueries['qry.media.probe']['reply'];
 
@@ -64,6 +65,8 @@ export function toStream(s: FfprobeStreamJson): ProbeStream {
     out.frameRate = frameRate(s) ?? 0;
     out.width = s.width ?? 0;
     out.height = s.height ?? 0;
+    if (s.profile) out.profile = s.profile;
+    if (typeof s.level === 'number' && s.level > 0) out.level = s.level;
   }
   return out;
 }
@@ -125,7 +128,7 @@ export function createProbeAnswerer(deps: { mediaRoots: string[]; ffprobe: Ffpro
       keyframesMs: kf.ms,
       keyframeSource: kf.source,
     };
-    return { medium: true, sizeBytes, fastHash: hash, facts };
+    return { medium: true, sizeBytes, fastHash: hash, facts, tags: mediaTagsOf(format.tags, probed.json.streams ?? []) };
   }
 
   return {

@@ -41,15 +41,24 @@ export async function runFfmpeg(deps: Pick<PlaybackSegmentDeps, 'ffmpegPath' | '
 export function segmentArgs(job: PlaybackSegmentJob, input: string, outPattern: string): string[] {
   const s = Math.max(0, job.startMs - 1) / 1000;
   const e = (job.endMs - 1) / 1000;
-  const codecs =
-    job.method === 'copy'
-      ? ['-c:v', 'copy', '-c:a', 'copy']
-      : // The encoder's priming would start each segment's audio one frame early: move it back by one AAC frame.
-        ['-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-af', 'asetpts=PTS+1024/SR/TB', '-c:a', 'aac', '-ac', '2', '-b:a', '128k'];
+  // The encoder's priming would start each segment's audio one frame early: move it back by one AAC frame.
+  const aac = ['-af', 'asetpts=PTS+1024/SR/TB', '-c:a', 'aac', '-ac', '2', '-b:a', '128k'];
+  const x264 = ['-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-profile:v', 'high'];
+  let streams: string[];
+  if (job.audioStream !== undefined) {
+    streams = ['-map', `0:${job.audioStream}`, '-vn', ...(job.method === 'copy' ? ['-c:a', 'copy'] : aac)];
+  } else if (job.height !== undefined) {
+    // A rung: scaled to its height (width even, the ratio kept); level 4.0 holds up to 1080p30.
+    const cap = job.videoKbps ? ['-maxrate', `${job.videoKbps}k`, '-bufsize', `${job.videoKbps * 2}k`] : [];
+    streams = ['-map', '0:v:0', '-map', '0:a:0?', ...x264, '-level:v', '4.0', ...cap, '-vf', `scale=-2:${job.height}`, ...(job.method === 'copy' ? ['-c:a', 'copy'] : aac)];
+  } else {
+    const codecs = job.method === 'copy' ? ['-c:v', 'copy', '-c:a', 'copy'] : job.method === 'copy-video' ? ['-c:v', 'copy', ...aac] : [...x264, ...aac];
+    streams = ['-map', '0:v:0?', '-map', '0:a:0?', ...codecs];
+  }
   return [
     '-hide_banner', '-loglevel', 'error', '-nostdin', '-y',
     '-copyts', '-ss', s.toFixed(3), '-i', input, '-to', e.toFixed(3),
-    '-map', '0:v:0?', '-map', '0:a:0?', ...codecs,
+    ...streams,
     '-copypriorss', '0', '-avoid_negative_ts', 'disabled', '-output_ts_offset', '10',
     '-f', 'segment', '-segment_times', (e + 10).toFixed(3), '-segment_format', 'mpegts',
     '-segment_format_options', 'mpegts_copyts=1', outPattern,

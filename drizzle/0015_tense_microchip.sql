@@ -1,0 +1,1 @@
+ALTER TABLE `catalog_assets` ADD `subtitle_files` text DEFAULT '[]' NOT NULL;

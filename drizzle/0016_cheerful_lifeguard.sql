@@ -1,0 +1,1 @@
+ALTER TABLE `catalog_assets` ADD `local_sig` text DEFAULT '' NOT NULL;

@@ -1,0 +1,1 @@
+ALTER TABLE "catalog_assets" ADD COLUMN "subtitle_files" jsonb DEFAULT '[]'::jsonb NOT NULL;
