@@ -101,6 +101,12 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
     "when": 1795904701627,
     "breakpoints": true,
     "sql": "ALTER TABLE `catalog_assets` ADD `local_sig` text DEFAULT '' NOT NULL;"
+  },
+  {
+    "tag": "0017_huge_moon_knight",
+    "when": 1795906550342,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `workspaces_template_builds` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`template_id` text NOT NULL,\n\t`version` integer NOT NULL,\n\t`status` text NOT NULL,\n\t`reason` text,\n\t`log` text NOT NULL,\n\t`image` text NOT NULL,\n\t`started_at` text NOT NULL,\n\t`ended_at` text\n);\n--> statement-breakpoint\nCREATE INDEX `workspaces_template_builds_template` ON `workspaces_template_builds` (`template_id`,`version`);--> statement-breakpoint\nCREATE TABLE `workspaces_templates` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`owner` text NOT NULL,\n\t`name` text NOT NULL,\n\t`public` integer NOT NULL,\n\t`dockerfile` text NOT NULL,\n\t`files` text NOT NULL,\n\t`start_command` text,\n\t`ready_command` text,\n\t`user` text,\n\t`workdir` text,\n\t`env` text NOT NULL,\n\t`cpu` real,\n\t`memory_mb` integer,\n\t`status` text NOT NULL,\n\t`reason` text,\n\t`version` integer NOT NULL,\n\t`build_id` text NOT NULL,\n\t`created_at` text NOT NULL,\n\t`updated_at` text NOT NULL,\n\t`deleted_at` text\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `workspaces_templates_owner_name` ON `workspaces_templates` (`owner`,`name`);"
   }
 ];
 
@@ -140,5 +146,11 @@ export const postgresMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795904702402,
     "breakpoints": true,
     "sql": "ALTER TABLE \"catalog_assets\" ADD COLUMN \"local_sig\" text DEFAULT '' NOT NULL;"
+  },
+  {
+    "tag": "0006_tense_tusk",
+    "when": 1795906551028,
+    "breakpoints": true,
+    "sql": "CREATE TABLE \"workspaces_template_builds\" (\n\t\"id\" text PRIMARY KEY NOT NULL,\n\t\"template_id\" text NOT NULL,\n\t\"version\" bigint NOT NULL,\n\t\"status\" text NOT NULL,\n\t\"reason\" text,\n\t\"log\" text NOT NULL,\n\t\"image\" text NOT NULL,\n\t\"started_at\" text NOT NULL,\n\t\"ended_at\" text\n);\n--> statement-breakpoint\nCREATE TABLE \"workspaces_templates\" (\n\t\"id\" text PRIMARY KEY NOT NULL,\n\t\"owner\" text NOT NULL,\n\t\"name\" text NOT NULL,\n\t\"public\" boolean NOT NULL,\n\t\"dockerfile\" text NOT NULL,\n\t\"files\" text NOT NULL,\n\t\"start_command\" text,\n\t\"ready_command\" text,\n\t\"user\" text,\n\t\"workdir\" text,\n\t\"env\" text NOT NULL,\n\t\"cpu\" double precision,\n\t\"memory_mb\" bigint,\n\t\"status\" text NOT NULL,\n\t\"reason\" text,\n\t\"version\" bigint NOT NULL,\n\t\"build_id\" text NOT NULL,\n\t\"created_at\" text NOT NULL,\n\t\"updated_at\" text NOT NULL,\n\t\"deleted_at\" text\n);\n--> statement-breakpoint\nCREATE INDEX \"workspaces_template_builds_template\" ON \"workspaces_template_builds\" USING btree (\"template_id\",\"version\");--> statement-breakpoint\nCREATE UNIQUE INDEX \"workspaces_templates_owner_name\" ON \"workspaces_templates\" USING btree (\"owner\",\"name\");"
   }
 ];

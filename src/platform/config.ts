@@ -66,6 +66,24 @@ export function readDirList(env: Env, name: string): string[] {
   return dirs.map((d) => resolve(d));
 }
 
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `0`, `250ms`, `5s`, `5m`, `2h`, `1d` -> milliseconds; null when it is not such a duration. */
+export function parseDuration(text: string): number | null {
+  const m = /^(\d{1,9})(ms|s|m|h|d)?$/.exec(text.trim());
+  if (!m) return null;
+  const n = Number(m[1]);
+  if (!m[2]) return n === 0 ? 0 : null; // a bare number other than 0 has no unit a reader can guess
+  return n * UNIT_MS[m[2]]!;
+}
+
+export function readDuration(env: Env, name: string, fallback: string, minMs: number): number {
+  const raw = readString(env, name, fallback);
+  const ms = parseDuration(raw);
+  if (ms === null || ms < minMs) throw new ConfigError(name, `must be a duration such as 30s, 5m, 2h or 5d (at least ${minMs} ms)`);
+  return ms;
+}
+
 export function readBool(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;

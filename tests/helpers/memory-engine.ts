@@ -112,6 +112,15 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
       enter('buildImage');
       images.add(ref);
     },
+    async buildStreaming(_context, ref, opts) {
+      enter('buildStreaming');
+      opts.onLine(`Successfully tagged ${ref}`);
+      images.add(ref);
+    },
+    async imageConfig(ref) {
+      enter('imageConfig');
+      return images.has(ref) ? { user: '', workdir: '', env: [], cmd: null, entrypoint: null } : null;
+    },
     async createVolume(name, labels) {
       enter('createVolume');
       if (!volumes.has(name)) volumes.set(name, labels);

@@ -47,6 +47,7 @@ test('the tools are listed with their input schemas', async () => {
     'get_process',
     'list_directory',
     'list_previews',
+    'list_templates',
     'list_workspaces',
     'read_file',
     'revoke_preview',

@@ -36,6 +36,10 @@ import type { Engine } from './engine/engine';
 import { createTemplateRegistry } from './images/templates';
 import { createTemplatesService } from './images/templates.service';
 import { templatesRoutes } from './images/templates.routes';
+import * as customTemplatesModels from './templates/templates.model';
+import { createTemplatesRepository } from './templates/templates.repository';
+import { customTemplatesRoutes, streamedTemplateBody } from './templates/templates.routes';
+import { createCustomTemplates } from './templates/templates.service';
 import { createWorkspaceEvents } from './events/events.service';
 import { eventsRoutes } from './events/events.routes';
 import { uiAssets } from './ui/ui.assets';
@@ -142,7 +146,9 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   const agentRepository = createAgentRepository(deps.store);
   const usage = createUsage({ store: deps.store, clock: deps.clock, tokensByModel: (actor, from, to) => agentRepository.tokensByModel(actor, from, to) });
   const registry = createTemplateRegistry();
-  const templates = createTemplatesService({ registry, engine, settings, log: deps.log });
+  const instance = instanceId(deps.config.dataDir, deps.clock);
+  const customTemplates = createCustomTemplates({ repo: createTemplatesRepository(deps.store), registry, engine, settings, instance, clock: deps.clock, log: deps.log.child({ component: 'templates' }) });
+  const templates = createTemplatesService({ registry, engine, settings, log: deps.log, custom: customTemplates });
   const workspaces = createLifecycle({
     store: deps.store,
     bus: deps.bus,
@@ -154,7 +160,8 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     access,
     quotas,
     templates: registry,
-    instance: instanceId(deps.config.dataDir, deps.clock),
+    resolveTemplate: customTemplates.resolve,
+    instance,
     snapshotDir: join(deps.config.dataDir, 'snapshots'),
     codeKey: loadCodeKey(deps.config.dataDir),
     cloneDeny: targets.deny,
@@ -235,7 +242,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     name: 'workspaces',
     style: 'envelope',
     errors: workspaceErrors,
-    models: [lifecycleModels, snapshotsModels, logsModels, execModels, filesModels, processesModels, terminalsModels, previewsModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels, usageModels],
+    models: [lifecycleModels, snapshotsModels, logsModels, execModels, filesModels, processesModels, terminalsModels, previewsModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels, customTemplatesModels, usageModels],
     title: 'Keel workspace API',
     description:
       'Containerized development workspaces on a Docker engine: lifecycle, logs, command execution and agent sessions. ' +
@@ -257,7 +264,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
       { name: 'volumes', description: 'Volumes kept by deletes, counted against APP_QUOTA_VOLUMES' },
       { name: 'snapshots', description: 'Snapshots of workspaces (file system and volume) and forks, counted against APP_QUOTA_SNAPSHOTS' },
     ],
-    streamedBodies: (request) => streamedFileUpload(request) || streamedStdin(request),
+    streamedBodies: (request) => streamedFileUpload(request) || streamedStdin(request) || streamedTemplateBody(request),
   })
     .use(uiRoutes({ assets: uiAssets }))
     .use(terminalAttachRoute({ terminals }))
@@ -265,6 +272,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     .use(workspacesRoutes({ auth, workspaces, lists }))
     .use(snapshotsRoutes({ auth, workspaces }))
     .use(templatesRoutes({ auth, templates }))
+    .use(customTemplatesRoutes({ auth, templates: customTemplates, sse, quotas, contextBytes: settings.templates.contextBytes }))
     .use(volumesRoutes({ auth, volumes }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
     .use(execRoutes({ auth, exec, sse, quotas }))
@@ -274,7 +282,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     .use(previewsRoutes({ auth, previews }))
     .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
     .use(usageRoutes({ auth, usage }))
-    .use(mcpRoutes({ auth, workspaces, exec, quotas, files, processes, previews }))
+    .use(mcpRoutes({ auth, workspaces, exec, quotas, files, processes, previews, templates }))
     .use(webhooksRoutes({ auth, webhooks }))
     .use(eventsRoutes({ auth, events, sse, quotas }));
 
@@ -318,6 +326,8 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
       previewPort = previewProxy.listen(deps.config.host, settings.previewPort);
       deps.log.info('preview listener', { url: `http://${deps.config.host}:${previewPort}`, example: previewUrl('<label>') });
       await agent.recover();
+      // Built template versions join the registry before workspaces start from them; unfinished builds run again.
+      await customTemplates.start().catch((e) => deps.log.warn('templates not loaded', errorFields(e)));
       targets.start();
       // Deliveries a previous run left pending go out again.
       await outbox.start();

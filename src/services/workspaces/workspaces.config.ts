@@ -1,5 +1,5 @@
 // The workspaces service's own environment variables, parsed once (a bad value stops start-up naming it).
-import { ConfigError, readBool, readInt, readString, type Env } from '../../platform/config';
+import { ConfigError, readBool, readDuration, readInt, readString, type Env } from '../../platform/config';
 import { BUN_IMAGE, MINIMAL_IMAGE } from './images/minimal-image';
 import { DEFAULT_TEMPLATES_DIR } from './images/bun-image';
 import type { QuotaLimits } from './quotas';
@@ -186,6 +186,8 @@ export interface WorkspacesConfig {
   warmPoolConcurrency: number;
   /** Snapshots an actor may hold (APP_QUOTA_SNAPSHOTS); admins are exempt. */
   snapshotQuota: number;
+  /** Templates an actor may hold (APP_QUOTA_TEMPLATES), their build context's bound and a build's time limit. */
+  templates: { quota: number; contextBytes: number; buildTimeoutMs: number };
   /** Tag of the offline-built minimal image (tests use their own tag). */
   minimalImage: string;
   /** Tag of the bun-typescript image Keel builds (tests use their own tag). */
@@ -266,6 +268,11 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     warmPool: readWarmPool(env),
     warmPoolConcurrency: readInt(env, 'APP_WARM_POOL_CONCURRENCY', 2, 1, 16),
     snapshotQuota: readInt(env, 'APP_QUOTA_SNAPSHOTS', 20, 0, 1_000_000),
+    templates: {
+      quota: readInt(env, 'APP_QUOTA_TEMPLATES', 20, 0, 1_000_000),
+      contextBytes: readInt(env, 'APP_TEMPLATE_CONTEXT_BYTES', 64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      buildTimeoutMs: readDuration(env, 'APP_TEMPLATE_BUILD_TIMEOUT', '30m', 1000),
+    },
     minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),
     bunImage: readImageRef(env, 'APP_WORKSPACE_BUN_IMAGE', BUN_IMAGE),
     registryProbeUrl: readHttpUrl(env, 'APP_REGISTRY_PROBE_URL', 'https://registry-1.docker.io/v2/'),

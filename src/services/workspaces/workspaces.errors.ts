@@ -42,6 +42,11 @@ const own = defineErrors({
   ISOLATION_UNAVAILABLE: { status: 503, description: 'Keel cannot firewall workspace networks here' },
   PREVIEW_UNAVAILABLE: { status: 503, retryAfter: 5, description: "the preview's workspace is not running (details.status); its link answers again once it runs" },
   SHUTTING_DOWN: { status: 503, description: 'Keel is shutting down' },
+  TEMPLATE_NOT_FOUND: { status: 404, description: 'no template with this name or id that you may use (yours, public, or built in)' },
+  BUILD_NOT_FOUND: { status: 404, description: 'no build with this id of the template' },
+  TEMPLATE_EXISTS: { status: 409, description: 'you have a template of this name, or it is a built-in one' },
+  TEMPLATE_NOT_READY: { status: 409, description: 'the template has no built version yet (building, or its build failed: details.status)' },
+  TEMPLATE_BUILDING: { status: 409, description: 'a build of this template is running; wait for it to end' },
 });
 
 /** The workspace API's table: the platform's envelope codes and the service's own. */

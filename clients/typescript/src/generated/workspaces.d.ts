@@ -312,6 +312,62 @@ export interface paths {
          */
         get: operations["listTemplates"];
         put?: never;
+        /**
+         * A template from a Dockerfile and its build context; its build starts (202)
+         * @description The build runs on the engine with no network for its steps and no privileged step, within APP_TEMPLATE_BUILD_TIMEOUT (30 min). A Dockerfile with `RUN --mount`, `--network`, `--security` or `ADD <url>` is 400 naming its line; a `files` path that is absolute or leaves the context 400; a context past APP_TEMPLATE_CONTEXT_BYTES 400. Past APP_QUOTA_TEMPLATES (20 per actor): 429. `public` is for admins (403).
+         */
+        post: operations["createTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/templates/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A template you may use: its status (ready, or failed with the failing step as reason) and version */
+        get: operations["getTemplate"];
+        put?: never;
+        post?: never;
+        /** Delete your template; workspaces made from it keep working */
+        delete: operations["deleteTemplate"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/templates/{id}/builds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Build the template again as a new version; running workspaces keep theirs */
+        post: operations["rebuildTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/templates/{id}/builds/{buildId}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A build's output: what it wrote so far, or followed live (follow=true, SSE) */
+        get: operations["readTemplateBuildLog"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -1261,11 +1317,100 @@ export interface components {
             offline: boolean;
             /** @description The engine holds the template's image now, so a create neither builds nor pulls it; null when the engine does not answer */
             imagePresent: boolean | null;
+            /** @description shipped with Keel (templates/); false for templates people built (POST /api/templates) */
+            builtIn: boolean;
+            /** @description every actor may use it: built-ins, and templates an admin made public */
+            public: boolean;
+            /** @description who made it; null for built-ins */
+            owner: string | null;
+            /** @description templates people built: GET /api/templates/{id} */
+            id?: string;
+            /** @enum {string} */
+            status?: "building" | "ready" | "failed";
+            reason?: string | null;
+            version?: string | number;
         };
         TemplateList: {
             templates: components["schemas"]["TemplateInfo"][];
             /** @description The template a create without `template` uses */
             default: string;
+        };
+        CreateTemplateBody: {
+            /** @description unique among your templates; what `template` takes in POST /api/workspaces (built-in names are taken) */
+            name: string;
+            /** @description the Dockerfile's text; `FROM keel/minimal` and `FROM keel/bun-typescript` name the built-in templates' images */
+            dockerfile: string;
+            /** @description the build context: `{"path": "text"}` or `"base64:..."` for bytes; paths relative, inside the context; at most APP_TEMPLATE_CONTEXT_BYTES (64 MiB) in all */
+            files?: {
+                [key: string]: string;
+            };
+            /** @description the workspace's main command (`/bin/sh -c`); default: the image's CMD */
+            startCommand?: string;
+            /** @description run by `/bin/sh -c` after start until it exits 0; only then is the workspace running (at most 120 s) */
+            readyCommand?: string;
+            /** @description `uid:gid`; default: the image's USER (numeric), else 1000:1000 */
+            user?: string;
+            /** @description default: the image's WORKDIR, else /workspace */
+            workdir?: string;
+            /** @description added to the image's ENV */
+            env?: {
+                [key: string]: string;
+            };
+            /** @description CPUs of a workspace made from it (default 1) */
+            cpu?: number;
+            /** @description memory limit of a workspace made from it (default 512) */
+            memoryMb?: string | number;
+            /** @description admins only: every actor may use it */
+            public?: boolean;
+        };
+        BuildAccepted: {
+            id: string;
+            name: string;
+            /** @enum {string} */
+            status: "building";
+            /** @description follow it at GET /api/templates/{id}/builds/{buildId}/logs?follow=true */
+            buildId: string;
+            createdAt: string;
+        };
+        TemplateView: {
+            id: string;
+            name: string;
+            owner: string;
+            public: boolean;
+            /** @enum {boolean} */
+            builtIn: false;
+            /** @enum {string} */
+            status: "building" | "ready" | "failed";
+            reason: string | null;
+            /** @description the version new workspaces get (0: none yet) */
+            version: string | number;
+            /** @description the latest build */
+            buildId: string;
+            startCommand: string | null;
+            readyCommand: string | null;
+            user: string | null;
+            workdir: string | null;
+            env: {
+                [key: string]: string;
+            };
+            cpu: number | null;
+            memoryMb: (string | number) | null;
+            createdAt: string;
+            updatedAt: string;
+        };
+        TemplateDeleted: {
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        BuildLog: {
+            /** @enum {string} */
+            status: "building" | "ready" | "failed";
+            reason: string | null;
+            lines: {
+                timestamp: string;
+                message: string;
+            }[];
         };
         KeptVolume: {
             /** @description the engine volume (`keel-ws-ws-...`); DELETE /api/volumes/{name} removes it */
@@ -4843,7 +4988,10 @@ export interface operations {
                      *           "name": "string",
                      *           "description": "string",
                      *           "offline": false,
-                     *           "imagePresent": false
+                     *           "imagePresent": false,
+                     *           "builtIn": false,
+                     *           "public": false,
+                     *           "owner": "string"
                      *         }
                      *       ],
                      *       "default": "string"
@@ -4900,6 +5048,794 @@ export interface operations {
                              * @enum {string}
                              */
                             code: "RATE_LIMITED";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    createTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "python-tools",
+                 *       "dockerfile": "FROM keel/minimal\nUSER root\nCOPY tools/ /opt/tools/\nRUN chmod +x /opt/tools/*\nUSER 1000:1000\n",
+                 *       "files": {
+                 *         "tools/hello": "#!/bin/sh\necho hello\n"
+                 *       },
+                 *       "readyCommand": "test -x /opt/tools/hello"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateTemplateBody"];
+            };
+        };
+        responses: {
+            /** @description Response for status 202 */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "status": "building",
+                     *       "buildId": "string",
+                     *       "createdAt": "string"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BuildAccepted"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                        };
+                    };
+                };
+            };
+            /** @description `FORBIDDEN`: the token is valid but may not do this (admins only) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "the token is valid but may not do this (admins only)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description FORBIDDEN: the token is valid but may not do this (admins only)
+                             * @enum {string}
+                             */
+                            code: "FORBIDDEN";
+                        };
+                    };
+                };
+            };
+            /** @description `TEMPLATE_EXISTS`: you have a template of this name, or it is a built-in one */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "TEMPLATE_EXISTS",
+                     *         "message": "you have a template of this name, or it is a built-in one",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description TEMPLATE_EXISTS: you have a template of this name, or it is a built-in one
+                             * @enum {string}
+                             */
+                            code: "TEMPLATE_EXISTS";
+                        };
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: the request body is over 4 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "the request body is over 4 MiB",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
+                             * @enum {string}
+                             */
+                            code: "PAYLOAD_TOO_LARGE";
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds; `QUOTA_EXCEEDED`: a per-actor quota is full (details.quota, details.limit); free one first */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "owner": "string",
+                     *       "public": false,
+                     *       "builtIn": false,
+                     *       "status": "building",
+                     *       "reason": "string",
+                     *       "version": 0,
+                     *       "buildId": "string",
+                     *       "startCommand": "string",
+                     *       "readyCommand": "string",
+                     *       "user": "string",
+                     *       "workdir": "string",
+                     *       "env": {},
+                     *       "cpu": 0,
+                     *       "memoryMb": 0,
+                     *       "createdAt": "string",
+                     *       "updatedAt": "string"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TemplateView"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                        };
+                    };
+                };
+            };
+            /** @description `TEMPLATE_NOT_FOUND`: no template with this name or id that you may use (yours, public, or built in) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "TEMPLATE_NOT_FOUND",
+                     *         "message": "no template with this name or id that you may use (yours, public, or built in)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description TEMPLATE_NOT_FOUND: no template with this name or id that you may use (yours, public, or built in)
+                             * @enum {string}
+                             */
+                            code: "TEMPLATE_NOT_FOUND";
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    deleteTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 200 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TemplateDeleted"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                        };
+                    };
+                };
+            };
+            /** @description `TEMPLATE_NOT_FOUND`: no template with this name or id that you may use (yours, public, or built in) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "TEMPLATE_NOT_FOUND",
+                     *         "message": "no template with this name or id that you may use (yours, public, or built in)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description TEMPLATE_NOT_FOUND: no template with this name or id that you may use (yours, public, or built in)
+                             * @enum {string}
+                             */
+                            code: "TEMPLATE_NOT_FOUND";
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    rebuildTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Response for status 202 */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "status": "building",
+                     *       "buildId": "string",
+                     *       "createdAt": "string"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BuildAccepted"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                        };
+                    };
+                };
+            };
+            /** @description `TEMPLATE_NOT_FOUND`: no template with this name or id that you may use (yours, public, or built in) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "TEMPLATE_NOT_FOUND",
+                     *         "message": "no template with this name or id that you may use (yours, public, or built in)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description TEMPLATE_NOT_FOUND: no template with this name or id that you may use (yours, public, or built in)
+                             * @enum {string}
+                             */
+                            code: "TEMPLATE_NOT_FOUND";
+                        };
+                    };
+                };
+            };
+            /** @description `TEMPLATE_BUILDING`: a build of this template is running; wait for it to end */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "TEMPLATE_BUILDING",
+                     *         "message": "a build of this template is running; wait for it to end",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description TEMPLATE_BUILDING: a build of this template is running; wait for it to end
+                             * @enum {string}
+                             */
+                            code: "TEMPLATE_BUILDING";
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    readTemplateBuildLog: {
+        parameters: {
+            query?: {
+                follow?: boolean | string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                buildId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The build log so far (JSON); with `follow=true` a text/event-stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "building",
+                     *       "reason": "string",
+                     *       "lines": [
+                     *         {
+                     *           "timestamp": "string",
+                     *           "message": "string"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BuildLog"];
+                    /**
+                     * @example data: {"timestamp":"2026-11-28T10:00:00.000Z","message":"Step 1/2 : FROM keel/minimal:1"}
+                     *
+                     *     event: done
+                     *     data: {"status":"ready"}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                        };
+                    };
+                };
+            };
+            /** @description `TEMPLATE_NOT_FOUND`: no template with this name or id that you may use (yours, public, or built in); `BUILD_NOT_FOUND`: no build with this id of the template */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "TEMPLATE_NOT_FOUND",
+                     *         "message": "no template with this name or id that you may use (yours, public, or built in)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description TEMPLATE_NOT_FOUND: no template with this name or id that you may use (yours, public, or built in); BUILD_NOT_FOUND: no build with this id of the template
+                             * @enum {string}
+                             */
+                            code: "TEMPLATE_NOT_FOUND" | "BUILD_NOT_FOUND";
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds; `QUOTA_EXCEEDED`: a per-actor quota is full (details.quota, details.limit); free one first */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
                         };
                     };
                 };

@@ -1,12 +1,15 @@
-// The snapshot calls of the Docker engine (engine/engine.ts documents each): commit a container to an
-// image, read a directory as a tar, remove and list Keel's snapshot images. Kept apart from docker.ts
-// only for size; it takes docker.ts's dockerode client.
-import type { Readable } from 'node:stream';
+// The image calls of the Docker engine (engine/engine.ts documents each): commit a container to an
+// image, read a directory as a tar, remove and list Keel's snapshot images, build a template's image
+// with its output streamed, read an image's config. Kept apart from docker.ts only for size; it
+// takes docker.ts's dockerode client.
+import { PassThrough, type Readable } from 'node:stream';
 import type { DockerClient } from './docker';
 import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_SNAPSHOT, type Engine } from './engine';
 import { call, callOr } from './docker-calls';
+import { EngineError } from './engine';
+import { jsonLineSplitter } from './frames';
 
-type ImageCalls = Pick<Engine, 'commit' | 'getArchive' | 'imageSize' | 'removeImage' | 'listSnapshotImages'>;
+type ImageCalls = Pick<Engine, 'commit' | 'getArchive' | 'imageSize' | 'removeImage' | 'listSnapshotImages' | 'buildStreaming' | 'imageConfig'>;
 
 export function imageCalls(docker: DockerClient): ImageCalls {
   return {
@@ -23,6 +26,52 @@ export function imageCalls(docker: DockerClient): ImageCalls {
     async imageSize(ref) {
       const info = await callOr(404, null, () => docker.getImage(ref).inspect());
       return info ? info.Size : null;
+    },
+
+    async imageConfig(ref) {
+      const info = await callOr(404, null, () => docker.getImage(ref).inspect());
+      if (!info) return null;
+      const c = info.Config ?? {};
+      return { user: c.User ?? '', workdir: c.WorkingDir ?? '', env: c.Env ?? [], cmd: c.Cmd ?? null, entrypoint: (c.Entrypoint as string[] | null | undefined) ?? null };
+    },
+
+    /**
+     * `docker build` of a context tar, each output line to `onLine`; no network for its steps, ended
+     * (the engine cancels it) when `signal` aborts. A failure names the step it failed in.
+     */
+    async buildStreaming(context, ref, opts) {
+      const src = new PassThrough();
+      src.end(context);
+      const stream = (await call(() => docker.buildImage(src as unknown as NodeJS.ReadableStream, { t: ref, networkmode: 'none', forcerm: true, labels: opts.labels }) as Promise<Readable>)) as Readable;
+      const abort = () => stream.destroy(new Error('the build ran past its time limit'));
+      opts.signal.addEventListener('abort', abort, { once: true });
+      let step = '';
+      let failure: string | undefined;
+      try {
+        await new Promise<void>((resolve, reject) => {
+          stream.on('data', jsonLineSplitter((v) => {
+            const o = v as { stream?: string; error?: string; errorDetail?: { message?: string } };
+            for (const line of (o.stream ?? '').split('\n')) {
+              if (!line.trim()) continue;
+              if (/^Step \d+\/\d+ : /.test(line)) step = line;
+              opts.onLine(line);
+            }
+            if (o.error || o.errorDetail) {
+              failure = o.errorDetail?.message ?? o.error ?? 'the build failed';
+              opts.onLine(failure);
+            }
+          }));
+          stream.on('end', resolve);
+          stream.on('close', resolve);
+          stream.on('error', reject);
+        });
+      } catch (e) {
+        throw new EngineError(opts.signal.aborted ? `${step ? `${step}: ` : ''}the build ran past its time limit` : (e as Error).message);
+      } finally {
+        opts.signal.removeEventListener('abort', abort);
+      }
+      if (opts.signal.aborted) throw new EngineError(`${step ? `${step}: ` : ''}the build ran past its time limit`);
+      if (failure) throw new EngineError(step ? `${step}: ${failure}` : failure);
     },
 
     async removeImage(ref) {

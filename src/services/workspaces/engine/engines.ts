@@ -141,6 +141,8 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     pullImage: (ref) => first().pullImage(ref),
     importImage: (tar, ref, changes) => first().importImage(tar, ref, changes),
     buildImage: (ctx, ref) => first().buildImage(ctx, ref),
+    buildStreaming: (ctx, ref, opts) => first().buildStreaming(ctx, ref, opts),
+    imageConfig: (ref) => first().imageConfig(ref),
     createVolume: async (name, labels, size) => (await ofWorkspace(labels[LABEL_WORKSPACE])).createVolume(name, labels, size),
     removeVolume: async (name) => removeEverywhere(seen.get(name) ?? (await where(() => locate.volume(name))), (e) => e.removeVolume(name)),
     createNetwork: async (spec) => (await ofWorkspace(spec.labels[LABEL_WORKSPACE])).createNetwork(spec),

@@ -8,6 +8,13 @@ export const TemplateInfo = t.Object({
   imagePresent: t.Union([t.Boolean(), t.Null()], {
     description: "The engine holds the template's image now, so a create neither builds nor pulls it; null when the engine does not answer",
   }),
+  builtIn: t.Boolean({ description: 'shipped with Keel (templates/); false for templates people built (POST /api/templates)' }),
+  public: t.Boolean({ description: 'every actor may use it: built-ins, and templates an admin made public' }),
+  owner: t.Nullable(t.String({ description: 'who made it; null for built-ins' })),
+  id: t.Optional(t.String({ description: 'templates people built: GET /api/templates/{id}' })),
+  status: t.Optional(t.Union([t.Literal('building'), t.Literal('ready'), t.Literal('failed')])),
+  reason: t.Optional(t.Nullable(t.String())),
+  version: t.Optional(t.Integer({ minimum: 0 })),
 });
 export type TemplateInfo = Static<typeof TemplateInfo>;
 

@@ -9,7 +9,7 @@ import { workspaceOperation as op } from '../workspaces.errors';
 export function templatesRoutes(deps: { auth: WorkspaceAuthPlugin; templates: TemplatesService }) {
   return new Elysia({ name: 'workspaces.templates', detail: { tags: ['workspaces'] } })
     .use(deps.auth)
-    .get('/api/templates', () => deps.templates.list(), {
+    .get('/api/templates', ({ actor }) => deps.templates.list(actor), {
       response: { 200: TemplateList, 401: ErrorEnvelope, 429: ErrorEnvelope },
       detail: { ...op('listTemplates'),
         summary: 'The templates a workspace can be created from',

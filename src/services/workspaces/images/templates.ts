@@ -1,5 +1,5 @@
 // Workspace templates, declared as data in templates/<name>/template.json, checked once and kept in a
-// registry that index.ts builds and passes to the features (lifecycle, stats, GET /api/templates).
+// registry (with the versions of templates people built, added by templates/templates.service.ts) that index.ts builds and passes to the features (lifecycle, stats, GET /api/templates).
 // A template names its image, main command, environment, working directory, the services the
 // supervisor runs beside the main command, the container ports behind the workspace URLs, and limits.
 import { t, type Static } from 'elysia';
@@ -23,6 +23,8 @@ export const TemplateSchema = t.Object({
   workdir: t.String({ pattern: '^/' }),
   env: t.Record(t.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), t.String()),
   command: t.String({ minLength: 1 }),
+  /** Run by `/bin/sh -c` after the container starts, until it exits 0: only then is the workspace `running`. */
+  readyCommand: t.Optional(t.String({ minLength: 1 })),
   services: t.Array(t.Object({ name: t.String({ pattern: '^[a-z0-9][a-z0-9-]*$' }), command: t.String({ minLength: 1 }) })),
   ports: t.Object({ codeServer: ContainerPort, ssh: ContainerPort, rdp: ContainerPort }),
   resources: t.Object({
@@ -49,8 +51,13 @@ export function createTemplateRegistry(raw: readonly unknown[] = BUILTIN_TEMPLAT
     byName.set(r.name, r);
   }
   if (!byName.has(DEFAULT_TEMPLATE)) throw new Error(`the default template ${DEFAULT_TEMPLATE} is not declared`);
+  /** Versions of templates people built (templates/), by `<id>.v<version>`: what their workspaces name. */
+  const built = new Map<string, Template>();
   return {
-    get: (name: string): Template | undefined => byName.get(name),
+    get: (name: string): Template | undefined => byName.get(name) ?? built.get(name),
+    /** A built template version; it stays while Keel runs, so a workspace made from it keeps starting. */
+    add: (t: Template) => void built.set(t.name, t),
+    isBuiltIn: (name: string) => byName.has(name),
     names: (): string[] => [...byName.keys()],
     all: (): Template[] => [...byName.values()],
   };

@@ -48,6 +48,8 @@ export interface LifecycleDeps {
   quotas: Quotas;
   /** The templates a workspace can be created from (images/templates.ts). */
   templates: TemplateRegistry;
+  /** A create's `template` for the actor: a built-in, or the registry name of their (or a public) template's version. */
+  resolveTemplate?: (actor: Actor, name: string) => Promise<string>;
   /** Marks this Keel's containers and volumes, so several Keels (or test runs) can share one engine. */
   instance: string;
   /** Where snapshot volume archives are kept (`$APP_DATA_DIR/snapshots`). */
@@ -164,6 +166,7 @@ export function createLifecycle(deps: LifecycleDeps) {
         }
         input = { ...input, template: source.template, repo: undefined };
       }
+      if (input.template && !input.snapshot && deps.resolveTemplate) input = { ...input, template: await deps.resolveTemplate(actor, input.template) };
       const template = templates.get(input.template ?? DEFAULT_TEMPLATE);
       if (!template) {
         throw new AppError('INVALID_REQUEST', 'unknown template', { property: '/template', known: templates.names() });

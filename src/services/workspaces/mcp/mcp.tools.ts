@@ -15,6 +15,7 @@ import type { ProcessesService } from '../processes/processes.service';
 import { PreviewBody } from '../previews/previews.model';
 import type { PreviewsService } from '../previews/previews.service';
 import type { Quotas } from '../quotas';
+import type { TemplatesService } from '../images/templates.service';
 import { computerTools, ListDirectoryInput, ProcessRef, ReadFileInput, SignalInput, StartProcessInput, WriteFileInput } from './mcp.computer';
 
 export interface McpToolDeps {
@@ -24,6 +25,8 @@ export interface McpToolDeps {
   files: FilesService;
   processes: ProcessesService;
   previews: PreviewsService;
+  /** GET /api/templates: built-ins, the caller's and public ones. */
+  templates?: TemplatesService;
 }
 
 const Id = Type.String({ minLength: 1, maxLength: 128, description: 'workspace id (`ws_...`)' });
@@ -53,8 +56,13 @@ export function mcpTools(deps: McpToolDeps): Record<string, McpTool> {
   const c = computerTools(deps);
   return {
     list_workspaces: define({ description: 'List your workspaces (admins: all), oldest first', input: ListInput, run: async (a, i) => ({ workspaces: await ws.list(a, i as never) }) }),
+    list_templates: define({
+      description: 'List the templates a workspace can be created from: built-ins, yours and public ones (name, status, builtIn, public, owner)',
+      input: Type.Object({}, { additionalProperties: false }),
+      run: async (a) => (deps.templates ? deps.templates.list(a) : { templates: [], default: 'bun-typescript' }),
+    }),
     create_workspace: define({
-      description: 'Create a workspace from a template (`minimal`, `bun-typescript`, ...); it starts by itself. Poll get via list_workspaces until running.',
+      description: 'Create a workspace from a template (`minimal`, `bun-typescript`, or one of yours or a public one: see list_templates); it starts by itself. Poll get via list_workspaces until running.',
       input: CreateInput,
       run: (a, i) => ws.create(a, i as never),
     }),

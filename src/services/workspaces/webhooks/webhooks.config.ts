@@ -1,26 +1,8 @@
 // The webhook dispatcher's environment variables, parsed once (a bad value stops start-up naming it).
-import { ConfigError, readBool, readInt, readString, type Env } from '../../../platform/config';
+import { ConfigError, parseDuration, readBool, readDuration, readInt, readString, type Env } from '../../../platform/config';
 
 /** CONTRACT.md: the Standard Webhooks schedule. Attempt n waits schedule[n-1] after the previous one. */
 export const DEFAULT_RETRY_SCHEDULE = '0,5s,5m,30m,2h,5h,10h,14h,20h,24h';
-
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** `0`, `250ms`, `5s`, `5m`, `2h`, `1d` -> milliseconds; null when it is not such a duration. */
-export function parseDuration(text: string): number | null {
-  const m = /^(\d{1,9})(ms|s|m|h|d)?$/.exec(text.trim());
-  if (!m) return null;
-  const n = Number(m[1]);
-  if (!m[2]) return n === 0 ? 0 : null; // a bare number other than 0 has no unit a reader can guess
-  return n * UNIT_MS[m[2]]!;
-}
-
-function readDuration(env: Env, name: string, fallback: string, minMs: number): number {
-  const raw = readString(env, name, fallback);
-  const ms = parseDuration(raw);
-  if (ms === null || ms < minMs) throw new ConfigError(name, `must be a duration such as 30s, 5m, 2h or 5d (at least ${minMs} ms)`);
-  return ms;
-}
 
 export function parseRetrySchedule(raw: string): number[] | null {
   const parts = raw.split(',');

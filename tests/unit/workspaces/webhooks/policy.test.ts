@@ -5,7 +5,8 @@ import { describe, expect, test } from 'bun:test';
 import { ConfigError } from '../../../../src/platform/config';
 import { urlRefusal } from '../../../../src/services/workspaces/webhooks/target-policy';
 import { JITTER, nextDelayMs, retryAfterMs, MAX_RETRY_AFTER_MS } from '../../../../src/services/workspaces/webhooks/retry-schedule';
-import { loadWebhooksConfig, parseDuration } from '../../../../src/services/workspaces/webhooks/webhooks.config';
+import { parseDuration } from '../../../../src/platform/config';
+import { loadWebhooksConfig } from '../../../../src/services/workspaces/webhooks/webhooks.config';
 
 describe('target policy', () => {
   const metadataSpellings = [

@@ -1,0 +1,92 @@
+// What a template build is given, checked before anything reaches the engine: the Dockerfile (no
+// step that reaches past the build's sandbox) and its context (paths inside it, bounded), packed as
+// the tar the engine builds from. `FROM keel/minimal` and `FROM keel/bun-typescript` name the
+// built-in templates' images, whatever tags this Keel gives them.
+import { pack } from 'tar-stream';
+import { AppError } from '../../../platform/errors';
+
+/** Built-in base names a Dockerfile may use, and the built-in template each is. */
+export const BUILTIN_BASES: Record<string, 'minimal' | 'bun-typescript'> = { 'keel/minimal': 'minimal', 'keel/bun-typescript': 'bun-typescript' };
+
+/** Instructions and flags that would reach the host, the network or another build's secrets. */
+const REFUSED: [RegExp, string][] = [
+  [/--mount\b/i, 'RUN --mount (bind, cache, secret or ssh mounts reach past the build)'],
+  [/--network\b/i, 'RUN --network (a build step has no network)'],
+  [/--security\b/i, 'RUN --security (no privileged step)'],
+  [/--privileged\b/i, '--privileged (no privileged step)'],
+  [/^ADD\s+(--\S+\s+)*(https?|git|ssh):/i, 'ADD from a URL (the engine would fetch it from the Keel host)'],
+];
+
+/** The Dockerfile's logical lines (continuations joined), numbered by their first physical line. */
+function logicalLines(dockerfile: string): { line: number; text: string }[] {
+  const out: { line: number; text: string }[] = [];
+  let current: { line: number; text: string } | undefined;
+  dockerfile.split(/\r?\n/).forEach((raw, i) => {
+    const text = raw.trim();
+    if (!current && (text === '' || text.startsWith('#'))) return;
+    current ??= { line: i + 1, text: '' };
+    if (text.endsWith('\\')) current.text += text.slice(0, -1) + ' ';
+    else {
+      current.text += text;
+      out.push(current);
+      current = undefined;
+    }
+  });
+  if (current) out.push(current);
+  return out;
+}
+
+/** The Dockerfile with its built-in bases named by this Keel's image tags; a refused step is 400 naming its line. */
+export function checkDockerfile(dockerfile: string, baseImage: (builtin: 'minimal' | 'bun-typescript') => string): { text: string; bases: ('minimal' | 'bun-typescript')[] } {
+  const lines = logicalLines(dockerfile);
+  if (!lines.some((l) => /^FROM\s/i.test(l.text))) throw new AppError('INVALID_REQUEST', 'the Dockerfile has no FROM line', { property: '/dockerfile' });
+  for (const l of lines) {
+    for (const [re, why] of REFUSED) {
+      if (re.test(l.text)) throw new AppError('INVALID_REQUEST', `the Dockerfile's line ${l.line} is refused: ${why}`, { property: '/dockerfile', line: l.line });
+    }
+  }
+  const bases = new Set<'minimal' | 'bun-typescript'>();
+  const text = dockerfile.replace(/^(\s*FROM\s+(?:--platform=\S+\s+)?)(keel\/(?:minimal|bun-typescript))(?::[\w.-]+)?(?=\s|$)/gim, (_m, head: string, name: string) => {
+    const builtin = BUILTIN_BASES[name.toLowerCase()]!;
+    bases.add(builtin);
+    return head + baseImage(builtin);
+  });
+  return { text, bases: [...bases] };
+}
+
+/** A context path: relative, inside the context, no empty or dot segments. */
+function checkPath(path: string): string {
+  const segments = path.split('/');
+  if (path.startsWith('/') || path.length > 1024 || segments.some((s) => s === '..' || s === '' || s === '.') || path.includes('\0')) {
+    throw new AppError('INVALID_REQUEST', 'a files path must be relative and stay inside the build context (no leading /, no .. or empty segments)', { property: '/files' });
+  }
+  return path;
+}
+
+/** The files' bytes (`base64:` prefixed values decoded), checked against the context bound. */
+export function contextFiles(files: Record<string, string>, maxBytes: number): [string, Buffer][] {
+  let total = 0;
+  return Object.entries(files).map(([path, value]) => {
+    const bytes = value.startsWith('base64:') ? Buffer.from(value.slice(7), 'base64') : Buffer.from(value, 'utf8');
+    total += bytes.byteLength;
+    if (total > maxBytes) throw new AppError('INVALID_REQUEST', `the build context is larger than APP_TEMPLATE_CONTEXT_BYTES (${maxBytes} bytes)`, { property: '/files', limit: maxBytes });
+    return [checkPath(path), bytes];
+  });
+}
+
+/** The tar the engine builds from: the Dockerfile at its root and the files. */
+export async function contextTar(dockerfile: string, files: [string, Buffer][]): Promise<Buffer> {
+  const p = pack();
+  const chunks: Buffer[] = [];
+  p.on('data', (c: Buffer) => chunks.push(c));
+  const done = new Promise<void>((resolve, reject) => {
+    p.on('end', resolve);
+    p.on('error', reject);
+  });
+  const add = (name: string, body: Buffer) => new Promise<void>((resolve, reject) => p.entry({ name, mode: 0o644, mtime: new Date(0) }, body, (e) => (e ? reject(e) : resolve())));
+  for (const [path, bytes] of files) if (path !== 'Dockerfile') await add(path, bytes);
+  await add('Dockerfile', Buffer.from(dockerfile, 'utf8'));
+  p.finalize();
+  await done;
+  return Buffer.concat(chunks);
+}

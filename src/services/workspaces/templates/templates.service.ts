@@ -1,0 +1,284 @@
+// Templates people bring: a Dockerfile and its context, built on the engine as a durable job (a build
+// left running by a crash is run again at start-up), each build a version whose image is tagged apart,
+// so a rebuild or a delete never changes what a running workspace uses. A ready version joins the
+// template registry (images/templates.ts) as `<id>.v<version>`: what its workspaces name and start from.
+import type { Actor } from '../../../platform/auth/workspace-token';
+import { canAccess } from '../../../platform/auth/workspace-token';
+import { AppError } from '../../../platform/errors';
+import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
+import type { Engine } from '../engine/engine';
+import { LABEL_INSTANCE, LABEL_MANAGED } from '../engine/engine';
+import { buildTemplateImage, templateImage } from '../images/template-image';
+import type { Template, TemplateRegistry } from '../images/templates';
+import type { WorkspacesConfig } from '../workspaces.config';
+import { checkDockerfile, contextFiles, contextTar } from './templates.context';
+import type { TemplatesRepository } from './templates.repository';
+import type { TemplateBuildRow, TemplateRow } from './templates.tables';
+import type { CreateTemplateInput, TemplateView } from './templates.model';
+
+/** What a build keeps of its output: the last lines, at most this many bytes. */
+const LOG_MAX_BYTES = 1024 * 1024;
+const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+/** Ports behind a workspace's URLs: a template's image may serve them or not. */
+const PORTS = { codeServer: 8080, ssh: 22, rdp: 3389 };
+const DEFAULT_RESOURCES = { memoryMb: 512, cpus: 1, pids: 256 };
+
+export interface BuildLine {
+  timestamp: string;
+  message: string;
+}
+/** A build in flight: its lines so far and who follows them. */
+interface Live {
+  lines: BuildLine[];
+  bytes: number;
+  followers: Set<(e: { line?: BuildLine; done?: { status: string; reason?: string } }) => void>;
+}
+
+const key = (id: string, version: number) => `${id}.v${version}`;
+const imageRef = (id: string, version: number) => `keel-template:${id}-v${version}`;
+const shQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+const SHELL = /^(\/(usr\/)?bin\/)?(sh|bash|ash|dash)$/;
+/** The main command of a template whose image gives none: it stays up, as the built-in ones do. */
+const IDLE = 'echo "keel: workspace ready"; while :; do sleep 3600; done';
+
+type Settings = Pick<WorkspacesConfig, 'templates' | 'minimalImage' | 'bunImage' | 'busyboxPath' | 'bunPath' | 'templatesDir' | 'registryProbeUrl'>;
+
+export function createCustomTemplates(deps: { repo: TemplatesRepository; registry: TemplateRegistry; engine: Engine; settings: Settings; instance: string; clock: Clock; log: Logger }) {
+  const { repo, registry, engine, settings, log } = deps;
+  const live = new Map<string, Live>();
+  const iso = () => new Date(deps.clock.now()).toISOString();
+  const notFound = () => new AppError('TEMPLATE_NOT_FOUND', 'no such template');
+
+  function view(t: TemplateRow): TemplateView {
+    return {
+      id: t.id, name: t.name, owner: t.owner, public: t.public, builtIn: false, status: t.status as TemplateView['status'], reason: t.reason, version: t.version, buildId: t.buildId,
+      startCommand: t.startCommand, readyCommand: t.readyCommand, user: t.user, workdir: t.workdir, env: JSON.parse(t.env) as Record<string, string>, cpu: t.cpu, memoryMb: t.memoryMb,
+      createdAt: t.createdAt, updatedAt: t.updatedAt,
+    };
+  }
+
+  /** The template as the registry holds it: the image's USER, WORKDIR, ENV and CMD unless the template says otherwise. */
+  async function register(t: TemplateRow, version: number): Promise<void> {
+    const image = imageRef(t.id, version);
+    const config = await engine.imageConfig(image);
+    if (!config) return log.warn('a built template image is gone from the engine', { template: t.id, image });
+    const cmd = [...(config.entrypoint ?? []), ...(config.cmd ?? [])];
+    // A bare shell (what base images default to) would exit at once without a terminal: the workspace idles instead.
+    const command =
+      t.startCommand ??
+      (cmd.length === 3 && SHELL.test(cmd[0]!) && cmd[1] === '-c' ? cmd[2]! : cmd.length && !(cmd.length === 1 && SHELL.test(cmd[0]!)) ? cmd.map(shQuote).join(' ') : IDLE);
+    const entry: Template = {
+      name: key(t.id, version),
+      description: `${t.name} (version ${version})`,
+      image,
+      user: t.user ?? (/^\d+:\d+$/.test(config.user) ? config.user : /^\d+$/.test(config.user) ? `${config.user}:${config.user}` : '1000:1000'),
+      workdir: t.workdir ?? (config.workdir || '/workspace'),
+      env: JSON.parse(t.env) as Record<string, string>,
+      command,
+      readyCommand: t.readyCommand ?? undefined,
+      services: [],
+      ports: PORTS,
+      resources: { memoryMb: t.memoryMb ?? DEFAULT_RESOURCES.memoryMb, cpus: t.cpu ?? DEFAULT_RESOURCES.cpus, pids: DEFAULT_RESOURCES.pids },
+    };
+    registry.add(entry);
+  }
+
+  function emit(buildId: string, e: { line?: BuildLine; done?: { status: string; reason?: string } }) {
+    for (const f of live.get(buildId)?.followers ?? []) f(e);
+  }
+
+  /** Runs one build to its end; never throws (its failure is the build's `failed` with the reason). */
+  async function run(t: TemplateRow, b: TemplateBuildRow): Promise<void> {
+    const state: Live = { lines: [], bytes: 0, followers: new Set() };
+    live.set(b.id, state);
+    const onLine = (message: string) => {
+      const line = { timestamp: iso(), message };
+      state.lines.push(line);
+      state.bytes += message.length;
+      while (state.bytes > LOG_MAX_BYTES && state.lines.length > 1) state.bytes -= state.lines.shift()!.message.length;
+      emit(b.id, { line });
+    };
+    let status: 'ready' | 'failed' = 'ready';
+    let reason: string | null = null;
+    try {
+      const checked = checkDockerfile(t.dockerfile, (builtin) => (builtin === 'minimal' ? settings.minimalImage : settings.bunImage));
+      for (const base of checked.bases) {
+        const template = registry.get(base)!;
+        const ref = templateImage(template, settings);
+        if (!(await engine.imageExists(ref))) {
+          onLine(`keel: making the built-in ${base} image first`);
+          await buildTemplateImage(engine, template, ref, settings, log);
+        }
+      }
+      const tar = await contextTar(checked.text, contextFiles(JSON.parse(t.files) as Record<string, string>, settings.templates.contextBytes));
+      await engine.buildStreaming(tar, b.image, {
+        onLine,
+        signal: AbortSignal.timeout(settings.templates.buildTimeoutMs),
+        labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: deps.instance, 'dev.keel.template': t.id },
+      });
+      await register(t, b.version);
+    } catch (e) {
+      status = 'failed';
+      reason = (e as Error).message.slice(0, 2000) || 'the build failed';
+      onLine(`keel: build failed: ${reason}`);
+    }
+    await repo.endBuild(b, status, reason, state.lines.map((l) => `${l.timestamp} ${l.message}`).join('\n'), iso()).catch((e) => log.error('template build not recorded', { build: b.id, ...errorFields(e) }));
+    emit(b.id, { done: { status, ...(reason ? { reason } : {}) } });
+    live.delete(b.id);
+  }
+
+  /** The caller's own template by id (admins: any); another's private one is 404. */
+  async function owned(actor: Actor, id: string): Promise<TemplateRow> {
+    const t = await repo.get(id);
+    if (!t || !canAccess(actor, t.owner)) throw notFound();
+    return t;
+  }
+
+  function newBuild(templateId: string, version: number): TemplateBuildRow {
+    return { id: newId('bld', deps.clock), templateId, version, status: 'building', reason: null, log: '', image: imageRef(templateId, version), startedAt: iso(), endedAt: null };
+  }
+
+  return {
+    /** Ready versions join the registry; a build a crash cut short runs again. */
+    async start(): Promise<void> {
+      for (const t of await repo.everyTemplate()) for (const b of await repo.builds(t.id)) if (b.status === 'ready') await register(t, b.version).catch((e) => log.warn('template not registered', { template: t.id, ...errorFields(e) }));
+      for (const b of await repo.unfinished()) {
+        const t = await repo.get(b.templateId);
+        if (!t) continue;
+        log.info('running again a template build Keel stopped during', { template: t.id, build: b.id });
+        void run(t, b);
+      }
+    },
+
+    async create(actor: Actor, input: CreateTemplateInput): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
+      if (!NAME.test(input.name)) throw new AppError('INVALID_REQUEST', 'name must be 1-63 characters: lowercase letters, digits, . _ -', { property: '/name' });
+      if (input.public && !actor.admin) throw new AppError('FORBIDDEN', 'only admins make public templates');
+      // Checked now, so a bad Dockerfile or context is a 400, not a failed build.
+      checkDockerfile(input.dockerfile, (b) => b);
+      contextFiles(input.files ?? {}, settings.templates.contextBytes);
+      if (registry.isBuiltIn(input.name) || (await repo.byName(actor.id, input.name))) throw new AppError('TEMPLATE_EXISTS', 'a template of this name exists', { name: input.name });
+      if (!actor.admin && (await repo.countOf(actor.id)) >= settings.templates.quota) {
+        throw new AppError('QUOTA_EXCEEDED', `you hold ${settings.templates.quota} templates (APP_QUOTA_TEMPLATES); delete one first`, { quota: 'templates', limit: settings.templates.quota });
+      }
+      const now = iso();
+      const id = newId('tpl', deps.clock);
+      const build = newBuild(id, 1);
+      const row: TemplateRow = {
+        id, owner: actor.id, name: input.name, public: input.public ?? false, dockerfile: input.dockerfile, files: JSON.stringify(input.files ?? {}),
+        startCommand: input.startCommand ?? null, readyCommand: input.readyCommand ?? null, user: input.user ?? null, workdir: input.workdir ?? null,
+        env: JSON.stringify(input.env ?? {}), cpu: input.cpu ?? null, memoryMb: input.memoryMb ?? null,
+        status: 'building', reason: null, version: 0, buildId: build.id, createdAt: now, updatedAt: now, deletedAt: null,
+      };
+      try {
+        await repo.create(row, build);
+      } catch (e) {
+        if (await repo.byName(actor.id, input.name)) throw new AppError('TEMPLATE_EXISTS', 'a template of this name exists', { name: input.name });
+        throw e;
+      }
+      void run(row, build);
+      return { id, name: row.name, status: 'building', buildId: build.id, createdAt: now };
+    },
+
+    /** A new version from the same Dockerfile and context; running workspaces keep theirs. */
+    async rebuild(actor: Actor, id: string): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
+      const t = await owned(actor, id);
+      if (t.deletedAt) throw notFound();
+      if (live.has(t.buildId)) throw new AppError('TEMPLATE_BUILDING', 'a build of this template is running', { buildId: t.buildId });
+      const last = (await repo.builds(id)).at(-1);
+      const build = newBuild(id, (last?.version ?? 0) + 1);
+      await repo.startBuild(id, build, iso());
+      void run({ ...t, buildId: build.id }, build);
+      return { id, name: t.name, status: 'building', buildId: build.id, createdAt: build.startedAt };
+    },
+
+    /** Own and public templates (admins: all), oldest first. */
+    async list(actor: Actor): Promise<TemplateView[]> {
+      const rows = actor.admin ? await repo.everyTemplate() : await repo.usable(actor.id);
+      return rows.filter((t) => !t.deletedAt).map(view);
+    },
+
+    async get(actor: Actor, id: string): Promise<TemplateView> {
+      const t = await repo.get(id);
+      if (!t || t.deletedAt || !(t.public || canAccess(actor, t.owner))) throw notFound();
+      return view(t);
+    },
+
+    /** Leaves the lists; its versions stay in the registry and on the engine for the workspaces made from them. */
+    async remove(actor: Actor, id: string): Promise<{ id: string; deleted: true }> {
+      const t = await owned(actor, id);
+      if (t.deletedAt) throw notFound();
+      await repo.markDeleted(id, iso());
+      return { id, deleted: true };
+    },
+
+    /**
+     * The registry name a create's `template` means for `actor`: a built-in, the caller's template of
+     * that name, or a public one; its ready version. Another's private template is 404, one with no
+     * version yet 409.
+     */
+    async resolve(actor: Actor, name: string): Promise<string> {
+      if (registry.get(name)) return name;
+      const t = (await repo.byName(actor.id, name)) ?? (await repo.publicByName(name));
+      if (!t || t.deletedAt) throw new AppError('TEMPLATE_NOT_FOUND', `no template named ${name} that you may use`, { property: '/template' });
+      if (t.version === 0) throw new AppError('TEMPLATE_NOT_READY', `template ${name} has no built version yet`, { status: t.status });
+      return key(t.id, t.version);
+    },
+
+    /** A build of a template the caller may use (else 404). */
+    async build(actor: Actor, id: string, buildId: string): Promise<TemplateBuildRow> {
+      const t = await repo.get(id);
+      if (!t || !(t.public || canAccess(actor, t.owner))) throw notFound();
+      const b = await repo.build(buildId);
+      if (!b || b.templateId !== id) throw new AppError('BUILD_NOT_FOUND', 'no such build of this template');
+      return b;
+    },
+
+    /**
+     * A build's lines so far (the stored log once it ended), then, with `wait`, each new one as it is
+     * written; last its end (`building` when not waiting for a build in flight). Call build() first.
+     */
+    async *follow(buildId: string, signal: AbortSignal, wait: boolean): AsyncGenerator<{ line?: BuildLine; done?: { status: string; reason?: string } }> {
+      const state = live.get(buildId);
+      if (!state) {
+        const ended = (await repo.build(buildId))!;
+        for (const l of ended.log ? ended.log.split('\n') : []) {
+          const space = l.indexOf(' ');
+          yield { line: { timestamp: l.slice(0, space), message: l.slice(space + 1) } };
+        }
+        yield { done: { status: ended.status, ...(ended.reason ? { reason: ended.reason } : {}) } };
+        return;
+      }
+      if (!wait) {
+        for (const line of [...state.lines]) yield { line };
+        yield { done: { status: 'building' } };
+        return;
+      }
+      const queue: { line?: BuildLine; done?: { status: string; reason?: string } }[] = state.lines.map((line) => ({ line }));
+      let wake: (() => void) | undefined;
+      const follower = (e: (typeof queue)[number]) => {
+        queue.push(e);
+        wake?.();
+      };
+      state.followers.add(follower);
+      try {
+        while (!signal.aborted) {
+          const e = queue.shift();
+          if (e) {
+            yield e;
+            if (e.done) return;
+            continue;
+          }
+          await new Promise<void>((r) => {
+            wake = r;
+            signal.addEventListener('abort', () => r(), { once: true });
+          });
+          wake = undefined;
+        }
+      } finally {
+        state.followers.delete(follower);
+      }
+    },
+  };
+}
+
+export type CustomTemplates = ReturnType<typeof createCustomTemplates>;
