@@ -1,0 +1,60 @@
+// A real Keel process killed with SIGKILL while a template builds, then started again on the same
+// data dir: the build is never left `building`. It runs again from its stored Dockerfile and
+// context and ends ready, and a workspace starts from it.
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { mintToken } from '../../../src/platform/auth/workspace-token';
+import { docker, keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';
+import { requireTestEnv, TEST_SECRET } from '../../helpers/platform';
+import { BUN, startKeel, type KeelProcess } from '../../helpers/process';
+
+requireTestEnv('DOCKER_HOST');
+const dataDir = mkdtempSync(join(tmpdir(), 'keel-templates-crash-'));
+const env = { APP_DATA_DIR: dataDir, APP_WORKSPACE_PORT_RANGE: '27950-27979', APP_AUTO_STOP_MINUTES: '0' };
+const headers = { authorization: `Bearer ${mintToken(TEST_SECRET, { sub: 'alice', ttlSeconds: 900 })}`, 'content-type': 'application/json' };
+let keel: KeelProcess | undefined;
+let instance = '';
+
+async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(keel!.urls.workspaces + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: res.status, body: await res.json() };
+}
+
+beforeAll(async () => {
+  keel = await startKeel([BUN, 'src/main.ts'], env, ['workspaces']);
+  instance = keelInstance(dataDir);
+}, 120_000);
+
+afterAll(async () => {
+  keel?.proc.kill('SIGKILL');
+  await keel?.proc.exited;
+  for (const ref of docker('images', '-q', '--filter', `label=dev.keel.instance=${instance}`).stdout.split('\n').filter(Boolean)) docker('rmi', '-f', ref);
+  if (instance) await removeInstanceObjects(instance);
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+test('kill -9 mid-build: after the restart the build runs again and ends ready, never stuck in building', async () => {
+  const created = await call('POST', '/api/templates', { name: 'slow', dockerfile: 'FROM keel/minimal\nUSER root\nRUN sleep 3 && mkdir -p /opt && echo built > /opt/built\n' });
+  expect(created.status).toBe(202);
+  const { id, buildId } = created.body;
+  // Mid-build: the RUN step has started.
+  await waitFor('the RUN step', async () => ((await call('GET', `/api/templates/${id}/builds/${buildId}/logs`)).body.lines as { message: string }[]).some((l) => /RUN sleep 3/.test(l.message)) || null, 60_000);
+  expect((await call('GET', `/api/templates/${id}`)).body.status).toBe('building');
+  keel!.proc.kill('SIGKILL');
+  await keel!.proc.exited;
+
+  keel = await startKeel([BUN, 'src/main.ts'], env, ['workspaces']);
+  const t = await waitFor('the build to end', async () => {
+    const v = (await call('GET', `/api/templates/${id}`)).body;
+    return v.status === 'building' ? null : v;
+  }, 90_000);
+  expect(t).toMatchObject({ status: 'ready', version: 1, reason: null });
+  const log = (await call('GET', `/api/templates/${id}/builds/${buildId}/logs`)).body;
+  expect(log.status).toBe('ready');
+  const ws = await call('POST', '/api/workspaces', { name: 'after-crash', template: 'slow' });
+  expect(ws.status).toBe(201);
+  await waitFor('the workspace to run', async () => ((await call('GET', `/api/workspaces/${ws.body.id}`)).body.status === 'running' ? true : null), 90_000);
+  expect((await call('POST', `/api/workspaces/${ws.body.id}/exec`, { command: 'cat /opt/built' })).body.stdout).toBe('built\n');
+}, 240_000);
