@@ -103,6 +103,24 @@ test("Usage: an agent turn's tokens and a command's seconds show for today, draw
   await screenshot(page, 'usage');
 }, 90_000);
 
+test('Templates: New template from a Dockerfile, its build output live, then ready in the list', async () => {
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Templates', exact: true }).click();
+  await page.getByRole('heading', { name: 'Templates', exact: true }).waitFor();
+  const list = page.getByRole('list', { name: 'Templates' });
+  await list.getByText('minimal', { exact: true }).waitFor();
+  await page.getByRole('button', { name: 'New template', exact: true }).click();
+  await page.getByLabel('Name', { exact: true }).fill('from-the-page');
+  await page.getByLabel('Dockerfile', { exact: true }).fill('FROM keel/minimal\nUSER root\nRUN mkdir -p /opt && echo made-in-the-page > /opt/mark\n');
+  await page.getByRole('button', { name: 'Create', exact: true }).click();
+  const output = page.getByRole('log', { name: 'Build output' });
+  await output.getByText(/Step 3\/\d+ : RUN mkdir/).waitFor({ timeout: 60_000 });
+  await output.getByText('from-the-page: ready').waitFor({ timeout: 60_000 });
+  await list.getByRole('listitem').filter({ hasText: 'from-the-page' }).getByText('ready · version 1').waitFor();
+  await screenshot(page, 'templates');
+  const t = ((await (await p.api('workspaces', '/api/templates', { as: 'alice' })).json()) as { templates: { name: string; status?: string }[] }).templates.find((x) => x.name === 'from-the-page');
+  expect(t?.status).toBe('ready');
+}, 120_000);
+
 test('nothing left the machine, and the pages broke no policy', () => {
   expect(outside).toEqual([]);
   expect(messages.filter((m) => /Content Security Policy|Refused to|pageerror/i.test(m))).toEqual([]);

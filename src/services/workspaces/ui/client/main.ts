@@ -2,7 +2,7 @@
 /// <reference lib="dom.iterable" />
 /// <reference lib="dom.asynciterable" />
 // The dashboard's entry: sign-in with a token (kept in this tab's session storage only), then a
-// hash router between the workspace list (#/), a workspace's page (#/w/<id>), Webhooks and Usage.
+// hash router between the workspace list (#/), a workspace's page (#/w/<id>), Templates, Webhooks and Usage.
 import { api, ApiError, messageOf, setUnauthorizedHandler, token } from './api';
 import { announce, fill, h } from './dom';
 import { listPage } from './list';
@@ -16,6 +16,7 @@ import { snapshotsPanel } from './snapshots';
 import { panels, workspacePage } from './workspace';
 import { webhooksPage } from './webhooks';
 import { usagePage } from './usage';
+import { templatesPage } from './templates';
 
 const main = document.getElementById('main')!;
 const live = document.getElementById('live')!;
@@ -87,6 +88,8 @@ function route() {
     }));
   } else if (location.hash === '#/webhooks') {
     fill(main, webhooksPage(view.signal));
+  } else if (location.hash === '#/templates') {
+    fill(main, templatesPage(view.signal));
   } else if (location.hash === '#/usage') {
     fill(main, usagePage(view.signal));
   } else {
