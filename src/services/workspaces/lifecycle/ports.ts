@@ -3,7 +3,7 @@
 import { eq } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
 import '../workspaces.errors';
-import { isUniqueViolation, type Orm, type Store } from '../../../platform/store';
+import type { Orm, Store } from '../../../platform/store';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock } from '../../../platform/runtime';
 import { allocatePorts, hostPortFree } from '../network/host-ports';
@@ -123,8 +123,8 @@ export function createReservations(deps: {
     } catch (e) {
       if (e instanceof AppError) throw e;
       // The checks above run alone in this process; a unique violation means another Keel shares the database.
-      if (isUniqueViolation(e, { table: 'workspaces_workspaces', column: 'name' })) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists');
-      if (isUniqueViolation(e)) throw new AppError('PORT_UNAVAILABLE', 'the port was taken meanwhile; retry');
+      if (deps.store.isUniqueViolation(e, { table: 'workspaces_workspaces', column: 'name' })) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists');
+      if (deps.store.isUniqueViolation(e)) throw new AppError('PORT_UNAVAILABLE', 'the port was taken meanwhile; retry');
       throw e;
     }
     return row;

@@ -24,10 +24,10 @@ export function createRecords(deps: {
   const { store, clock, log, access } = deps;
   const db = store.orm;
   const { workspaces, retainedVolumes, workspaceEventOutbox } = workspacesTables(store.dialect);
-  // A null status or type placeholder means "no filter" (cast: PostgreSQL must know the type of a
-  // parameter compared with NULL). The owner's list uses the (owner, created_at) index.
+  // A null status or type placeholder means "no filter" (the column equals itself: both are NOT NULL;
+  // the placeholder takes the column's type). The owner's list uses the (owner, created_at) index.
   const optional = (column: typeof workspaces.status | typeof workspaces.type, name: string) =>
-    sql`(CAST(${sql.placeholder(name)} AS TEXT) IS NULL OR ${column} = ${sql.placeholder(name)})`;
+    sql`${column} = coalesce(${sql.placeholder(name)}, ${column})`;
   const filters = and(optional(workspaces.status, 'status'), optional(workspaces.type, 'type'));
   const order = [asc(workspaces.createdAt), asc(workspaces.id)] as const;
   const listedOwn = db
