@@ -4,6 +4,7 @@
 // (integers as bigint, booleans as boolean, JSON text as jsonb, autoincrement as bigserial). The
 // SQLite tables are what the code is typed against: queries written with them run unchanged on the
 // PostgreSQL tables as long as they use what both dialects share (see platform/store.ts).
+import { sql, type SQL } from 'drizzle-orm';
 import * as pg from 'drizzle-orm/pg-core';
 import * as sqlite from 'drizzle-orm/sqlite-core';
 
@@ -18,6 +19,12 @@ export interface TableBuilders {
   index: typeof sqlite.index;
   uniqueIndex: typeof sqlite.uniqueIndex;
   primaryKey: typeof sqlite.primaryKey;
+  /**
+   * The term "boolean `column` is true" of a partial index's predicate, as each database writes it
+   * (SQLite keeps booleans as 0/1, and its planner uses a partial index only for a query whose own
+   * terms imply the index's: drizzle's `eq(column, true)` binds 1 there, which matches `column = 1`).
+   */
+  isTrue(column: string): SQL;
 }
 
 const sqliteBuilders: TableBuilders = {
@@ -28,6 +35,7 @@ const sqliteBuilders: TableBuilders = {
   index: sqlite.index,
   uniqueIndex: sqlite.uniqueIndex,
   primaryKey: sqlite.primaryKey,
+  isTrue: (column) => sql.raw(`${column} = 1`), // (a column name of the definition, never input)
 };
 
 type Options = { mode?: string; enum?: readonly string[] };
@@ -49,6 +57,7 @@ const postgresBuilders = {
   index: pg.index,
   uniqueIndex: pg.uniqueIndex,
   primaryKey: pg.primaryKey,
+  isTrue: (column: string) => sql.raw(column),
 } as unknown as TableBuilders;
 
 /**

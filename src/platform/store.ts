@@ -9,6 +9,10 @@
 //     by nobody else before the commit, and its rollback undoes nothing but its own statements.
 //     Bodies await only their own queries (no bus, no engine, no fetch) and stay short: on SQLite,
 //     writes take turns with them.
+//   - what the two databases do differently is a Store method with one implementation each
+//     (isUniqueViolation, forClaim; a partial index's terms are db-schema.ts's), checked by one
+//     contract suite on both (tests/platform/store-contract.test.ts). No feature asks which
+//     database it runs on.
 // SQLite-only or PostgreSQL-only SQL stays in this file and in db.ts.
 import { SQL } from 'bun';
 import { createHash } from 'node:crypto';
@@ -47,6 +51,18 @@ export interface Store {
    * answers (platform/db-version.ts). Read before a cached answer is built.
    */
   version(): string | Promise<string>;
+  /**
+   * True when `e` (as thrown by a query, possibly wrapped by drizzle) is a unique-key violation; with
+   * `on`, only one on that table's column (a `.unique()` column or a unique index on that one column).
+   * For the few places that turn a lost race into an answer (409, or a row that already exists).
+   */
+  isUniqueViolation(e: unknown, on?: { table: string; column: string }): boolean;
+  /**
+   * `select` (a subquery picking the row an UPDATE claims: `update(t).set(...).where(eq(t.id,
+   * store.forClaim(select)))`) made safe for concurrent claims: each claim of the same moment takes a
+   * different row, none waits for another's and none comes back empty while one is left.
+   */
+  forClaim<Q>(select: Q): Q;
   close(): Promise<void>;
 }
 
@@ -140,6 +156,9 @@ export function sqliteStore(db: Db): Store {
     },
     lock: async () => {},
     claim: async () => true,
+    isUniqueViolation: sqliteUniqueViolation,
+    // One writer at a time, and a single statement is atomic: its subquery's row cannot be claimed meanwhile.
+    forClaim: (select) => select,
     // On the first connection: its data_version moves when the transactions' connection commits.
     version: dbVersion(client),
     async close() {
@@ -203,6 +222,11 @@ export async function openPostgresStore(url: string): Promise<Store> {
       return row.ok as boolean;
     },
     version: changes.version,
+    isUniqueViolation: postgresUniqueViolation,
+    // FOR UPDATE locks the row the subquery picks until the claim commits (without it two claims pick
+    // the same row, and both update it); SKIP LOCKED lets a concurrent claim take the next row instead
+    // of waiting for this one and then finding it no longer due.
+    forClaim: (select) => (select as unknown as { for(strength: 'update', config: { skipLocked: true }): unknown }).for('update', { skipLocked: true }) as typeof select,
     async close() {
       await changes.close();
       for (const conn of claims.splice(0)) conn.release();
@@ -288,15 +312,32 @@ async function withRetries<T>(run: () => Promise<T>): Promise<T> {
 }
 
 /**
- * True when `e` is a unique-key violation (on `table.column` when given): SQLite says
- * "UNIQUE constraint failed: table.column", PostgreSQL answers SQLSTATE 23505 naming drizzle's
- * constraint `table_column_unique`. For the few places that turn a lost race into a 409.
+ * SQLite: bun:sqlite's error has code SQLITE_CONSTRAINT_UNIQUE (or _PRIMARYKEY) and the message
+ * "UNIQUE constraint failed: table.column[, table.column...]", naming the index's columns.
  */
-export function isUniqueViolation(e: unknown, on?: { table: string; column: string }): boolean {
+function sqliteUniqueViolation(e: unknown, on?: { table: string; column: string }): boolean {
   for (const x of causes(e)) {
     const message = String(x.message ?? '');
-    if (message.includes('UNIQUE constraint failed')) return !on || message.includes(`${on.table}.${on.column}`);
-    if (x.errno === '23505') return !on || x.constraint === `${on.table}_${on.column}_unique` || message.includes(`${on.table}_${on.column}_unique`);
+    const unique = x.code === 'SQLITE_CONSTRAINT_UNIQUE' || x.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || message.includes('UNIQUE constraint failed');
+    if (!unique) continue;
+    if (!on) return true;
+    const columns = /UNIQUE constraint failed: (.*)$/.exec(message)?.[1]?.split(', ');
+    return columns?.length === 1 && columns[0] === `${on.table}.${on.column}`;
+  }
+  return false;
+}
+
+/**
+ * PostgreSQL: SQLSTATE 23505, with the table's name, and a detail "Key (column[, column...])=(...)"
+ * naming the index's columns (drizzle's constraint `table_column_unique` when the detail is absent).
+ */
+function postgresUniqueViolation(e: unknown, on?: { table: string; column: string }): boolean {
+  for (const x of causes(e)) {
+    if (x.errno !== '23505') continue;
+    if (!on) return true;
+    const columns = /^Key \((.*?)\)=/.exec(String(x.detail ?? ''))?.[1];
+    if (columns !== undefined) return x.table === on.table && columns === on.column;
+    return x.constraint === `${on.table}_${on.column}_unique`;
   }
   return false;
 }
@@ -308,7 +349,7 @@ function sqlState(e: unknown): string | undefined {
 }
 
 /** An error and the causes it wraps (drizzle wraps the driver's error once), outermost first. */
-function* causes(e: unknown): Generator<{ message?: unknown; errno?: unknown; constraint?: unknown; cause?: unknown }> {
+function* causes(e: unknown): Generator<{ message?: unknown; code?: unknown; errno?: unknown; constraint?: unknown; table?: unknown; detail?: unknown; cause?: unknown }> {
   let x = e as { cause?: unknown } | undefined;
   for (let depth = 0; x && typeof x === 'object' && depth < 3; x = x.cause as typeof x, depth++) yield x;
 }

@@ -138,12 +138,8 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
       .where(or(and(eq(workersJobs.status, 'queued'), lte(workersJobs.runAt, now)), and(eq(workersJobs.status, 'running'), lt(workersJobs.leaseUntil, now))))
       .orderBy(asc(workersJobs.runAt), asc(workersJobs.createdAt))
       .limit(1);
-    // PostgreSQL: several connections claim at once. FOR UPDATE locks the row the subquery picks
-    // until the claim commits, and SKIP LOCKED lets a concurrent claim take the next job instead of
-    // waiting for this one (and then, re-reading the row, finding it no longer due). SQLite has one
-    // writer at a time: the single statement is already atomic there, and has no row locks.
-    if (store.dialect === 'postgres') return (next as unknown as PgSelectLocking).for('update', { skipLocked: true }) as unknown as typeof next;
-    return next;
+    // Several processes (and connections) claim at once: each claim takes a different job.
+    return store.forClaim(next);
   }
 
   // The claim is one statement, so two workers never take the same job.
@@ -202,7 +198,8 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
     } else if (outcome.status === 'retry') {
       try {
         [row] = await orm.update(workersJobs).set({ ...free, status: 'queued', runAt: outcome.runAt, error: outcome.error }).where(mine).returning();
-      } catch {
+      } catch (e) {
+        if (!store.isUniqueViolation(e)) throw e;
         // A newer job with the same key is already queued (the partial unique index refuses a second
         // one, on both databases): it does what this retry would have done.
         [row] = await orm.update(workersJobs).set({ ...free, status: 'failed', finishedAt: now, error: `${outcome.error} (superseded by a pending job with the same key)` }).where(mine).returning();
@@ -217,8 +214,5 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
   const listen = (bus: Bus) => answerJobCommands(bus, { submit, cancel, get }, deps.onSubmit);
   return { submit, get, cancel, claim, renew, progress, finish, listen };
 }
-
-/** What the claim needs of PostgreSQL's select builder (the Orm is typed with SQLite's). */
-type PgSelectLocking = { for(strength: 'update', config: { skipLocked: true }): unknown };
 
 export type Workers = JobQueue;

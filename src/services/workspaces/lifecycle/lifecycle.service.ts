@@ -18,7 +18,7 @@ import { MiB } from './stats';
 import { createReservations } from './ports';
 import { createProvisioner } from './provision';
 import { createReconciler } from './reconcile';
-import { createRecords } from './records';
+import { createLifecycleRepository } from './lifecycle.repository';
 import { repoUrlProblem, type RepoRequest } from './repo-clone';
 import { createStateMachine } from './state-machine';
 import { createStats } from './stats';
@@ -59,7 +59,7 @@ export interface LifecycleDeps {
   /** Addresses a repo clone may never reach beyond the platform's rules (targets.ts). */
   cloneDeny?: DeniedAddresses;
   /** Told of each workspace event in the transaction of its change (usage/usage.service.ts). */
-  onEvent?: Parameters<typeof createRecords>[0]['onEvent'];
+  onEvent?: Parameters<typeof createLifecycleRepository>[0]['onEvent'];
 }
 
 /** How long close() waits for queued engine work before giving up on it (the next start-up finishes it). */
@@ -75,11 +75,12 @@ export function createLifecycle(deps: LifecycleDeps) {
   // One queue for every actor's clones: a bounded number run, a bounded number wait, the rest are refused.
   const clones = createBoundedQueue(deps.settings.clone);
   const host = deps.settings.publicHost;
-  const records = createRecords(deps);
+  const records = createLifecycleRepository(deps);
   const queue = createTaskQueue(log);
   const stats = createStats({ engine, clock: deps.clock, log, templates, running: records.running });
   const reservations = createReservations({
     store: deps.store,
+    repository: records,
     clock: deps.clock,
     portRange: deps.settings.workspacePortRange,
     autoStopMinutes: deps.settings.autoStopMinutes,

@@ -1,9 +1,8 @@
 // Names and host ports of workspaces: a port is free when no workspace reserves it and no process on
 // the host holds it (network/host-ports.ts). A reservation is the inserted row.
-import { eq } from 'drizzle-orm';
 import { AppError } from '../../../platform/errors';
 import '../workspaces.errors';
-import { isUniqueViolation, type Orm, type Store } from '../../../platform/store';
+import type { Orm, Store } from '../../../platform/store';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock } from '../../../platform/runtime';
 import { allocatePorts, hostPortFree } from '../network/host-ports';
@@ -11,7 +10,8 @@ import { scrubUrls } from './repo-clone';
 import type { Template } from '../images/templates';
 import type { CreateWorkspaceInput } from './lifecycle.model';
 import type { Quotas } from '../quotas';
-import { workspacesTables, type WorkspaceRow } from '../workspaces.tables';
+import type { WorkspaceRow } from '../workspaces.tables';
+import type { LifecycleRepository } from './lifecycle.repository';
 
 /** A warm container made ahead for a workspace to come (pool.ts): everything its row will record. */
 export interface WarmEntry {
@@ -30,6 +30,7 @@ export const volumeOf = (id: string) => `keel-ws-${id.replace('_', '-')}`;
 
 export function createReservations(deps: {
   store: Store;
+  repository: Pick<LifecycleRepository, 'insert' | 'reservedPorts' | 'nameTaken'>;
   clock: Clock;
   portRange: [number, number];
   quotas: Quotas;
@@ -40,19 +41,14 @@ export function createReservations(deps: {
   /** Writes what goes with the new row in its transaction (the workspace.created event). */
   inserted(tx: Orm, row: WorkspaceRow): Promise<void>;
 }) {
-  const { portRange, clock } = deps;
-  const db = deps.store.orm;
-  const { workspaces } = workspacesTables(deps.store.dialect);
+  const { portRange, clock, repository } = deps;
   const [lo, hi] = portRange;
   let portHint = 0;
   // One reservation at a time in this process, so two creates cannot take the same name or port.
   let queue: Promise<unknown> = Promise.resolve();
 
   async function taken(): Promise<Set<number>> {
-    const reserved = new Set<number>();
-    for (const r of await db.select({ a: workspaces.port, b: workspaces.sshPort, c: workspaces.rdpPort }).from(workspaces)) {
-      reserved.add(r.a).add(r.b).add(r.c);
-    }
+    const reserved = new Set(await repository.reservedPorts());
     for (const p of deps.held?.() ?? []) reserved.add(p);
     return reserved;
   }
@@ -63,7 +59,7 @@ export function createReservations(deps: {
    * recorded as they are, in `running`, in the one insert (a crash leaves the row or an unowned entry).
    */
   async function reserve(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null = null, warm?: WarmEntry): Promise<WorkspaceRow> {
-    if ((await db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, input.name))).length) {
+    if (await repository.nameTaken(input.name)) {
       throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists', { property: '/name' });
     }
     if (warm) return insert(actor, input, template, warm.engine, warm);
@@ -117,14 +113,14 @@ export function createReservations(deps: {
       // The actor's quotas are checked again in the transaction of the insert, under the actor's lock:
       // creates that passed the early check together cannot overshoot.
       await deps.quotas.admitCreate(actor, async (tx) => {
-        await tx.insert(workspaces).values(row);
+        await repository.insert(tx, row);
         await deps.inserted(tx, row);
       });
     } catch (e) {
       if (e instanceof AppError) throw e;
       // The checks above run alone in this process; a unique violation means another Keel shares the database.
-      if (isUniqueViolation(e, { table: 'workspaces_workspaces', column: 'name' })) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists');
-      if (isUniqueViolation(e)) throw new AppError('PORT_UNAVAILABLE', 'the port was taken meanwhile; retry');
+      if (deps.store.isUniqueViolation(e, { table: 'workspaces_workspaces', column: 'name' })) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists');
+      if (deps.store.isUniqueViolation(e)) throw new AppError('PORT_UNAVAILABLE', 'the port was taken meanwhile; retry');
       throw e;
     }
     return row;

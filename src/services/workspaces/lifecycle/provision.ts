@@ -13,7 +13,7 @@ import { createWorkspaceNetworks, networkName } from '../network/workspace-netwo
 import type { Firewall } from '../network/firewall';
 import type { Engines } from '../engine/engines';
 import type { Template } from '../images/templates';
-import type { Records } from './records';
+import type { LifecycleRepository } from './lifecycle.repository';
 import type { Access } from '../access';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow } from '../workspaces.tables';
@@ -36,7 +36,7 @@ export interface SnapshotSource {
 export function createProvisioner(deps: {
   engine: Engine;
   engines: Engines;
-  records: Records;
+  records: LifecycleRepository;
   access: Access;
   settings: WorkspacesConfig;
   log: Logger;

@@ -5,7 +5,7 @@ import { errorFields, type Logger } from '../../../platform/runtime';
 import type { Engine, ManagedObject } from '../engine/engine';
 import type { Firewall } from '../network/firewall';
 import type { Provisioner } from './provision';
-import type { Records } from './records';
+import type { LifecycleRepository } from './lifecycle.repository';
 import type { Access } from '../access';
 import type { StateMachine } from './state-machine';
 import type { TaskQueue } from './task-queue';
@@ -17,7 +17,7 @@ const inProgress = (row: WorkspaceRow | undefined) => !!row && IN_PROGRESS.has(r
 
 export function createReconciler(deps: {
   engine: Engine;
-  records: Records;
+  records: LifecycleRepository;
   access: Access;
   queue: TaskQueue;
   machine: StateMachine;

@@ -10,7 +10,7 @@ import type { Logger } from '../../../platform/runtime';
 import { engineFailure, workspaceNotFound } from '../access';
 import { EngineError, type Engine } from '../engine/engine';
 import { failureReason, type Provisioner } from './provision';
-import type { Records } from './records';
+import type { LifecycleRepository } from './lifecycle.repository';
 import type { Access } from '../access';
 import type { Stats } from './stats';
 import type { TaskQueue } from './task-queue';
@@ -38,7 +38,7 @@ const READY_TIMEOUT_MS = 120_000;
 const READY_POLL_MS = 500;
 export function createStateMachine(deps: {
   engine: Engine;
-  records: Records;
+  records: LifecycleRepository;
   access: Access;
   queue: TaskQueue;
   provisioner: Provisioner;
@@ -165,7 +165,7 @@ export function createStateMachine(deps: {
     const refuse = (status: WorkspaceStatus) =>
       new AppError('INVALID_TRANSITION', `cannot ${operation} a workspace that is ${status}`, { status, operation, allowedFrom: [...allowed] });
     if (!allowed.includes(row.status)) throw refuse(row.status);
-    const move = (tx?: Parameters<Records['moveStatus']>[3]) => records.moveStatus(row.id, allowed, to, tx);
+    const move = (tx?: Parameters<LifecycleRepository['moveStatus']>[3]) => records.moveStatus(row.id, allowed, to, tx);
     if (!(await (actor ? deps.quotas.admitRunning(actor, row, move) : move()))) {
       const now = await deps.access.row(row.id);
       if (!now) throw workspaceNotFound();

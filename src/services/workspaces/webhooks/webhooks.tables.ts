@@ -11,9 +11,8 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 /** Why a registration stopped receiving: turned off by its owner, answered 410, or failed for too long. */
 export type DisabledReason = 'manual' | 'gone' | 'failing';
 
-export const webhooksTables = defineTables((t, dialect) => {
-  // SQLite stores booleans as 0/1 and its planner matches a partial index by the query's own term.
-  const isHead = sql.raw(dialect === 'postgres' ? 'head' : 'head = 1');
+export const webhooksTables = defineTables((t) => {
+  const isHead = t.isTrue('head');
   const { index, integer, table, text } = t;
   const registrations = table(
     'webhooks_registrations',

@@ -1,5 +1,5 @@
-// The stored side of a workspace: the row updates every lifecycle step makes, and the bus event of
-// each change, written in the same transaction (an outbox row) and relayed once committed, so a
+// The lifecycle's repository, the stored side of a workspace: every query of the feature (the rows,
+// their reservation, the row updates every lifecycle step makes) and the bus event of each change, written in the same transaction (an outbox row) and relayed once committed, so a
 // crash at any moment loses no event of a change that happened (platform/bus/event-outbox.ts).
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
@@ -12,7 +12,7 @@ import { workspacesTables, type WorkspaceRow, type WorkspaceStatus, type Workspa
 
 export type WorkspaceEvent = 'created' | 'started' | 'stopped' | 'restarted' | 'deleted' | 'failed' | 'paused' | 'resumed';
 
-export function createRecords(deps: {
+export function createLifecycleRepository(deps: {
   store: Store;
   bus: Bus;
   clock: Clock;
@@ -24,10 +24,10 @@ export function createRecords(deps: {
   const { store, clock, log, access } = deps;
   const db = store.orm;
   const { workspaces, retainedVolumes, workspaceEventOutbox } = workspacesTables(store.dialect);
-  // A null status or type placeholder means "no filter" (cast: PostgreSQL must know the type of a
-  // parameter compared with NULL). The owner's list uses the (owner, created_at) index.
+  // A null status or type placeholder means "no filter" (the column equals itself: both are NOT NULL;
+  // the placeholder takes the column's type). The owner's list uses the (owner, created_at) index.
   const optional = (column: typeof workspaces.status | typeof workspaces.type, name: string) =>
-    sql`(CAST(${sql.placeholder(name)} AS TEXT) IS NULL OR ${column} = ${sql.placeholder(name)})`;
+    sql`${column} = coalesce(${sql.placeholder(name)}, ${column})`;
   const filters = and(optional(workspaces.status, 'status'), optional(workspaces.type, 'type'));
   const order = [asc(workspaces.createdAt), asc(workspaces.id)] as const;
   const listedOwn = db
@@ -114,6 +114,16 @@ export function createRecords(deps: {
     /** Every workspace running or on its way to (the idle sweep's round). */
     awake: (): Promise<WorkspaceRow[]> => awakeRows.execute(),
 
+    /** Inserts a reserved workspace's row, in the transaction that checked the actor's quotas. */
+    async insert(tx: Orm, row: WorkspaceRow) {
+      await tx.insert(workspaces).values(row);
+    },
+
+    /** Every host port a workspace row reserves (its three ports). */
+    async reservedPorts(): Promise<number[]> {
+      return (await db.select({ a: workspaces.port, b: workspaces.sshPort, c: workspaces.rdpPort }).from(workspaces)).flatMap((r) => [r.a, r.b, r.c]);
+    },
+
     nameTaken: async (name: string): Promise<boolean> => (await db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, name)).limit(1)).length > 0,
 
     async ids(): Promise<string[]> {
@@ -161,4 +171,4 @@ export function createRecords(deps: {
   };
 }
 
-export type Records = ReturnType<typeof createRecords>;
+export type LifecycleRepository = ReturnType<typeof createLifecycleRepository>;
