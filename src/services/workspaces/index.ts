@@ -147,7 +147,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   const usage = createUsage({ store: deps.store, clock: deps.clock, tokensByModel: (actor, from, to) => agentRepository.tokensByModel(actor, from, to) });
   const registry = createTemplateRegistry();
   const instance = instanceId(deps.config.dataDir, deps.clock);
-  const customTemplates = createCustomTemplates({ repo: createTemplatesRepository(deps.store), registry, engine, settings, instance, clock: deps.clock, log: deps.log.child({ component: 'templates' }) });
+  const customTemplates = createCustomTemplates({ repo: createTemplatesRepository(deps.store), registry, engine, settings, clock: deps.clock, log: deps.log.child({ component: 'templates' }) });
   const templates = createTemplatesService({ registry, engine, settings, log: deps.log, custom: customTemplates });
   const workspaces = createLifecycle({
     store: deps.store,

@@ -16,6 +16,7 @@ const env = { APP_DATA_DIR: dataDir, APP_WORKSPACE_PORT_RANGE: '27950-27979', AP
 const headers = { authorization: `Bearer ${mintToken(TEST_SECRET, { sub: 'alice', ttlSeconds: 900 })}`, 'content-type': 'application/json' };
 let keel: KeelProcess | undefined;
 let instance = '';
+let templateId = '';
 
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(keel!.urls.workspaces + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -30,7 +31,7 @@ beforeAll(async () => {
 afterAll(async () => {
   keel?.proc.kill('SIGKILL');
   await keel?.proc.exited;
-  for (const ref of docker('images', '-q', '--filter', `label=dev.keel.instance=${instance}`).stdout.split('\n').filter(Boolean)) docker('rmi', '-f', ref);
+  for (const ref of docker('images', '--format', '{{.Repository}}:{{.Tag}}', 'keel-template').stdout.split('\n').filter((r) => templateId && r.includes(templateId))) docker('rmi', '-f', ref);
   if (instance) await removeInstanceObjects(instance);
   rmSync(dataDir, { recursive: true, force: true });
 });
@@ -39,6 +40,7 @@ test('kill -9 mid-build: after the restart the build runs again and ends ready, 
   const created = await call('POST', '/api/templates', { name: 'slow', dockerfile: 'FROM keel/minimal\nUSER root\nRUN sleep 3 && mkdir -p /opt && echo built > /opt/built\n' });
   expect(created.status).toBe(202);
   const { id, buildId } = created.body;
+  templateId = id;
   // Mid-build: the RUN step has started.
   await waitFor('the RUN step', async () => ((await call('GET', `/api/templates/${id}/builds/${buildId}/logs`)).body.lines as { message: string }[]).some((l) => /RUN sleep 3/.test(l.message)) || null, 60_000);
   expect((await call('GET', `/api/templates/${id}`)).body.status).toBe('building');

@@ -42,7 +42,7 @@ export function imageCalls(docker: DockerClient): ImageCalls {
     async buildStreaming(context, ref, opts) {
       const src = new PassThrough();
       src.end(context);
-      const stream = (await call(() => docker.buildImage(src as unknown as NodeJS.ReadableStream, { t: ref, networkmode: 'none', forcerm: true, labels: opts.labels }) as Promise<Readable>)) as Readable;
+      const stream = (await call(() => docker.buildImage(src as unknown as NodeJS.ReadableStream, { t: ref, networkmode: 'none', forcerm: true }) as Promise<Readable>)) as Readable;
       const abort = () => stream.destroy(new Error('the build ran past its time limit'));
       opts.signal.addEventListener('abort', abort, { once: true });
       let step = '';

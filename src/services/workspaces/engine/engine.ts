@@ -167,7 +167,7 @@ export interface Engine {
   /** `docker build` of a context tar with a Dockerfile at its root, tagged `ref`. */
   buildImage(context: Buffer, ref: string): Promise<void>;
   /** A build whose output lines go to `onLine`, with no network for its steps; a failure names its step. */
-  buildStreaming(context: Buffer, ref: string, opts: { onLine: (line: string) => void; signal: AbortSignal; labels: Record<string, string> }): Promise<void>;
+  buildStreaming(context: Buffer, ref: string, opts: { onLine: (line: string) => void; signal: AbortSignal }): Promise<void>;
   /** An image's USER, WORKDIR, ENV, CMD and ENTRYPOINT; null when the engine has no such image. */
   imageConfig(ref: string): Promise<{ user: string; workdir: string; env: string[]; cmd: string[] | null; entrypoint: string[] | null } | null>;
 

@@ -7,7 +7,6 @@ import { canAccess } from '../../../platform/auth/workspace-token';
 import { AppError } from '../../../platform/errors';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
 import type { Engine } from '../engine/engine';
-import { LABEL_INSTANCE, LABEL_MANAGED } from '../engine/engine';
 import { buildTemplateImage, templateImage } from '../images/template-image';
 import type { Template, TemplateRegistry } from '../images/templates';
 import type { WorkspacesConfig } from '../workspaces.config';
@@ -43,7 +42,7 @@ const IDLE = 'echo "keel: workspace ready"; while :; do sleep 3600; done';
 
 type Settings = Pick<WorkspacesConfig, 'templates' | 'minimalImage' | 'bunImage' | 'busyboxPath' | 'bunPath' | 'templatesDir' | 'registryProbeUrl'>;
 
-export function createCustomTemplates(deps: { repo: TemplatesRepository; registry: TemplateRegistry; engine: Engine; settings: Settings; instance: string; clock: Clock; log: Logger }) {
+export function createCustomTemplates(deps: { repo: TemplatesRepository; registry: TemplateRegistry; engine: Engine; settings: Settings; clock: Clock; log: Logger }) {
   const { repo, registry, engine, settings, log } = deps;
   const live = new Map<string, Live>();
   const iso = () => new Date(deps.clock.now()).toISOString();
@@ -113,8 +112,8 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
       const tar = await contextTar(checked.text, contextFiles(JSON.parse(t.files) as Record<string, string>, settings.templates.contextBytes));
       await engine.buildStreaming(tar, b.image, {
         onLine,
+        // No build labels: the legacy builder makes each a step of its own (a layer copied on vfs); the tag names the template.
         signal: AbortSignal.timeout(settings.templates.buildTimeoutMs),
-        labels: { [LABEL_MANAGED]: 'true', [LABEL_INSTANCE]: deps.instance, 'dev.keel.template': t.id },
       });
       await register(t, b.version);
     } catch (e) {
