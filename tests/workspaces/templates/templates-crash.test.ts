@@ -37,11 +37,11 @@ afterAll(async () => {
 });
 
 test('kill -9 mid-build: after the restart the build runs again and ends ready, never stuck in building', async () => {
-  const created = await call('POST', '/api/templates', { name: 'slow', dockerfile: 'FROM keel/minimal\nUSER root\nRUN sleep 3 && mkdir -p /opt && echo built > /opt/built\n' });
+  const created = await call('POST', '/api/templates', { name: 'slow', dockerfile: 'FROM keel/minimal\nUSER root\nCOPY stamp /stamp\nRUN sleep 3 && mkdir -p /opt && echo built > /opt/built\n', files: { stamp: `${Date.now()} ${Math.random()}` } });
   expect(created.status).toBe(202);
   const { id, buildId } = created.body;
   templateId = id;
-  // Mid-build: the RUN step has started.
+  // Mid-build: the RUN step has started (the stamp keeps the engine's cache from answering at once).
   await waitFor('the RUN step', async () => ((await call('GET', `/api/templates/${id}/builds/${buildId}/logs`)).body.lines as { message: string }[]).some((l) => /RUN sleep 3/.test(l.message)) || null, 60_000);
   expect((await call('GET', `/api/templates/${id}`)).body.status).toBe('building');
   keel!.proc.kill('SIGKILL');
