@@ -9,6 +9,7 @@ import { playbackFixtures, tempMediaRoot } from '../helpers/media';
 import { PLAY, startPlaybackPlatform } from '../helpers/playback';
 import type { TestPlatform } from '../helpers/platform';
 import { launchBrowser, screenshot, type TestBrowser } from '../ui/browser';
+import { waitFor } from '../helpers/docker';
 
 let p: TestPlatform;
 let media: ReturnType<typeof tempMediaRoot>;
@@ -97,6 +98,21 @@ test("a work's page plays HLS in the page past 4 s, and seeking shows a trickpla
   expect(await page.evaluate((src) => new Promise<number>((r) => { const i = new Image(); i.onload = () => r(i.naturalWidth); i.onerror = () => r(0); i.src = src; }), sprite)).toBeGreaterThan(0);
   await screenshot(page, 'media-player');
   await page.waitForFunction(() => (document.querySelector('video') as HTMLVideoElement).currentTime > 12.5, undefined, { timeout: 60_000, polling: 200 });
+
+  // Leaving the page keeps the place; Play again starts there (continue watching).
+  const episode = page.url();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Library', exact: true }).click();
+  await page.getByRole('heading', { name: 'Library', exact: true }).waitFor();
+  const token = await page.evaluate(() => sessionStorage.getItem('keel.media.token'));
+  const items = await waitFor('the place kept', async () => {
+    const r = (await (await fetch(p.url('playback') + '/progress?inProgress=true', { headers: { authorization: `Bearer ${token}` } })).json()) as { items: { positionMs: number }[] };
+    return r.items.length ? r.items : null;
+  }, 20_000);
+  expect(items[0]!.positionMs).toBeGreaterThan(12_000);
+  await page.goto(episode);
+  await page.getByRole('button', { name: /^Play / }).first().click();
+  await page.getByRole('status').getByText(/^Resuming at 0:1\d$/).waitFor({ timeout: 30_000 });
+  await page.waitForFunction(() => (document.querySelector('video') as HTMLVideoElement).currentTime > 12, undefined, { timeout: 60_000, polling: 200 });
 }, 180_000);
 
 test('nothing left the machine, and the pages broke no policy', () => {

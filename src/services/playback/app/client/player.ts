@@ -3,9 +3,13 @@
 // Play: opens an HLS playback session for the asset (this origin's POST /sessions), plays it in a
 // <video> through hls.js (a chunk loaded on the first Play; iOS Safari plays HLS itself), and draws the
 // session's trickplay thumbnails (thumbnails.vtt beside the master playlist) over a seek bar of its
-// own while a person drags it. Audio and subtitle choices appear when the stream offers them.
+// own while a person drags it. Audio and subtitle choices appear when the stream offers them. Where
+// the actor stopped is kept (PUT /progress every few seconds and on pause) and a later Play starts there.
 import { call, messageOf, ProblemError } from './api';
 import { fill, h, uid, duration } from './dom';
+
+/** How often the place reached is saved while playing. */
+const PROGRESS_EVERY_MS = 5000;
 
 interface Cue {
   start: number;
@@ -49,7 +53,8 @@ export async function playerFor(stage: HTMLElement, assetId: string, page: Abort
   const time = h('span', { class: 'note' }, '0:00');
   const thumb = h('div', { class: 'thumb', hidden: true, role: 'img', 'aria-label': 'Thumbnail at the seek position' });
   const choices = h('div', { class: 'row choices' });
-  fill(stage, video, h('div', { class: 'seekbar' }, thumb, seek, time), choices, error);
+  const resumeNote = h('p', { class: 'note', role: 'status' });
+  fill(stage, video, h('div', { class: 'seekbar' }, thumb, seek, time), resumeNote, choices, error);
   try {
     const session = await openSession(assetId, page);
     const master = new URL(session.url, location.href);
@@ -100,7 +105,28 @@ export async function playerFor(stage: HTMLElement, assetId: string, page: Abort
       player.loadSource(src);
       player.attachMedia(video);
     }
+    // Continue watching: start where the actor stopped (unless played to the end), and keep the place.
+    const kept = await call<{ items: { assetId: string; positionMs: number; played: boolean }[] }>('', 'GET', '/progress?limit=500', undefined, page)
+      .then((r) => r.items.find((i) => i.assetId === assetId))
+      .catch(() => undefined);
+    if (kept && !kept.played && kept.positionMs > 0) {
+      const resume = () => (video.currentTime = kept.positionMs / 1000);
+      if (video.readyState >= HTMLMediaElement.HAVE_METADATA) resume();
+      else video.addEventListener('loadedmetadata', resume, { once: true });
+      resumeNote.textContent = `Resuming at ${duration(kept.positionMs)}`;
+    }
+    let saved = -1;
+    const save = () => {
+      const positionMs = Math.floor(video.currentTime * 1000);
+      if (!positionMs || Math.abs(positionMs - saved) < 1000) return;
+      saved = positionMs;
+      void call('', 'PUT', `/progress/${encodeURIComponent(assetId)}`, { positionMs }).catch(() => undefined);
+    };
+    const saver = setInterval(save, PROGRESS_EVERY_MS);
+    video.addEventListener('pause', save);
     page.addEventListener('abort', () => {
+      save();
+      clearInterval(saver);
       hls?.destroy();
       void call('', 'DELETE', `/sessions/${session.id}`).catch(() => undefined);
     }, { once: true });
