@@ -4,7 +4,8 @@
 // works as a grid; a series opens its seasons, a season its episodes: #/w/<id>), a work's page (its
 // assets with Play) and Scan (#/scan: a library folder and its progress, read every second).
 import { call, messageOf, ProblemError, services, setUnauthorizedHandler, token } from './api';
-import { announce, duration, fill, h, uid } from './dom';
+import { announce, fill, h, uid } from '../../../../platform/browser/dom';
+import { duration } from './format';
 import { playerFor } from './player';
 
 interface Work {

@@ -6,7 +6,8 @@
 // own while a person drags it. Audio and subtitle choices appear when the stream offers them. Where
 // the actor stopped is kept (PUT /progress every few seconds and on pause) and a later Play starts there.
 import { call, messageOf, ProblemError } from './api';
-import { fill, h, uid, duration } from './dom';
+import { fill, h, uid } from '../../../../platform/browser/dom';
+import { duration } from './format';
 
 /** How often the place reached is saved while playing. */
 const PROGRESS_EVERY_MS = 5000;

@@ -4,7 +4,7 @@
 // Start, Stop, Restart, Pause, Resume and Delete for one workspace, the same on the list and on its page. Which
 // buttons are enabled follows the status (the API's state machine); Delete asks first, in a dialog.
 import { api, messageOf } from './api';
-import { announce, h } from './dom';
+import { announce, h } from '../../../../platform/browser/dom';
 import type { Store, Workspace } from './store';
 
 const ENABLED: Record<'Start' | 'Stop' | 'Restart' | 'Pause' | 'Resume', string[]> = {

@@ -9,7 +9,7 @@
 // call that waits for approval shows with `Approve` and `Deny` buttons (and a `Reason` for a denial).
 import type { AgentSession, AgentToolCall as ToolCall } from '../../../../../clients/typescript/src';
 import { api, ApiError, messageOf, readStream, type StreamEvent } from './api';
-import { announce, h, uid } from './dom';
+import { announce, h, uid } from '../../../../platform/browser/dom';
 import type { PanelContext } from './workspace';
 
 type Session = AgentSession;

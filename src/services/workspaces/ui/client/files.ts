@@ -4,7 +4,7 @@
 // text file to edit and save. Bytes go through the files API with the tab's token: a download is
 // fetched and handed to the browser as a blob (a plain link could not carry the Authorization header).
 import { api, ApiError, authorized, messageOf } from './api';
-import { announce, fill, h, uid } from './dom';
+import { announce, fill, h, uid } from '../../../../platform/browser/dom';
 import type { PanelContext } from './workspace';
 
 interface Entry {

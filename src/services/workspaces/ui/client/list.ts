@@ -6,7 +6,7 @@
 // Rows are kept by id and updated in place, so keyboard focus survives a status change.
 import { api, messageOf } from './api';
 import { actionButtons } from './actions';
-import { announce, h, uid } from './dom';
+import { announce, h, uid } from '../../../../platform/browser/dom';
 import type { Store, Workspace } from './store';
 import type { TemplateList } from '../../../../../clients/typescript/src';
 

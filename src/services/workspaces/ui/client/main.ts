@@ -4,7 +4,7 @@
 // The dashboard's entry: sign-in with a token (kept in this tab's session storage only), then a
 // hash router between the workspace list (#/), a workspace's page (#/w/<id>), Templates, Webhooks and Usage.
 import { api, ApiError, messageOf, setUnauthorizedHandler, token } from './api';
-import { announce, fill, h } from './dom';
+import { announce, fill, h } from '../../../../platform/browser/dom';
 import { listPage } from './list';
 import { createStore } from './store';
 import { chatPanel } from './chat';

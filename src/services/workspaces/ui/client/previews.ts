@@ -3,7 +3,7 @@
 // A workspace page's Previews panel: its preview links (each a host of its own, opened in a new tab
 // with Open), `New preview` showing a form that makes one for a port, and a Revoke button per live link.
 import { api, messageOf } from './api';
-import { announce, fill, h, uid } from './dom';
+import { announce, fill, h, uid } from '../../../../platform/browser/dom';
 import type { PanelContext } from './workspace';
 
 interface Preview {

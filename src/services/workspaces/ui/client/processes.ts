@@ -5,7 +5,7 @@
 // and exit code), follow one's output live (the output stream: what is kept, then as written), and
 // Kill (KILL to its process group). The list is read again after each action and every few seconds.
 import { api, messageOf, readStream } from './api';
-import { announce, fill, h, uid } from './dom';
+import { announce, fill, h, uid } from '../../../../platform/browser/dom';
 import type { PanelContext } from './workspace';
 
 interface Proc {

@@ -3,7 +3,7 @@
 // A workspace page's Snapshots view: take one (its files and volume; docs/workspaces.md), list this
 // workspace's snapshots, make a new workspace from one, and Fork (a snapshot and workspaces from it).
 import { api, messageOf } from './api';
-import { announce, fill, h, uid } from './dom';
+import { announce, fill, h, uid } from '../../../../platform/browser/dom';
 import type { PanelContext } from './workspace';
 
 interface Snapshot {

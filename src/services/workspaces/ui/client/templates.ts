@@ -4,7 +4,7 @@
 // public ones, with their status), `New template` from a Dockerfile, and a build's output followed
 // live until it ends (docs/templates.md).
 import { api, messageOf, readStream } from './api';
-import { announce, fill, h, uid } from './dom';
+import { announce, fill, h, uid } from '../../../../platform/browser/dom';
 
 interface TemplateInfo {
   name: string;

@@ -11,7 +11,7 @@ import type { Terminal } from '@xterm/xterm';
 import type { FitAddon } from '@xterm/addon-fit';
 import '@xterm/xterm/css/xterm.css';
 import { api, messageOf } from './api';
-import { h } from './dom';
+import { h } from '../../../../platform/browser/dom';
 import type { PanelContext } from './workspace';
 
 interface Ticket {

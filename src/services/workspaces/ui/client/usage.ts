@@ -3,7 +3,7 @@
 // The Usage page (#/usage): the signed-in actor's agent tokens, exec seconds and running minutes per
 // UTC day over the last week (GET /api/usage, one day a request), drawn as bars and given as a table.
 import { api, messageOf } from './api';
-import { fill, h } from './dom';
+import { fill, h } from '../../../../platform/browser/dom';
 
 interface Report {
   tokens: { total: number };

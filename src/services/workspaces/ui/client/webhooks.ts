@@ -4,7 +4,7 @@
 // on, Ping it, Delete it, and read its delivery log (status, attempts, the last answer's code and
 // time) with Redeliver per delivery. The log is read again every few seconds while it is open.
 import { api, messageOf } from './api';
-import { announce, fill, h, uid } from './dom';
+import { announce, fill, h, uid } from '../../../../platform/browser/dom';
 
 interface Webhook {
   id: string;

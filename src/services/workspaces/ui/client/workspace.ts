@@ -7,7 +7,7 @@
 // `panels` below: each gets the workspace and the page's signal, and returns a section.
 import { api, messageOf, readStream } from './api';
 import { actionButtons } from './actions';
-import { announce, fill, h, uid } from './dom';
+import { announce, fill, h, uid } from '../../../../platform/browser/dom';
 import type { WorkspaceWithStats } from '../../../../../clients/typescript/src';
 import type { Store, Workspace } from './store';
 
