@@ -13,6 +13,7 @@ export function createTemplatesRepository(store: Store) {
     get: async (id: string): Promise<TemplateRow | undefined> => (await db.select().from(templates).where(eq(templates.id, id)))[0],
     byName: async (owner: string, name: string): Promise<TemplateRow | undefined> => (await db.select().from(templates).where(and(eq(templates.owner, owner), eq(templates.name, name))))[0],
     publicByName: async (name: string): Promise<TemplateRow | undefined> => (await db.select().from(templates).where(and(eq(templates.public, true), eq(templates.name, name), isNull(templates.deletedAt))).orderBy(asc(templates.createdAt)))[0],
+    existsNamed: async (name: string): Promise<boolean> => (await db.select({ id: templates.id }).from(templates).where(and(eq(templates.name, name), isNull(templates.deletedAt))).limit(1)).length > 0,
     countOf: async (owner: string): Promise<number> => Number((await db.select({ n: count() }).from(templates).where(and(eq(templates.owner, owner), isNull(templates.deletedAt))))[0]?.n ?? 0),
     /** A template and its first build, together. */
     create: (t: TemplateRow, b: TemplateBuildRow) =>

@@ -155,7 +155,7 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
       // Checked now, so a bad Dockerfile or context is a 400, not a failed build.
       checkDockerfile(input.dockerfile, (b) => b);
       contextFiles(input.files ?? {}, settings.templates.contextBytes);
-      if (registry.isBuiltIn(input.name) || (await repo.byName(actor.id, input.name))) throw new AppError('TEMPLATE_EXISTS', 'a template of this name exists', { name: input.name });
+      if (registry.isBuiltIn(input.name) || (await repo.byName(actor.id, input.name))) throw new AppError('TEMPLATE_EXISTS', 'a template of this name exists', { property: '/name' });
       if (!actor.admin && (await repo.countOf(actor.id)) >= settings.templates.quota) {
         throw new AppError('QUOTA_EXCEEDED', `you hold ${settings.templates.quota} templates (APP_QUOTA_TEMPLATES); delete one first`, { quota: 'templates', limit: settings.templates.quota });
       }
@@ -171,7 +171,7 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
       try {
         await repo.create(row, build);
       } catch (e) {
-        if (await repo.byName(actor.id, input.name)) throw new AppError('TEMPLATE_EXISTS', 'a template of this name exists', { name: input.name });
+        if (await repo.byName(actor.id, input.name)) throw new AppError('TEMPLATE_EXISTS', 'a template of this name exists', { property: '/name' });
         throw e;
       }
       void run(row, build);
@@ -218,8 +218,12 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
     async resolve(actor: Actor, name: string): Promise<string> {
       if (registry.get(name)) return name;
       const t = (await repo.byName(actor.id, name)) ?? (await repo.publicByName(name));
-      if (!t || t.deletedAt) throw new AppError('TEMPLATE_NOT_FOUND', `no template named ${name} that you may use`, { property: '/template' });
-      if (t.version === 0) throw new AppError('TEMPLATE_NOT_READY', `template ${name} has no built version yet`, { status: t.status });
+      if (!t || t.deletedAt) {
+        // Another actor's private template is theirs (404); a name no one has is the spec's 400.
+        if (await repo.existsNamed(name)) throw new AppError('TEMPLATE_NOT_FOUND', 'no template of this name that you may use', { property: '/template' });
+        throw new AppError('INVALID_REQUEST', 'unknown template', { property: '/template', known: registry.names() });
+      }
+      if (t.version === 0) throw new AppError('TEMPLATE_NOT_READY', 'the template has no built version yet', { property: '/template', status: t.status });
       return key(t.id, t.version);
     },
 
