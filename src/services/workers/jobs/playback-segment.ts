@@ -31,6 +31,44 @@ export async function runFfmpeg(deps: Pick<PlaybackSegmentDeps, 'ffmpegPath' | '
   return { code, stderr, signalCode: proc.signalCode };
 }
 
+/** The job's output inside the playback cache; a path that leaves it fails for good. */
+export function cachePath(cacheRoot: string, rel: string, what: string): string {
+  const output = resolve(cacheRoot, rel);
+  if (!isInside(cacheRoot, output) || output === cacheRoot) throw failed(`the ${what} path leaves the cache`, false);
+  return output;
+}
+
+/** The medium's real path under its media root; one that cannot be read or leaves the root fails for good. */
+export function mediaSource(mediaRoots: string[], rootIndex: number, path: string): string {
+  const base = mediaRoots[rootIndex];
+  if (base === undefined) throw failed(`media root ${rootIndex} is not configured on the worker`, false);
+  try {
+    const root = realpathSync(base);
+    const file = realpathSync(join(root, path));
+    if (isInside(root, file)) return file;
+  } catch {
+    throw failed('the source file cannot be read', false);
+  }
+  throw failed('the source file leaves its media root', false);
+}
+
+/**
+ * Makes `output` in a work folder of the job's own attempt (`make` writes the file it is given) and
+ * renames it into place once whole, so a reader never sees half of it and a job killed mid-way
+ * leaves nothing usable; the folder goes either way.
+ */
+export async function intoCache(cacheRoot: string, job: { id: string; attempt: number }, output: string, name: string, make: (file: string) => Promise<string>): Promise<void> {
+  const work = join(cacheRoot, '.work', `${job.id}-${job.attempt}`);
+  mkdirSync(work, { recursive: true });
+  try {
+    const made = await make(join(work, name));
+    mkdirSync(dirname(output), { recursive: true });
+    renameSync(made, output);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
 /**
  * ffmpeg's arguments for one segment. Timestamps stay those of the source (-copyts, mpegts_copyts)
  * shifted by a constant 10 s, so consecutive segments join without a gap or an overlap; the segment
@@ -68,41 +106,22 @@ export function segmentArgs(job: PlaybackSegmentJob, input: string, outPattern: 
 export function createPlaybackSegmentJob(deps: PlaybackSegmentDeps): JobHandler<'playback.segment'> {
   const cacheRoot = resolve(deps.cacheDir);
 
-  function sourceOf(job: PlaybackSegmentJob): string {
-    const base = deps.mediaRoots[job.root];
-    if (base === undefined) throw failed(`media root ${job.root} is not configured on the worker`, false);
-    try {
-      const root = realpathSync(base);
-      const file = realpathSync(join(root, job.path));
-      if (isInside(root, file)) return file;
-    } catch {
-      throw failed('the source file cannot be read', false);
-    }
-    throw failed('the source file leaves its media root', false);
-  }
-
   return {
     type: 'playback.segment',
     async run({ job, signal, log }) {
       const p = job.payload;
-      const output = resolve(cacheRoot, p.output);
-      if (!isInside(cacheRoot, output) || output === cacheRoot) throw failed('the segment path leaves the cache', false);
+      const output = cachePath(cacheRoot, p.output, 'segment');
       if (existsSync(output)) return; // made by an earlier job (concurrent requests in several processes)
-      const input = sourceOf(p);
-      const work = join(cacheRoot, '.work', `${job.id}-${job.attempt}`);
-      mkdirSync(work, { recursive: true });
-      try {
-        const { code, stderr, signalCode } = await runFfmpeg(deps, segmentArgs(p, input, join(work, 'piece-%d.ts')), signal);
-        const first = join(work, 'piece-0.ts');
+      const input = mediaSource(deps.mediaRoots, p.root, p.path);
+      await intoCache(cacheRoot, job, output, 'piece-%d.ts', async (pattern) => {
+        const { code, stderr, signalCode } = await runFfmpeg(deps, segmentArgs(p, input, pattern), signal);
+        const first = pattern.replace('%d', '0');
         if (code !== 0 || !existsSync(first)) {
           log.warn('ffmpeg could not make the segment', { code, signal: signalCode, stderr: stderr.slice(0, 400) });
           throw failed(signalCode ? `ffmpeg was stopped (${signalCode}) while making the segment` : 'ffmpeg could not make the segment');
         }
-        mkdirSync(dirname(output), { recursive: true });
-        renameSync(first, output);
-      } finally {
-        rmSync(work, { recursive: true, force: true });
-      }
+        return first;
+      });
     },
   };
 }

@@ -1,12 +1,11 @@
 // The subtitle job: one subtitle of an asset (an embedded text stream, or a sidecar file beside the
 // medium on the same root) as WebVTT, written into the playback cache under a temporary name and
 // renamed when whole.
-import { existsSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { PlaybackSubtitlesJob } from '../../../platform/bus/subjects';
-import { isInside } from '../../../platform/paths';
 import type { JobHandler } from './index';
-import { failed, runFfmpeg, type PlaybackSegmentDeps } from './playback-segment';
+import { cachePath, failed, intoCache, mediaSource, runFfmpeg, type PlaybackSegmentDeps } from './playback-segment';
 
 /** A sidecar is read by the demuxer its extension names, never by what its bytes look like (a playlist would fetch URLs). */
 const SIDECAR_DEMUXERS: Record<string, string> = { srt: 'srt', vtt: 'webvtt', ass: 'ass', ssa: 'ass' };
@@ -27,33 +26,17 @@ export function createPlaybackSubtitlesJob(deps: PlaybackSegmentDeps): JobHandle
     type: 'playback.subtitles',
     async run({ job, signal, log }) {
       const p = job.payload;
-      const output = resolve(cacheRoot, p.output);
-      if (!isInside(cacheRoot, output) || output === cacheRoot) throw failed('the subtitle path leaves the cache', false);
+      const output = cachePath(cacheRoot, p.output, 'subtitle');
       if (existsSync(output)) return;
-      const base = deps.mediaRoots[p.root];
-      if (base === undefined) throw failed(`media root ${p.root} is not configured on the worker`, false);
-      let input: string;
-      try {
-        const root = realpathSync(base);
-        input = realpathSync(join(root, p.file ?? p.path));
-        if (!isInside(root, input)) throw new Error('outside');
-      } catch {
-        throw failed('the subtitle source cannot be read', false);
-      }
-      const work = join(cacheRoot, '.work', `${job.id}-${job.attempt}`);
-      mkdirSync(work, { recursive: true });
-      try {
-        const tmp = join(work, 'subtitles.vtt');
+      const input = mediaSource(deps.mediaRoots, p.root, p.file ?? p.path);
+      await intoCache(cacheRoot, job, output, 'subtitles.vtt', async (tmp) => {
         const { code, stderr, signalCode } = await runFfmpeg(deps, subtitleArgs(p, input, tmp), signal);
         if (code !== 0 || !existsSync(tmp)) {
           log.warn('ffmpeg could not make the subtitles', { code, signal: signalCode, stderr: stderr.slice(0, 400) });
           throw failed('ffmpeg could not make the subtitles');
         }
-        mkdirSync(dirname(output), { recursive: true });
-        renameSync(tmp, output);
-      } finally {
-        rmSync(work, { recursive: true, force: true });
-      }
+        return tmp;
+      });
     },
   };
 }
