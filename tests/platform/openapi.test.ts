@@ -81,7 +81,7 @@ const OPERATION_IDS: Record<ServiceName, string[]> = {
     'restartWorkspace', 'pauseWorkspace', 'resumeWorkspace', 'createSnapshot', 'forkWorkspace', 'listSnapshots', 'getSnapshot', 'deleteSnapshot', 'getQuotas', 'getWorkspaceLogs', 'getStreamStats', 'execCommand', 'createAgentSession', 'listAgentSessions',
     'getAgentSession', 'deleteAgentSession', 'sendAgentMessage', 'streamAgentEvents', 'cancelAgentTurn', 'listAgentApprovals', 'decideAgentApproval', 'getUsage', 'mcp', 'createWebhook', 'listWebhooks',
     'getWebhook', 'updateWebhook', 'deleteWebhook', 'pingWebhook', 'listWebhookDeliveries', 'getWebhookDelivery', 'redeliverWebhookDelivery',
-    'streamEvents', 'listTemplates', 'createTemplate', 'getTemplate', 'rebuildTemplate', 'deleteTemplate', 'readTemplateBuildLog', 'listVolumes', 'deleteVolume',
+    'streamEvents', 'listTemplates', 'createTemplate', 'createTemplateFromSnapshot', 'getTemplate', 'rebuildTemplate', 'deleteTemplate', 'readTemplateBuildLog', 'listVolumes', 'deleteVolume',
     'readWorkspaceFile', 'writeWorkspaceFile', 'deleteWorkspaceFile', 'moveWorkspaceFile',
     'startWorkspaceProcess', 'listWorkspaceProcesses', 'getWorkspaceProcess', 'readWorkspaceProcessOutput', 'writeWorkspaceProcessStdin', 'signalWorkspaceProcess',
     'createWorkspacePreview', 'listWorkspacePreviews', 'revokeWorkspacePreview',

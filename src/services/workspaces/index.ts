@@ -272,7 +272,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     .use(workspacesRoutes({ auth, workspaces, lists }))
     .use(snapshotsRoutes({ auth, workspaces }))
     .use(templatesRoutes({ auth, templates }))
-    .use(customTemplatesRoutes({ auth, templates: customTemplates, sse, quotas, contextBytes: settings.templates.contextBytes }))
+    .use(customTemplatesRoutes({ auth, templates: customTemplates, sse, quotas, contextBytes: settings.templates.contextBytes, snapshotSource: workspaces.snapshots.source }))
     .use(volumesRoutes({ auth, volumes }))
     .use(logsRoutes({ auth, logs, exec, sse, quotas }))
     .use(execRoutes({ auth, exec, sse, quotas }))

@@ -128,6 +128,23 @@ test('readyCommand holds the workspace back from running until it exits 0', asyn
   expect(r.stdout).toBe('ready\n');
 }, 120_000);
 
+test("a snapshot becomes a template: its file system in a new workspace; another actor's snapshot is 404", async () => {
+  const src = (await (await post('/api/workspaces', { name: 'snap-source', template: 'minimal' })).json()) as { id: string };
+  await waitStatus(p, src.id, 'running', { as: 'alice', timeoutMs: 90_000 });
+  await post(`/api/workspaces/${src.id}/exec`, { command: 'echo kept-in-the-image > /tmp/marker' });
+  const snap = (await (await post(`/api/workspaces/${src.id}/snapshots`, { name: 'for-a-template' })).json()) as { id: string };
+  expect((await post(`/api/snapshots/${snap.id}/template`, { name: 'from-snap' }, 'bob')).status).toBe(404);
+  const res = await post(`/api/snapshots/${snap.id}/template`, { name: 'from-snap' });
+  expect(res.status).toBe(202);
+  const t = await built(((await res.json()) as any).id);
+  expect(t).toMatchObject({ status: 'ready', version: 1, user: '1000:1000', workdir: '/workspace' });
+  const ws = (await (await post('/api/workspaces', { name: 'from-snap-1', template: 'from-snap' })).json()) as { id: string };
+  await waitStatus(p, ws.id, 'running', { as: 'alice', timeoutMs: 90_000 });
+  const r = (await (await post(`/api/workspaces/${ws.id}/exec`, { command: 'cat /tmp/marker; echo "[$KEEL_CODE_SECRET]" | grep -c "^\\[.\\+\\]$"' })).json()) as any;
+  // The file system came along; the workspace has a code-server secret of its own (not empty).
+  expect(r.stdout).toBe('kept-in-the-image\n1\n');
+}, 240_000);
+
 describe('refused before anything is built', () => {
   const refused = async (body: unknown, code: string, status: number) => {
     const res = await post('/api/templates', body);

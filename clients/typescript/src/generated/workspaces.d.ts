@@ -323,6 +323,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/snapshots/{id}/template": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A template of one of your snapshots (its file system; answered as POST /api/templates)
+         * @description The snapshot's container file system becomes the template's image, run as the workspace it was taken of ran. Its volume (/workspace) is not part of it. Another actor's snapshot is 404 SNAPSHOT_NOT_FOUND.
+         */
+        post: operations["createTemplateFromSnapshot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/templates/{id}": {
         parameters: {
             query?: never;
@@ -1371,6 +1391,10 @@ export interface components {
             /** @description follow it at GET /api/templates/{id}/builds/{buildId}/logs?follow=true */
             buildId: string;
             createdAt: string;
+        };
+        SnapshotTemplateBody: {
+            /** @description the new template's name */
+            name: string;
         };
         TemplateView: {
             id: string;
@@ -5169,6 +5193,202 @@ export interface operations {
                              * @enum {string}
                              */
                             code: "FORBIDDEN";
+                        };
+                    };
+                };
+            };
+            /** @description `TEMPLATE_EXISTS`: you have a template of this name, or it is a built-in one */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "TEMPLATE_EXISTS",
+                     *         "message": "you have a template of this name, or it is a built-in one",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description TEMPLATE_EXISTS: you have a template of this name, or it is a built-in one
+                             * @enum {string}
+                             */
+                            code: "TEMPLATE_EXISTS";
+                        };
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: the request body is over 4 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "the request body is over 4 MiB",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description PAYLOAD_TOO_LARGE: the request body is over 4 MiB
+                             * @enum {string}
+                             */
+                            code: "PAYLOAD_TOO_LARGE";
+                        };
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: the rate limit of the token is spent; retry after Retry-After seconds; `QUOTA_EXCEEDED`: a per-actor quota is full (details.quota, details.limit); free one first */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "RATE_LIMITED",
+                     *         "message": "the rate limit of the token is spent; retry after Retry-After seconds",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description RATE_LIMITED: the rate limit of the token is spent; retry after Retry-After seconds; QUOTA_EXCEEDED: a per-actor quota is full (details.quota, details.limit); free one first
+                             * @enum {string}
+                             */
+                            code: "RATE_LIMITED" | "QUOTA_EXCEEDED";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    createTemplateFromSnapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "x"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SnapshotTemplateBody"];
+            };
+        };
+        responses: {
+            /** @description Response for status 202 */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "status": "building",
+                     *       "buildId": "string",
+                     *       "createdAt": "string"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BuildAccepted"];
+                };
+            };
+            /** @description `INVALID_REQUEST`: the body, query, path or a header is malformed (details.errors names the property), or a value is refused */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_REQUEST",
+                     *         "message": "the body, query, path or a header is malformed (details.errors names the property), or a value is refused",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description INVALID_REQUEST: the body, query, path or a header is malformed (details.errors names the property), or a value is refused
+                             * @enum {string}
+                             */
+                            code: "INVALID_REQUEST";
+                        };
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: no valid Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "no valid Bearer token",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description UNAUTHORIZED: no valid Bearer token
+                             * @enum {string}
+                             */
+                            code: "UNAUTHORIZED";
+                        };
+                    };
+                };
+            };
+            /** @description `SNAPSHOT_NOT_FOUND`: no snapshot with this id is yours */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "SNAPSHOT_NOT_FOUND",
+                     *         "message": "no snapshot with this id is yours",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description SNAPSHOT_NOT_FOUND: no snapshot with this id is yours
+                             * @enum {string}
+                             */
+                            code: "SNAPSHOT_NOT_FOUND";
                         };
                     };
                 };

@@ -237,6 +237,11 @@ export function createLifecycle(deps: LifecycleDeps) {
       get: async (actor: Actor, id: string) => snapshots.view(await snapshots.getOwned(actor, id)),
       create: async (actor: Actor, workspaceId: string, name: string) => snapshots.view(await snapshots.create(actor, workspaceId, name)),
       remove: (actor: Actor, id: string) => snapshots.remove(actor, id),
+      /** The caller's snapshot's image and the template its workspace ran (another's is 404). */
+      source: async (actor: Actor, id: string) => {
+        const row = await snapshots.getOwned(actor, id);
+        return { image: row.image, template: templates.get(row.template) };
+      },
     },
 
     /**

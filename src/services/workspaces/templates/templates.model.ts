@@ -51,6 +51,8 @@ export const TemplateView = t.Object({
 });
 export type TemplateView = Static<typeof TemplateView>;
 
+export const SnapshotTemplateBody = t.Object({ name: t.String({ minLength: 1, maxLength: 63, description: 'the new template\'s name' }) }, { additionalProperties: false });
+
 export const TemplateParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) });
 export const BuildParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }), buildId: t.String({ minLength: 1, maxLength: 64 }) });
 export const BuildLogQuery = t.Object({ follow: t.Optional(t.BooleanString({ description: 'true: SSE, the log from its start then live, last an `event: done`' })) });

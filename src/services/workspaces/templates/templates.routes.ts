@@ -9,7 +9,9 @@ import { workspaceOperation as op } from '../workspaces.errors';
 import { Value } from '@sinclair/typebox/value';
 import { AppError } from '../../../platform/errors';
 import { JsonRefusal, parseJsonBody } from '../../../platform/json';
-import { BuildAccepted, BuildLog, BuildLogQuery, BuildLogStream, BuildParams, CreateTemplateBody, TemplateDeleted, TemplateParams, TemplateView, type CreateTemplateInput } from './templates.model';
+import type { Actor } from '../../../platform/auth/workspace-token';
+import type { Template } from '../images/templates';
+import { BuildAccepted, BuildLog, BuildLogQuery, BuildLogStream, BuildParams, CreateTemplateBody, SnapshotTemplateBody, TemplateDeleted, TemplateParams, TemplateView, type CreateTemplateInput } from './templates.model';
 import type { CustomTemplates } from './templates.service';
 
 const CREATE_EXAMPLE = {
@@ -54,7 +56,15 @@ async function readCreateBody(request: Request, contextBytes: number): Promise<C
 
 const tooLarge = (contextBytes: number) => new AppError('PAYLOAD_TOO_LARGE', `a template's body is limited by its build context, at most APP_TEMPLATE_CONTEXT_BYTES (${contextBytes} bytes)`, { limit: contextBytes });
 
-export function customTemplatesRoutes(deps: { auth: WorkspaceAuthPlugin; templates: CustomTemplates; sse: Sse; quotas: Quotas; contextBytes: number }) {
+export function customTemplatesRoutes(deps: {
+  auth: WorkspaceAuthPlugin;
+  templates: CustomTemplates;
+  sse: Sse;
+  quotas: Quotas;
+  contextBytes: number;
+  /** The caller's snapshot (else 404 SNAPSHOT_NOT_FOUND): its image and its workspace's template. */
+  snapshotSource: (actor: Actor, id: string) => Promise<{ image: string; template: Template | undefined }>;
+}) {
   const { templates } = deps;
   return new Elysia({ name: 'workspaces.custom-templates', detail: { tags: ['templates'] } })
     .use(deps.auth)
@@ -72,6 +82,20 @@ export function customTemplatesRoutes(deps: { auth: WorkspaceAuthPlugin; templat
           'The build runs on the engine with no network for its steps and no privileged step, within APP_TEMPLATE_BUILD_TIMEOUT (30 min). ' +
           'A Dockerfile with `RUN --mount`, `--network`, `--security` or `ADD <url>` is 400 naming its line; a `files` path that is absolute or leaves ' +
           'the context 400; a context past APP_TEMPLATE_CONTEXT_BYTES 400. Past APP_QUOTA_TEMPLATES (20 per actor): 429. `public` is for admins (403).',
+      },
+    })
+    .post('/api/snapshots/:id/template', async ({ actor, params, body, set }) => {
+      const source = await deps.snapshotSource(actor, params.id);
+      set.status = 202;
+      return templates.fromSnapshot(actor, body.name, source);
+    }, {
+      params: TemplateParams,
+      body: SnapshotTemplateBody,
+      response: { 202: BuildAccepted, ...ERRORS, 409: ErrorEnvelope },
+      detail: { ...op('createTemplateFromSnapshot', ['SNAPSHOT_NOT_FOUND', 'TEMPLATE_EXISTS', 'QUOTA_EXCEEDED']),
+        tags: ['templates'],
+        summary: 'A template of one of your snapshots (its file system; answered as POST /api/templates)',
+        description: "The snapshot's container file system becomes the template's image, run as the workspace it was taken of ran. Its volume (/workspace) is not part of it. Another actor's snapshot is 404 SNAPSHOT_NOT_FOUND.",
       },
     })
     .get('/api/templates/:id', ({ actor, params }) => templates.get(actor, params.id), {

@@ -178,6 +178,19 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
       return { id, name: row.name, status: 'building', buildId: build.id, createdAt: now };
     },
 
+    /**
+     * A template of a snapshot: its file system (its volume is not part of an image) as the base, run
+     * as the workspace it was taken of ran. The code-server secret the commit kept in the image's
+     * environment is blanked (each workspace gets its own).
+     */
+    fromSnapshot(actor: Actor, name: string, source: { image: string; template: Template | undefined }) {
+      return this.create(actor, {
+        name,
+        dockerfile: `FROM ${source.image}\nENV KEEL_CODE_SECRET=\n`,
+        ...(source.template ? { startCommand: source.template.command, user: source.template.user, workdir: source.template.workdir, env: source.template.env } : {}),
+      });
+    },
+
     /** A new version from the same Dockerfile and context; running workspaces keep theirs. */
     async rebuild(actor: Actor, id: string): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
       const t = await owned(actor, id);
