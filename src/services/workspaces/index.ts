@@ -161,6 +161,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     quotas,
     templates: registry,
     resolveTemplate: customTemplates.resolve,
+    publicTemplate: customTemplates.publicVersion,
     instance,
     snapshotDir: join(deps.config.dataDir, 'snapshots'),
     codeKey: loadCodeKey(deps.config.dataDir),
@@ -314,6 +315,8 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
       unsubscribe.push(hub.listen(deps.bus));
       // A preview's target is looked up again when its workspace starts, stops or goes.
       unsubscribe.push(previewTargets.listen(deps.bus));
+      // A public template's new version (or its delete) replaces the warm entries APP_WARM_POOL keeps of it.
+      unsubscribe.push(customTemplates.onPublicChange(() => void workspaces.refreshPool().catch((e) => deps.log.warn('warm pool not refreshed', errorFields(e)))));
       outbox.listen(deps.bus); // outbox.stop() unsubscribes
       // One workspaces process per database: its containers, queues and streams live in the process.
       if (!(await deps.store.claim('keel-workspaces-service'))) {

@@ -45,6 +45,11 @@ type Settings = Pick<WorkspacesConfig, 'templates' | 'minimalImage' | 'bunImage'
 export function createCustomTemplates(deps: { repo: TemplatesRepository; registry: TemplateRegistry; engine: Engine; settings: Settings; clock: Clock; log: Logger }) {
   const { repo, registry, engine, settings, log } = deps;
   const live = new Map<string, Live>();
+  /** Told when a public template's ready version changes or it is deleted (the warm pool follows). */
+  const changed = new Set<() => void>();
+  const tell = (t: TemplateRow) => {
+    if (t.public) for (const f of changed) f();
+  };
   const iso = () => new Date(deps.clock.now()).toISOString();
   const notFound = () => new AppError('TEMPLATE_NOT_FOUND', 'no such template');
 
@@ -124,6 +129,7 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
     await repo.endBuild(b, status, reason, state.lines.map((l) => `${l.timestamp} ${l.message}`).join('\n'), iso()).catch((e) => log.error('template build not recorded', { build: b.id, ...errorFields(e) }));
     emit(b.id, { done: { status, ...(reason ? { reason } : {}) } });
     live.delete(b.id);
+    if (status === 'ready') tell(t);
   }
 
   /** The caller's own template by id (admins: any); another's private one is 404. */
@@ -220,7 +226,20 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
       const t = await owned(actor, id);
       if (t.deletedAt) throw notFound();
       await repo.markDeleted(id, iso());
+      tell(t);
       return { id, deleted: true };
+    },
+
+    /** Calls `f` when a public template's ready version changes or it is deleted; the returned function stops. */
+    onPublicChange(f: () => void): () => void {
+      changed.add(f);
+      return () => changed.delete(f);
+    },
+
+    /** The registry name of the public template called `name` at its ready version (APP_WARM_POOL), if any. */
+    async publicVersion(name: string): Promise<string | undefined> {
+      const t = await repo.publicByName(name);
+      return t && t.version > 0 ? key(t.id, t.version) : undefined;
     },
 
     /**
