@@ -97,7 +97,7 @@ export function createLifecycle(deps: LifecycleDeps) {
   const { engines } = deps;
   const firewall = createFirewalls({ instance, log, settings: deps.settings, engines, engineOfWorkspace: async (id) => (await access.row(id))?.engine ?? pool.engineOf(id) });
   const snapshots = createSnapshots({ store: deps.store, engine, access, queue, clock: deps.clock, log, instance, dir: deps.snapshotDir, quota: deps.settings.snapshotQuota });
-  const provisioner = createProvisioner({ engine, engines, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy, snapshots });
+  const provisioner = createProvisioner({ engine, engines, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy, snapshots, builderOf: templates.builderOf });
   const pool: WarmPool = createWarmPool({ settings: deps.settings, templates, engine, engines, firewall, provisioner, holdPorts: reservations.holdPorts,
     lookup: deps.publicTemplate ? async (name) => {
       const key = await deps.publicTemplate!(name);

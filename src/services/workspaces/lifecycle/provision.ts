@@ -63,6 +63,8 @@ export function createProvisioner(deps: {
   codeKey: Buffer;
   clonePolicy: TargetPolicy;
   snapshots: SnapshotSource;
+  /** How a template version people built is made on an engine that lacks its image (images/templates.ts). */
+  builderOf?: (template: string) => ((engine: Engine) => Promise<void>) | undefined;
 }) {
   const { engine, records, settings, log } = deps;
   const networks = createWorkspaceNetworks({ engine, engines: deps.engines, firewall: deps.firewall });
@@ -95,6 +97,8 @@ export function createProvisioner(deps: {
       p = (async () => {
         if (await engine.imageExists(image)) return;
         if (await buildTemplateImage(engine, template, image, settings, log)) return;
+        const build = deps.builderOf?.(template.name);
+        if (build) return build(engine);
         try {
           await engine.pullImage(image);
         } catch (e) {

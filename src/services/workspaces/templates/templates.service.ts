@@ -6,7 +6,7 @@ import type { Actor } from '../../../platform/auth/workspace-token';
 import { canAccess } from '../../../platform/auth/workspace-token';
 import { AppError } from '../../../platform/errors';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
-import type { Engine } from '../engine/engine';
+import { EngineError, type Engine } from '../engine/engine';
 import { buildTemplateImage, templateImage } from '../images/template-image';
 import type { Template, TemplateRegistry } from '../images/templates';
 import type { WorkspacesConfig } from '../workspaces.config';
@@ -84,7 +84,34 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
       ports: PORTS,
       resources: { memoryMb: t.memoryMb ?? DEFAULT_RESOURCES.memoryMb, cpus: t.cpu ?? DEFAULT_RESOURCES.cpus, pids: DEFAULT_RESOURCES.pids },
     };
-    registry.add(entry);
+    // Another engine that lacks the image (APP_ENGINES) builds it from the same Dockerfile and context on first use.
+    registry.add(entry, async (other) => {
+      log.info('building a template version on an engine that lacks it', { template: t.id, version, image });
+      try {
+        await buildOn(other, t, image, (line) => log.debug('template build', { template: t.id, line }));
+      } catch (e) {
+        throw new EngineError(`template ${t.name} version ${version} could not be built on this engine: ${(e as Error).message.slice(0, 400)}`);
+      }
+    });
+  }
+
+  /** Builds template `t` as `image` on `eng`: its built-in bases first (made there when absent), then its Dockerfile and context. */
+  async function buildOn(eng: Engine, t: TemplateRow, image: string, onLine: (line: string) => void): Promise<void> {
+    const checked = checkDockerfile(t.dockerfile, (builtin) => (builtin === 'minimal' ? settings.minimalImage : settings.bunImage));
+    for (const base of checked.bases) {
+      const template = registry.get(base)!;
+      const ref = templateImage(template, settings);
+      if (!(await eng.imageExists(ref))) {
+        onLine(`keel: making the built-in ${base} image first`);
+        await buildTemplateImage(eng, template, ref, settings, log);
+      }
+    }
+    const tar = await contextTar(checked.text, contextFiles(JSON.parse(t.files) as Record<string, string>, settings.templates.contextBytes));
+    await eng.buildStreaming(tar, image, {
+      onLine,
+      // No build labels: the legacy builder makes each a step of its own (a layer copied on vfs); the tag names the template.
+      signal: AbortSignal.timeout(settings.templates.buildTimeoutMs),
+    });
   }
 
   function emit(buildId: string, e: { line?: BuildLine; done?: { status: string; reason?: string } }) {
@@ -105,21 +132,7 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
     let status: 'ready' | 'failed' = 'ready';
     let reason: string | null = null;
     try {
-      const checked = checkDockerfile(t.dockerfile, (builtin) => (builtin === 'minimal' ? settings.minimalImage : settings.bunImage));
-      for (const base of checked.bases) {
-        const template = registry.get(base)!;
-        const ref = templateImage(template, settings);
-        if (!(await engine.imageExists(ref))) {
-          onLine(`keel: making the built-in ${base} image first`);
-          await buildTemplateImage(engine, template, ref, settings, log);
-        }
-      }
-      const tar = await contextTar(checked.text, contextFiles(JSON.parse(t.files) as Record<string, string>, settings.templates.contextBytes));
-      await engine.buildStreaming(tar, b.image, {
-        onLine,
-        // No build labels: the legacy builder makes each a step of its own (a layer copied on vfs); the tag names the template.
-        signal: AbortSignal.timeout(settings.templates.buildTimeoutMs),
-      });
+      await buildOn(engine, t, b.image, onLine);
       await register(t, b.version);
     } catch (e) {
       status = 'failed';
