@@ -42,7 +42,16 @@ const IDLE = 'echo "keel: workspace ready"; while :; do sleep 3600; done';
 
 type Settings = Pick<WorkspacesConfig, 'templates' | 'minimalImage' | 'bunImage' | 'busyboxPath' | 'bunPath' | 'templatesDir' | 'registryProbeUrl'>;
 
-export function createCustomTemplates(deps: { repo: TemplatesRepository; registry: TemplateRegistry; engine: Engine; settings: Settings; clock: Clock; log: Logger }) {
+export function createCustomTemplates(deps: {
+  repo: TemplatesRepository;
+  registry: TemplateRegistry;
+  engine: Engine;
+  settings: Settings;
+  clock: Clock;
+  log: Logger;
+  /** Which of these versions (registry names) a workspace still names (their images are kept). */
+  inUse?: (names: string[]) => Promise<Set<string>>;
+}) {
   const { repo, registry, engine, settings, log } = deps;
   const live = new Map<string, Live>();
   /** Told when a public template's ready version changes or it is deleted (the warm pool follows). */
@@ -142,7 +151,49 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
     await repo.endBuild(b, status, reason, state.lines.map((l) => `${l.timestamp} ${l.message}`).join('\n'), iso()).catch((e) => log.error('template build not recorded', { build: b.id, ...errorFields(e) }));
     emit(b.id, { done: { status, ...(reason ? { reason } : {}) } });
     live.delete(b.id);
-    if (status === 'ready') tell(t);
+    if (status === 'ready') {
+      tell(t);
+      void collect();
+    }
+  }
+
+  /** Images removed by this process (a version's image is made again on demand, images/templates.ts builderOf). */
+  const removed = new Set<string>();
+  let sweeping: Promise<void> = Promise.resolve();
+
+  /**
+   * Removes the images of versions nobody gets any more: not the template's current version (or the
+   * template deleted) and named by no workspace. The engine refuses an image a container uses (a warm
+   * entry, a workspace being made): that one is tried again next time. A workspace whose container
+   * must be made again later gets the image built again from the same Dockerfile (builderOf).
+   */
+  async function sweep(): Promise<void> {
+    if (!deps.inUse) return;
+    const stale: { key: string; image: string; template: string }[] = [];
+    for (const t of await repo.everyTemplate()) {
+      for (const b of await repo.builds(t.id)) {
+        if (b.status !== 'ready' || removed.has(b.image) || (!t.deletedAt && b.version === t.version)) continue;
+        stale.push({ key: key(t.id, b.version), image: b.image, template: t.id });
+      }
+    }
+    if (!stale.length) return;
+    const used = await deps.inUse(stale.map((s) => s.key));
+    for (const s of stale) {
+      if (used.has(s.key)) continue;
+      try {
+        await engine.removeImage(s.image);
+        removed.add(s.image);
+        log.info('image of a template version no workspace uses removed', { template: s.template, image: s.image });
+      } catch (e) {
+        log.debug('template image kept (the engine refused its removal)', { image: s.image, ...errorFields(e) });
+      }
+    }
+  }
+
+  /** One sweep at a time; a call while one runs queues the next. */
+  function collect(): Promise<void> {
+    sweeping = sweeping.then(sweep).catch((e) => log.warn('template images not collected', errorFields(e)));
+    return sweeping;
   }
 
   /** The caller's own template by id (admins: any); another's private one is 404. */
@@ -240,8 +291,12 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
       if (t.deletedAt) throw notFound();
       await repo.markDeleted(id, iso());
       tell(t);
+      void collect();
       return { id, deleted: true };
     },
+
+    /** Removes the images of versions no one gets any more (after a workspace went, a rebuild, a delete). */
+    collect,
 
     /** Calls `f` when a public template's ready version changes or it is deleted; the returned function stops. */
     onPublicChange(f: () => void): () => void {
