@@ -10,7 +10,7 @@ import { EngineError, type Engine } from '../engine/engine';
 import { buildTemplateImage, templateImage } from '../images/template-image';
 import type { Template, TemplateRegistry } from '../images/templates';
 import type { WorkspacesConfig } from '../workspaces.config';
-import { checkDockerfile, contextFiles, contextTar } from './templates.context';
+import { checkDockerfile, contextFiles, contextTar, fromBuiltin, lastUser, ownWorkspace } from './templates.context';
 import type { TemplatesRepository } from './templates.repository';
 import type { TemplateBuildRow, TemplateRow } from './templates.tables';
 import type { CreateTemplateInput, TemplateView } from './templates.model';
@@ -115,7 +115,10 @@ export function createCustomTemplates(deps: {
         await buildTemplateImage(eng, template, ref, settings, log);
       }
     }
-    const tar = await contextTar(checked.text, contextFiles(JSON.parse(t.files) as Record<string, string>, settings.templates.contextBytes));
+    // The workspace's user owns its volume: /workspace made theirs, unless the built-in base's 1000:1000 already is.
+    const owner = t.user ?? lastUser(t.dockerfile) ?? '1000:1000';
+    const text = owner === '1000:1000' && fromBuiltin(t.dockerfile) ? checked.text : ownWorkspace(checked.text, owner);
+    const tar = await contextTar(text, contextFiles(JSON.parse(t.files) as Record<string, string>, settings.templates.contextBytes));
     await eng.buildStreaming(tar, image, {
       onLine,
       // No build labels: the legacy builder makes each a step of its own (a layer copied on vfs); the tag names the template.
