@@ -1,7 +1,7 @@
 // A template people built works wherever a template is named: over MCP (`list_templates` shows it with
 // its status, `create_workspace` starts from it, another actor's private one is TEMPLATE_NOT_FOUND),
-// a fork of a workspace made from it (the copies run as the template says), and the list the
-// dashboard's create form reads (GET /api/templates).
+// a fork of a workspace made from it (the copies run as the template says). A named USER is read from
+// the image's /etc/passwd and /etc/group, and that user owns the workspace's volume.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -84,3 +84,27 @@ test('a fork of a workspace made from it: each copy runs as the template says, w
     expect(r).toMatchObject({ exitCode: 0, stdout: 'marked\nin-the-volume\n1300\n/opt\n' });
   }
 }, 240_000);
+
+test("a named USER runs as its uid and primary gid from the image's files, and owns /workspace", async () => {
+  const res = await post('/api/templates', {
+    name: 'named-user',
+    dockerfile: [
+      'FROM keel/minimal',
+      'USER root',
+      "RUN echo 'dev:x:1700:1701:dev:/workspace:/bin/sh' >> /etc/passwd && echo 'dev:x:1701:' >> /etc/group",
+      'USER dev',
+      '',
+    ].join('\n'),
+  });
+  expect(res.status).toBe(202);
+  const { id } = (await res.json()) as any;
+  await waitFor('the template built', async () => {
+    const t = (await (await p.api('workspaces', `/api/templates/${id}`, { as: 'alice' })).json()) as any;
+    if (t.status === 'failed') throw new Error(t.reason);
+    return t.status === 'ready';
+  }, 120_000);
+  const ws = (await (await post('/api/workspaces', { name: 'named-user-1', template: 'named-user' })).json()) as { id: string };
+  await waitStatus(p, ws.id, 'running', { as: 'alice', timeoutMs: 90_000 });
+  const r = await exec(ws.id, 'id -un; id -u; id -g; touch /workspace/mine && stat -c %u /workspace/mine');
+  expect(r).toMatchObject({ exitCode: 0, stdout: 'dev\n1700\n1701\n1700\n' });
+}, 180_000);

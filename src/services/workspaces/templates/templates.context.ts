@@ -58,16 +58,33 @@ export function checkDockerfile(dockerfile: string, baseImage: (builtin: 'minima
 const KEEL_ROOT = '.keel-root';
 
 /**
- * The user a workspace made from this Dockerfile runs as, when the Dockerfile says it: the last
- * numeric `USER` of its last stage (`1500` is `1500:1500`). Undefined when the last stage sets none
- * (the base image's holds) or names one.
+ * The user a workspace made from this Dockerfile runs as, when the Dockerfile says it: the last `USER`
+ * of its last stage, numeric (`1500` is `1500:1500`) or by name (`dev`, `dev:staff`, as written).
+ * Undefined when the last stage sets none (the base image's holds) or one Keel does not read.
  */
 export function lastUser(dockerfile: string): string | undefined {
   const lines = logicalLines(dockerfile);
   const from = lines.findLastIndex((l) => /^FROM\s/i.test(l.text));
   const user = lines.slice(from + 1).findLast((l) => /^USER\s/i.test(l.text));
-  const m = user && /^USER\s+(\d+)(?::(\d+))?\s*$/i.exec(user.text);
-  return m ? `${m[1]}:${m[2] ?? m[1]}` : undefined;
+  const spec = user && /^USER\s+(\S+)\s*$/i.exec(user.text)?.[1];
+  if (!spec) return undefined;
+  const numeric = /^(\d+)(?::(\d+))?$/.exec(spec);
+  if (numeric) return `${numeric[1]}:${numeric[2] ?? numeric[1]}`;
+  return /^[A-Za-z_][\w.-]*(:[A-Za-z_\d][\w.-]*)?$/.test(spec) ? spec : undefined;
+}
+
+/**
+ * `uid:gid` of a USER spec (`dev`, `dev:staff`, `1500`, `1500:staff`) from an image's /etc/passwd and
+ * /etc/group; a user's primary group when none is named. Undefined when a name is not there.
+ */
+export function numericUser(spec: string, passwd: string | null, group: string | null): string | undefined {
+  const [user, grp] = spec.split(':') as [string, string | undefined];
+  const entry = (file: string | null, name: string) => file?.split('\n').map((l) => l.split(':')).find((f) => f[0] === name);
+  const pw = /^\d+$/.test(user) ? undefined : entry(passwd, user);
+  const uid = /^\d+$/.test(user) ? user : pw?.[2];
+  if (!uid || !/^\d+$/.test(uid)) return undefined;
+  const gid = grp === undefined ? (pw?.[3] ?? uid) : /^\d+$/.test(grp) ? grp : entry(group, grp)?.[2];
+  return gid && /^\d+$/.test(gid) ? `${uid}:${gid}` : undefined;
 }
 
 /** Whether the last stage starts from a built-in image (whose /workspace is 1000:1000's). */

@@ -10,7 +10,7 @@ import { EngineError, type Engine } from '../engine/engine';
 import { buildTemplateImage, templateImage } from '../images/template-image';
 import type { Template, TemplateRegistry } from '../images/templates';
 import type { WorkspacesConfig } from '../workspaces.config';
-import { checkDockerfile, contextFiles, contextTar, fromBuiltin, lastUser, ownWorkspace } from './templates.context';
+import { checkDockerfile, contextFiles, contextTar, fromBuiltin, lastUser, numericUser, ownWorkspace } from './templates.context';
 import type { TemplatesRepository } from './templates.repository';
 import type { TemplateBuildRow, TemplateRow } from './templates.tables';
 import type { CreateTemplateInput, TemplateView } from './templates.model';
@@ -80,11 +80,12 @@ export function createCustomTemplates(deps: {
     const command =
       t.startCommand ??
       (cmd.length === 3 && SHELL.test(cmd[0]!) && cmd[1] === '-c' ? cmd[2]! : cmd.length && !(cmd.length === 1 && SHELL.test(cmd[0]!)) ? cmd.map(shQuote).join(' ') : IDLE);
+    const user = t.user ?? (await runUser(image, config.user, t.id));
     const entry: Template = {
       name: key(t.id, version),
       description: `${t.name} (version ${version})`,
       image,
-      user: t.user ?? (/^\d+:\d+$/.test(config.user) ? config.user : /^\d+$/.test(config.user) ? `${config.user}:${config.user}` : '1000:1000'),
+      user,
       workdir: t.workdir ?? (config.workdir || '/workspace'),
       env: JSON.parse(t.env) as Record<string, string>,
       command,
@@ -124,6 +125,20 @@ export function createCustomTemplates(deps: {
       // No build labels: the legacy builder makes each a step of its own (a layer copied on vfs); the tag names the template.
       signal: AbortSignal.timeout(settings.templates.buildTimeoutMs),
     });
+  }
+
+  /** The image's USER as `uid:gid` (a name read from its /etc/passwd and /etc/group); none: 1000:1000. */
+  async function runUser(image: string, spec: string, template: string): Promise<string> {
+    if (!spec) return '1000:1000';
+    const numeric = numericUser(spec, null, null);
+    if (numeric) return numeric;
+    const files = await engine.imageFiles(image, ['/etc/passwd', '/etc/group']).catch((e) => {
+      log.warn('the image\'s users not read', { template, ...errorFields(e) });
+      return {} as Record<string, string | null>;
+    });
+    const found = numericUser(spec, files['/etc/passwd'] ?? null, files['/etc/group'] ?? null);
+    if (!found) log.warn('the image\'s USER is not in its /etc/passwd; workspaces run as 1000:1000', { template, user: spec });
+    return found ?? '1000:1000';
   }
 
   function emit(buildId: string, e: { line?: BuildLine; done?: { status: string; reason?: string } }) {

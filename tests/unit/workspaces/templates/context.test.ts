@@ -2,7 +2,7 @@
 // numeric USER), whether that stage starts from a built-in image, and the step that gives the workspace
 // user its /workspace.
 import { describe, expect, test } from 'bun:test';
-import { fromBuiltin, lastUser, ownWorkspace } from '../../../../src/services/workspaces/templates/templates.context';
+import { fromBuiltin, lastUser, numericUser, ownWorkspace } from '../../../../src/services/workspaces/templates/templates.context';
 
 describe('lastUser', () => {
   test("the last stage's last numeric USER; a bare uid is uid:uid", () => {
@@ -10,9 +10,28 @@ describe('lastUser', () => {
     expect(lastUser('FROM keel/minimal\nUSER 1500:20\n# a comment\n')).toBe('1500:20');
     expect(lastUser('FROM a AS build\nUSER 42\nFROM keel/minimal\nCOPY --from=build /x /x\n')).toBeUndefined();
   });
-  test('a named USER, or none, says nothing', () => {
-    expect(lastUser('FROM keel/minimal\nUSER dev\n')).toBeUndefined();
+  test('a named USER as written; none, or an odd one, says nothing', () => {
+    expect(lastUser('FROM keel/minimal\nUSER dev\n')).toBe('dev');
+    expect(lastUser('FROM keel/minimal\nUSER dev:staff\n')).toBe('dev:staff');
     expect(lastUser('FROM keel/minimal\n')).toBeUndefined();
+    expect(lastUser('FROM keel/minimal\nUSER $APP_USER\n')).toBeUndefined();
+  });
+});
+
+describe('numericUser', () => {
+  const passwd = 'root:x:0:0:root:/root:/bin/sh\ndev:x:1700:1701:dev:/workspace:/bin/sh\n';
+  const group = 'root:x:0:\ndev:x:1701:\nstaff:x:50:dev\n';
+  test("a name is its passwd uid and primary gid; a named group is the group file's", () => {
+    expect(numericUser('dev', passwd, group)).toBe('1700:1701');
+    expect(numericUser('dev:staff', passwd, group)).toBe('1700:50');
+    expect(numericUser('1500', null, null)).toBe('1500:1500');
+    expect(numericUser('1500:20', null, null)).toBe('1500:20');
+    expect(numericUser('1500:staff', passwd, group)).toBe('1500:50');
+  });
+  test('a name the files do not have is undefined', () => {
+    expect(numericUser('ghost', passwd, group)).toBeUndefined();
+    expect(numericUser('dev', null, null)).toBeUndefined();
+    expect(numericUser('dev:nogroup', passwd, group)).toBeUndefined();
   });
 });
 
