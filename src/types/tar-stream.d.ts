@@ -1,4 +1,5 @@
-// The part of tar-stream 2.x (no types of its own) that images/tar.ts uses: the packer.
+// The part of tar-stream 2.x (no types of its own) that Keel uses: the packer (images/tar.ts) and the
+// extractor (engine/docker-images.ts reads small files of an image).
 declare module 'tar-stream' {
   import type { Readable, Writable } from 'node:stream';
 
@@ -20,4 +21,12 @@ declare module 'tar-stream' {
   }
 
   export function pack(): Pack;
+
+  export interface Extract extends Writable {
+    on(event: 'entry', listener: (headers: Headers, stream: Readable, next: () => void) => void): this;
+    on(event: 'finish', listener: () => void): this;
+    on(event: 'error', listener: (err: Error) => void): this;
+  }
+
+  export function extract(): Extract;
 }

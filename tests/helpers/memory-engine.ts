@@ -117,6 +117,10 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
       opts.onLine(`Successfully tagged ${ref}`);
       images.add(ref);
     },
+    async imageFiles(ref, paths) {
+      enter('imageFiles');
+      return Object.fromEntries(paths.map((p) => [p, null]));
+    },
     async imageConfig(ref) {
       enter('imageConfig');
       return images.has(ref) ? { user: '', workdir: '', env: [], cmd: null, entrypoint: null } : null;

@@ -147,7 +147,16 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   const usage = createUsage({ store: deps.store, clock: deps.clock, tokensByModel: (actor, from, to) => agentRepository.tokensByModel(actor, from, to) });
   const registry = createTemplateRegistry();
   const instance = instanceId(deps.config.dataDir, deps.clock);
-  const customTemplates = createCustomTemplates({ repo: createTemplatesRepository(deps.store), registry, engine, settings, clock: deps.clock, log: deps.log.child({ component: 'templates' }) });
+  const customTemplates = createCustomTemplates({
+    repo: createTemplatesRepository(deps.store),
+    registry,
+    engine,
+    settings,
+    clock: deps.clock,
+    log: deps.log.child({ component: 'templates' }),
+    // Late-bound: the lifecycle is built next; it is asked only once the service started.
+    inUse: (names) => workspaces.templatesInUse(names),
+  });
   const templates = createTemplatesService({ registry, engine, settings, log: deps.log, custom: customTemplates });
   const workspaces = createLifecycle({
     store: deps.store,
@@ -161,6 +170,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     quotas,
     templates: registry,
     resolveTemplate: customTemplates.resolve,
+    publicTemplate: customTemplates.publicVersion,
     instance,
     snapshotDir: join(deps.config.dataDir, 'snapshots'),
     codeKey: loadCodeKey(deps.config.dataDir),
@@ -314,6 +324,10 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
       unsubscribe.push(hub.listen(deps.bus));
       // A preview's target is looked up again when its workspace starts, stops or goes.
       unsubscribe.push(previewTargets.listen(deps.bus));
+      // A workspace gone may leave a template version's image that nobody gets any more.
+      unsubscribe.push(deps.bus.subscribe<'evt.workspace.deleted'>('evt.workspace.deleted', () => void customTemplates.collect()));
+      // A public template's new version (or its delete) replaces the warm entries APP_WARM_POOL keeps of it.
+      unsubscribe.push(customTemplates.onPublicChange(() => void workspaces.refreshPool().catch((e) => deps.log.warn('warm pool not refreshed', errorFields(e)))));
       outbox.listen(deps.bus); // outbox.stop() unsubscribes
       // One workspaces process per database: its containers, queues and streams live in the process.
       if (!(await deps.store.claim('keel-workspaces-service'))) {
@@ -333,6 +347,8 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
       await outbox.start();
       // Engine trouble at start-up is logged, not fatal: the API still answers and the event watcher retries.
       await workspaces.startUp().catch((e) => deps.log.warn('start-up reconciliation failed', errorFields(e)));
+      // Images of template versions no one gets any more (a crash may have cut a collection short).
+      void customTemplates.collect();
     },
     async stop() {
       hub.closeAll();

@@ -138,7 +138,7 @@ function readEngines(env: Env, subnetPool: string, firewall: FirewallMode): Engi
 }
 
 /** Engine sizes as the engine writes them: a number and an optional k, m or g (e.g. 10m, 20g). */
-/** `APP_WARM_POOL`: `template=count,...` (lifecycle/pool.ts); template names are checked against the registry at start-up. */
+/** `APP_WARM_POOL`: `template=count,...` (lifecycle/pool.ts): a built-in's name or a public template's, looked up as the pool fills. */
 function readWarmPool(env: Env): Record<string, number> {
   const raw = readString(env, 'APP_WARM_POOL', '').trim();
   const pool: Record<string, number> = {};

@@ -67,8 +67,9 @@ describe('a template from a Dockerfile', () => {
     expect(res.status).toBe(201);
     const ws = (await res.json()) as { id: string };
     await waitStatus(p, ws.id, 'running', { as: 'alice', timeoutMs: 90_000 });
-    const r = (await (await post(`/api/workspaces/${ws.id}/exec`, { command: 'cat /opt/hello.txt; id -u; id -un' })).json()) as any;
-    expect(r).toMatchObject({ exitCode: 0, stdout: 'hello from the template\n1500\ndev\n' });
+    // Its volume is its user's: /workspace was made 1500's at the build (workspaces run with no capabilities).
+    const r = (await (await post(`/api/workspaces/${ws.id}/exec`, { command: 'cat /opt/hello.txt; id -u; id -un; touch /workspace/mine && stat -c %u /workspace/mine' })).json()) as any;
+    expect(r).toMatchObject({ exitCode: 0, stdout: 'hello from the template\n1500\ndev\n1500\n' });
     const list = (await get('/api/templates')).body.templates as any[];
     expect(list.filter((t) => t.builtIn).map((t) => t.name).sort()).toEqual(['bun-typescript', 'minimal']);
     expect(list.find((t) => t.name === 'hello')).toMatchObject({ builtIn: false, public: false, owner: 'alice', status: 'ready', version: 1 });
@@ -156,6 +157,7 @@ describe('refused before anything is built', () => {
   test('a files path that is absolute or leaves the context is 400', async () => {
     await refused({ name: 'esc', dockerfile: 'FROM keel/minimal\n', files: { '../etc/passwd': 'x' } }, 'INVALID_REQUEST', 400);
     await refused({ name: 'abs', dockerfile: 'FROM keel/minimal\n', files: { '/etc/passwd': 'x' } }, 'INVALID_REQUEST', 400);
+    await refused({ name: 'keels', dockerfile: 'FROM keel/minimal\n', files: { '.keel-root/workspace/x': 'x' } }, 'INVALID_REQUEST', 400);
   });
   test('RUN --mount, --network and ADD from a URL are refused naming their line', async () => {
     const res = await post('/api/templates', { name: 'mount', dockerfile: 'FROM keel/minimal\nRUN --mount=type=bind,source=/,target=/host cat /host/etc/shadow\n' });

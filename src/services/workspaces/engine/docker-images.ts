@@ -1,15 +1,47 @@
 // The image calls of the Docker engine (engine/engine.ts documents each): commit a container to an
 // image, read a directory as a tar, remove and list Keel's snapshot images, build a template's image
-// with its output streamed, read an image's config. Kept apart from docker.ts only for size; it
+// with its output streamed, read an image's config and small files. Kept apart from docker.ts only for size; it
 // takes docker.ts's dockerode client.
 import { PassThrough, type Readable } from 'node:stream';
+import { extract } from 'tar-stream';
 import type { DockerClient } from './docker';
 import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_SNAPSHOT, type Engine } from './engine';
 import { call, callOr } from './docker-calls';
 import { EngineError } from './engine';
 import { jsonLineSplitter } from './frames';
 
-type ImageCalls = Pick<Engine, 'commit' | 'getArchive' | 'imageSize' | 'removeImage' | 'listSnapshotImages' | 'buildStreaming' | 'imageConfig'>;
+type ImageCalls = Pick<Engine, 'commit' | 'getArchive' | 'imageSize' | 'removeImage' | 'listSnapshotImages' | 'buildStreaming' | 'imageConfig' | 'imageFiles'>;
+
+const FILE_MAX_BYTES = 1024 * 1024;
+
+/** The first regular file of a tar stream, at most FILE_MAX_BYTES of it. */
+function firstFile(tar: Readable): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    const x = extract();
+    let found: string | null = null;
+    x.on('entry', (header, stream, next) => {
+      if (found !== null || header.type !== 'file') {
+        stream.resume();
+        stream.on('end', next);
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      stream.on('data', (c: Buffer) => {
+        if (size < FILE_MAX_BYTES) chunks.push(c);
+        size += c.length;
+      });
+      stream.on('end', () => {
+        found = Buffer.concat(chunks).subarray(0, FILE_MAX_BYTES).toString('utf8');
+        next();
+      });
+    });
+    x.on('finish', () => resolve(found));
+    x.on('error', reject);
+    tar.on('error', reject);
+    tar.pipe(x);
+  });
+}
 
 export function imageCalls(docker: DockerClient): ImageCalls {
   return {
@@ -26,6 +58,21 @@ export function imageCalls(docker: DockerClient): ImageCalls {
     async imageSize(ref) {
       const info = await callOr(404, null, () => docker.getImage(ref).inspect());
       return info ? info.Size : null;
+    },
+
+    async imageFiles(ref, paths) {
+      // Created, never started: no process runs; no network, so it joins none.
+      const c = await call(() => docker.createContainer({ Image: ref, Cmd: ['/keel-never-run'], NetworkDisabled: true, HostConfig: { NetworkMode: 'none' }, Labels: { 'dev.keel.reader': 'true' } }));
+      try {
+        const out: Record<string, string | null> = {};
+        for (const path of paths) {
+          const tar = await callOr(404, null, () => c.getArchive({ path }) as unknown as Promise<Readable>);
+          out[path] = tar ? await firstFile(tar) : null;
+        }
+        return out;
+      } finally {
+        await c.remove({ force: true }).catch(() => {});
+      }
     },
 
     async imageConfig(ref) {

@@ -169,6 +169,11 @@ export interface Engine {
   /** A build whose output lines go to `onLine`, with no network for its steps; a failure names its step. */
   buildStreaming(context: Buffer, ref: string, opts: { onLine: (line: string) => void; signal: AbortSignal }): Promise<void>;
   /** An image's USER, WORKDIR, ENV, CMD and ENTRYPOINT; null when the engine has no such image. */
+  /**
+   * Small text files of an image (e.g. /etc/passwd), read through a container that is created, never
+   * started, and removed; an absent file is null, a file past 1 MiB is cut there.
+   */
+  imageFiles(ref: string, paths: string[]): Promise<Record<string, string | null>>;
   imageConfig(ref: string): Promise<{ user: string; workdir: string; env: string[]; cmd: string[] | null; entrypoint: string[] | null } | null>;
 
   /**

@@ -143,6 +143,7 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     buildImage: (ctx, ref) => first().buildImage(ctx, ref),
     buildStreaming: (ctx, ref, opts) => first().buildStreaming(ctx, ref, opts),
     imageConfig: (ref) => first().imageConfig(ref),
+    imageFiles: (ref, paths) => first().imageFiles(ref, paths),
     createVolume: async (name, labels, size) => (await ofWorkspace(labels[LABEL_WORKSPACE])).createVolume(name, labels, size),
     removeVolume: async (name) => removeEverywhere(seen.get(name) ?? (await where(() => locate.volume(name))), (e) => e.removeVolume(name)),
     createNetwork: async (spec) => (await ofWorkspace(spec.labels[LABEL_WORKSPACE])).createNetwork(spec),

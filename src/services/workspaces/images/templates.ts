@@ -4,6 +4,7 @@
 // supervisor runs beside the main command, the container ports behind the workspace URLs, and limits.
 import { t, type Static } from 'elysia';
 import { Value } from '@sinclair/typebox/value';
+import type { Engine } from '../engine/engine';
 import bunTypescript from '../../../../templates/bun-typescript/template.json';
 import minimal from '../../../../templates/minimal/template.json';
 
@@ -53,10 +54,17 @@ export function createTemplateRegistry(raw: readonly unknown[] = BUILTIN_TEMPLAT
   if (!byName.has(DEFAULT_TEMPLATE)) throw new Error(`the default template ${DEFAULT_TEMPLATE} is not declared`);
   /** Versions of templates people built (templates/), by `<id>.v<version>`: what their workspaces name. */
   const built = new Map<string, Template>();
+  /** How a built version's image is made on an engine that lacks it (several engines: each on first use). */
+  const builders = new Map<string, (engine: Engine) => Promise<void>>();
   return {
     get: (name: string): Template | undefined => byName.get(name) ?? built.get(name),
     /** A built template version; it stays while Keel runs, so a workspace made from it keeps starting. */
-    add: (t: Template) => void built.set(t.name, t),
+    add: (t: Template, build?: (engine: Engine) => Promise<void>) => {
+      built.set(t.name, t);
+      if (build) builders.set(t.name, build);
+    },
+    /** Builds a built version's image on `engine` (undefined for a template whose image Keel cannot make this way). */
+    builderOf: (name: string): ((engine: Engine) => Promise<void>) | undefined => builders.get(name),
     isBuiltIn: (name: string) => byName.has(name),
     names: (): string[] => [...byName.keys()],
     all: (): Template[] => [...byName.values()],

@@ -50,6 +50,8 @@ export interface LifecycleDeps {
   templates: TemplateRegistry;
   /** A create's `template` for the actor: a built-in, or the registry name of their (or a public) template's version. */
   resolveTemplate?: (actor: Actor, name: string) => Promise<string>;
+  /** The registry name of the public template called `name`, at its ready version (APP_WARM_POOL names them). */
+  publicTemplate?: (name: string) => Promise<string | undefined>;
   /** Marks this Keel's containers and volumes, so several Keels (or test runs) can share one engine. */
   instance: string;
   /** Where snapshot volume archives are kept (`$APP_DATA_DIR/snapshots`). */
@@ -95,8 +97,13 @@ export function createLifecycle(deps: LifecycleDeps) {
   const { engines } = deps;
   const firewall = createFirewalls({ instance, log, settings: deps.settings, engines, engineOfWorkspace: async (id) => (await access.row(id))?.engine ?? pool.engineOf(id) });
   const snapshots = createSnapshots({ store: deps.store, engine, access, queue, clock: deps.clock, log, instance, dir: deps.snapshotDir, quota: deps.settings.snapshotQuota });
-  const provisioner = createProvisioner({ engine, engines, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy, snapshots });
-  const pool: WarmPool = createWarmPool({ settings: deps.settings, templates, engine, engines, firewall, provisioner, holdPorts: reservations.holdPorts, clock: deps.clock, log: log.child({ component: 'warm-pool' }) });
+  const provisioner = createProvisioner({ engine, engines, records, access, settings: deps.settings, log, instance, firewall, codeKey: deps.codeKey, clonePolicy, snapshots, builderOf: templates.builderOf });
+  const pool: WarmPool = createWarmPool({ settings: deps.settings, templates, engine, engines, firewall, provisioner, holdPorts: reservations.holdPorts,
+    lookup: deps.publicTemplate ? async (name) => {
+      const key = await deps.publicTemplate!(name);
+      return key ? templates.get(key) : undefined;
+    } : undefined,
+    clock: deps.clock, log: log.child({ component: 'warm-pool' }) });
   const view = (row: WorkspaceRow) => workspaceView(row, host, codeSecret(deps.codeKey, row.id));
 
   async function destroy(row: WorkspaceRow, removeVolume: boolean): Promise<void> {
@@ -122,8 +129,8 @@ export function createLifecycle(deps: LifecycleDeps) {
   const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork, engineUp: (row) => engines.isUp(row.engine), pooled: () => pool.ids() });
 
   /** The warm path of create: the entry's row stored `running` (name and quotas checked in the same step), or null. */
-  async function claimWarm(actor: Actor, input: CreateWorkspaceInput, template: Template): Promise<CreatedView | null> {
-    const entry = await pool.take(template.name);
+  async function claimWarm(actor: Actor, input: CreateWorkspaceInput, template: Template, poolName: string): Promise<CreatedView | null> {
+    const entry = await pool.take(poolName, template.name);
     if (!entry) return null;
     let row: WorkspaceRow;
     try {
@@ -167,6 +174,8 @@ export function createLifecycle(deps: LifecycleDeps) {
         }
         input = { ...input, template: source.template, repo: undefined };
       }
+      // The name as asked: APP_WARM_POOL names public templates by it (resolved, it is one version's).
+      const asked = input.template ?? DEFAULT_TEMPLATE;
       if (input.template && !input.snapshot && deps.resolveTemplate) input = { ...input, template: await deps.resolveTemplate(actor, input.template) };
       const template = templates.get(input.template ?? DEFAULT_TEMPLATE);
       if (!template) {
@@ -181,8 +190,8 @@ export function createLifecycle(deps: LifecycleDeps) {
       }
       await quotas.checkCreate(actor);
       // A create a warm entry can serve (no port, repo or snapshot) claims one; with none ready it goes cold.
-      if (input.port === undefined && !input.repo && !input.snapshot && pool.serves(template.name)) {
-        const warm = await claimWarm(actor, input, template);
+      if (input.port === undefined && !input.repo && !input.snapshot && pool.serves(asked)) {
+        const warm = await claimWarm(actor, input, template, asked);
         if (warm) return warm;
       }
       const ticket = input.repo ? clones.admit() : undefined;
@@ -270,6 +279,12 @@ export function createLifecycle(deps: LifecycleDeps) {
       for (const name of names) made.push(await lifecycle.create(actor, { name, snapshot: snap.id, type: source.type, autoStopMinutes: source.autoStopMinutes }));
       return { workspaces: made };
     },
+
+    /** Which of these template versions (registry names) a workspace still names: their images stay. */
+    templatesInUse: (names: string[]) => records.templatesInUse(names),
+
+    /** A public template's ready version changed or it went: the warm pool follows. */
+    refreshPool: () => pool.refresh(),
 
     /** Where a warm pool entry lives (no row places it yet): engines route its calls by this. */
     pooledEngine: (id: string) => pool.engineOf(id),

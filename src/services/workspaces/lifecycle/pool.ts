@@ -16,12 +16,16 @@
 // volume) and the pool is made again;
 // an entry whose claim committed its row is a workspace like any other. A smaller APP_WARM_POOL
 // therefore takes effect at the next start.
+//
+// A public template (templates/) is named in APP_WARM_POOL by its name, which means the same to every
+// caller: its entries are of its ready version. A rebuild or a delete makes the waiting entries of the
+// old version go (`refresh`); a name with no ready public template yet is looked up again later.
 import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
 import type { Engine } from '../engine/engine';
 import type { Engines } from '../engine/engines';
 import type { Firewalls } from '../network/firewalls';
 import { templateImage } from '../images/template-image';
-import type { TemplateRegistry } from '../images/templates';
+import type { Template, TemplateRegistry } from '../images/templates';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow } from '../workspaces.tables';
 import type { Provisioner } from './provision';
@@ -30,6 +34,8 @@ import { MiB } from './stats';
 
 /** After a failed entry, the template's refill waits this long (an engine in trouble is not hammered). */
 const RETRY_MS = 5_000;
+/** A pool name that is no template yet (a public one not built, not made yet) is looked up again this often. */
+const LOOKUP_MS = 30_000;
 
 export function createWarmPool(deps: {
   settings: WorkspacesConfig;
@@ -39,6 +45,8 @@ export function createWarmPool(deps: {
   firewall: Firewalls;
   provisioner: Provisioner;
   holdPorts: (hold: (ports: [number, number, number]) => void) => Promise<[number, number, number] | null>;
+  /** A name that is no built-in: the public template of that name, at its ready version (none: undefined). */
+  lookup?: (name: string) => Promise<Template | undefined>;
   clock: Clock;
   log: Logger;
 }) {
@@ -48,6 +56,8 @@ export function createWarmPool(deps: {
   const making = new Map<string, number>(sizes.map(([t]) => [t, 0]));
   /** Every entry not yet recorded as a workspace (ready, being made, being claimed): reconcile keeps their objects. */
   const entries = new Map<string, { engine: string | null; template: string; ports: number[] }>();
+  /** Pool names already reported as naming no template (reported once). */
+  const unknown = new Set<string>();
   const pausedUntil = new Map<string, number>();
   let active = 0;
   let running = false;
@@ -94,13 +104,21 @@ export function createWarmPool(deps: {
     }
   }
 
+  /** What a pool name means now: a built-in, or a public template's ready version. */
+  async function current(name: string): Promise<Template | undefined> {
+    return deps.templates.get(name) ?? (await deps.lookup?.(name).catch((e) => void log.warn('warm pool template not looked up', { template: name, ...errorFields(e) })));
+  }
+
   async function make(templateName: string) {
-    const template = deps.templates.get(templateName);
+    const template = await current(templateName);
     if (!template) {
-      log.warn('APP_WARM_POOL names an unknown template; no entries for it', { template: templateName });
-      pausedUntil.set(templateName, Number.POSITIVE_INFINITY);
+      if (!unknown.has(templateName)) log.warn('APP_WARM_POOL names no built-in or ready public template; no entries for it yet', { template: templateName });
+      unknown.add(templateName);
+      // A public template may be made or finish its build later: looked up again (refresh() does at once).
+      pausedUntil.set(templateName, deps.lookup ? deps.clock.now() + LOOKUP_MS : Number.POSITIVE_INFINITY);
       return;
     }
+    unknown.delete(templateName);
     const id = newId('ws', deps.clock);
     let containerId: string | null = null;
     try {
@@ -121,7 +139,9 @@ export function createWarmPool(deps: {
       };
       containerId = await deps.provisioner.makeWarm(row, template);
       if (!running) throw new Error('Keel is closing');
-      ready.get(templateName)!.push({ id, template: template.name, engine: recorded, port, sshPort, rdpPort, volume: row.volume, containerId });
+      // A rebuild or a delete while it was made (refresh() saw no entry to drop): it is of a replaced version.
+      if (!deps.templates.get(templateName) && (await current(templateName))?.name !== template.name) throw new Error('its template was replaced while the entry was made');
+      ready.get(templateName)!.push({ id, pool: templateName, template: template.name, engine: recorded, port, sshPort, rdpPort, volume: row.volume, containerId });
       log.debug('warm pool entry ready', { template: templateName, entry: id });
     } catch (e) {
       if (running) {
@@ -132,18 +152,37 @@ export function createWarmPool(deps: {
     }
   }
 
+  /** Drops the waiting entries of pool `name` that are not of `template` (its current meaning). */
+  function dropStale(name: string, template: string | undefined) {
+    const list = ready.get(name);
+    if (!list) return;
+    const stale = list.filter((e) => e.template !== template);
+    if (!stale.length) return;
+    list.splice(0, list.length, ...list.filter((e) => e.template === template));
+    for (const e of stale) void discard(e.id, e.containerId);
+    log.info('warm pool entries of a replaced template version removed', { template: name, count: stale.length });
+    fill();
+  }
+
   return {
     /** Whether creates of `template` may be served from the pool (it has a size for it). */
     serves: (template: string) => ready.has(template),
 
     /**
-     * A ready entry of `template`, taken out of the pool (null when none is ready: the create goes
-     * cold). An entry whose container no longer runs is dropped. The taker must call `claimed` once
-     * the row is stored, or `giveBack` when the create was refused before (name taken, quota).
+     * A ready entry of pool `name` whose template is `template` (the registry name the create
+     * resolved), taken out of the pool (null when none is ready: the create goes cold). Entries of a
+     * version that is no longer `name`'s go; a caller whose own template shadows a public one of that
+     * name gets none. An entry whose container no longer runs is dropped. The taker must call
+     * `claimed` once the row is stored, or `giveBack` when the create was refused before (name
+     * taken, quota).
      */
-    async take(template: string): Promise<WarmEntry | null> {
-      const list = ready.get(template);
-      while (list?.length) {
+    async take(name: string, template: string): Promise<WarmEntry | null> {
+      const list = ready.get(name);
+      if (!list?.length) return null;
+      const now = await current(name);
+      dropStale(name, now?.name);
+      if (now?.name !== template) return null;
+      while (list.length) {
         const entry = list.shift()!;
         fill();
         const state = await engine.inspect(entry.containerId).catch(() => null);
@@ -161,7 +200,21 @@ export function createWarmPool(deps: {
 
     /** An entry taken for a create that was refused: nobody used it, it goes back to the front. */
     giveBack(entry: WarmEntry) {
-      ready.get(entry.template)?.unshift(entry);
+      ready.get(entry.pool)?.unshift(entry);
+    },
+
+    /**
+     * A public template changed (a version became ready, or it was deleted): waiting entries of what
+     * their name no longer means go, and names waiting for a template are looked up again now.
+     */
+    async refresh(): Promise<void> {
+      if (!running) return;
+      for (const name of ready.keys()) {
+        if (deps.templates.get(name)) continue;
+        dropStale(name, (await current(name))?.name);
+        if (pausedUntil.get(name) === Infinity || unknown.has(name)) pausedUntil.delete(name);
+      }
+      fill();
     },
 
     /** Ports held by entries (reservations never hand them to a create). */

@@ -16,6 +16,9 @@ import type { LifecycleRepository } from './lifecycle.repository';
 /** A warm container made ahead for a workspace to come (pool.ts): everything its row will record. */
 export interface WarmEntry {
   id: string;
+  /** The APP_WARM_POOL name it waits under (a built-in's, or a public template's). */
+  pool: string;
+  /** The registry name of the template it was made from (for a public template, one version). */
   template: string;
   engine: string | null;
   port: number;
@@ -83,7 +86,7 @@ export function createReservations(deps: {
     return insert(actor, input, template, engine, { id, port: port!, sshPort: sshPort!, rdpPort: rdpPort!, volume: volumeOf(id), containerId: null, engine });
   }
 
-  async function insert(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null, at: Omit<WarmEntry, 'containerId' | 'template'> & { containerId: string | null }): Promise<WorkspaceRow> {
+  async function insert(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null, at: Omit<WarmEntry, 'containerId' | 'template' | 'pool'> & { containerId: string | null }): Promise<WorkspaceRow> {
     const now = isoNow(clock);
     const warm = at.containerId !== null;
     const row: WorkspaceRow = {

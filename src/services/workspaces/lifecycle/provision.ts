@@ -27,6 +27,24 @@ export function failureReason(e: unknown, log: Logger): string {
   return scrubUrls(e instanceof Error ? e.message : String(e)).slice(0, 500);
 }
 
+/** How long a template's readyCommand may take to exit 0, and how often it runs until then. */
+const READY_TIMEOUT_MS = 120_000;
+const READY_POLL_MS = 500;
+
+/** A template's readyCommand (`/bin/sh -c`) run until it exits 0: only then is a workspace (or a warm entry) ready. */
+export async function untilReady(engine: Engine, containerId: string, template: Template): Promise<void> {
+  if (!template.readyCommand) return;
+  const until = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    const r = await engine.execCollect(containerId, ['/bin/sh', '-c', template.readyCommand], 4096);
+    if (r.exitCode === 0) return;
+    if (Date.now() > until) {
+      throw new EngineError(`the template's readyCommand did not exit 0 within ${READY_TIMEOUT_MS / 1000} s (last exit code ${r.exitCode}${r.stderr ? `: ${r.stderr.trim().slice(-200)}` : ''})`);
+    }
+    await Bun.sleep(READY_POLL_MS);
+  }
+}
+
 /** What a workspace made from a snapshot takes from it (snapshots.ts). */
 export interface SnapshotSource {
   image(snapshotId: string): Promise<string | null>;
@@ -45,6 +63,8 @@ export function createProvisioner(deps: {
   codeKey: Buffer;
   clonePolicy: TargetPolicy;
   snapshots: SnapshotSource;
+  /** How a template version people built is made on an engine that lacks its image (images/templates.ts). */
+  builderOf?: (template: string) => ((engine: Engine) => Promise<void>) | undefined;
 }) {
   const { engine, records, settings, log } = deps;
   const networks = createWorkspaceNetworks({ engine, engines: deps.engines, firewall: deps.firewall });
@@ -77,6 +97,8 @@ export function createProvisioner(deps: {
       p = (async () => {
         if (await engine.imageExists(image)) return;
         if (await buildTemplateImage(engine, template, image, settings, log)) return;
+        const build = deps.builderOf?.(template.name);
+        if (build) return build(engine);
         try {
           await engine.pullImage(image);
         } catch (e) {
@@ -175,6 +197,8 @@ export function createProvisioner(deps: {
       const containerId = await ensureContainer(row, template, true);
       try {
         await engine.start(containerId);
+        // A warm entry is claimed `running` at once: a template's readyCommand has exited 0 before it waits in the pool.
+        await untilReady(engine, containerId, template);
       } catch (e) {
         // The caller drops the entry's volume and network; the container it never learnt of goes here.
         await engine.remove(containerId).catch(() => {});

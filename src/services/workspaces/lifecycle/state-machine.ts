@@ -9,7 +9,7 @@ import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Logger } from '../../../platform/runtime';
 import { engineFailure, workspaceNotFound } from '../access';
 import { EngineError, type Engine } from '../engine/engine';
-import { failureReason, type Provisioner } from './provision';
+import { failureReason, untilReady, type Provisioner } from './provision';
 import type { LifecycleRepository } from './lifecycle.repository';
 import type { Access } from '../access';
 import type { Stats } from './stats';
@@ -33,9 +33,6 @@ const ALLOWED_FROM = {
 type Settled = 'running' | 'stopped';
 
 
-/** How long a template's readyCommand may take to exit 0, and how often it runs until then. */
-const READY_TIMEOUT_MS = 120_000;
-const READY_POLL_MS = 500;
 export function createStateMachine(deps: {
   engine: Engine;
   records: LifecycleRepository;
@@ -114,20 +111,6 @@ export function createStateMachine(deps: {
     return template;
   }
 
-  /** A template's readyCommand (`/bin/sh -c`) run until it exits 0: only then is the workspace `running`. */
-  async function untilReady(containerId: string, template: Template): Promise<void> {
-    if (!template.readyCommand) return;
-    const until = Date.now() + READY_TIMEOUT_MS;
-    for (;;) {
-      const r = await engine.execCollect(containerId, ['/bin/sh', '-c', template.readyCommand], 4096);
-      if (r.exitCode === 0) return;
-      if (Date.now() > until) {
-        throw new EngineError(`the template's readyCommand did not exit 0 within ${READY_TIMEOUT_MS / 1000} s (last exit code ${r.exitCode}${r.stderr ? `: ${r.stderr.trim().slice(-200)}` : ''})`);
-      }
-      await Bun.sleep(READY_POLL_MS);
-    }
-  }
-
   // The engine calls, one per in-progress status; each is also how a crash-interrupted one is finished.
   const work = {
     /** Provisions (finding what exists) and starts. Cancelled by a delete: nothing to start. */
@@ -136,14 +119,14 @@ export function createStateMachine(deps: {
       const done = await provisioner.provision(row.id, template, repo);
       if (done === 'cancelled') return;
       await engine.start(done.containerId);
-      await untilReady(done.containerId, template);
+      await untilReady(engine, done.containerId, template);
     },
     /** A container removed outside Keel is recreated from the template over the kept volume. */
     async start(row: WorkspaceRow) {
       const template = templateOf(row);
       const containerId = await provisioner.ensureContainer(row, template);
       await engine.start(containerId);
-      await untilReady(containerId, template);
+      await untilReady(engine, containerId, template);
     },
     async stop(row: WorkspaceRow, force: boolean) {
       // A frozen container would hold SIGTERM until thawed: thaw it first so the stop is graceful.

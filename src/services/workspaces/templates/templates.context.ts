@@ -54,9 +54,59 @@ export function checkDockerfile(dockerfile: string, baseImage: (builtin: 'minima
   return { text, bases: [...bases] };
 }
 
+/** Keel's part of a build context: `.keel-root/workspace/`, the workspace volume's mount point as the workspace's user owns it. */
+const KEEL_ROOT = '.keel-root';
+
+/**
+ * The user a workspace made from this Dockerfile runs as, when the Dockerfile says it: the last `USER`
+ * of its last stage, numeric (`1500` is `1500:1500`) or by name (`dev`, `dev:staff`, as written).
+ * Undefined when the last stage sets none (the base image's holds) or one Keel does not read.
+ */
+export function lastUser(dockerfile: string): string | undefined {
+  const lines = logicalLines(dockerfile);
+  const from = lines.findLastIndex((l) => /^FROM\s/i.test(l.text));
+  const user = lines.slice(from + 1).findLast((l) => /^USER\s/i.test(l.text));
+  const spec = user && /^USER\s+(\S+)\s*$/i.exec(user.text)?.[1];
+  if (!spec) return undefined;
+  const numeric = /^(\d+)(?::(\d+))?$/.exec(spec);
+  if (numeric) return `${numeric[1]}:${numeric[2] ?? numeric[1]}`;
+  return /^[A-Za-z_][\w.-]*(:[A-Za-z_\d][\w.-]*)?$/.test(spec) ? spec : undefined;
+}
+
+/**
+ * `uid:gid` of a USER spec (`dev`, `dev:staff`, `1500`, `1500:staff`) from an image's /etc/passwd and
+ * /etc/group; a user's primary group when none is named. Undefined when a name is not there.
+ */
+export function numericUser(spec: string, passwd: string | null, group: string | null): string | undefined {
+  const [user, grp] = spec.split(':') as [string, string | undefined];
+  const entry = (file: string | null, name: string) => file?.split('\n').map((l) => l.split(':')).find((f) => f[0] === name);
+  const pw = /^\d+$/.test(user) ? undefined : entry(passwd, user);
+  const uid = /^\d+$/.test(user) ? user : pw?.[2];
+  if (!uid || !/^\d+$/.test(uid)) return undefined;
+  const gid = grp === undefined ? (pw?.[3] ?? uid) : /^\d+$/.test(grp) ? grp : entry(group, grp)?.[2];
+  return gid && /^\d+$/.test(gid) ? `${uid}:${gid}` : undefined;
+}
+
+/** Whether the last stage starts from a built-in image (whose /workspace is 1000:1000's). */
+export function fromBuiltin(dockerfile: string): boolean {
+  const last = logicalLines(dockerfile).findLast((l) => /^FROM\s/i.test(l.text));
+  return !!last && /^FROM\s+(--platform=\S+\s+)?keel\/(minimal|bun-typescript)(:[\w.-]+)?(\s|$)/i.test(last.text);
+}
+
+/**
+ * The Dockerfile with a last step that makes `/workspace` (the volume's mount point, whose owner a
+ * new volume takes) `owner`'s: without it a workspace user other than the image's owner of
+ * /workspace could not write its own volume (workspaces run with no capabilities). A COPY, so the
+ * image needs no shell.
+ */
+export function ownWorkspace(dockerfile: string, owner: string): string {
+  return `${dockerfile.replace(/\s*$/, '')}\nCOPY --chown=${owner} ${KEEL_ROOT}/ /\n`;
+}
+
 /** A context path: relative, inside the context, no empty or dot segments. */
 function checkPath(path: string): string {
   const segments = path.split('/');
+  if (segments[0] === KEEL_ROOT) throw new AppError('INVALID_REQUEST', `a files path may not start with ${KEEL_ROOT}/ (Keel's part of the context)`, { property: '/files' });
   if (path.startsWith('/') || path.length > 1024 || segments.some((s) => s === '..' || s === '' || s === '.') || path.includes('\0')) {
     throw new AppError('INVALID_REQUEST', 'a files path must be relative and stay inside the build context (no leading /, no .. or empty segments)', { property: '/files' });
   }
@@ -85,6 +135,7 @@ export async function contextTar(dockerfile: string, files: [string, Buffer][]):
   });
   const add = (name: string, body: Buffer) => new Promise<void>((resolve, reject) => p.entry({ name, mode: 0o644, mtime: new Date(0) }, body, (e) => (e ? reject(e) : resolve())));
   for (const [path, bytes] of files) if (path !== 'Dockerfile') await add(path, bytes);
+  await new Promise<void>((resolve, reject) => p.entry({ name: `${KEEL_ROOT}/workspace/`, type: 'directory', mode: 0o755, mtime: new Date(0) }, (e) => (e ? reject(e) : resolve())));
   await add('Dockerfile', Buffer.from(dockerfile, 'utf8'));
   p.finalize();
   await done;

@@ -6,11 +6,11 @@ import type { Actor } from '../../../platform/auth/workspace-token';
 import { canAccess } from '../../../platform/auth/workspace-token';
 import { AppError } from '../../../platform/errors';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
-import type { Engine } from '../engine/engine';
+import { EngineError, type Engine } from '../engine/engine';
 import { buildTemplateImage, templateImage } from '../images/template-image';
 import type { Template, TemplateRegistry } from '../images/templates';
 import type { WorkspacesConfig } from '../workspaces.config';
-import { checkDockerfile, contextFiles, contextTar } from './templates.context';
+import { checkDockerfile, contextFiles, contextTar, fromBuiltin, lastUser, numericUser, ownWorkspace } from './templates.context';
 import type { TemplatesRepository } from './templates.repository';
 import type { TemplateBuildRow, TemplateRow } from './templates.tables';
 import type { CreateTemplateInput, TemplateView } from './templates.model';
@@ -42,9 +42,23 @@ const IDLE = 'echo "keel: workspace ready"; while :; do sleep 3600; done';
 
 type Settings = Pick<WorkspacesConfig, 'templates' | 'minimalImage' | 'bunImage' | 'busyboxPath' | 'bunPath' | 'templatesDir' | 'registryProbeUrl'>;
 
-export function createCustomTemplates(deps: { repo: TemplatesRepository; registry: TemplateRegistry; engine: Engine; settings: Settings; clock: Clock; log: Logger }) {
+export function createCustomTemplates(deps: {
+  repo: TemplatesRepository;
+  registry: TemplateRegistry;
+  engine: Engine;
+  settings: Settings;
+  clock: Clock;
+  log: Logger;
+  /** Which of these versions (registry names) a workspace still names (their images are kept). */
+  inUse?: (names: string[]) => Promise<Set<string>>;
+}) {
   const { repo, registry, engine, settings, log } = deps;
   const live = new Map<string, Live>();
+  /** Told when a public template's ready version changes or it is deleted (the warm pool follows). */
+  const changed = new Set<() => void>();
+  const tell = (t: TemplateRow) => {
+    if (t.public) for (const f of changed) f();
+  };
   const iso = () => new Date(deps.clock.now()).toISOString();
   const notFound = () => new AppError('TEMPLATE_NOT_FOUND', 'no such template');
 
@@ -66,11 +80,12 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
     const command =
       t.startCommand ??
       (cmd.length === 3 && SHELL.test(cmd[0]!) && cmd[1] === '-c' ? cmd[2]! : cmd.length && !(cmd.length === 1 && SHELL.test(cmd[0]!)) ? cmd.map(shQuote).join(' ') : IDLE);
+    const user = t.user ?? (await runUser(image, config.user, t.id));
     const entry: Template = {
       name: key(t.id, version),
       description: `${t.name} (version ${version})`,
       image,
-      user: t.user ?? (/^\d+:\d+$/.test(config.user) ? config.user : /^\d+$/.test(config.user) ? `${config.user}:${config.user}` : '1000:1000'),
+      user,
       workdir: t.workdir ?? (config.workdir || '/workspace'),
       env: JSON.parse(t.env) as Record<string, string>,
       command,
@@ -79,7 +94,51 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
       ports: PORTS,
       resources: { memoryMb: t.memoryMb ?? DEFAULT_RESOURCES.memoryMb, cpus: t.cpu ?? DEFAULT_RESOURCES.cpus, pids: DEFAULT_RESOURCES.pids },
     };
-    registry.add(entry);
+    // Another engine that lacks the image (APP_ENGINES) builds it from the same Dockerfile and context on first use.
+    registry.add(entry, async (other) => {
+      log.info('building a template version on an engine that lacks it', { template: t.id, version, image });
+      try {
+        await buildOn(other, t, image, (line) => log.debug('template build', { template: t.id, line }));
+      } catch (e) {
+        throw new EngineError(`template ${t.name} version ${version} could not be built on this engine: ${(e as Error).message.slice(0, 400)}`);
+      }
+    });
+  }
+
+  /** Builds template `t` as `image` on `eng`: its built-in bases first (made there when absent), then its Dockerfile and context. */
+  async function buildOn(eng: Engine, t: TemplateRow, image: string, onLine: (line: string) => void): Promise<void> {
+    const checked = checkDockerfile(t.dockerfile, (builtin) => (builtin === 'minimal' ? settings.minimalImage : settings.bunImage));
+    for (const base of checked.bases) {
+      const template = registry.get(base)!;
+      const ref = templateImage(template, settings);
+      if (!(await eng.imageExists(ref))) {
+        onLine(`keel: making the built-in ${base} image first`);
+        await buildTemplateImage(eng, template, ref, settings, log);
+      }
+    }
+    // The workspace's user owns its volume: /workspace made theirs, unless the built-in base's 1000:1000 already is.
+    const owner = t.user ?? lastUser(t.dockerfile) ?? '1000:1000';
+    const text = owner === '1000:1000' && fromBuiltin(t.dockerfile) ? checked.text : ownWorkspace(checked.text, owner);
+    const tar = await contextTar(text, contextFiles(JSON.parse(t.files) as Record<string, string>, settings.templates.contextBytes));
+    await eng.buildStreaming(tar, image, {
+      onLine,
+      // No build labels: the legacy builder makes each a step of its own (a layer copied on vfs); the tag names the template.
+      signal: AbortSignal.timeout(settings.templates.buildTimeoutMs),
+    });
+  }
+
+  /** The image's USER as `uid:gid` (a name read from its /etc/passwd and /etc/group); none: 1000:1000. */
+  async function runUser(image: string, spec: string, template: string): Promise<string> {
+    if (!spec) return '1000:1000';
+    const numeric = numericUser(spec, null, null);
+    if (numeric) return numeric;
+    const files = await engine.imageFiles(image, ['/etc/passwd', '/etc/group']).catch((e) => {
+      log.warn('the image\'s users not read', { template, ...errorFields(e) });
+      return {} as Record<string, string | null>;
+    });
+    const found = numericUser(spec, files['/etc/passwd'] ?? null, files['/etc/group'] ?? null);
+    if (!found) log.warn('the image\'s USER is not in its /etc/passwd; workspaces run as 1000:1000', { template, user: spec });
+    return found ?? '1000:1000';
   }
 
   function emit(buildId: string, e: { line?: BuildLine; done?: { status: string; reason?: string } }) {
@@ -100,21 +159,7 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
     let status: 'ready' | 'failed' = 'ready';
     let reason: string | null = null;
     try {
-      const checked = checkDockerfile(t.dockerfile, (builtin) => (builtin === 'minimal' ? settings.minimalImage : settings.bunImage));
-      for (const base of checked.bases) {
-        const template = registry.get(base)!;
-        const ref = templateImage(template, settings);
-        if (!(await engine.imageExists(ref))) {
-          onLine(`keel: making the built-in ${base} image first`);
-          await buildTemplateImage(engine, template, ref, settings, log);
-        }
-      }
-      const tar = await contextTar(checked.text, contextFiles(JSON.parse(t.files) as Record<string, string>, settings.templates.contextBytes));
-      await engine.buildStreaming(tar, b.image, {
-        onLine,
-        // No build labels: the legacy builder makes each a step of its own (a layer copied on vfs); the tag names the template.
-        signal: AbortSignal.timeout(settings.templates.buildTimeoutMs),
-      });
+      await buildOn(engine, t, b.image, onLine);
       await register(t, b.version);
     } catch (e) {
       status = 'failed';
@@ -124,6 +169,49 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
     await repo.endBuild(b, status, reason, state.lines.map((l) => `${l.timestamp} ${l.message}`).join('\n'), iso()).catch((e) => log.error('template build not recorded', { build: b.id, ...errorFields(e) }));
     emit(b.id, { done: { status, ...(reason ? { reason } : {}) } });
     live.delete(b.id);
+    if (status === 'ready') {
+      tell(t);
+      void collect();
+    }
+  }
+
+  /** Images removed by this process (a version's image is made again on demand, images/templates.ts builderOf). */
+  const removed = new Set<string>();
+  let sweeping: Promise<void> = Promise.resolve();
+
+  /**
+   * Removes the images of versions nobody gets any more: not the template's current version (or the
+   * template deleted) and named by no workspace. The engine refuses an image a container uses (a warm
+   * entry, a workspace being made): that one is tried again next time. A workspace whose container
+   * must be made again later gets the image built again from the same Dockerfile (builderOf).
+   */
+  async function sweep(): Promise<void> {
+    if (!deps.inUse) return;
+    const stale: { key: string; image: string; template: string }[] = [];
+    for (const t of await repo.everyTemplate()) {
+      for (const b of await repo.builds(t.id)) {
+        if (b.status !== 'ready' || removed.has(b.image) || (!t.deletedAt && b.version === t.version)) continue;
+        stale.push({ key: key(t.id, b.version), image: b.image, template: t.id });
+      }
+    }
+    if (!stale.length) return;
+    const used = await deps.inUse(stale.map((s) => s.key));
+    for (const s of stale) {
+      if (used.has(s.key)) continue;
+      try {
+        await engine.removeImage(s.image);
+        removed.add(s.image);
+        log.info('image of a template version no workspace uses removed', { template: s.template, image: s.image });
+      } catch (e) {
+        log.debug('template image kept (the engine refused its removal)', { image: s.image, ...errorFields(e) });
+      }
+    }
+  }
+
+  /** One sweep at a time; a call while one runs queues the next. */
+  function collect(): Promise<void> {
+    sweeping = sweeping.then(sweep).catch((e) => log.warn('template images not collected', errorFields(e)));
+    return sweeping;
   }
 
   /** The caller's own template by id (admins: any); another's private one is 404. */
@@ -220,7 +308,24 @@ export function createCustomTemplates(deps: { repo: TemplatesRepository; registr
       const t = await owned(actor, id);
       if (t.deletedAt) throw notFound();
       await repo.markDeleted(id, iso());
+      tell(t);
+      void collect();
       return { id, deleted: true };
+    },
+
+    /** Removes the images of versions no one gets any more (after a workspace went, a rebuild, a delete). */
+    collect,
+
+    /** Calls `f` when a public template's ready version changes or it is deleted; the returned function stops. */
+    onPublicChange(f: () => void): () => void {
+      changed.add(f);
+      return () => changed.delete(f);
+    },
+
+    /** The registry name of the public template called `name` at its ready version (APP_WARM_POOL), if any. */
+    async publicVersion(name: string): Promise<string | undefined> {
+      const t = await repo.publicByName(name);
+      return t && t.version > 0 ? key(t.id, t.version) : undefined;
     },
 
     /**

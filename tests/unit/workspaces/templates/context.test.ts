@@ -1,0 +1,47 @@
+// The build context's pure parts: which user a Dockerfile's workspaces run as (its last stage's last
+// numeric USER), whether that stage starts from a built-in image, and the step that gives the workspace
+// user its /workspace.
+import { describe, expect, test } from 'bun:test';
+import { fromBuiltin, lastUser, numericUser, ownWorkspace } from '../../../../src/services/workspaces/templates/templates.context';
+
+describe('lastUser', () => {
+  test("the last stage's last numeric USER; a bare uid is uid:uid", () => {
+    expect(lastUser('FROM keel/minimal\nUSER root\nRUN true\nUSER 1500\n')).toBe('1500:1500');
+    expect(lastUser('FROM keel/minimal\nUSER 1500:20\n# a comment\n')).toBe('1500:20');
+    expect(lastUser('FROM a AS build\nUSER 42\nFROM keel/minimal\nCOPY --from=build /x /x\n')).toBeUndefined();
+  });
+  test('a named USER as written; none, or an odd one, says nothing', () => {
+    expect(lastUser('FROM keel/minimal\nUSER dev\n')).toBe('dev');
+    expect(lastUser('FROM keel/minimal\nUSER dev:staff\n')).toBe('dev:staff');
+    expect(lastUser('FROM keel/minimal\n')).toBeUndefined();
+    expect(lastUser('FROM keel/minimal\nUSER $APP_USER\n')).toBeUndefined();
+  });
+});
+
+describe('numericUser', () => {
+  const passwd = 'root:x:0:0:root:/root:/bin/sh\ndev:x:1700:1701:dev:/workspace:/bin/sh\n';
+  const group = 'root:x:0:\ndev:x:1701:\nstaff:x:50:dev\n';
+  test("a name is its passwd uid and primary gid; a named group is the group file's", () => {
+    expect(numericUser('dev', passwd, group)).toBe('1700:1701');
+    expect(numericUser('dev:staff', passwd, group)).toBe('1700:50');
+    expect(numericUser('1500', null, null)).toBe('1500:1500');
+    expect(numericUser('1500:20', null, null)).toBe('1500:20');
+    expect(numericUser('1500:staff', passwd, group)).toBe('1500:50');
+  });
+  test('a name the files do not have is undefined', () => {
+    expect(numericUser('ghost', passwd, group)).toBeUndefined();
+    expect(numericUser('dev', null, null)).toBeUndefined();
+    expect(numericUser('dev:nogroup', passwd, group)).toBeUndefined();
+  });
+});
+
+test("fromBuiltin reads the last stage's FROM", () => {
+  expect(fromBuiltin('FROM keel/minimal\n')).toBe(true);
+  expect(fromBuiltin('from keel/bun-typescript:1 \n')).toBe(true);
+  expect(fromBuiltin('FROM keel/minimal AS a\nFROM python:3.12-slim\n')).toBe(false);
+  expect(fromBuiltin('FROM keel/minimalist\n')).toBe(false);
+});
+
+test('ownWorkspace appends one COPY --chown of Keel\'s part of the context', () => {
+  expect(ownWorkspace('FROM x\nUSER 7\n\n', '7:7')).toBe('FROM x\nUSER 7\nCOPY --chown=7:7 .keel-root/ /\n');
+});

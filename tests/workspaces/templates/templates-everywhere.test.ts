@@ -1,0 +1,110 @@
+// A template people built works wherever a template is named: over MCP (`list_templates` shows it with
+// its status, `create_workspace` starts from it, another actor's private one is TEMPLATE_NOT_FOUND),
+// a fork of a workspace made from it (the copies run as the template says). A named USER is read from
+// the image's /etc/passwd and /etc/group, and that user owns the workspace's volume.
+import { afterAll, beforeAll, expect, test } from 'bun:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
+import { waitFor } from '../../helpers/docker';
+import { closeAndClean, waitStatus } from '../../helpers/workspaces';
+
+requireTestEnv('DOCKER_HOST');
+
+let p: TestPlatform;
+const clients: Client[] = [];
+const post = (path: string, json: unknown, as = 'alice') => p.api('workspaces', path, { method: 'POST', json, as });
+
+async function connect(as: string): Promise<Client> {
+  const client = new Client({ name: 'keel-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(p.url('workspaces') + '/mcp'), { requestInit: { headers: { authorization: `Bearer ${p.token(as)}` } } }));
+  clients.push(client);
+  return client;
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown>) {
+  const r = (await client.callTool({ name, arguments: args })) as { content: { type: string; text: string }[]; isError?: boolean };
+  return { isError: r.isError === true, value: JSON.parse(r.content[0]!.text) };
+}
+
+const exec = async (id: string, command: string) => (await (await post(`/api/workspaces/${id}/exec`, { command })).json()) as { exitCode: number; stdout: string };
+
+beforeAll(async () => {
+  p = await startTestPlatform({ services: ['workspaces'], env: { APP_AUTO_STOP_MINUTES: '0' } });
+  const res = await post('/api/templates', {
+    name: 'everywhere',
+    dockerfile: 'FROM keel/minimal\nUSER root\nCOPY mark.txt /opt/mark.txt\nUSER 1300:1300\nWORKDIR /opt\nENV MARK=from-the-image\n',
+    files: { 'mark.txt': 'marked\n' },
+  });
+  expect(res.status).toBe(202);
+  const { id } = (await res.json()) as any;
+  await waitFor('the template built', async () => {
+    const t = (await (await p.api('workspaces', `/api/templates/${id}`, { as: 'alice' })).json()) as any;
+    if (t.status === 'failed') throw new Error(t.reason);
+    return t.status === 'ready';
+  }, 120_000);
+}, 180_000);
+
+afterAll(async () => {
+  for (const c of clients) await c.close().catch(() => {});
+  await closeAndClean(p);
+}, 60_000);
+
+test('MCP: list_templates shows it beside the built-ins; create_workspace starts from it; another actor gets TEMPLATE_NOT_FOUND', async () => {
+  const alice = await connect('alice');
+  const listed = await call(alice, 'list_templates', {});
+  expect(listed.isError).toBe(false);
+  expect(listed.value.templates.find((t: any) => t.name === 'everywhere')).toMatchObject({ builtIn: false, public: false, owner: 'alice', status: 'ready', version: 1 });
+  expect(listed.value.templates.filter((t: any) => t.builtIn).map((t: any) => t.name).sort()).toEqual(['bun-typescript', 'minimal']);
+
+  const created = await call(alice, 'create_workspace', { name: 'mcp-everywhere', template: 'everywhere' });
+  expect(created.isError).toBe(false);
+  await waitStatus(p, created.value.id, 'running', { as: 'alice', timeoutMs: 90_000 });
+  const ran = await call(alice, 'exec', { id: created.value.id, command: 'cat mark.txt; id -u; echo $MARK' });
+  expect(ran.value).toMatchObject({ exitCode: 0, stdout: 'marked\n1300\nfrom-the-image\n' });
+
+  const bob = await connect('bob');
+  expect((await call(bob, 'list_templates', {})).value.templates.some((t: any) => t.name === 'everywhere')).toBe(false);
+  const refused = await call(bob, 'create_workspace', { name: 'bob-everywhere', template: 'everywhere' });
+  expect(refused.isError).toBe(true);
+  expect(refused.value.error.code).toBe('TEMPLATE_NOT_FOUND');
+}, 120_000);
+
+test('a fork of a workspace made from it: each copy runs as the template says, with the source files', async () => {
+  const src = (await (await post('/api/workspaces', { name: 'fork-src', template: 'everywhere' })).json()) as { id: string };
+  await waitStatus(p, src.id, 'running', { as: 'alice', timeoutMs: 90_000 });
+  expect((await exec(src.id, 'echo in-the-volume > /workspace/note')).exitCode).toBe(0);
+  const res = await post(`/api/workspaces/${src.id}/fork`, { name: 'forked', count: 2 });
+  expect(res.status).toBe(201);
+  const forks = ((await res.json()) as { workspaces: { id: string }[] }).workspaces;
+  expect(forks.length).toBe(2);
+  for (const f of forks) {
+    await waitStatus(p, f.id, 'running', { as: 'alice', timeoutMs: 90_000 });
+    const r = await exec(f.id, 'cat mark.txt /workspace/note; id -u; pwd');
+    expect(r).toMatchObject({ exitCode: 0, stdout: 'marked\nin-the-volume\n1300\n/opt\n' });
+  }
+}, 240_000);
+
+test("a named USER runs as its uid and primary gid from the image's files, and owns /workspace", async () => {
+  const res = await post('/api/templates', {
+    name: 'named-user',
+    dockerfile: [
+      'FROM keel/minimal',
+      'USER root',
+      "RUN echo 'dev:x:1700:1701:dev:/workspace:/bin/sh' >> /etc/passwd && echo 'dev:x:1701:' >> /etc/group",
+      'USER dev',
+      '',
+    ].join('\n'),
+  });
+  expect(res.status).toBe(202);
+  const { id } = (await res.json()) as any;
+  await waitFor('the template built', async () => {
+    const t = (await (await p.api('workspaces', `/api/templates/${id}`, { as: 'alice' })).json()) as any;
+    if (t.status === 'failed') throw new Error(t.reason);
+    return t.status === 'ready';
+  }, 120_000);
+  const ws = (await (await post('/api/workspaces', { name: 'named-user-1', template: 'named-user' })).json()) as { id: string };
+  await waitStatus(p, ws.id, 'running', { as: 'alice', timeoutMs: 90_000 });
+  const r = await exec(ws.id, 'id -un; id -u; id -g; touch /workspace/mine && stat -c %u /workspace/mine');
+  expect(r).toMatchObject({ exitCode: 0, stdout: 'dev\n1700\n1701\n1700\n' });
+}, 180_000);
