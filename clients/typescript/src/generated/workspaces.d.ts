@@ -1368,7 +1368,7 @@ export interface components {
             startCommand?: string;
             /** @description run by `/bin/sh -c` after start until it exits 0; only then is the workspace running (at most 120 s) */
             readyCommand?: string;
-            /** @description `uid:gid`; default: the image's USER (numeric), else 1000:1000 */
+            /** @description `uid:gid`; default: the image's USER (a name read from its /etc/passwd), else 1000:1000 */
             user?: string;
             /** @description default: the image's WORKDIR, else /workspace */
             workdir?: string;
@@ -1376,9 +1376,9 @@ export interface components {
             env?: {
                 [key: string]: string;
             };
-            /** @description CPUs of a workspace made from it (default 1) */
+            /** @description CPUs of a workspace made from it (default 1; at most APP_TEMPLATE_MAX_CPUS, 4 by default) */
             cpu?: number;
-            /** @description memory limit of a workspace made from it (default 512) */
+            /** @description memory limit of a workspace made from it (default 512; at most APP_TEMPLATE_MAX_MEMORY_MB, 8192 by default) */
             memoryMb?: string | number;
             /** @description admins only: every actor may use it */
             public?: boolean;

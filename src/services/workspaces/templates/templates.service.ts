@@ -240,6 +240,10 @@ export function createCustomTemplates(deps: {
     async create(actor: Actor, input: CreateTemplateInput): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
       if (!NAME.test(input.name)) throw new AppError('INVALID_REQUEST', 'name must be 1-63 characters: lowercase letters, digits, . _ -', { property: '/name' });
       if (input.public && !actor.admin) throw new AppError('FORBIDDEN', 'only admins make public templates');
+      // The operator's bounds on what a template gives its workspaces (admins included: they are the host's).
+      const { maxCpus, maxMemoryMb } = settings.templates;
+      if (input.cpu !== undefined && input.cpu > maxCpus) throw new AppError('INVALID_REQUEST', `cpu may be at most ${maxCpus} (APP_TEMPLATE_MAX_CPUS)`, { property: '/cpu', limit: maxCpus });
+      if (input.memoryMb !== undefined && input.memoryMb > maxMemoryMb) throw new AppError('INVALID_REQUEST', `memoryMb may be at most ${maxMemoryMb} (APP_TEMPLATE_MAX_MEMORY_MB)`, { property: '/memoryMb', limit: maxMemoryMb });
       // Checked now, so a bad Dockerfile or context is a 400, not a failed build.
       checkDockerfile(input.dockerfile, (b) => b);
       contextFiles(input.files ?? {}, settings.templates.contextBytes);
