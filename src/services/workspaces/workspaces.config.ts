@@ -188,7 +188,7 @@ export interface WorkspacesConfig {
   snapshotQuota: number;
   /** Templates an actor may hold (APP_QUOTA_TEMPLATES), their build context's bound and a build's time limit. */
   /** Templates people bring: the quota per actor, a context's bound, a build's time limit, and the most `cpu` and `memoryMb` a template may give its workspaces. */
-  templates: { quota: number; contextBytes: number; buildTimeoutMs: number; maxCpus: number; maxMemoryMb: number };
+  templates: { quota: number; contextBytes: number; buildTimeoutMs: number; maxCpus: number; maxMemoryMb: number; builds: number };
   /** Tag of the offline-built minimal image (tests use their own tag). */
   minimalImage: string;
   /** Tag of the bun-typescript image Keel builds (tests use their own tag). */
@@ -275,6 +275,7 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
       buildTimeoutMs: readDuration(env, 'APP_TEMPLATE_BUILD_TIMEOUT', '30m', 1000),
       maxCpus: readInt(env, 'APP_TEMPLATE_MAX_CPUS', 4, 1, 1024),
       maxMemoryMb: readInt(env, 'APP_TEMPLATE_MAX_MEMORY_MB', 8192, 16, 16 * 1024 * 1024),
+      builds: readInt(env, 'APP_TEMPLATE_BUILDS', 2, 1, 64),
     },
     minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),
     bunImage: readImageRef(env, 'APP_WORKSPACE_BUN_IMAGE', BUN_IMAGE),

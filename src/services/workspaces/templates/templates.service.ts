@@ -158,6 +158,7 @@ export function createCustomTemplates(deps: {
     };
     let status: 'ready' | 'failed' = 'ready';
     let reason: string | null = null;
+    const release = await buildSlot(onLine);
     try {
       await buildOn(engine, t, b.image, onLine);
       await register(t, b.version);
@@ -165,6 +166,8 @@ export function createCustomTemplates(deps: {
       status = 'failed';
       reason = (e as Error).message.slice(0, 2000) || 'the build failed';
       onLine(`keel: build failed: ${reason}`);
+    } finally {
+      release();
     }
     await repo.endBuild(b, status, reason, state.lines.map((l) => `${l.timestamp} ${l.message}`).join('\n'), iso()).catch((e) => log.error('template build not recorded', { build: b.id, ...errorFields(e) }));
     emit(b.id, { done: { status, ...(reason ? { reason } : {}) } });
@@ -173,6 +176,26 @@ export function createCustomTemplates(deps: {
       tell(t);
       void collect();
     }
+  }
+
+  /** Builds running now (at most APP_TEMPLATE_BUILDS) and those waiting for one of them to end, first come first served. */
+  let building = 0;
+  const queued: (() => void)[] = [];
+  /** A build slot; the returned function gives it back (to the next waiting build, if any). */
+  async function buildSlot(onLine: (line: string) => void): Promise<() => void> {
+    if (building < settings.templates.builds) building++;
+    else {
+      onLine(`keel: waiting for one of the ${settings.templates.builds} builds that run at once to end (APP_TEMPLATE_BUILDS)`);
+      await new Promise<void>((r) => queued.push(r));
+    }
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      const next = queued.shift();
+      if (next) next();
+      else building--;
+    };
   }
 
   /** Images removed by this process (a version's image is made again on demand, images/templates.ts builderOf). */
