@@ -187,7 +187,8 @@ export interface WorkspacesConfig {
   /** Snapshots an actor may hold (APP_QUOTA_SNAPSHOTS); admins are exempt. */
   snapshotQuota: number;
   /** Templates an actor may hold (APP_QUOTA_TEMPLATES), their build context's bound and a build's time limit. */
-  templates: { quota: number; contextBytes: number; buildTimeoutMs: number };
+  /** Templates people bring: the quota per actor, a context's bound, a build's time limit, and the most `cpu` and `memoryMb` a template may give its workspaces. */
+  templates: { quota: number; contextBytes: number; buildTimeoutMs: number; maxCpus: number; maxMemoryMb: number; builds: number };
   /** Tag of the offline-built minimal image (tests use their own tag). */
   minimalImage: string;
   /** Tag of the bun-typescript image Keel builds (tests use their own tag). */
@@ -272,6 +273,9 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
       quota: readInt(env, 'APP_QUOTA_TEMPLATES', 20, 0, 1_000_000),
       contextBytes: readInt(env, 'APP_TEMPLATE_CONTEXT_BYTES', 64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       buildTimeoutMs: readDuration(env, 'APP_TEMPLATE_BUILD_TIMEOUT', '30m', 1000),
+      maxCpus: readInt(env, 'APP_TEMPLATE_MAX_CPUS', 4, 1, 1024),
+      maxMemoryMb: readInt(env, 'APP_TEMPLATE_MAX_MEMORY_MB', 8192, 16, 16 * 1024 * 1024),
+      builds: readInt(env, 'APP_TEMPLATE_BUILDS', 2, 1, 64),
     },
     minimalImage: readImageRef(env, 'APP_WORKSPACE_MINIMAL_IMAGE', MINIMAL_IMAGE),
     bunImage: readImageRef(env, 'APP_WORKSPACE_BUN_IMAGE', BUN_IMAGE),

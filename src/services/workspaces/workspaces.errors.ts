@@ -45,7 +45,7 @@ const own = defineErrors({
   TEMPLATE_NOT_FOUND: { status: 404, description: 'no template with this name or id that you may use (yours, public, or built in)' },
   BUILD_NOT_FOUND: { status: 404, description: 'no build with this id of the template' },
   TEMPLATE_EXISTS: { status: 409, description: 'you have a template of this name, or it is a built-in one' },
-  TEMPLATE_NOT_READY: { status: 409, description: 'the template has no built version yet (building, or its build failed: details.status)' },
+  TEMPLATE_NOT_READY: { status: 409, description: "the template has no built version yet (building, or its build failed: details.status), or its image is being made again" },
   TEMPLATE_BUILDING: { status: 409, description: 'a build of this template is running; wait for it to end' },
 });
 

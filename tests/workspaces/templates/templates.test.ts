@@ -173,6 +173,11 @@ describe('refused before anything is built', () => {
     // A body past what any context allows is not read to its end.
     await refused({ name: 'huge', dockerfile: 'FROM keel/minimal\n', files: { 'a.txt': 'x'.repeat(100 * 1024 * 1024) } }, 'PAYLOAD_TOO_LARGE', 413);
     await refused({ name: 'odd', dockerfile: 'FROM keel/minimal\n', privileged: true }, 'INVALID_REQUEST', 400);
+    // Past the operator's bounds (defaults: 4 CPUs, 8192 MB), admins included.
+    expect((await refused({ name: 'greedy', dockerfile: 'FROM keel/minimal\n', cpu: 5 }, 'INVALID_REQUEST', 400)).error.details).toMatchObject({ property: '/cpu', limit: 4 });
+    const huge = await post('/api/templates', { name: 'greedy', dockerfile: 'FROM keel/minimal\n', memoryMb: 8193 }, 'admin');
+    expect(huge.status).toBe(400);
+    expect(((await huge.json()) as any).error.details).toMatchObject({ property: '/memoryMb', limit: 8192 });
     await refused({ name: 'minimal', dockerfile: 'FROM keel/minimal\n' }, 'TEMPLATE_EXISTS', 409);
     await refused({ name: 'broken', dockerfile: 'FROM keel/minimal\n' }, 'TEMPLATE_EXISTS', 409);
     await refused({ name: 'for-all', dockerfile: 'FROM keel/minimal\n', public: true }, 'FORBIDDEN', 403);

@@ -71,7 +71,7 @@ export interface paths {
         put?: never;
         /**
          * Create a workspace
-         * @description Answers 201 with status `creating`; the image is made ready (the `minimal` image is built offline on first use), the volume and container are created, `repo` is cloned into /workspace on the Keel host, and the workspace starts. With a warm pool for the template (APP_WARM_POOL) and no `port`, `repo` or `snapshot`, a container made ahead is claimed and the answer is 201 with status `running` (docs/workspaces.md, "Warm pool"). Any failure ends in status `failed` with `reason`. 409 `WORKSPACE_EXISTS` when the name is taken (names are unique across all owners), 409 `PORT_UNAVAILABLE` when `port` is reserved by another workspace or held by any process on the host, 400 `INVALID_REQUEST` for a malformed body, an unknown template, a `port` outside APP_WORKSPACE_PORT_RANGE (admins excepted), a repo URL that is not http://, https:// or git://, or a repo host that is an IP literal in a link-local or metadata range (any spelling). 503 `ENGINE_UNAVAILABLE` (with Retry-After) when no container engine answers, 503 `CLONE_QUEUE_FULL` (with Retry-After) when too many repo clones run or wait (APP_CLONE_CONCURRENCY, APP_CLONE_QUEUE): nothing is created, retry later. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting, running or paused; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses. 503 `ISOLATION_UNAVAILABLE` when Keel cannot firewall workspace networks here and APP_WORKSPACE_FIREWALL=required (docs/security.md): nothing is created. A creation cut short by a crash of Keel is finished when Keel starts again (see docs/workspaces.md, "Crash recovery").
+         * @description Answers 201 with status `creating`; the image is made ready (the `minimal` image is built offline on first use), the volume and container are created, `repo` is cloned into /workspace on the Keel host, and the workspace starts. With a warm pool for the template (APP_WARM_POOL) and no `port`, `repo` or `snapshot`, a container made ahead is claimed and the answer is 201 with status `running` (docs/workspaces.md, "Warm pool"). Any failure ends in status `failed` with `reason`. 409 `WORKSPACE_EXISTS` when the name is taken (names are unique across all owners), 409 `PORT_UNAVAILABLE` when `port` is reserved by another workspace or held by any process on the host, 400 `INVALID_REQUEST` for a malformed body, a template name no one has, a `port` outside APP_WORKSPACE_PORT_RANGE (admins excepted), a repo URL that is not http://, https:// or git://, or a repo host that is an IP literal in a link-local or metadata range (any spelling). `template` is a built-in, your own template or a public one (docs/templates.md): another actor's private template is 404 `TEMPLATE_NOT_FOUND`, one with no built version yet (or whose image is being made again) 409 `TEMPLATE_NOT_READY`. 503 `ENGINE_UNAVAILABLE` (with Retry-After) when no container engine answers, 503 `CLONE_QUEUE_FULL` (with Retry-After) when too many repo clones run or wait (APP_CLONE_CONCURRENCY, APP_CLONE_QUEUE): nothing is created, retry later. A non-admin actor may hold APP_QUOTA_WORKSPACES workspaces, of which APP_QUOTA_RUNNING creating, starting, restarting, running or paused; past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` (`quota` is `workspaces` or `running`) and nothing is created or started. GET /api/quotas says what the caller uses. 503 `ISOLATION_UNAVAILABLE` when Keel cannot firewall workspace networks here and APP_WORKSPACE_FIREWALL=required (docs/security.md): nothing is created. A creation cut short by a crash of Keel is finished when Keel starts again (see docs/workspaces.md, "Crash recovery").
          */
         post: operations["createWorkspace"];
         delete?: never;
@@ -1368,7 +1368,7 @@ export interface components {
             startCommand?: string;
             /** @description run by `/bin/sh -c` after start until it exits 0; only then is the workspace running (at most 120 s) */
             readyCommand?: string;
-            /** @description `uid:gid`; default: the image's USER (numeric), else 1000:1000 */
+            /** @description `uid:gid`; default: the image's USER (a name read from its /etc/passwd), else 1000:1000 */
             user?: string;
             /** @description default: the image's WORKDIR, else /workspace */
             workdir?: string;
@@ -1376,9 +1376,9 @@ export interface components {
             env?: {
                 [key: string]: string;
             };
-            /** @description CPUs of a workspace made from it (default 1) */
+            /** @description CPUs of a workspace made from it (default 1; at most APP_TEMPLATE_MAX_CPUS, 4 by default) */
             cpu?: number;
-            /** @description memory limit of a workspace made from it (default 512) */
+            /** @description memory limit of a workspace made from it (default 512; at most APP_TEMPLATE_MAX_MEMORY_MB, 8192 by default) */
             memoryMb?: string | number;
             /** @description admins only: every actor may use it */
             public?: boolean;
@@ -2599,7 +2599,33 @@ export interface operations {
                     };
                 };
             };
-            /** @description `WORKSPACE_EXISTS`: a workspace with this name exists (names are unique across owners); `PORT_UNAVAILABLE`: the port is reserved by another workspace or in use on the host */
+            /** @description `TEMPLATE_NOT_FOUND`: no template with this name or id that you may use (yours, public, or built in) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "TEMPLATE_NOT_FOUND",
+                     *         "message": "no template with this name or id that you may use (yours, public, or built in)",
+                     *         "details": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"] & {
+                        error: {
+                            /**
+                             * @description TEMPLATE_NOT_FOUND: no template with this name or id that you may use (yours, public, or built in)
+                             * @enum {string}
+                             */
+                            code: "TEMPLATE_NOT_FOUND";
+                        };
+                    };
+                };
+            };
+            /** @description `WORKSPACE_EXISTS`: a workspace with this name exists (names are unique across owners); `PORT_UNAVAILABLE`: the port is reserved by another workspace or in use on the host; `TEMPLATE_NOT_READY`: the template has no built version yet (building, or its build failed: details.status), or its image is being made again */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2617,10 +2643,10 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"] & {
                         error: {
                             /**
-                             * @description WORKSPACE_EXISTS: a workspace with this name exists (names are unique across owners); PORT_UNAVAILABLE: the port is reserved by another workspace or in use on the host
+                             * @description WORKSPACE_EXISTS: a workspace with this name exists (names are unique across owners); PORT_UNAVAILABLE: the port is reserved by another workspace or in use on the host; TEMPLATE_NOT_READY: the template has no built version yet (building, or its build failed: details.status), or its image is being made again
                              * @enum {string}
                              */
-                            code: "WORKSPACE_EXISTS" | "PORT_UNAVAILABLE";
+                            code: "WORKSPACE_EXISTS" | "PORT_UNAVAILABLE" | "TEMPLATE_NOT_READY";
                         };
                     };
                 };

@@ -76,8 +76,8 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       },
       {
         body: CreateWorkspaceBody,
-        response: { 201: CreatedWorkspace, 400: ErrorEnvelope, 401: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
-        detail: { ...op('createWorkspace', ['WORKSPACE_EXISTS', 'PORT_UNAVAILABLE', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE', 'CLONE_QUEUE_FULL', 'ISOLATION_UNAVAILABLE']),
+        response: { 201: CreatedWorkspace, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        detail: { ...op('createWorkspace', ['WORKSPACE_EXISTS', 'PORT_UNAVAILABLE', 'TEMPLATE_NOT_FOUND', 'TEMPLATE_NOT_READY', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE', 'CLONE_QUEUE_FULL', 'ISOLATION_UNAVAILABLE']),
           summary: 'Create a workspace',
           description:
             'Answers 201 with status `creating`; the image is made ready (the `minimal` image is built offline on first use), the volume ' +
@@ -86,8 +86,10 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
             'with status `running` (docs/workspaces.md, "Warm pool"). Any failure ends in ' +
             'status `failed` with `reason`. 409 `WORKSPACE_EXISTS` when the name is taken (names are unique across all owners), 409 ' +
             '`PORT_UNAVAILABLE` when `port` is reserved by another workspace or held by any process on the host, 400 `INVALID_REQUEST` ' +
-            'for a malformed body, an unknown template, a `port` outside APP_WORKSPACE_PORT_RANGE (admins excepted), a repo URL that is not ' +
+            'for a malformed body, a template name no one has, a `port` outside APP_WORKSPACE_PORT_RANGE (admins excepted), a repo URL that is not ' +
             'http://, https:// or git://, or a repo host that is an IP literal in a link-local or metadata range (any spelling). ' +
+            '`template` is a built-in, your own template or a public one (docs/templates.md): another actor\'s private template is 404 ' +
+            '`TEMPLATE_NOT_FOUND`, one with no built version yet (or whose image is being made again) 409 `TEMPLATE_NOT_READY`. ' +
             '503 `ENGINE_UNAVAILABLE` (with Retry-After) when no container engine answers, 503 `CLONE_QUEUE_FULL` (with Retry-After) when too many ' +
             'repo clones run or wait (APP_CLONE_CONCURRENCY, APP_CLONE_QUEUE): nothing is created, retry later. ' +
             `${QUOTAS} ` +

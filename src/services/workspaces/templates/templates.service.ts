@@ -105,6 +105,22 @@ export function createCustomTemplates(deps: {
     });
   }
 
+  /** A ready version whose image is gone from the engine: built again from its Dockerfile and context, then registered. */
+  async function restore(t: TemplateRow, version: number): Promise<void> {
+    const image = imageRef(t.id, version);
+    log.warn('a built template image is gone from the engine; building it again from its Dockerfile', { template: t.id, version, image });
+    const release = await buildSlot(() => {});
+    try {
+      await buildOn(engine, t, image, (line) => log.debug('template build', { template: t.id, line }));
+      await register(t, version);
+      log.info('template image built again', { template: t.id, version, image });
+    } catch (e) {
+      log.warn('template image not built again; its workspaces cannot start until it is rebuilt', { template: t.id, version, ...errorFields(e) });
+    } finally {
+      release();
+    }
+  }
+
   /** Builds template `t` as `image` on `eng`: its built-in bases first (made there when absent), then its Dockerfile and context. */
   async function buildOn(eng: Engine, t: TemplateRow, image: string, onLine: (line: string) => void): Promise<void> {
     const checked = checkDockerfile(t.dockerfile, (builtin) => (builtin === 'minimal' ? settings.minimalImage : settings.bunImage));
@@ -158,6 +174,7 @@ export function createCustomTemplates(deps: {
     };
     let status: 'ready' | 'failed' = 'ready';
     let reason: string | null = null;
+    const release = await buildSlot(onLine);
     try {
       await buildOn(engine, t, b.image, onLine);
       await register(t, b.version);
@@ -165,6 +182,8 @@ export function createCustomTemplates(deps: {
       status = 'failed';
       reason = (e as Error).message.slice(0, 2000) || 'the build failed';
       onLine(`keel: build failed: ${reason}`);
+    } finally {
+      release();
     }
     await repo.endBuild(b, status, reason, state.lines.map((l) => `${l.timestamp} ${l.message}`).join('\n'), iso()).catch((e) => log.error('template build not recorded', { build: b.id, ...errorFields(e) }));
     emit(b.id, { done: { status, ...(reason ? { reason } : {}) } });
@@ -173,6 +192,26 @@ export function createCustomTemplates(deps: {
       tell(t);
       void collect();
     }
+  }
+
+  /** Builds running now (at most APP_TEMPLATE_BUILDS) and those waiting for one of them to end, first come first served. */
+  let building = 0;
+  const queued: (() => void)[] = [];
+  /** A build slot; the returned function gives it back (to the next waiting build, if any). */
+  async function buildSlot(onLine: (line: string) => void): Promise<() => void> {
+    if (building < settings.templates.builds) building++;
+    else {
+      onLine(`keel: waiting for one of the ${settings.templates.builds} builds that run at once to end (APP_TEMPLATE_BUILDS)`);
+      await new Promise<void>((r) => queued.push(r));
+    }
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      const next = queued.shift();
+      if (next) next();
+      else building--;
+    };
   }
 
   /** Images removed by this process (a version's image is made again on demand, images/templates.ts builderOf). */
@@ -228,7 +267,20 @@ export function createCustomTemplates(deps: {
   return {
     /** Ready versions join the registry; a build a crash cut short runs again. */
     async start(): Promise<void> {
-      for (const t of await repo.everyTemplate()) for (const b of await repo.builds(t.id)) if (b.status === 'ready') await register(t, b.version).catch((e) => log.warn('template not registered', { template: t.id, ...errorFields(e) }));
+      const missing: { t: TemplateRow; version: number }[] = [];
+      for (const t of await repo.everyTemplate()) {
+        for (const b of await repo.builds(t.id)) {
+          if (b.status !== 'ready') continue;
+          // An engine that does not answer is not a missing image: registering fails and is logged.
+          if (!(await engine.imageExists(b.image).catch(() => true))) missing.push({ t, version: b.version });
+          else await register(t, b.version).catch((e) => log.warn('template not registered', { template: t.id, ...errorFields(e) }));
+        }
+      }
+      // Images gone from the engine (pruned, an engine replaced): the versions someone gets are built again, in the background.
+      if (missing.length) {
+        const used = (await deps.inUse?.(missing.map((m) => key(m.t.id, m.version))).catch(() => undefined)) ?? new Set<string>();
+        for (const m of missing) if ((!m.t.deletedAt && m.version === m.t.version) || used.has(key(m.t.id, m.version))) void restore(m.t, m.version);
+      }
       for (const b of await repo.unfinished()) {
         const t = await repo.get(b.templateId);
         if (!t) continue;
@@ -240,6 +292,10 @@ export function createCustomTemplates(deps: {
     async create(actor: Actor, input: CreateTemplateInput): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
       if (!NAME.test(input.name)) throw new AppError('INVALID_REQUEST', 'name must be 1-63 characters: lowercase letters, digits, . _ -', { property: '/name' });
       if (input.public && !actor.admin) throw new AppError('FORBIDDEN', 'only admins make public templates');
+      // The operator's bounds on what a template gives its workspaces (admins included: they are the host's).
+      const { maxCpus, maxMemoryMb } = settings.templates;
+      if (input.cpu !== undefined && input.cpu > maxCpus) throw new AppError('INVALID_REQUEST', `cpu may be at most ${maxCpus} (APP_TEMPLATE_MAX_CPUS)`, { property: '/cpu', limit: maxCpus });
+      if (input.memoryMb !== undefined && input.memoryMb > maxMemoryMb) throw new AppError('INVALID_REQUEST', `memoryMb may be at most ${maxMemoryMb} (APP_TEMPLATE_MAX_MEMORY_MB)`, { property: '/memoryMb', limit: maxMemoryMb });
       // Checked now, so a bad Dockerfile or context is a 400, not a failed build.
       checkDockerfile(input.dockerfile, (b) => b);
       contextFiles(input.files ?? {}, settings.templates.contextBytes);
@@ -342,6 +398,8 @@ export function createCustomTemplates(deps: {
         throw new AppError('INVALID_REQUEST', 'unknown template', { property: '/template', known: registry.names() });
       }
       if (t.version === 0) throw new AppError('TEMPLATE_NOT_READY', 'the template has no built version yet', { property: '/template', status: t.status });
+      // Its image is being built again (gone from the engine at start-up): not ready until it is back.
+      if (!registry.get(key(t.id, t.version))) throw new AppError('TEMPLATE_NOT_READY', "the template's image is being made again; retry shortly", { property: '/template', status: 'building' });
       return key(t.id, t.version);
     },
 
