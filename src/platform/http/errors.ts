@@ -182,23 +182,25 @@ export function hardenedJsonBody(streamed?: StreamedBodies) {
 }
 
 /**
- * The body as text, refused past MAX_BODY_BYTES as it arrives: a chunked body declares no length,
- * and a service with streamed uploads lets Bun accept large bodies (main.ts), so the limit is ours.
+ * The body as text, refused past `limit` (MAX_BODY_BYTES unless a route that reads its own body says
+ * otherwise) as it arrives: a chunked body declares no length, and a service with streamed uploads
+ * lets Bun accept large bodies (main.ts), so the limit is ours. Past it: BodyTooLarge.
  */
-async function boundedText(request: Request): Promise<string> {
+export async function boundedText(request: Request, limit = MAX_BODY_BYTES): Promise<string> {
+  if (Number(request.headers.get('content-length') ?? 0) > limit) throw new BodyTooLarge();
   if (!request.body) return '';
   const parts: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of request.body) {
     size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES) throw new BodyTooLarge();
+    if (size > limit) throw new BodyTooLarge();
     parts.push(chunk);
   }
   return new TextDecoder().decode(Buffer.concat(parts));
 }
 
-/** A body past MAX_BODY_BYTES found while reading it; rendered as 413 in the service's error model. */
-class BodyTooLarge extends Error {
+/** A body past its limit found while reading it; rendered as 413 in the service's error model. */
+export class BodyTooLarge extends Error {
   constructor() {
     super('request body too large');
   }

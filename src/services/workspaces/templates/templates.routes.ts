@@ -1,7 +1,7 @@
 // HTTP wiring of the templates people bring: create (202, a build starts), read, rebuild, delete, and a
 // build's log (JSON, or followed as SSE). The rules live in templates.service.ts.
 import { Elysia } from 'elysia';
-import { ErrorEnvelope } from '../../../platform/http/errors';
+import { BodyTooLarge, boundedText, ErrorEnvelope } from '../../../platform/http/errors';
 import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import type { Quotas } from '../quotas';
@@ -31,18 +31,16 @@ export const streamedTemplateBody = (request: Request) => request.method === 'PO
 
 /** The body, bounded (the context's limit as base64, plus room for the rest), parsed by the hardened parser and checked. */
 async function readCreateBody(request: Request, contextBytes: number): Promise<CreateTemplateInput> {
-  const limit = Math.ceil((contextBytes * 4) / 3) + 2 * 1024 * 1024;
-  if (Number(request.headers.get('content-length') ?? 0) > limit) throw tooLarge(contextBytes);
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of request.body ?? []) {
-    size += chunk.byteLength;
-    if (size > limit) throw tooLarge(contextBytes);
-    parts.push(chunk);
+  let text: string;
+  try {
+    text = await boundedText(request, Math.ceil((contextBytes * 4) / 3) + 2 * 1024 * 1024);
+  } catch (e) {
+    if (e instanceof BodyTooLarge) throw tooLarge(contextBytes);
+    throw e;
   }
   let value: unknown;
   try {
-    value = parseJsonBody(new TextDecoder().decode(Buffer.concat(parts)));
+    value = parseJsonBody(text);
   } catch (e) {
     throw new AppError('INVALID_REQUEST', e instanceof JsonRefusal ? e.message : 'the request body is not valid JSON');
   }
