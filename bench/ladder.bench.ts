@@ -13,12 +13,11 @@ import { cutSegments, RUNG_KBPS } from '../src/services/playback/hls';
 import { segmentArgs } from '../src/services/workers/jobs/playback-segment';
 import { scanLibrary } from '../tests/helpers/library';
 import { catalogToken, localFixtures, patientScan, tempMediaRoot } from '../tests/helpers/media';
-import { printTable, round } from './lib';
+import { median, printTable, round } from './lib';
 
 const SECRET = 'f'.repeat(64);
 const REPS = 3;
 const MOVIES = 40;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** 8 s of 1920x1080 H.264/AAC with a keyframe every 2 s. */
 function source1080(dir: string): string {

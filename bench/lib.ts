@@ -14,6 +14,9 @@ export function percentile(sortedMs: number[], p: number): number {
   return sortedMs[i]!;
 }
 
+/** The middle sample (the upper one of an even count), for figures taken as the median of rounds. */
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
 export function summarize(samplesMs: number[]) {
   const s = [...samplesMs].sort((a, b) => a - b);
   return { n: s.length, p50Ms: percentile(s, 50), p99Ms: percentile(s, 99), medianMs: percentile(s, 50), maxMs: s[s.length - 1] ?? NaN };

@@ -11,10 +11,9 @@ import { segmentArgs } from '../src/services/workers/jobs/playback-segment';
 import { cutSegments } from '../src/services/playback/hls';
 import { catalogToken, patientScan, playbackFixtures, tempMediaRoot } from '../tests/helpers/media';
 import { mintToken } from '../src/platform/auth/workspace-token';
-import { printTable, round } from './lib';
+import { median, printTable, round } from './lib';
 
 const SECRET = 'e'.repeat(64);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function ffmpegDirect(input: string, startMs: number, endMs: number, method: 'copy' | 'transcode', dir: string): Promise<number> {
   const t0 = performance.now();

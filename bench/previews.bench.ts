@@ -11,7 +11,7 @@
 // keeps its connections open as dev servers (Vite, Next.js) do, so Keel reuses its connections to it;
 // `httpd`, busybox httpd in a `minimal` workspace, closes every connection, so each request through
 // the preview opens one from the host (docs/benchmarks.md: what that costs once TIME_WAIT fills up).
-import { round } from './lib';
+import { median, round } from './lib';
 import { startKeelProcess } from './keel-process';
 import { ensureWrk, wrk, type WrkResult } from './wrk';
 
@@ -75,7 +75,6 @@ export async function run(): Promise<Record<string, unknown>> {
       runs.bare.push(await viaBare(CONNECTIONS));
     }
     bare.kill();
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     // Pooled over all rounds, for the table.
     const merge = (xs: WrkResult[]) => ({
       rps: round(xs.reduce((a, x) => a + x.requests, 0) / xs.reduce((a, x) => a + x.seconds, 0)),

@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { round } from './lib';
+import { median, round } from './lib';
 import { startKeelProcess, type KeelProcess } from './keel-process';
 import { MINIMAL_IMAGE } from '../src/services/workspaces/images/minimal-image';
 
@@ -79,7 +79,6 @@ export async function run(): Promise<Record<string, unknown>> {
       cliRuns.push(viaCli(i));
       keelRuns.push(await viaKeel(keel, i));
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const keelMs = keelRuns.map((r) => r.ms);
     const cliMs = cliRuns.map((r) => r.ms);
     // The two parts apart: the build (POST to `ready`; `docker build`), then the start (create to `running`; `docker run -d`).
