@@ -1,7 +1,8 @@
 // A template people built works wherever a template is named: over MCP (`list_templates` shows it with
 // its status, `create_workspace` starts from it, another actor's private one is TEMPLATE_NOT_FOUND),
 // a fork of a workspace made from it (the copies run as the template says). A named USER is read from
-// the image's /etc/passwd and /etc/group, and that user owns the workspace's volume.
+// the image's /etc/passwd and /etc/group, and that user owns the workspace's volume. A build step has
+// no network (loopback only): metadata and the Keel host are out of reach.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -108,3 +109,26 @@ test("a named USER runs as its uid and primary gid from the image's files, and o
   const r = await exec(ws.id, 'id -un; id -u; id -g; touch /workspace/mine && stat -c %u /workspace/mine');
   expect(r).toMatchObject({ exitCode: 0, stdout: 'dev\n1700\n1701\n1700\n' });
 }, 180_000);
+
+test('a build step has no network: only the loopback interface, and neither the metadata address nor the Keel host answers', async () => {
+  const keelPort = new URL(p.url('workspaces')).port;
+  const res = await post('/api/templates', {
+    name: 'no-net',
+    dockerfile: [
+      'FROM keel/minimal',
+      `RUN echo "nets: $(ls /sys/class/net | tr '\\n' ' ')"; for u in http://169.254.169.254/ http://172.17.0.1:${keelPort}/ http://10.0.2.2:${keelPort}/; do wget -q -T 2 -O /dev/null $u && echo "reached $u" || echo "unreachable $u"; done`,
+      '',
+    ].join('\n'),
+  });
+  expect(res.status).toBe(202);
+  const { id, buildId } = (await res.json()) as any;
+  const log = await waitFor('the build to end', async () => {
+    const l = (await (await p.api('workspaces', `/api/templates/${id}/builds/${buildId}/logs`, { as: 'alice' })).json()) as any;
+    return l.status === 'building' ? null : l;
+  }, 120_000);
+  expect(log.status).toBe('ready');
+  const messages = (log.lines as { message: string }[]).map((l) => l.message.trim());
+  expect(messages).toContain('nets: lo');
+  expect(messages.filter((m) => m.startsWith('reached'))).toEqual([]);
+  expect(messages.filter((m) => m.startsWith('unreachable')).length).toBe(3);
+}, 120_000);
