@@ -132,3 +132,28 @@ test('a build step has no network: only the loopback interface, and neither the 
   expect(messages.filter((m) => m.startsWith('reached'))).toEqual([]);
   expect(messages.filter((m) => m.startsWith('unreachable')).length).toBe(3);
 }, 120_000);
+
+test("Keel's images of another actor are not bases: FROM or COPY --from another's template or a snapshot is 400 naming the line; one's own version is", async () => {
+  const mine = ((await (await p.api('workspaces', '/api/templates', { as: 'alice' })).json()) as any).templates.find((t: any) => t.name === 'everywhere');
+  const image = `keel-template:${mine.id}-v${mine.version}`;
+  const refused = async (dockerfile: string, line: number) => {
+    const res = await post('/api/templates', { name: `steal-${line}`, dockerfile }, 'bob');
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as any;
+    expect(body.error).toMatchObject({ code: 'INVALID_REQUEST', details: { line } });
+  };
+  await refused(`FROM ${image}\n`, 1);
+  await refused(`FROM keel/minimal\nCOPY --from=${image} /opt/mark.txt /stolen\n`, 2);
+  await refused('FROM keel/minimal\nRUN true\nCOPY --from=keel-snapshot:snap_anything / /stolen\n', 3);
+  await refused('FROM --platform=linux/amd64 keel-snapshot:snap_anything AS s\n', 1);
+  // Alice's own version is hers to build on.
+  const own = await post('/api/templates', { name: 'on-mine', dockerfile: `FROM ${image}\nRUN cat /opt/mark.txt\n` });
+  expect(own.status).toBe(202);
+  const { id, buildId } = (await own.json()) as any;
+  const log = await waitFor('the build to end', async () => {
+    const l = (await (await p.api('workspaces', `/api/templates/${id}/builds/${buildId}/logs`, { as: 'alice' })).json()) as any;
+    return l.status === 'building' ? null : l;
+  }, 120_000);
+  expect(log.status).toBe('ready');
+  expect((log.lines as { message: string }[]).some((l) => l.message.trim() === 'marked')).toBe(true);
+}, 120_000);

@@ -36,6 +36,23 @@ function logicalLines(dockerfile: string): { line: number; text: string }[] {
   return out;
 }
 
+/** Images Keel makes for its actors (template versions, snapshots): on the engine, but one actor's, not everyone's. */
+const KEEL_IMAGE = /^keel-(template|snapshot)([:@]|$)/i;
+
+/**
+ * The images of Keel's own a Dockerfile names (`FROM`, `COPY --from=`, `RUN --mount=from=` is refused
+ * anyway), with their lines: a build could otherwise copy another actor's template or snapshot.
+ */
+export function keelImages(dockerfile: string): { line: number; image: string }[] {
+  const out: { line: number; image: string }[] = [];
+  for (const l of logicalLines(dockerfile)) {
+    const from = /^FROM\s+(?:--\S+\s+)*(\S+)/i.exec(l.text)?.[1];
+    const copied = /^(?:COPY|ADD)\s/i.test(l.text) ? /\s--from=(\S+)/i.exec(l.text)?.[1] : undefined;
+    for (const image of [from, copied]) if (image && KEEL_IMAGE.test(image)) out.push({ line: l.line, image });
+  }
+  return out;
+}
+
 /** The Dockerfile with its built-in bases named by this Keel's image tags; a refused step is 400 naming its line. */
 export function checkDockerfile(dockerfile: string, baseImage: (builtin: 'minimal' | 'bun-typescript') => string): { text: string; bases: ('minimal' | 'bun-typescript')[] } {
   const lines = logicalLines(dockerfile);

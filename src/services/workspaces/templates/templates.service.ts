@@ -10,7 +10,7 @@ import { EngineError, type Engine } from '../engine/engine';
 import { buildTemplateImage, templateImage } from '../images/template-image';
 import type { Template, TemplateRegistry } from '../images/templates';
 import type { WorkspacesConfig } from '../workspaces.config';
-import { checkDockerfile, contextFiles, contextTar, fromBuiltin, lastUser, numericUser, ownWorkspace } from './templates.context';
+import { checkDockerfile, contextFiles, contextTar, fromBuiltin, keelImages, lastUser, numericUser, ownWorkspace } from './templates.context';
 import type { TemplatesRepository } from './templates.repository';
 import type { TemplateBuildRow, TemplateRow } from './templates.tables';
 import type { CreateTemplateInput, TemplateView } from './templates.model';
@@ -289,7 +289,8 @@ export function createCustomTemplates(deps: {
       }
     },
 
-    async create(actor: Actor, input: CreateTemplateInput): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
+    /** `allowImage`: an image of Keel's own the Dockerfile may start from (a snapshot the caller owns, fromSnapshot). */
+    async create(actor: Actor, input: CreateTemplateInput, allowImage?: string): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
       if (!NAME.test(input.name)) throw new AppError('INVALID_REQUEST', 'name must be 1-63 characters: lowercase letters, digits, . _ -', { property: '/name' });
       if (input.public && !actor.admin) throw new AppError('FORBIDDEN', 'only admins make public templates');
       // The operator's bounds on what a template gives its workspaces (admins included: they are the host's).
@@ -298,6 +299,14 @@ export function createCustomTemplates(deps: {
       if (input.memoryMb !== undefined && input.memoryMb > maxMemoryMb) throw new AppError('INVALID_REQUEST', `memoryMb may be at most ${maxMemoryMb} (APP_TEMPLATE_MAX_MEMORY_MB)`, { property: '/memoryMb', limit: maxMemoryMb });
       // Checked now, so a bad Dockerfile or context is a 400, not a failed build.
       checkDockerfile(input.dockerfile, (b) => b);
+      // Keel's images of other actors are not bases: only the caller's own (or public) template versions.
+      for (const { line, image } of keelImages(input.dockerfile)) {
+        if (image === allowImage) continue;
+        const m = /^keel-template:(tpl_\w+)-v\d+$/i.exec(image);
+        const t = m ? await repo.get(m[1]!) : undefined;
+        if (t && !t.deletedAt && (t.public || canAccess(actor, t.owner))) continue;
+        throw new AppError('INVALID_REQUEST', `the Dockerfile's line ${line} is refused: it names an image of Keel's that is not yours (start from keel/minimal, keel/bun-typescript, a registry image, or one of your templates' keel-template:<id>-v<n>)`, { property: '/dockerfile', line });
+      }
       contextFiles(input.files ?? {}, settings.templates.contextBytes);
       if (registry.isBuiltIn(input.name) || (await repo.byName(actor.id, input.name))) throw new AppError('TEMPLATE_EXISTS', 'a template of this name exists', { property: '/name' });
       if (!actor.admin && (await repo.countOf(actor.id)) >= settings.templates.quota) {
@@ -328,11 +337,15 @@ export function createCustomTemplates(deps: {
      * environment is blanked (each workspace gets its own).
      */
     fromSnapshot(actor: Actor, name: string, source: { image: string; template: Template | undefined }) {
-      return this.create(actor, {
-        name,
-        dockerfile: `FROM ${source.image}\nENV KEEL_CODE_SECRET=\n`,
-        ...(source.template ? { startCommand: source.template.command, user: source.template.user, workdir: source.template.workdir, env: source.template.env } : {}),
-      });
+      return this.create(
+        actor,
+        {
+          name,
+          dockerfile: `FROM ${source.image}\nENV KEEL_CODE_SECRET=\n`,
+          ...(source.template ? { startCommand: source.template.command, user: source.template.user, workdir: source.template.workdir, env: source.template.env } : {}),
+        },
+        source.image,
+      );
     },
 
     /** A new version from the same Dockerfile and context; running workspaces keep theirs. */
