@@ -116,7 +116,7 @@ test('a build step has no network: only the loopback interface, and neither the 
     name: 'no-net',
     dockerfile: [
       'FROM keel/minimal',
-      `RUN echo "nets: $(ls /sys/class/net | tr '\\n' ' ')"; for u in http://169.254.169.254/ http://172.17.0.1:${keelPort}/ http://10.0.2.2:${keelPort}/; do wget -q -T 2 -O /dev/null $u && echo "reached $u" || echo "unreachable $u"; done`,
+      `RUN echo "nets: $(ls /sys/class/net | tr '\\n' ' ')"; for u in http://169.254.169.254/ http://172.17.0.1:${keelPort}/ http://10.0.2.2:${keelPort}/; do wget -q -T 2 -O /dev/null $u && echo "reached $u" || echo "unreachable $u"; done; : ${Date.now()}`, // a fresh step: no cache hit hides its output
       '',
     ].join('\n'),
   });
@@ -147,7 +147,7 @@ test("Keel's images of another actor are not bases: FROM or COPY --from another'
   await refused('FROM keel/minimal\nRUN true\nCOPY --from=keel-snapshot:snap_anything / /stolen\n', 3);
   await refused('FROM --platform=linux/amd64 keel-snapshot:snap_anything AS s\n', 1);
   // Alice's own version is hers to build on.
-  const own = await post('/api/templates', { name: 'on-mine', dockerfile: `FROM ${image}\nRUN cat /opt/mark.txt\n` });
+  const own = await post('/api/templates', { name: 'on-mine', dockerfile: `FROM ${image}\nRUN cat /opt/mark.txt && : ${Date.now()}\n` }); // a fresh step: no cache hit from an earlier run
   expect(own.status).toBe(202);
   const { id, buildId } = (await own.json()) as any;
   const log = await waitFor('the build to end', async () => {
@@ -156,4 +156,9 @@ test("Keel's images of another actor are not bases: FROM or COPY --from another'
   }, 120_000);
   expect(log.status).toBe('ready');
   expect((log.lines as { message: string }[]).some((l) => l.message.trim() === 'marked')).toBe(true);
-}, 120_000);
+  // The USER comes from the base (1300:1300, not the Dockerfile): /workspace was made that user's after the build.
+  expect((log.lines as { message: string }[]).some((l) => l.message === "keel: making /workspace the base image's USER's (1300:1300)")).toBe(true);
+  const ws = (await (await post('/api/workspaces', { name: 'on-mine-1', template: 'on-mine' })).json()) as { id: string };
+  await waitStatus(p, ws.id, 'running', { as: 'alice', timeoutMs: 90_000 });
+  expect(await exec(ws.id, 'id -u; touch /workspace/mine && stat -c %u /workspace/mine')).toMatchObject({ exitCode: 0, stdout: '1300\n1300\n' });
+}, 180_000);

@@ -45,10 +45,24 @@ const KEEL_IMAGE = /^keel-(template|snapshot)([:@]|$)/i;
  */
 export function keelImages(dockerfile: string): { line: number; image: string }[] {
   const out: { line: number; image: string }[] = [];
+  // ARG defaults are the only values a variable in FROM can take (Keel passes no build args).
+  const args = new Map<string, string>();
+  const expand = (s: string) => s.replace(/\$\{(\w+)\}|\$(\w+)/g, (m, a?: string, b?: string) => args.get((a ?? b)!) ?? m);
   for (const l of logicalLines(dockerfile)) {
+    const arg = /^ARG\s+(\w+)(?:=(\S*))?\s*$/i.exec(l.text);
+    if (arg) {
+      if (arg[2] === undefined) args.delete(arg[1]!);
+      else args.set(arg[1]!, arg[2].replace(/^"(.*)"$/, '$1'));
+    }
     const from = /^FROM\s+(?:--\S+\s+)*(\S+)/i.exec(l.text)?.[1];
     const copied = /^(?:COPY|ADD)\s/i.test(l.text) ? /\s--from=(\S+)/i.exec(l.text)?.[1] : undefined;
-    for (const image of [from, copied]) if (image && KEEL_IMAGE.test(image)) out.push({ line: l.line, image });
+    for (const named of [from, copied]) {
+      if (!named) continue;
+      // As the engine reads a name: Docker Hub's spellings of a local name are that name.
+      const image = expand(named).replace(/^(?:(?:index|registry-1)\.)?docker\.io\//i, '').replace(/^library\//i, '');
+      if (image.includes('$')) throw new AppError('INVALID_REQUEST', `the Dockerfile's line ${l.line} is refused: an image named by a variable without an ARG default Keel can read`, { property: '/dockerfile', line: l.line });
+      if (KEEL_IMAGE.test(image)) out.push({ line: l.line, image });
+    }
   }
   return out;
 }

@@ -136,11 +136,15 @@ export function createCustomTemplates(deps: {
     const owner = t.user ?? lastUser(t.dockerfile) ?? '1000:1000';
     const text = owner === '1000:1000' && fromBuiltin(t.dockerfile) ? checked.text : ownWorkspace(checked.text, owner);
     const tar = await contextTar(text, contextFiles(JSON.parse(t.files) as Record<string, string>, settings.templates.contextBytes));
-    await eng.buildStreaming(tar, image, {
-      onLine,
-      // No build labels: the legacy builder makes each a step of its own (a layer copied on vfs); the tag names the template.
-      signal: AbortSignal.timeout(settings.templates.buildTimeoutMs),
-    });
+    const signal = AbortSignal.timeout(settings.templates.buildTimeoutMs);
+    // No build labels: the legacy builder makes each a step of its own (a layer copied on vfs); the tag names the template.
+    await eng.buildStreaming(tar, image, { onLine, signal });
+    // A USER only the base image sets is known now: /workspace is made that user's in a step of its own.
+    if (t.user || lastUser(t.dockerfile) || fromBuiltin(t.dockerfile)) return;
+    const base = (await eng.imageConfig(image))?.user ?? '';
+    if (!base || (numericUser(base, null, null) ?? base) === owner || !/^[\w.-]+(:[\w.-]+)?$/.test(base)) return;
+    onLine(`keel: making /workspace the base image's USER's (${base})`);
+    await eng.buildStreaming(await contextTar(ownWorkspace(`FROM ${image}`, base), []), image, { onLine, signal });
   }
 
   /** The image's USER as `uid:gid` (a name read from its /etc/passwd and /etc/group); none: 1000:1000. */

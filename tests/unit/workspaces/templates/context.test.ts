@@ -2,7 +2,7 @@
 // numeric USER), whether that stage starts from a built-in image, and the step that gives the workspace
 // user its /workspace.
 import { describe, expect, test } from 'bun:test';
-import { fromBuiltin, lastUser, numericUser, ownWorkspace } from '../../../../src/services/workspaces/templates/templates.context';
+import { fromBuiltin, keelImages, lastUser, numericUser, ownWorkspace } from '../../../../src/services/workspaces/templates/templates.context';
 
 describe('lastUser', () => {
   test("the last stage's last numeric USER; a bare uid is uid:uid", () => {
@@ -44,4 +44,18 @@ test("fromBuiltin reads the last stage's FROM", () => {
 
 test('ownWorkspace appends one COPY --chown of Keel\'s part of the context', () => {
   expect(ownWorkspace('FROM x\nUSER 7\n\n', '7:7')).toBe('FROM x\nUSER 7\nCOPY --chown=7:7 .keel-root/ /\n');
+});
+
+describe('keelImages', () => {
+  test('FROM and COPY --from naming template or snapshot images, however spelled', () => {
+    expect(keelImages('FROM keel/minimal\nCOPY --from=keel-template:tpl_a-v1 /x /x\n')).toEqual([{ line: 2, image: 'keel-template:tpl_a-v1' }]);
+    expect(keelImages('FROM docker.io/library/keel-snapshot:snap_1\n')).toEqual([{ line: 1, image: 'keel-snapshot:snap_1' }]);
+    expect(keelImages('ARG BASE=keel-template:tpl_b-v2\nFROM ${BASE} AS b\nFROM $BASE\n').map((i) => i.line)).toEqual([2, 3]);
+    expect(keelImages('FROM --platform=linux/amd64 keel-snapshot@sha256:abc\n')).toEqual([{ line: 1, image: 'keel-snapshot@sha256:abc' }]);
+  });
+  test('other images are not Keel\'s; a variable with no ARG default is refused', () => {
+    expect(keelImages('ARG V=3.12\nFROM python:${V}-slim\nCOPY --from=python:3.12 /x /x\n')).toEqual([]);
+    expect(() => keelImages('FROM ${SOMETHING}\n')).toThrow(/line 1 is refused/);
+    expect(() => keelImages('ARG B\nFROM $B\n')).toThrow(/line 2 is refused/);
+  });
 });
