@@ -73,8 +73,14 @@ export function createCustomTemplates(deps: {
   /** The template as the registry holds it: the image's USER, WORKDIR, ENV and CMD unless the template says otherwise. */
   async function register(t: TemplateRow, version: number): Promise<void> {
     const image = imageRef(t.id, version);
-    const config = await engine.imageConfig(image);
-    if (!config) return log.warn('a built template image is gone from the engine', { template: t.id, image });
+    let config = await engine.imageConfig(image);
+    if (!config) {
+      // Built on an engine that was the first to answer then, not now (APP_ENGINES), or removed meanwhile: made here too.
+      log.warn('a built template image is not on the engine; building it there', { template: t.id, image });
+      await buildOn(engine, t, image, (line) => log.debug('template build', { template: t.id, line }));
+      config = await engine.imageConfig(image);
+      if (!config) return log.warn('a built template image is gone from the engine', { template: t.id, image });
+    }
     const cmd = [...(config.entrypoint ?? []), ...(config.cmd ?? [])];
     // A bare shell (what base images default to) would exit at once without a terminal: the workspace idles instead.
     const command =
