@@ -31,6 +31,8 @@ interface Live {
   lines: BuildLine[];
   bytes: number;
   followers: Set<(e: { line?: BuildLine; done?: { status: string; reason?: string } }) => void>;
+  /** Aborted by a delete of the template: the build stops and its slot goes to the next. */
+  cancel: AbortController;
 }
 
 const key = (id: string, version: number) => `${id}.v${version}`;
@@ -128,7 +130,7 @@ export function createCustomTemplates(deps: {
   }
 
   /** Builds template `t` as `image` on `eng`: its built-in bases first (made there when absent), then its Dockerfile and context. */
-  async function buildOn(eng: Engine, t: TemplateRow, image: string, onLine: (line: string) => void): Promise<void> {
+  async function buildOn(eng: Engine, t: TemplateRow, image: string, onLine: (line: string) => void, cancel?: AbortSignal): Promise<void> {
     const checked = checkDockerfile(t.dockerfile, (builtin) => (builtin === 'minimal' ? settings.minimalImage : settings.bunImage));
     for (const base of checked.bases) {
       const template = registry.get(base)!;
@@ -142,7 +144,8 @@ export function createCustomTemplates(deps: {
     const owner = t.user ?? lastUser(t.dockerfile) ?? '1000:1000';
     const text = owner === '1000:1000' && fromBuiltin(t.dockerfile) ? checked.text : ownWorkspace(checked.text, owner);
     const tar = await contextTar(text, contextFiles(JSON.parse(t.files) as Record<string, string>, settings.templates.contextBytes));
-    const signal = AbortSignal.timeout(settings.templates.buildTimeoutMs);
+    const timeout = AbortSignal.timeout(settings.templates.buildTimeoutMs);
+    const signal = cancel ? AbortSignal.any([timeout, cancel]) : timeout;
     // No build labels: the legacy builder makes each a step of its own (a layer copied on vfs); the tag names the template.
     await eng.buildStreaming(tar, image, { onLine, signal });
     // A USER only the base image sets is known now: /workspace is made that user's in a step of its own.
@@ -173,7 +176,7 @@ export function createCustomTemplates(deps: {
 
   /** Runs one build to its end; never throws (its failure is the build's `failed` with the reason). */
   async function run(t: TemplateRow, b: TemplateBuildRow): Promise<void> {
-    const state: Live = { lines: [], bytes: 0, followers: new Set() };
+    const state: Live = { lines: [], bytes: 0, followers: new Set(), cancel: new AbortController() };
     live.set(b.id, state);
     const onLine = (message: string) => {
       const line = { timestamp: iso(), message };
@@ -184,13 +187,15 @@ export function createCustomTemplates(deps: {
     };
     let status: 'ready' | 'failed' = 'ready';
     let reason: string | null = null;
-    const release = await buildSlot(onLine);
+    let release = () => {};
     try {
-      await buildOn(engine, t, b.image, onLine);
+      release = await buildSlot(onLine);
+      state.cancel.signal.throwIfAborted();
+      await buildOn(engine, t, b.image, onLine, state.cancel.signal);
       await register(t, b.version);
     } catch (e) {
       status = 'failed';
-      reason = (e as Error).message.slice(0, 2000) || 'the build failed';
+      reason = state.cancel.signal.aborted ? 'the template was deleted during its build' : (e as Error).message.slice(0, 2000) || 'the build failed';
       onLine(`keel: build failed: ${reason}`);
     } finally {
       release();
@@ -387,6 +392,8 @@ export function createCustomTemplates(deps: {
       const t = await owned(actor, id);
       if (t.deletedAt) throw notFound();
       await repo.markDeleted(id, iso());
+      // A build of it in flight (or waiting for a slot) stops: nobody will get what it makes.
+      live.get(t.buildId)?.cancel.abort();
       tell(t);
       void collect();
       return { id, deleted: true };
