@@ -162,3 +162,32 @@ test("Keel's images of another actor are not bases: FROM or COPY --from another'
   await waitStatus(p, ws.id, 'running', { as: 'alice', timeoutMs: 90_000 });
   expect(await exec(ws.id, 'id -u; touch /workspace/mine && stat -c %u /workspace/mine')).toMatchObject({ exitCode: 0, stdout: '1300\n1300\n' });
 }, 180_000);
+
+test("an image's ENTRYPOINT is part of its command, not a wrapper of Keel's: the workspace runs it with CMD as its arguments", async () => {
+  const res = await post('/api/templates', {
+    name: 'with-entrypoint',
+    dockerfile: [
+      'FROM keel/minimal',
+      'USER root',
+      "RUN printf '#!/bin/sh\\necho \"entry: $*\" > /tmp/entry.log\\nexec sleep 3600\\n' > /entry.sh && chmod 755 /entry.sh",
+      'USER 1000:1000',
+      'ENTRYPOINT ["/entry.sh"]',
+      'CMD ["a", "b c"]',
+      '',
+    ].join('\n'),
+  });
+  expect(res.status).toBe(202);
+  const { id } = (await res.json()) as any;
+  await waitFor('the template built', async () => {
+    const t = (await (await p.api('workspaces', `/api/templates/${id}`, { as: 'alice' })).json()) as any;
+    if (t.status === 'failed') throw new Error(t.reason);
+    return t.status === 'ready';
+  }, 120_000);
+  const ws = (await (await post('/api/workspaces', { name: 'entrypoint-1', template: 'with-entrypoint' })).json()) as { id: string };
+  await waitStatus(p, ws.id, 'running', { as: 'alice', timeoutMs: 90_000 });
+  const r = await waitFor('the entrypoint ran', async () => {
+    const out = await exec(ws.id, 'cat /tmp/entry.log 2>/dev/null');
+    return out.stdout ? out : null;
+  }, 30_000);
+  expect(r.stdout).toBe('entry: a b c\n');
+}, 180_000);
