@@ -241,13 +241,7 @@ export function createCustomTemplates(deps: {
    */
   async function sweep(): Promise<void> {
     if (!deps.inUse) return;
-    const stale: { key: string; image: string; template: string }[] = [];
-    for (const t of await repo.everyTemplate()) {
-      for (const b of await repo.builds(t.id)) {
-        if (b.status !== 'ready' || removed.has(b.image) || (!t.deletedAt && b.version === t.version)) continue;
-        stale.push({ key: key(t.id, b.version), image: b.image, template: t.id });
-      }
-    }
+    const stale = (await repo.replaced()).filter((b) => !removed.has(b.image)).map((b) => ({ key: key(b.templateId, b.version), image: b.image, template: b.templateId }));
     if (!stale.length) return;
     const used = await deps.inUse(stale.map((s) => s.key));
     for (const s of stale) {
