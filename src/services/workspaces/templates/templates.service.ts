@@ -292,7 +292,11 @@ export function createCustomTemplates(deps: {
       }
       for (const b of await repo.unfinished()) {
         const t = await repo.get(b.templateId);
-        if (!t) continue;
+        // Deleted before Keel stopped (its cancel not recorded): ended, not run again.
+        if (!t || t.deletedAt) {
+          await repo.endBuild(b, 'failed', 'the template was deleted during its build', '', iso());
+          continue;
+        }
         log.info('running again a template build Keel stopped during', { template: t.id, build: b.id });
         void run(t, b);
       }
