@@ -2,7 +2,7 @@
 // numeric USER), whether that stage starts from a built-in image, and the step that gives the workspace
 // user its /workspace.
 import { describe, expect, test } from 'bun:test';
-import { fromBuiltin, keelImages, lastUser, numericUser, ownWorkspace } from '../../../../src/services/workspaces/templates/templates.context';
+import { checkDockerfile, fromBuiltin, keelImages, lastUser, numericUser, ownWorkspace } from '../../../../src/services/workspaces/templates/templates.context';
 
 describe('lastUser', () => {
   test("the last stage's last numeric USER; a bare uid is uid:uid", () => {
@@ -57,5 +57,20 @@ describe('keelImages', () => {
     expect(keelImages('ARG V=3.12\nFROM python:${V}-slim\nCOPY --from=python:3.12 /x /x\n')).toEqual([]);
     expect(() => keelImages('FROM ${SOMETHING}\n')).toThrow(/line 1 is refused/);
     expect(() => keelImages('ARG B\nFROM $B\n')).toThrow(/line 2 is refused/);
+  });
+});
+
+describe('checkDockerfile: registries', () => {
+  const check = (d: string) => () => checkDockerfile(d, (b) => `keel/${b}:1`);
+  test('a registry at an address literal or on this host is refused, naming the line', () => {
+    expect(check('FROM 169.254.169.254/latest\n')).toThrow(/line 1 is refused: images are pulled from registries by name/);
+    expect(check('FROM keel/minimal\nCOPY --from=127.0.0.1:3100/x:1 / /x\n')).toThrow(/line 2 is refused/);
+    expect(check('FROM localhost:5000/tools\n')).toThrow(/line 1/);
+    expect(check('FROM [::1]:5000/tools\n')).toThrow(/line 1/);
+    expect(check('FROM 2130706433:80/tools\n')).toThrow(/line 1/);
+    expect(check('ARG R=10.0.0.5:5000\nFROM ${R}/tools\n')).toThrow(/line 2/);
+  });
+  test('names are fine: Docker Hub, a registry by its name, the built-ins', () => {
+    expect(check('FROM python:3.12-slim\nFROM ghcr.io/acme/tools:1\nFROM docker.io/library/alpine\nFROM keel/minimal\n')).not.toThrow();
   });
 });
