@@ -7,6 +7,7 @@ import type { Page } from 'playwright-core';
 import { FAKE_KEY, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { closeAndClean, createRunning } from '../helpers/workspaces';
+import { waitFor } from '../helpers/wait';
 import { launchBrowser, screenshot, type TestBrowser } from './browser';
 
 requireTestEnv('DOCKER_HOST');
@@ -119,6 +120,14 @@ test('Templates: New template from a Dockerfile, its build output live, then rea
   await screenshot(page, 'templates');
   const t = ((await (await p.api('workspaces', '/api/templates', { as: 'alice' })).json()) as { templates: { name: string; status?: string }[] }).templates.find((x) => x.name === 'from-the-page');
   expect(t?.status).toBe('ready');
+  // The create form suggests it (built), not a template whose build failed.
+  const failed = (await (await p.api('workspaces', '/api/templates', { method: 'POST', json: { name: 'never-built', dockerfile: 'FROM keel/minimal\nRUN exit 1\n' }, as: 'alice' })).json()) as { id: string };
+  await waitFor('the failed build', async () => ((await (await p.api('workspaces', `/api/templates/${failed.id}`, { as: 'alice' })).json()) as { status: string }).status === 'failed', 60_000);
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Workspaces', exact: true }).click();
+  await page.getByRole('button', { name: 'New workspace', exact: true }).click();
+  const suggested = page.locator(`datalist#${await page.getByLabel('Template', { exact: true }).getAttribute('list')} option`);
+  await suggested.nth(2).waitFor({ state: 'attached' });
+  expect(await suggested.evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))).toEqual(['bun-typescript', 'minimal', 'from-the-page']);
 }, 120_000);
 
 test('nothing left the machine, and the pages broke no policy', () => {

@@ -1,7 +1,8 @@
 // A template people built works wherever a template is named: over MCP (`list_templates` shows it with
 // its status, `create_workspace` starts from it, another actor's private one is TEMPLATE_NOT_FOUND),
 // a fork of a workspace made from it (the copies run as the template says). A named USER is read from
-// the image's /etc/passwd and /etc/group, and that user owns the workspace's volume.
+// the image's /etc/passwd and /etc/group, and that user owns the workspace's volume. A build step has
+// no network (loopback only): metadata and the Keel host are out of reach.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -107,4 +108,86 @@ test("a named USER runs as its uid and primary gid from the image's files, and o
   await waitStatus(p, ws.id, 'running', { as: 'alice', timeoutMs: 90_000 });
   const r = await exec(ws.id, 'id -un; id -u; id -g; touch /workspace/mine && stat -c %u /workspace/mine');
   expect(r).toMatchObject({ exitCode: 0, stdout: 'dev\n1700\n1701\n1700\n' });
+}, 180_000);
+
+test('a build step has no network: only the loopback interface, and neither the metadata address nor the Keel host answers', async () => {
+  const keelPort = new URL(p.url('workspaces')).port;
+  const res = await post('/api/templates', {
+    name: 'no-net',
+    dockerfile: [
+      'FROM keel/minimal',
+      `RUN echo "nets: $(ls /sys/class/net | tr '\\n' ' ')"; for u in http://169.254.169.254/ http://172.17.0.1:${keelPort}/ http://10.0.2.2:${keelPort}/; do wget -q -T 2 -O /dev/null $u && echo "reached $u" || echo "unreachable $u"; done; : ${Date.now()}`, // a fresh step: no cache hit hides its output
+      '',
+    ].join('\n'),
+  });
+  expect(res.status).toBe(202);
+  const { id, buildId } = (await res.json()) as any;
+  const log = await waitFor('the build to end', async () => {
+    const l = (await (await p.api('workspaces', `/api/templates/${id}/builds/${buildId}/logs`, { as: 'alice' })).json()) as any;
+    return l.status === 'building' ? null : l;
+  }, 120_000);
+  expect(log.status).toBe('ready');
+  const messages = (log.lines as { message: string }[]).map((l) => l.message.trim());
+  expect(messages).toContain('nets: lo');
+  expect(messages.filter((m) => m.startsWith('reached'))).toEqual([]);
+  expect(messages.filter((m) => m.startsWith('unreachable')).length).toBe(3);
+}, 120_000);
+
+test("Keel's images of another actor are not bases: FROM or COPY --from another's template or a snapshot is 400 naming the line; one's own version is", async () => {
+  const mine = ((await (await p.api('workspaces', '/api/templates', { as: 'alice' })).json()) as any).templates.find((t: any) => t.name === 'everywhere');
+  const image = `keel-template:${mine.id}-v${mine.version}`;
+  const refused = async (dockerfile: string, line: number) => {
+    const res = await post('/api/templates', { name: `steal-${line}`, dockerfile }, 'bob');
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as any;
+    expect(body.error).toMatchObject({ code: 'INVALID_REQUEST', details: { line } });
+  };
+  await refused(`FROM ${image}\n`, 1);
+  await refused(`FROM keel/minimal\nCOPY --from=${image} /opt/mark.txt /stolen\n`, 2);
+  await refused('FROM keel/minimal\nRUN true\nCOPY --from=keel-snapshot:snap_anything / /stolen\n', 3);
+  await refused('FROM --platform=linux/amd64 keel-snapshot:snap_anything AS s\n', 1);
+  // Alice's own version is hers to build on.
+  const own = await post('/api/templates', { name: 'on-mine', dockerfile: `FROM ${image}\nRUN cat /opt/mark.txt && : ${Date.now()}\n` }); // a fresh step: no cache hit from an earlier run
+  expect(own.status).toBe(202);
+  const { id, buildId } = (await own.json()) as any;
+  const log = await waitFor('the build to end', async () => {
+    const l = (await (await p.api('workspaces', `/api/templates/${id}/builds/${buildId}/logs`, { as: 'alice' })).json()) as any;
+    return l.status === 'building' ? null : l;
+  }, 120_000);
+  expect(log.status).toBe('ready');
+  expect((log.lines as { message: string }[]).some((l) => l.message.trim() === 'marked')).toBe(true);
+  // The USER comes from the base (1300:1300, not the Dockerfile): /workspace was made that user's after the build.
+  expect((log.lines as { message: string }[]).some((l) => l.message === "keel: making /workspace the base image's USER's (1300:1300)")).toBe(true);
+  const ws = (await (await post('/api/workspaces', { name: 'on-mine-1', template: 'on-mine' })).json()) as { id: string };
+  await waitStatus(p, ws.id, 'running', { as: 'alice', timeoutMs: 90_000 });
+  expect(await exec(ws.id, 'id -u; touch /workspace/mine && stat -c %u /workspace/mine')).toMatchObject({ exitCode: 0, stdout: '1300\n1300\n' });
+}, 180_000);
+
+test("an image's ENTRYPOINT is part of its command, not a wrapper of Keel's: the workspace runs it with CMD as its arguments", async () => {
+  const res = await post('/api/templates', {
+    name: 'with-entrypoint',
+    dockerfile: [
+      'FROM keel/minimal',
+      'USER root',
+      "RUN printf '#!/bin/sh\\necho \"entry: $*\" > /tmp/entry.log\\nexec sleep 3600\\n' > /entry.sh && chmod 755 /entry.sh",
+      'USER 1000:1000',
+      'ENTRYPOINT ["/entry.sh"]',
+      'CMD ["a", "b c"]',
+      '',
+    ].join('\n'),
+  });
+  expect(res.status).toBe(202);
+  const { id } = (await res.json()) as any;
+  await waitFor('the template built', async () => {
+    const t = (await (await p.api('workspaces', `/api/templates/${id}`, { as: 'alice' })).json()) as any;
+    if (t.status === 'failed') throw new Error(t.reason);
+    return t.status === 'ready';
+  }, 120_000);
+  const ws = (await (await post('/api/workspaces', { name: 'entrypoint-1', template: 'with-entrypoint' })).json()) as { id: string };
+  await waitStatus(p, ws.id, 'running', { as: 'alice', timeoutMs: 90_000 });
+  const r = await waitFor('the entrypoint ran', async () => {
+    const out = await exec(ws.id, 'cat /tmp/entry.log 2>/dev/null');
+    return out.stdout ? out : null;
+  }, 30_000);
+  expect(r.stdout).toBe('entry: a b c\n');
 }, 180_000);

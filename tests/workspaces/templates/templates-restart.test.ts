@@ -12,7 +12,7 @@ import { BUN, startKeel, type KeelProcess } from '../../helpers/process';
 
 requireTestEnv('DOCKER_HOST');
 const dataDir = mkdtempSync(join(tmpdir(), 'keel-templates-restart-'));
-const env = { APP_DATA_DIR: dataDir, APP_WORKSPACE_PORT_RANGE: '27880-27899', APP_AUTO_STOP_MINUTES: '0' };
+const env = { APP_DATA_DIR: dataDir, APP_WORKSPACE_PORT_RANGE: '27980-27999', APP_AUTO_STOP_MINUTES: '0' };
 const headers = { authorization: `Bearer ${mintToken(TEST_SECRET, { sub: 'alice', ttlSeconds: 900 })}`, 'content-type': 'application/json' };
 let keel: KeelProcess | undefined;
 let instance = '';

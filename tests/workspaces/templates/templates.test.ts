@@ -159,13 +159,15 @@ describe('refused before anything is built', () => {
     await refused({ name: 'abs', dockerfile: 'FROM keel/minimal\n', files: { '/etc/passwd': 'x' } }, 'INVALID_REQUEST', 400);
     await refused({ name: 'keels', dockerfile: 'FROM keel/minimal\n', files: { '.keel-root/workspace/x': 'x' } }, 'INVALID_REQUEST', 400);
   });
-  test('RUN --mount, --network and ADD from a URL are refused naming their line', async () => {
+  test('RUN --mount, --network, ADD from a URL and a registry at an address are refused naming their line', async () => {
     const res = await post('/api/templates', { name: 'mount', dockerfile: 'FROM keel/minimal\nRUN --mount=type=bind,source=/,target=/host cat /host/etc/shadow\n' });
     expect(res.status).toBe(400);
     const body = (await res.json()) as any;
     expect(body.error.details.line).toBe(2);
     await refused({ name: 'net', dockerfile: 'FROM keel/minimal\nRUN --network=host wget http://169.254.169.254/\n' }, 'INVALID_REQUEST', 400);
     await refused({ name: 'url', dockerfile: 'FROM keel/minimal\nADD http://169.254.169.254/latest/meta-data /m\n' }, 'INVALID_REQUEST', 400);
+    // A base pulled by the engine on the host's network from an address: refused before the engine sees it.
+    expect((await refused({ name: 'reg', dockerfile: 'FROM 169.254.169.254:80/latest\n' }, 'INVALID_REQUEST', 400)).error.details).toMatchObject({ line: 1 });
   });
   test('a context past APP_TEMPLATE_CONTEXT_BYTES is 400; unknown fields 400; built-in and taken names 409; public is for admins', async () => {
     const big = await refused({ name: 'big', dockerfile: 'FROM keel/minimal\n', files: { 'a.bin': 'base64:' + Buffer.alloc(65 * 1024 * 1024).toString('base64') } }, 'INVALID_REQUEST', 400);

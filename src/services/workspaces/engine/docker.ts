@@ -132,6 +132,8 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
         docker.createContainer({
           name: spec.name,
           Image: spec.image,
+          // The command is Keel's whole command (a template's ENTRYPOINT is part of it): the image's entrypoint is reset.
+          Entrypoint: [''],
           Cmd: spec.cmd,
           User: spec.user,
           WorkingDir: spec.workdir,

@@ -128,7 +128,8 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     await each(async (e) => [await fn(e)]);
   }
 
-  const first = () => at(names[0]);
+  /** The first engine that answers (the first configured one when none does: its call fails as unavailable). */
+  const first = () => at(up()[0] ?? names[0]);
 
   const routed: Engine = {
     async ping() {
@@ -136,7 +137,7 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
       if (!answers.some(Boolean)) throw new EngineError('no workspace engine answers', 'unavailable');
     },
     memoryBytes: async () => (await each(async (e) => [await e.memoryBytes()])).reduce((a, b) => a + b, 0),
-    // Image calls without a workspace (GET /api/templates) speak of the first engine; provisioning uses at().
+    // Image calls without a workspace (GET /api/templates, template builds) speak of the first engine that answers; provisioning uses at().
     imageExists: (ref) => first().imageExists(ref),
     pullImage: (ref) => first().pullImage(ref),
     importImage: (tar, ref, changes) => first().importImage(tar, ref, changes),

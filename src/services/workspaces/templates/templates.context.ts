@@ -4,6 +4,7 @@
 // built-in templates' images, whatever tags this Keel gives them.
 import { pack } from 'tar-stream';
 import { AppError } from '../../../platform/errors';
+import { parseIpLiteral } from '../../../platform/net/address-policy';
 
 /** Built-in base names a Dockerfile may use, and the built-in template each is. */
 export const BUILTIN_BASES: Record<string, 'minimal' | 'bun-typescript'> = { 'keel/minimal': 'minimal', 'keel/bun-typescript': 'bun-typescript' };
@@ -36,6 +37,55 @@ function logicalLines(dockerfile: string): { line: number; text: string }[] {
   return out;
 }
 
+/** Images Keel makes for its actors (template versions, snapshots): on the engine, but one actor's, not everyone's. */
+const KEEL_IMAGE = /^keel-(template|snapshot)([:@]|$)/i;
+
+/**
+ * The images of Keel's own a Dockerfile names (`FROM`, `COPY --from=`, `RUN --mount=from=` is refused
+ * anyway), with their lines: a build could otherwise copy another actor's template or snapshot.
+ */
+export function keelImages(dockerfile: string): { line: number; image: string }[] {
+  return imageRefs(dockerfile).filter((r) => KEEL_IMAGE.test(r.image));
+}
+
+/**
+ * The registry host an image name pulls from, when it names one (`10.0.0.5:5000/x`, `localhost/x`,
+ * `[::1]:5000/x`); Docker Hub's names have none.
+ */
+function registryHost(image: string): string | undefined {
+  const slash = image.indexOf('/');
+  if (slash < 0) return undefined;
+  const first = image.slice(0, slash);
+  if (!/[.:]/.test(first) && first !== 'localhost') return undefined;
+  const v6 = /^\[([^\]]+)\]/.exec(first);
+  return v6 ? v6[1] : first.replace(/:\d+$/, '');
+}
+
+/** Every image a Dockerfile names (`FROM`, `COPY --from=`), as the engine reads the name, with its line. */
+function imageRefs(dockerfile: string): { line: number; image: string }[] {
+  const out: { line: number; image: string }[] = [];
+  // ARG defaults are the only values a variable in FROM can take (Keel passes no build args).
+  const args = new Map<string, string>();
+  const expand = (s: string) => s.replace(/\$\{(\w+)\}|\$(\w+)/g, (m, a?: string, b?: string) => args.get((a ?? b)!) ?? m);
+  for (const l of logicalLines(dockerfile)) {
+    const arg = /^ARG\s+(\w+)(?:=(\S*))?\s*$/i.exec(l.text);
+    if (arg) {
+      if (arg[2] === undefined) args.delete(arg[1]!);
+      else args.set(arg[1]!, arg[2].replace(/^"(.*)"$/, '$1'));
+    }
+    const from = /^FROM\s+(?:--\S+\s+)*(\S+)/i.exec(l.text)?.[1];
+    const copied = /^(?:COPY|ADD)\s/i.test(l.text) ? /\s--from=(\S+)/i.exec(l.text)?.[1] : undefined;
+    for (const named of [from, copied]) {
+      if (!named) continue;
+      // As the engine reads a name: Docker Hub's spellings of a local name are that name.
+      const image = expand(named).replace(/^(?:(?:index|registry-1)\.)?docker\.io\//i, '').replace(/^library\//i, '');
+      if (image.includes('$')) throw new AppError('INVALID_REQUEST', `the Dockerfile's line ${l.line} is refused: an image named by a variable without an ARG default Keel can read`, { property: '/dockerfile', line: l.line });
+      out.push({ line: l.line, image });
+    }
+  }
+  return out;
+}
+
 /** The Dockerfile with its built-in bases named by this Keel's image tags; a refused step is 400 naming its line. */
 export function checkDockerfile(dockerfile: string, baseImage: (builtin: 'minimal' | 'bun-typescript') => string): { text: string; bases: ('minimal' | 'bun-typescript')[] } {
   const lines = logicalLines(dockerfile);
@@ -43,6 +93,14 @@ export function checkDockerfile(dockerfile: string, baseImage: (builtin: 'minima
   for (const l of lines) {
     for (const [re, why] of REFUSED) {
       if (re.test(l.text)) throw new AppError('INVALID_REQUEST', `the Dockerfile's line ${l.line} is refused: ${why}`, { property: '/dockerfile', line: l.line });
+    }
+  }
+  // The engine pulls from a named registry on the host's network: one at an address literal or on the
+  // host itself would have the engine make requests Keel's network rules forbid (metadata, the host).
+  for (const { line, image } of imageRefs(dockerfile)) {
+    const host = registryHost(image);
+    if (host && (parseIpLiteral(host) || /^localhost$|\.localhost$|\.local$/i.test(host))) {
+      throw new AppError('INVALID_REQUEST', `the Dockerfile's line ${line} is refused: images are pulled from registries by name, not from an address or this host`, { property: '/dockerfile', line });
     }
   }
   const bases = new Set<'minimal' | 'bun-typescript'>();

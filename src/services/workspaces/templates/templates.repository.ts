@@ -1,5 +1,5 @@
 // Every query of the templates feature: templates (per owner, public ones) and their builds.
-import { and, asc, count, eq, isNull, or } from 'drizzle-orm';
+import { and, asc, count, eq, isNotNull, isNull, ne, or } from 'drizzle-orm';
 import type { Store } from '../../../platform/store';
 import { templatesTables, type TemplateBuildRow, type TemplateRow } from './templates.tables';
 
@@ -41,6 +41,13 @@ export function createTemplatesRepository(store: Store) {
     },
     build: async (id: string): Promise<TemplateBuildRow | undefined> => (await db.select().from(builds).where(eq(builds.id, id)))[0],
     builds: (templateId: string): Promise<TemplateBuildRow[]> => db.select().from(builds).where(eq(builds.templateId, templateId)).orderBy(asc(builds.version)),
+    /** Built versions no one gets by name any more: not their template's current version, or of a deleted template. */
+    replaced: (): Promise<{ templateId: string; version: number; image: string }[]> =>
+      db
+        .select({ templateId: builds.templateId, version: builds.version, image: builds.image })
+        .from(builds)
+        .innerJoin(templates, eq(templates.id, builds.templateId))
+        .where(and(eq(builds.status, 'ready'), or(isNotNull(templates.deletedAt), ne(builds.version, templates.version)))),
     unfinished: (): Promise<TemplateBuildRow[]> => db.select().from(builds).where(eq(builds.status, 'building')),
   };
 }

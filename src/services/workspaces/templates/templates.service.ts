@@ -2,15 +2,16 @@
 // left running by a crash is run again at start-up), each build a version whose image is tagged apart,
 // so a rebuild or a delete never changes what a running workspace uses. A ready version joins the
 // template registry (images/templates.ts) as `<id>.v<version>`: what its workspaces name and start from.
+// This module: the templates' rows, who may use which, and builds as jobs (their log, followers,
+// cancel); templates.images.ts: the images on the engines (building, registering, collecting).
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { canAccess } from '../../../platform/auth/workspace-token';
 import { AppError } from '../../../platform/errors';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
-import { EngineError, type Engine } from '../engine/engine';
-import { buildTemplateImage, templateImage } from '../images/template-image';
+import type { Engine } from '../engine/engine';
 import type { Template, TemplateRegistry } from '../images/templates';
-import type { WorkspacesConfig } from '../workspaces.config';
-import { checkDockerfile, contextFiles, contextTar, fromBuiltin, lastUser, numericUser, ownWorkspace } from './templates.context';
+import { checkDockerfile, contextFiles, keelImages } from './templates.context';
+import { createTemplateImages, templateKey as key, versionImage as imageRef, type TemplateImageSettings } from './templates.images';
 import type { TemplatesRepository } from './templates.repository';
 import type { TemplateBuildRow, TemplateRow } from './templates.tables';
 import type { CreateTemplateInput, TemplateView } from './templates.model';
@@ -18,9 +19,6 @@ import type { CreateTemplateInput, TemplateView } from './templates.model';
 /** What a build keeps of its output: the last lines, at most this many bytes. */
 const LOG_MAX_BYTES = 1024 * 1024;
 const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
-/** Ports behind a workspace's URLs: a template's image may serve them or not. */
-const PORTS = { codeServer: 8080, ssh: 22, rdp: 3389 };
-const DEFAULT_RESOURCES = { memoryMb: 512, cpus: 1, pids: 256 };
 
 export interface BuildLine {
   timestamp: string;
@@ -31,28 +29,23 @@ interface Live {
   lines: BuildLine[];
   bytes: number;
   followers: Set<(e: { line?: BuildLine; done?: { status: string; reason?: string } }) => void>;
+  /** Aborted by a delete of the template: the build stops and its slot goes to the next. */
+  cancel: AbortController;
 }
-
-const key = (id: string, version: number) => `${id}.v${version}`;
-const imageRef = (id: string, version: number) => `keel-template:${id}-v${version}`;
-const shQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
-const SHELL = /^(\/(usr\/)?bin\/)?(sh|bash|ash|dash)$/;
-/** The main command of a template whose image gives none: it stays up, as the built-in ones do. */
-const IDLE = 'echo "keel: workspace ready"; while :; do sleep 3600; done';
-
-type Settings = Pick<WorkspacesConfig, 'templates' | 'minimalImage' | 'bunImage' | 'busyboxPath' | 'bunPath' | 'templatesDir' | 'registryProbeUrl'>;
 
 export function createCustomTemplates(deps: {
   repo: TemplatesRepository;
   registry: TemplateRegistry;
   engine: Engine;
-  settings: Settings;
+  settings: TemplateImageSettings;
   clock: Clock;
   log: Logger;
   /** Which of these versions (registry names) a workspace still names (their images are kept). */
   inUse?: (names: string[]) => Promise<Set<string>>;
 }) {
   const { repo, registry, engine, settings, log } = deps;
+  const images = createTemplateImages({ repo, registry, engine, settings, log, inUse: deps.inUse });
+  const { register, restore, buildOn, buildSlot, collect } = images;
   const live = new Map<string, Live>();
   /** Told when a public template's ready version changes or it is deleted (the warm pool follows). */
   const changed = new Set<() => void>();
@@ -70,100 +63,13 @@ export function createCustomTemplates(deps: {
     };
   }
 
-  /** The template as the registry holds it: the image's USER, WORKDIR, ENV and CMD unless the template says otherwise. */
-  async function register(t: TemplateRow, version: number): Promise<void> {
-    const image = imageRef(t.id, version);
-    const config = await engine.imageConfig(image);
-    if (!config) return log.warn('a built template image is gone from the engine', { template: t.id, image });
-    const cmd = [...(config.entrypoint ?? []), ...(config.cmd ?? [])];
-    // A bare shell (what base images default to) would exit at once without a terminal: the workspace idles instead.
-    const command =
-      t.startCommand ??
-      (cmd.length === 3 && SHELL.test(cmd[0]!) && cmd[1] === '-c' ? cmd[2]! : cmd.length && !(cmd.length === 1 && SHELL.test(cmd[0]!)) ? cmd.map(shQuote).join(' ') : IDLE);
-    const user = t.user ?? (await runUser(image, config.user, t.id));
-    const entry: Template = {
-      name: key(t.id, version),
-      description: `${t.name} (version ${version})`,
-      image,
-      user,
-      workdir: t.workdir ?? (config.workdir || '/workspace'),
-      env: JSON.parse(t.env) as Record<string, string>,
-      command,
-      readyCommand: t.readyCommand ?? undefined,
-      services: [],
-      ports: PORTS,
-      resources: { memoryMb: t.memoryMb ?? DEFAULT_RESOURCES.memoryMb, cpus: t.cpu ?? DEFAULT_RESOURCES.cpus, pids: DEFAULT_RESOURCES.pids },
-    };
-    // Another engine that lacks the image (APP_ENGINES) builds it from the same Dockerfile and context on first use.
-    registry.add(entry, async (other) => {
-      log.info('building a template version on an engine that lacks it', { template: t.id, version, image });
-      try {
-        await buildOn(other, t, image, (line) => log.debug('template build', { template: t.id, line }));
-      } catch (e) {
-        throw new EngineError(`template ${t.name} version ${version} could not be built on this engine: ${(e as Error).message.slice(0, 400)}`);
-      }
-    });
-  }
-
-  /** A ready version whose image is gone from the engine: built again from its Dockerfile and context, then registered. */
-  async function restore(t: TemplateRow, version: number): Promise<void> {
-    const image = imageRef(t.id, version);
-    log.warn('a built template image is gone from the engine; building it again from its Dockerfile', { template: t.id, version, image });
-    const release = await buildSlot(() => {});
-    try {
-      await buildOn(engine, t, image, (line) => log.debug('template build', { template: t.id, line }));
-      await register(t, version);
-      log.info('template image built again', { template: t.id, version, image });
-    } catch (e) {
-      log.warn('template image not built again; its workspaces cannot start until it is rebuilt', { template: t.id, version, ...errorFields(e) });
-    } finally {
-      release();
-    }
-  }
-
-  /** Builds template `t` as `image` on `eng`: its built-in bases first (made there when absent), then its Dockerfile and context. */
-  async function buildOn(eng: Engine, t: TemplateRow, image: string, onLine: (line: string) => void): Promise<void> {
-    const checked = checkDockerfile(t.dockerfile, (builtin) => (builtin === 'minimal' ? settings.minimalImage : settings.bunImage));
-    for (const base of checked.bases) {
-      const template = registry.get(base)!;
-      const ref = templateImage(template, settings);
-      if (!(await eng.imageExists(ref))) {
-        onLine(`keel: making the built-in ${base} image first`);
-        await buildTemplateImage(eng, template, ref, settings, log);
-      }
-    }
-    // The workspace's user owns its volume: /workspace made theirs, unless the built-in base's 1000:1000 already is.
-    const owner = t.user ?? lastUser(t.dockerfile) ?? '1000:1000';
-    const text = owner === '1000:1000' && fromBuiltin(t.dockerfile) ? checked.text : ownWorkspace(checked.text, owner);
-    const tar = await contextTar(text, contextFiles(JSON.parse(t.files) as Record<string, string>, settings.templates.contextBytes));
-    await eng.buildStreaming(tar, image, {
-      onLine,
-      // No build labels: the legacy builder makes each a step of its own (a layer copied on vfs); the tag names the template.
-      signal: AbortSignal.timeout(settings.templates.buildTimeoutMs),
-    });
-  }
-
-  /** The image's USER as `uid:gid` (a name read from its /etc/passwd and /etc/group); none: 1000:1000. */
-  async function runUser(image: string, spec: string, template: string): Promise<string> {
-    if (!spec) return '1000:1000';
-    const numeric = numericUser(spec, null, null);
-    if (numeric) return numeric;
-    const files = await engine.imageFiles(image, ['/etc/passwd', '/etc/group']).catch((e) => {
-      log.warn('the image\'s users not read', { template, ...errorFields(e) });
-      return {} as Record<string, string | null>;
-    });
-    const found = numericUser(spec, files['/etc/passwd'] ?? null, files['/etc/group'] ?? null);
-    if (!found) log.warn('the image\'s USER is not in its /etc/passwd; workspaces run as 1000:1000', { template, user: spec });
-    return found ?? '1000:1000';
-  }
-
   function emit(buildId: string, e: { line?: BuildLine; done?: { status: string; reason?: string } }) {
     for (const f of live.get(buildId)?.followers ?? []) f(e);
   }
 
   /** Runs one build to its end; never throws (its failure is the build's `failed` with the reason). */
   async function run(t: TemplateRow, b: TemplateBuildRow): Promise<void> {
-    const state: Live = { lines: [], bytes: 0, followers: new Set() };
+    const state: Live = { lines: [], bytes: 0, followers: new Set(), cancel: new AbortController() };
     live.set(b.id, state);
     const onLine = (message: string) => {
       const line = { timestamp: iso(), message };
@@ -174,13 +80,15 @@ export function createCustomTemplates(deps: {
     };
     let status: 'ready' | 'failed' = 'ready';
     let reason: string | null = null;
-    const release = await buildSlot(onLine);
+    let release = () => {};
     try {
-      await buildOn(engine, t, b.image, onLine);
+      release = await buildSlot(onLine);
+      state.cancel.signal.throwIfAborted();
+      await buildOn(engine, t, b.image, onLine, state.cancel.signal);
       await register(t, b.version);
     } catch (e) {
       status = 'failed';
-      reason = (e as Error).message.slice(0, 2000) || 'the build failed';
+      reason = state.cancel.signal.aborted ? 'the template was deleted during its build' : (e as Error).message.slice(0, 2000) || 'the build failed';
       onLine(`keel: build failed: ${reason}`);
     } finally {
       release();
@@ -192,65 +100,6 @@ export function createCustomTemplates(deps: {
       tell(t);
       void collect();
     }
-  }
-
-  /** Builds running now (at most APP_TEMPLATE_BUILDS) and those waiting for one of them to end, first come first served. */
-  let building = 0;
-  const queued: (() => void)[] = [];
-  /** A build slot; the returned function gives it back (to the next waiting build, if any). */
-  async function buildSlot(onLine: (line: string) => void): Promise<() => void> {
-    if (building < settings.templates.builds) building++;
-    else {
-      onLine(`keel: waiting for one of the ${settings.templates.builds} builds that run at once to end (APP_TEMPLATE_BUILDS)`);
-      await new Promise<void>((r) => queued.push(r));
-    }
-    let given = false;
-    return () => {
-      if (given) return;
-      given = true;
-      const next = queued.shift();
-      if (next) next();
-      else building--;
-    };
-  }
-
-  /** Images removed by this process (a version's image is made again on demand, images/templates.ts builderOf). */
-  const removed = new Set<string>();
-  let sweeping: Promise<void> = Promise.resolve();
-
-  /**
-   * Removes the images of versions nobody gets any more: not the template's current version (or the
-   * template deleted) and named by no workspace. The engine refuses an image a container uses (a warm
-   * entry, a workspace being made): that one is tried again next time. A workspace whose container
-   * must be made again later gets the image built again from the same Dockerfile (builderOf).
-   */
-  async function sweep(): Promise<void> {
-    if (!deps.inUse) return;
-    const stale: { key: string; image: string; template: string }[] = [];
-    for (const t of await repo.everyTemplate()) {
-      for (const b of await repo.builds(t.id)) {
-        if (b.status !== 'ready' || removed.has(b.image) || (!t.deletedAt && b.version === t.version)) continue;
-        stale.push({ key: key(t.id, b.version), image: b.image, template: t.id });
-      }
-    }
-    if (!stale.length) return;
-    const used = await deps.inUse(stale.map((s) => s.key));
-    for (const s of stale) {
-      if (used.has(s.key)) continue;
-      try {
-        await engine.removeImage(s.image);
-        removed.add(s.image);
-        log.info('image of a template version no workspace uses removed', { template: s.template, image: s.image });
-      } catch (e) {
-        log.debug('template image kept (the engine refused its removal)', { image: s.image, ...errorFields(e) });
-      }
-    }
-  }
-
-  /** One sweep at a time; a call while one runs queues the next. */
-  function collect(): Promise<void> {
-    sweeping = sweeping.then(sweep).catch((e) => log.warn('template images not collected', errorFields(e)));
-    return sweeping;
   }
 
   /** The caller's own template by id (admins: any); another's private one is 404. */
@@ -283,13 +132,18 @@ export function createCustomTemplates(deps: {
       }
       for (const b of await repo.unfinished()) {
         const t = await repo.get(b.templateId);
-        if (!t) continue;
+        // Deleted before Keel stopped (its cancel not recorded): ended, not run again.
+        if (!t || t.deletedAt) {
+          await repo.endBuild(b, 'failed', 'the template was deleted during its build', '', iso());
+          continue;
+        }
         log.info('running again a template build Keel stopped during', { template: t.id, build: b.id });
         void run(t, b);
       }
     },
 
-    async create(actor: Actor, input: CreateTemplateInput): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
+    /** `allowImage`: an image of Keel's own the Dockerfile may start from (a snapshot the caller owns, fromSnapshot). */
+    async create(actor: Actor, input: CreateTemplateInput, allowImage?: string): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
       if (!NAME.test(input.name)) throw new AppError('INVALID_REQUEST', 'name must be 1-63 characters: lowercase letters, digits, . _ -', { property: '/name' });
       if (input.public && !actor.admin) throw new AppError('FORBIDDEN', 'only admins make public templates');
       // The operator's bounds on what a template gives its workspaces (admins included: they are the host's).
@@ -298,6 +152,14 @@ export function createCustomTemplates(deps: {
       if (input.memoryMb !== undefined && input.memoryMb > maxMemoryMb) throw new AppError('INVALID_REQUEST', `memoryMb may be at most ${maxMemoryMb} (APP_TEMPLATE_MAX_MEMORY_MB)`, { property: '/memoryMb', limit: maxMemoryMb });
       // Checked now, so a bad Dockerfile or context is a 400, not a failed build.
       checkDockerfile(input.dockerfile, (b) => b);
+      // Keel's images of other actors are not bases: only the caller's own (or public) template versions.
+      for (const { line, image } of keelImages(input.dockerfile)) {
+        if (image === allowImage) continue;
+        const m = /^keel-template:(tpl_\w+)-v\d+$/i.exec(image);
+        const t = m ? await repo.get(m[1]!) : undefined;
+        if (t && !t.deletedAt && (t.public || canAccess(actor, t.owner))) continue;
+        throw new AppError('INVALID_REQUEST', `the Dockerfile's line ${line} is refused: it names an image of Keel's that is not yours (start from keel/minimal, keel/bun-typescript, a registry image, or one of your templates' keel-template:<id>-v<n>)`, { property: '/dockerfile', line });
+      }
       contextFiles(input.files ?? {}, settings.templates.contextBytes);
       if (registry.isBuiltIn(input.name) || (await repo.byName(actor.id, input.name))) throw new AppError('TEMPLATE_EXISTS', 'a template of this name exists', { property: '/name' });
       if (!actor.admin && (await repo.countOf(actor.id)) >= settings.templates.quota) {
@@ -328,11 +190,15 @@ export function createCustomTemplates(deps: {
      * environment is blanked (each workspace gets its own).
      */
     fromSnapshot(actor: Actor, name: string, source: { image: string; template: Template | undefined }) {
-      return this.create(actor, {
-        name,
-        dockerfile: `FROM ${source.image}\nENV KEEL_CODE_SECRET=\n`,
-        ...(source.template ? { startCommand: source.template.command, user: source.template.user, workdir: source.template.workdir, env: source.template.env } : {}),
-      });
+      return this.create(
+        actor,
+        {
+          name,
+          dockerfile: `FROM ${source.image}\nENV KEEL_CODE_SECRET=\n`,
+          ...(source.template ? { startCommand: source.template.command, user: source.template.user, workdir: source.template.workdir, env: source.template.env } : {}),
+        },
+        source.image,
+      );
     },
 
     /** A new version from the same Dockerfile and context; running workspaces keep theirs. */
@@ -364,6 +230,8 @@ export function createCustomTemplates(deps: {
       const t = await owned(actor, id);
       if (t.deletedAt) throw notFound();
       await repo.markDeleted(id, iso());
+      // A build of it in flight (or waiting for a slot) stops: nobody will get what it makes.
+      live.get(t.buildId)?.cancel.abort();
       tell(t);
       void collect();
       return { id, deleted: true };

@@ -2,7 +2,7 @@
 // numeric USER), whether that stage starts from a built-in image, and the step that gives the workspace
 // user its /workspace.
 import { describe, expect, test } from 'bun:test';
-import { fromBuiltin, lastUser, numericUser, ownWorkspace } from '../../../../src/services/workspaces/templates/templates.context';
+import { checkDockerfile, fromBuiltin, keelImages, lastUser, numericUser, ownWorkspace } from '../../../../src/services/workspaces/templates/templates.context';
 
 describe('lastUser', () => {
   test("the last stage's last numeric USER; a bare uid is uid:uid", () => {
@@ -44,4 +44,33 @@ test("fromBuiltin reads the last stage's FROM", () => {
 
 test('ownWorkspace appends one COPY --chown of Keel\'s part of the context', () => {
   expect(ownWorkspace('FROM x\nUSER 7\n\n', '7:7')).toBe('FROM x\nUSER 7\nCOPY --chown=7:7 .keel-root/ /\n');
+});
+
+describe('keelImages', () => {
+  test('FROM and COPY --from naming template or snapshot images, however spelled', () => {
+    expect(keelImages('FROM keel/minimal\nCOPY --from=keel-template:tpl_a-v1 /x /x\n')).toEqual([{ line: 2, image: 'keel-template:tpl_a-v1' }]);
+    expect(keelImages('FROM docker.io/library/keel-snapshot:snap_1\n')).toEqual([{ line: 1, image: 'keel-snapshot:snap_1' }]);
+    expect(keelImages('ARG BASE=keel-template:tpl_b-v2\nFROM ${BASE} AS b\nFROM $BASE\n').map((i) => i.line)).toEqual([2, 3]);
+    expect(keelImages('FROM --platform=linux/amd64 keel-snapshot@sha256:abc\n')).toEqual([{ line: 1, image: 'keel-snapshot@sha256:abc' }]);
+  });
+  test('other images are not Keel\'s; a variable with no ARG default is refused', () => {
+    expect(keelImages('ARG V=3.12\nFROM python:${V}-slim\nCOPY --from=python:3.12 /x /x\n')).toEqual([]);
+    expect(() => keelImages('FROM ${SOMETHING}\n')).toThrow(/line 1 is refused/);
+    expect(() => keelImages('ARG B\nFROM $B\n')).toThrow(/line 2 is refused/);
+  });
+});
+
+describe('checkDockerfile: registries', () => {
+  const check = (d: string) => () => checkDockerfile(d, (b) => `keel/${b}:1`);
+  test('a registry at an address literal or on this host is refused, naming the line', () => {
+    expect(check('FROM 169.254.169.254/latest\n')).toThrow(/line 1 is refused: images are pulled from registries by name/);
+    expect(check('FROM keel/minimal\nCOPY --from=127.0.0.1:3100/x:1 / /x\n')).toThrow(/line 2 is refused/);
+    expect(check('FROM localhost:5000/tools\n')).toThrow(/line 1/);
+    expect(check('FROM [::1]:5000/tools\n')).toThrow(/line 1/);
+    expect(check('FROM 2130706433:80/tools\n')).toThrow(/line 1/);
+    expect(check('ARG R=10.0.0.5:5000\nFROM ${R}/tools\n')).toThrow(/line 2/);
+  });
+  test('names are fine: Docker Hub, a registry by its name, the built-ins', () => {
+    expect(check('FROM python:3.12-slim\nFROM ghcr.io/acme/tools:1\nFROM docker.io/library/alpine\nFROM keel/minimal\n')).not.toThrow();
+  });
 });

@@ -102,10 +102,11 @@ function createForm(store: Store, showError: (m: string) => void): HTMLFormEleme
     return h('div', { class: 'field' }, h('label', { for: id }, label), input, hintEl);
   };
   const name = h('input', { name: 'name', required: true, pattern: '[a-z0-9][a-z0-9._\\-]{0,62}', autocomplete: 'off', spellcheck: 'false' });
-  // The choices come from the server's template registry (GET /api/templates); the field stays free text.
+  // The choices come from the server's template registry (GET /api/templates): the built-ins and the
+  // templates with a built version (one still building, or failed, cannot start a workspace); the field stays free text.
   const templates = h('datalist', { id: 'templates' });
   api<TemplateList>('GET', '/api/templates').then(
-    (r) => templates.replaceChildren(...r.templates.map((t) => h('option', { value: t.name, label: `${t.name}: ${t.description}` }))),
+    (r) => templates.replaceChildren(...r.templates.filter((t) => t.builtIn || Number(t.version ?? 0) > 0).map((t) => h('option', { value: t.name, label: `${t.name}: ${t.description}` }))),
     (err) => showError(`Templates: ${messageOf(err)}`),
   );
   const template = h('input', { name: 'template', list: 'templates', value: 'bun-typescript', required: true, autocomplete: 'off' });
