@@ -32,6 +32,7 @@ import { createQuotas } from './quotas';
 import { createTargetGuard } from './targets';
 import { createEngine } from './engine/docker';
 import { createEngines, type Engines } from './engine/engines';
+import { keeldBinary, withDaemon } from './engine/with-daemon';
 import type { Engine } from './engine/engine';
 import { createTemplateRegistry } from './images/templates';
 import { createTemplatesService } from './images/templates.service';
@@ -125,9 +126,12 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   let engines: Engines | undefined;
   // Every API call on a workspace (exec, logs and agent turns included) resets its idle countdown.
   const access = createAccess(deps.store, { engineReady: (row) => void engines?.requireUp(row.engine), used: (id) => workspaces.touch(id) });
+  const codeKey = loadCodeKey(deps.config.dataDir);
+  // Each engine's workspace processes start through keeld, the daemon in every container (engine/with-daemon.ts).
+  const daemon = { binary: () => keeldBinary(settings.daemon), key: codeKey, log: deps.log.child({ component: 'daemon' }) };
   engines = createEngines({
     settings: settings.engines,
-    connect: deps.connectEngine ?? ((e) => createEngine(e.host, { certPath: e.certPath })),
+    connect: deps.connectEngine ?? ((e) => withDaemon(createEngine(e.host, { certPath: e.certPath }), daemon)),
     locate: {
       workspace: async (id) => (await access.row(id))?.engine ?? workspaces.pooledEngine(id),
       container: access.engineOfContainer,
@@ -173,7 +177,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     publicTemplate: customTemplates.publicVersion,
     instance,
     snapshotDir: join(deps.config.dataDir, 'snapshots'),
-    codeKey: loadCodeKey(deps.config.dataDir),
+    codeKey,
     cloneDeny: targets.deny,
     onEvent: usage.onWorkspaceEvent,
   });

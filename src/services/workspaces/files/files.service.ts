@@ -140,6 +140,19 @@ export function createFilesService(deps: {
     return engineFailure(e);
   }
 
+  /** An upload's last step: the whole temporary file renamed over the target (removed if that fails). */
+  async function commit(containerId: string, tmp: string, abs: string, size: number) {
+    const removeTmp = () => engine.execCollect(containerId, ['rm', '-f', '--', tmp]).catch(() => undefined);
+    const r = await helper(containerId, COMMIT, [tmp, abs]).catch(async (e) => {
+      await removeTmp();
+      throw e;
+    });
+    if (r.exitCode !== 0) {
+      await removeTmp();
+      throw helperFailure(r.exitCode, r.stderr, 'write');
+    }
+    return { path: abs, size };
+  }
 
   return {
     /** What the path is: a directory's entries, or a file's size (symlinks followed inside the container). */
@@ -227,6 +240,13 @@ export function createFilesService(deps: {
      * client is behind (at most ~1 MiB queued), and a client that leaves ends the reader in the container.
      */
     async open(containerId: string, path: string, range: { start: number; length: number } | null): Promise<ReadableStream<Uint8Array>> {
+      // Through the workspace's daemon when it has one: its stream passes to the client untouched.
+      try {
+        const direct = await engine.download(containerId, path, range);
+        if (direct) return direct;
+      } catch (e) {
+        throw e instanceof EngineError && e.kind === 'refused' ? helperFailure(1, e.message, 'read') : execFailure(e);
+      }
       const cmd = range
         ? ['sh', '-c', 'exec dd if="$1" bs=65536 iflag=skip_bytes,count_bytes skip="$2" count="$3" 2>/dev/null', 'keel-files', path, String(range.start), String(range.length)]
         : ['cat', '--', path];
@@ -272,6 +292,14 @@ export function createFilesService(deps: {
       const abs = resolvePath(path);
       if (abs === '/') throw new AppError('FILE_CONFLICT', 'cannot write the root directory');
       const tmp = posix.join(posix.dirname(abs), `.keel-upload-${randomBytes(6).toString('hex')}`);
+      // Through the workspace's daemon when it has one: the body passes to it untouched, and it keeps the limit.
+      const direct = await engine.upload(containerId, tmp, body, deps.maxBytes).catch((e) => {
+        throw execFailure(e);
+      });
+      if (direct) {
+        if (!direct.ok) throw direct.tooLarge ? tooLarge(deps.maxBytes) : helperFailure(1, direct.message, 'write');
+        return commit(containerId, tmp, abs, direct.size);
+      }
       const stderr: Uint8Array[] = [];
       let h: ExecHandle;
       try {
@@ -304,9 +332,7 @@ export function createFilesService(deps: {
       }
       const code = await settledExitCode(h);
       if (code !== 0) return failed(helperFailure(code, Buffer.concat(stderr).toString(), 'write'));
-      const r = await helper(containerId, COMMIT, [tmp, abs]).catch(failed);
-      if (r.exitCode !== 0) return failed(helperFailure(r.exitCode, r.stderr, 'write'));
-      return { path: abs, size };
+      return commit(containerId, tmp, abs, size);
     },
 
     async remove(actor: Actor, workspaceId: string, path: string, recursive: boolean) {

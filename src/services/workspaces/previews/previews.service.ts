@@ -11,6 +11,7 @@ import { newId, type Clock } from '../../../platform/runtime';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Access } from '../access';
 import { PREVIEW_TTL_DEFAULT_S } from './previews.model';
+import { KEELD_PORT } from '../engine/keeld';
 import { createPreviewsRepository } from './previews.repository';
 import type { PreviewRow } from './previews.tables';
 
@@ -64,6 +65,8 @@ export function createPreviewsService(deps: {
       const ws = deps.access.engineReady(await deps.access.getOwned(actor, workspaceId));
       // A link to a workspace that does not run would only answer 503: refused up front (CONTRACT.md).
       if (ws.status !== 'running') throw new AppError('WORKSPACE_NOT_RUNNING', `the workspace is ${ws.status}; start it to preview it`, { status: ws.status });
+      // keeld answers only Keel's token; a preview would put it in front of anyone holding the link.
+      if (input.port === KEELD_PORT) throw new AppError('INVALID_REQUEST', `port ${KEELD_PORT} is Keel's workspace daemon; it is not previewed`, { property: '/port' });
       const label = randomBytes(20).toString('hex');
       const now = clock.now();
       const row: PreviewRow = {
