@@ -13,7 +13,7 @@ import { newId, errorFields, type Clock } from '../../platform/runtime';
 import { ConfigError, type Env } from '../../platform/config';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
-import { workspaceErrors } from './workspaces.errors';
+import { workspaceErrorTable } from './workspaces.errors';
 import * as lifecycleModels from './lifecycle/lifecycle.model';
 import * as snapshotsModels from './lifecycle/snapshots.model';
 import * as logsModels from './logs/logs.model';
@@ -251,7 +251,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   const app = createServiceApp(deps, {
     name: 'workspaces',
     style: 'envelope',
-    errors: workspaceErrors,
+    errors: workspaceErrorTable,
     models: [lifecycleModels, snapshotsModels, logsModels, execModels, filesModels, processesModels, terminalsModels, previewsModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels, customTemplatesModels, usageModels],
     title: 'Keel workspace API',
     description:

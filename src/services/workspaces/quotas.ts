@@ -24,7 +24,7 @@
 // `sse.open` is all an agent stream needs, plus `release` if it fails before `respond`.
 import { and, count, eq, inArray, ne } from 'drizzle-orm';
 import { AppError } from '../../platform/errors';
-import './workspaces.errors';
+import { WorkspaceErrors } from './workspaces.errors';
 import type { Orm, Store } from '../../platform/store';
 import type { Actor } from '../../platform/auth/workspace-token';
 import { workspacesTables, type WorkspaceRow, type WorkspaceStatus } from './workspaces.tables';
@@ -59,7 +59,7 @@ export interface QuotaSlot {
 
 /** `sessions` and `dailyTokens` are the agent's own quotas, counted from its tables (agent/agent.usage.ts). */
 export const quotaExceeded = (quota: QuotaName | 'sessions' | 'dailyTokens' | 'processes', limit: number) =>
-  new AppError('QUOTA_EXCEEDED', `quota exceeded: ${quota} (limit ${limit}); free one first`, { quota, limit });
+  WorkspaceErrors.QUOTA_EXCEEDED(`quota exceeded: ${quota} (limit ${limit}); free one first`, { quota, limit });
 
 const NO_SLOT: QuotaSlot = { release() {} };
 

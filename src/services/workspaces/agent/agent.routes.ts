@@ -1,8 +1,6 @@
 // HTTP wiring of agent sessions: JSON answers, and the SSE answers (message stream, event log) made
 // by the platform's SSE adapter from the service's AsyncIterable of events (each with its `id:`).
 import { Elysia } from 'elysia';
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
 import { lastEventId, type Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { ErrorEnvelope } from '../../../platform/http/errors';
@@ -30,12 +28,12 @@ import {
 import type { AgentService } from './agent.service';
 import type { AgentConfig } from './agent.config';
 import type { Quotas } from '../quotas';
-import { workspaceOperation as op } from '../workspaces.errors';
+import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 
 /** `Last-Event-ID` (wins) or `?after=N`; 0 replays the whole log. */
 function resumePoint(header: string | undefined, after: number | undefined): number {
   if (header === undefined) return after ?? 0;
-  if (!/^\d{1,15}$/.test(header)) throw new AppError('INVALID_REQUEST', 'Last-Event-ID must be an event id (a whole number)', { header: 'last-event-id' });
+  if (!/^\d{1,15}$/.test(header)) throw WorkspaceErrors.INVALID_REQUEST('Last-Event-ID must be an event id (a whole number)', { header: 'last-event-id' });
   return Number(header);
 }
 

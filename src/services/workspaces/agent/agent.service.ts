@@ -2,8 +2,7 @@
 // list, get (with the turn in flight as far as it went), delete, send (a turn admitted under the
 // daily token limit, its two messages stored), cancel, and the decisions on tool calls. No HTTP here;
 // running a turn is the turn runner's job (turn-runner.ts), and followers get an AsyncIterable of events.
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
 import type { TargetPolicy } from '../../../platform/net/address-policy';
@@ -38,7 +37,7 @@ export interface AgentServiceDeps {
   mcpPolicy: TargetPolicy;
 }
 
-const notFound = () => new AppError('SESSION_NOT_FOUND', 'agent session not found');
+const notFound = () => WorkspaceErrors.SESSION_NOT_FOUND('agent session not found');
 
 export function createAgentService(deps: AgentServiceDeps) {
   const { repository, clock, config } = deps;

@@ -1,6 +1,5 @@
 // HTTP wiring of command execution: a JSON result, or SSE output with `stream: true`.
-import { AppError, toEnvelope } from '../../../platform/errors';
-import '../workspaces.errors';
+import { toEnvelope } from '../../../platform/errors';
 import { Elysia } from 'elysia';
 import type { Sse } from '../../../platform/http/sse';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecEventStream, ExecResult, type ExecResult as ExecResultT } from './exec.model';
@@ -9,9 +8,9 @@ import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth'
 import type { Quotas } from '../quotas';
 import { ErrorEnvelope } from '../../../platform/http/errors';
 import { IdParams } from '../lifecycle/lifecycle.model';
-import { workspaceOperation as op } from '../workspaces.errors';
+import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 
-const SHUTDOWN_EVENT = { event: 'error', data: toEnvelope(new AppError('SHUTTING_DOWN', 'Keel is shutting down; the command was stopped')) };
+const SHUTDOWN_EVENT = { event: 'error', data: toEnvelope(WorkspaceErrors.SHUTTING_DOWN('Keel is shutting down; the command was stopped')) };
 
 export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; sse: Sse; quotas: Quotas }) {
   return new Elysia({ name: 'workspaces.exec' })

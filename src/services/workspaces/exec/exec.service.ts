@@ -1,8 +1,8 @@
 // Command execution in a running workspace: `sh -c` with a workdir, env and timeout. A small wrapper
 // reports the command's pid first (an engine exec process leads its own process group), so at the
 // timeout, or when the client goes away, Keel kills the whole group through a second exec.
-import { AppError, toEnvelope } from '../../../platform/errors';
-import '../workspaces.errors';
+import { toEnvelope } from '../../../platform/errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import type { SseEvent } from '../../../platform/http/sse';
 import { createInbox } from '../../../platform/inbox';
 import type { Actor } from '../../../platform/auth/workspace-token';
@@ -124,7 +124,7 @@ export function createExecService(deps: {
     try {
       handle = await engine.execStart(containerId, { cmd: ['sh', '-c', WRAPPER, 'keel-exec', input.workdir ?? '', input.command], env }, onChunk);
     } catch (e) {
-      if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw new AppError('WORKSPACE_NOT_RUNNING', 'the workspace is not running; start it to run commands', {});
+      if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw WorkspaceErrors.WORKSPACE_NOT_RUNNING('the workspace is not running; start it to run commands', {});
       throw engineFailure(e);
     }
     const h = handle;
@@ -150,7 +150,7 @@ export function createExecService(deps: {
     });
     const finished = h.done.then(async (): Promise<ExecExit | never> => {
       if (expired) return timedOut;
-      if (noWorkdir) throw new AppError('INVALID_REQUEST', 'workdir does not exist in the workspace', { field: 'workdir' });
+      if (noWorkdir) throw WorkspaceErrors.INVALID_REQUEST('workdir does not exist in the workspace', { field: 'workdir' });
       // The output can end a moment before the engine records the exit.
       let code: number | null = null;
       for (let i = 0; i < 20 && code === null; i++) {

@@ -1,10 +1,9 @@
 // HTTP wiring of a workspace's files: bytes (with Range) or a listing, streamed uploads, delete, move.
 import { Elysia } from 'elysia';
-import { AppError } from '../../../platform/errors';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { ErrorEnvelope } from '../../../platform/http/errors';
 import { IdParams } from '../lifecycle/lifecycle.model';
-import { workspaceOperation as op } from '../workspaces.errors';
+import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 import { DirectoryListing, FileBytes, UploadBody, FileDeleted, FileDeleteQuery, FileMoveBody, FileMoved, FilePathQuery, FileWritten } from './files.model';
 import type { FilesService } from './files.service';
 
@@ -46,7 +45,7 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
         if (found.kind === 'directory') return { entries: found.entries };
         const range = parseRange(request.headers.get('range'), found.size);
         if (range === 'unsatisfiable') {
-          throw new AppError('RANGE_NOT_SATISFIABLE', 'the range lies outside the file', { size: found.size }, { headers: { 'content-range': `bytes */${found.size}` } });
+          throw WorkspaceErrors.RANGE_NOT_SATISFIABLE('the range lies outside the file', { size: found.size }, { headers: { 'content-range': `bytes */${found.size}` } });
         }
         const body = await files.open(found.containerId, found.path, range);
         const headers: Record<string, string> = { 'content-type': 'application/octet-stream', 'accept-ranges': 'bytes' };

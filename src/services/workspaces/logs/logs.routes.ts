@@ -1,7 +1,5 @@
 // HTTP wiring of workspace logs (JSON and live SSE) and of the stream counters admins read.
 import { Elysia } from 'elysia';
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
 import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
@@ -11,7 +9,7 @@ import type { Quotas } from '../quotas';
 import { ErrorEnvelope } from '../../../platform/http/errors';
 import { jsonList } from '../../../platform/http/json-list';
 import { IdParams } from '../lifecycle/lifecycle.model';
-import { workspaceOperation as op } from '../workspaces.errors';
+import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 
 export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; sse: Sse; quotas: Quotas }) {
   return new Elysia({ name: 'workspaces.logs' })
@@ -57,7 +55,7 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
     .get(
       '/api/system/streams',
       ({ actor }) => {
-        if (!actor.admin) throw new AppError('FORBIDDEN', 'only admins may read stream counters');
+        if (!actor.admin) throw WorkspaceErrors.FORBIDDEN('only admins may read stream counters');
         return { ...deps.logs.stats(), execs: deps.exec.active };
       },
       {

@@ -1,8 +1,8 @@
 // Workspace logs: a snapshot of the last lines (running or stopped workspaces alike) and the live
 // follow, which joins the workspace's shared engine stream (logs.hub.ts) and yields its lines as
 // events. No HTTP here: the routes hand the events to the platform's SSE adapter.
-import { AppError, toEnvelope } from '../../../platform/errors';
-import '../workspaces.errors';
+import { toEnvelope } from '../../../platform/errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import { createInbox } from '../../../platform/inbox';
 import type { SseEvent, SseItem } from '../../../platform/http/sse';
 import type { Actor } from '../../../platform/auth/workspace-token';
@@ -21,7 +21,7 @@ export interface LogsRequest {
 /** The last event of a follow whose engine stream ended for good. */
 function endEvent(reason: EndReason): SseEvent {
   // An engine stream that broke for no lifecycle reason is a failure, not an ordinary end.
-  if (reason === 'error') return { event: 'error', data: toEnvelope(new AppError('ENGINE_ERROR', 'the engine log stream ended unexpectedly')) };
+  if (reason === 'error') return { event: 'error', data: toEnvelope(WorkspaceErrors.ENGINE_ERROR('the engine log stream ended unexpectedly')) };
   return { event: 'end', data: { reason } };
 }
 

@@ -5,7 +5,6 @@
 // follows as `lost`, never "running". A small wrapper reports the command's pid first, so signals
 // reach its whole process group.
 import { and, desc, eq } from 'drizzle-orm';
-import { AppError } from '../../../platform/errors';
 import type { Store } from '../../../platform/store';
 import type { SseEvent } from '../../../platform/http/sse';
 import { newId, type Clock } from '../../../platform/runtime';
@@ -15,6 +14,7 @@ import { engineFailure, type Access } from '../access';
 import { quotaExceeded } from '../quotas';
 import { processesTables, type ProcessRow } from './processes.tables';
 import type { ProcessInput, ProcessView } from './processes.model';
+import { WorkspaceErrors } from '../workspaces.errors';
 
 const MARK_PID = '\x1ekeel-pid ';
 const MARK_NO_WORKDIR = '\x1ekeel-no-workdir';
@@ -78,14 +78,14 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
   async function owned(actor: Actor, workspaceId: string, pid: string): Promise<ProcessRow> {
     await deps.access.getOwned(actor, workspaceId);
     const [row] = await db.select().from(workspaceProcesses).where(and(eq(workspaceProcesses.id, pid), eq(workspaceProcesses.workspaceId, workspaceId)));
-    if (!row) throw new AppError('PROCESS_NOT_FOUND', 'process not found');
+    if (!row) throw WorkspaceErrors.PROCESS_NOT_FOUND('process not found');
     return row;
   }
 
   async function running(actor: Actor, workspaceId: string, pid: string): Promise<Live> {
     const row = await owned(actor, workspaceId, pid);
     const p = live.get(row.id);
-    if (row.status !== 'running' || !p || p.exit) throw new AppError('PROCESS_NOT_RUNNING', `the process is ${row.status === 'running' ? 'ending' : row.status}`, { status: row.status });
+    if (row.status !== 'running' || !p || p.exit) throw WorkspaceErrors.PROCESS_NOT_RUNNING(`the process is ${row.status === 'running' ? 'ending' : row.status}`, { status: row.status });
     return p;
   }
 
@@ -174,7 +174,7 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
         handle = await engine.execStart(containerId, { cmd: ['sh', '-c', WRAPPER, 'keel-process', input.workdir ?? '', input.command], env, stdin: true }, onChunk);
       } catch (e) {
         release();
-        if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw new AppError('WORKSPACE_NOT_RUNNING', 'the workspace is not running; start it to run processes', {});
+        if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw WorkspaceErrors.WORKSPACE_NOT_RUNNING('the workspace is not running; start it to run processes', {});
         throw engineFailure(e);
       }
       const startedAt = iso();
@@ -271,7 +271,7 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
         }
         if (eof) p.handle.stdin!.end();
       } catch {
-        throw new AppError('PROCESS_NOT_RUNNING', 'the process closed its input or ended');
+        throw WorkspaceErrors.PROCESS_NOT_RUNNING('the process closed its input or ended');
       }
       return { id: pid, bytes };
     },
@@ -281,7 +281,7 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
       const p = await running(actor, workspaceId, pid);
       // The wrapper reports the pid within milliseconds of the start; a signal sent at once waits for it.
       for (let i = 0; i < 100 && !p.pid && !p.exit; i++) await Bun.sleep(20);
-      if (!p.pid || p.pid <= 1) throw new AppError('PROCESS_NOT_RUNNING', 'the process has not started yet; try again');
+      if (!p.pid || p.pid <= 1) throw WorkspaceErrors.PROCESS_NOT_RUNNING('the process has not started yet; try again');
       try {
         await engine.execCollect(p.containerId, ['kill', `-${signal}`, `-${p.pid}`]);
       } catch (e) {

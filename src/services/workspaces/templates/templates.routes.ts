@@ -5,9 +5,8 @@ import { BodyTooLarge, boundedText, ErrorEnvelope } from '../../../platform/http
 import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import type { Quotas } from '../quotas';
-import { workspaceOperation as op } from '../workspaces.errors';
+import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 import { Value } from '@sinclair/typebox/value';
-import { AppError } from '../../../platform/errors';
 import { JsonRefusal, parseJsonBody } from '../../../platform/json';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Template } from '../images/templates';
@@ -42,17 +41,17 @@ async function readCreateBody(request: Request, contextBytes: number): Promise<C
   try {
     value = parseJsonBody(text);
   } catch (e) {
-    throw new AppError('INVALID_REQUEST', e instanceof JsonRefusal ? e.message : 'the request body is not valid JSON');
+    throw WorkspaceErrors.INVALID_REQUEST(e instanceof JsonRefusal ? e.message : 'the request body is not valid JSON');
   }
   if (!Value.Check(CreateTemplateBody, value)) {
     // The schema's words, never the value received.
     const first = [...Value.Errors(CreateTemplateBody, value)][0];
-    throw new AppError('INVALID_REQUEST', `invalid body: ${first?.path || '/'} ${first?.message ?? ''}`.trim(), { errors: [{ in: 'body', property: first?.path || '/', detail: first?.message }] });
+    throw WorkspaceErrors.INVALID_REQUEST(`invalid body: ${first?.path || '/'} ${first?.message ?? ''}`.trim(), { errors: [{ in: 'body', property: first?.path || '/', detail: first?.message }] });
   }
   return value;
 }
 
-const tooLarge = (contextBytes: number) => new AppError('PAYLOAD_TOO_LARGE', `a template's body is limited by its build context, at most APP_TEMPLATE_CONTEXT_BYTES (${contextBytes} bytes)`, { limit: contextBytes });
+const tooLarge = (contextBytes: number) => WorkspaceErrors.PAYLOAD_TOO_LARGE(`a template's body is limited by its build context, at most APP_TEMPLATE_CONTEXT_BYTES (${contextBytes} bytes)`, { limit: contextBytes });
 
 export function customTemplatesRoutes(deps: {
   auth: WorkspaceAuthPlugin;

@@ -6,7 +6,6 @@
 // cancel); templates.images.ts: the images on the engines (building, registering, collecting).
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { canAccess } from '../../../platform/auth/workspace-token';
-import { AppError } from '../../../platform/errors';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
 import type { Engine } from '../engine/engine';
 import type { Template, TemplateRegistry } from '../images/templates';
@@ -15,6 +14,7 @@ import { createTemplateImages, templateKey as key, versionImage as imageRef, typ
 import type { TemplatesRepository } from './templates.repository';
 import type { TemplateBuildRow, TemplateRow } from './templates.tables';
 import type { CreateTemplateInput, TemplateView } from './templates.model';
+import { WorkspaceErrors } from '../workspaces.errors';
 
 /** What a build keeps of its output: the last lines, at most this many bytes. */
 const LOG_MAX_BYTES = 1024 * 1024;
@@ -53,7 +53,7 @@ export function createCustomTemplates(deps: {
     if (t.public) for (const f of changed) f();
   };
   const iso = () => new Date(deps.clock.now()).toISOString();
-  const notFound = () => new AppError('TEMPLATE_NOT_FOUND', 'no such template');
+  const notFound = () => WorkspaceErrors.TEMPLATE_NOT_FOUND('no such template');
 
   function view(t: TemplateRow): TemplateView {
     return {
@@ -144,12 +144,12 @@ export function createCustomTemplates(deps: {
 
     /** `allowImage`: an image of Keel's own the Dockerfile may start from (a snapshot the caller owns, fromSnapshot). */
     async create(actor: Actor, input: CreateTemplateInput, allowImage?: string): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
-      if (!NAME.test(input.name)) throw new AppError('INVALID_REQUEST', 'name must be 1-63 characters: lowercase letters, digits, . _ -', { property: '/name' });
-      if (input.public && !actor.admin) throw new AppError('FORBIDDEN', 'only admins make public templates');
+      if (!NAME.test(input.name)) throw WorkspaceErrors.INVALID_REQUEST('name must be 1-63 characters: lowercase letters, digits, . _ -', { property: '/name' });
+      if (input.public && !actor.admin) throw WorkspaceErrors.FORBIDDEN('only admins make public templates');
       // The operator's bounds on what a template gives its workspaces (admins included: they are the host's).
       const { maxCpus, maxMemoryMb } = settings.templates;
-      if (input.cpu !== undefined && input.cpu > maxCpus) throw new AppError('INVALID_REQUEST', `cpu may be at most ${maxCpus} (APP_TEMPLATE_MAX_CPUS)`, { property: '/cpu', limit: maxCpus });
-      if (input.memoryMb !== undefined && input.memoryMb > maxMemoryMb) throw new AppError('INVALID_REQUEST', `memoryMb may be at most ${maxMemoryMb} (APP_TEMPLATE_MAX_MEMORY_MB)`, { property: '/memoryMb', limit: maxMemoryMb });
+      if (input.cpu !== undefined && input.cpu > maxCpus) throw WorkspaceErrors.INVALID_REQUEST(`cpu may be at most ${maxCpus} (APP_TEMPLATE_MAX_CPUS)`, { property: '/cpu', limit: maxCpus });
+      if (input.memoryMb !== undefined && input.memoryMb > maxMemoryMb) throw WorkspaceErrors.INVALID_REQUEST(`memoryMb may be at most ${maxMemoryMb} (APP_TEMPLATE_MAX_MEMORY_MB)`, { property: '/memoryMb', limit: maxMemoryMb });
       // Checked now, so a bad Dockerfile or context is a 400, not a failed build.
       checkDockerfile(input.dockerfile, (b) => b);
       // Keel's images of other actors are not bases: only the caller's own (or public) template versions.
@@ -158,12 +158,12 @@ export function createCustomTemplates(deps: {
         const m = /^keel-template:(tpl_\w+)-v\d+$/i.exec(image);
         const t = m ? await repo.get(m[1]!) : undefined;
         if (t && !t.deletedAt && (t.public || canAccess(actor, t.owner))) continue;
-        throw new AppError('INVALID_REQUEST', `the Dockerfile's line ${line} is refused: it names an image of Keel's that is not yours (start from keel/minimal, keel/bun-typescript, a registry image, or one of your templates' keel-template:<id>-v<n>)`, { property: '/dockerfile', line });
+        throw WorkspaceErrors.INVALID_REQUEST(`the Dockerfile's line ${line} is refused: it names an image of Keel's that is not yours (start from keel/minimal, keel/bun-typescript, a registry image, or one of your templates' keel-template:<id>-v<n>)`, { property: '/dockerfile', line });
       }
       contextFiles(input.files ?? {}, settings.templates.contextBytes);
-      if (registry.isBuiltIn(input.name) || (await repo.byName(actor.id, input.name))) throw new AppError('TEMPLATE_EXISTS', 'a template of this name exists', { property: '/name' });
+      if (registry.isBuiltIn(input.name) || (await repo.byName(actor.id, input.name))) throw WorkspaceErrors.TEMPLATE_EXISTS('a template of this name exists', { property: '/name' });
       if (!actor.admin && (await repo.countOf(actor.id)) >= settings.templates.quota) {
-        throw new AppError('QUOTA_EXCEEDED', `you hold ${settings.templates.quota} templates (APP_QUOTA_TEMPLATES); delete one first`, { quota: 'templates', limit: settings.templates.quota });
+        throw WorkspaceErrors.QUOTA_EXCEEDED(`you hold ${settings.templates.quota} templates (APP_QUOTA_TEMPLATES); delete one first`, { quota: 'templates', limit: settings.templates.quota });
       }
       const now = iso();
       const id = newId('tpl', deps.clock);
@@ -177,7 +177,7 @@ export function createCustomTemplates(deps: {
       try {
         await repo.create(row, build);
       } catch (e) {
-        if (await repo.byName(actor.id, input.name)) throw new AppError('TEMPLATE_EXISTS', 'a template of this name exists', { property: '/name' });
+        if (await repo.byName(actor.id, input.name)) throw WorkspaceErrors.TEMPLATE_EXISTS('a template of this name exists', { property: '/name' });
         throw e;
       }
       void run(row, build);
@@ -205,7 +205,7 @@ export function createCustomTemplates(deps: {
     async rebuild(actor: Actor, id: string): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
       const t = await owned(actor, id);
       if (t.deletedAt) throw notFound();
-      if (live.has(t.buildId)) throw new AppError('TEMPLATE_BUILDING', 'a build of this template is running', { buildId: t.buildId });
+      if (live.has(t.buildId)) throw WorkspaceErrors.TEMPLATE_BUILDING('a build of this template is running', { buildId: t.buildId });
       const last = (await repo.builds(id)).at(-1);
       const build = newBuild(id, (last?.version ?? 0) + 1);
       await repo.startBuild(id, build, iso());
@@ -262,12 +262,12 @@ export function createCustomTemplates(deps: {
       const t = (await repo.byName(actor.id, name)) ?? (await repo.publicByName(name));
       if (!t || t.deletedAt) {
         // Another actor's private template is theirs (404); a name no one has is the spec's 400.
-        if (await repo.existsNamed(name)) throw new AppError('TEMPLATE_NOT_FOUND', 'no template of this name that you may use', { property: '/template' });
-        throw new AppError('INVALID_REQUEST', 'unknown template', { property: '/template', known: registry.names() });
+        if (await repo.existsNamed(name)) throw WorkspaceErrors.TEMPLATE_NOT_FOUND('no template of this name that you may use', { property: '/template' });
+        throw WorkspaceErrors.INVALID_REQUEST('unknown template', { property: '/template', known: registry.names() });
       }
-      if (t.version === 0) throw new AppError('TEMPLATE_NOT_READY', 'the template has no built version yet', { property: '/template', status: t.status });
+      if (t.version === 0) throw WorkspaceErrors.TEMPLATE_NOT_READY('the template has no built version yet', { property: '/template', status: t.status });
       // Its image is being built again (gone from the engine at start-up): not ready until it is back.
-      if (!registry.get(key(t.id, t.version))) throw new AppError('TEMPLATE_NOT_READY', "the template's image is being made again; retry shortly", { property: '/template', status: 'building' });
+      if (!registry.get(key(t.id, t.version))) throw WorkspaceErrors.TEMPLATE_NOT_READY("the template's image is being made again; retry shortly", { property: '/template', status: 'building' });
       return key(t.id, t.version);
     },
 
@@ -276,7 +276,7 @@ export function createCustomTemplates(deps: {
       const t = await repo.get(id);
       if (!t || !(t.public || canAccess(actor, t.owner))) throw notFound();
       const b = await repo.build(buildId);
-      if (!b || b.templateId !== id) throw new AppError('BUILD_NOT_FOUND', 'no such build of this template');
+      if (!b || b.templateId !== id) throw WorkspaceErrors.BUILD_NOT_FOUND('no such build of this template');
       return b;
     },
 
