@@ -3,7 +3,6 @@
 import { Elysia } from 'elysia';
 import { lastEventId, type Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import { strictObjects } from '../../../platform/http/strict-objects';
 import {
   AgentEventStream,
@@ -59,24 +58,24 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
       body: CreateSessionBody,
       // `context: false` would otherwise be cleaned into `{}` before the check (strict-objects.ts).
       transform: strictObjects(CreateSessionBody),
-      response: { 201: Session, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
+      response: { 201: Session },
       detail: { ...op('createAgentSession', ['WORKSPACE_NOT_FOUND', 'QUOTA_EXCEEDED']),
         tags: ['agent'],
         summary: 'Create an agent session bound to a workspace',
         description:
           'Answers 201 with `Location: /api/agent/sessions/{id}`. The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn. `toolApproval` (optional) names the tool calls that wait for a person (GET/POST .../approvals); `mcpServers` (optional) adds the tools of those MCP servers as `<name>__<tool>` (URLs as webhook targets; a literal address Keel may not reach is 400).\n\n' +
-          'Errors: 400 INVALID_REQUEST (bad field, or a model whose provider is not configured: the message and `details.configured` name the configured ones), 404 WORKSPACE_NOT_FOUND, ' +
-          '429 QUOTA_EXCEEDED (`details: {quota: "sessions", limit}`: the caller holds APP_QUOTA_SESSIONS sessions already; admin tokens are exempt).',
+          'A `model` whose provider is not configured is refused: the message and `details.configured` name the configured ones. ' +
+          'A caller holding APP_QUOTA_SESSIONS sessions already gets `QUOTA_EXCEEDED` with `details: {quota: "sessions", limit}` (admin tokens are exempt).',
       },
     })
     .get('/api/agent/sessions', async ({ actor, query }) => ({ sessions: await agent.list(actor, query) }), {
       query: ListQuery,
-      response: { 200: SessionList, 400: ErrorEnvelope, 401: ErrorEnvelope },
+      response: { 200: SessionList },
       detail: { ...op('listAgentSessions'), tags: ['agent'], summary: "The caller's sessions (admins: all), oldest first, without messages; `workspaceId` narrows to one workspace" },
     })
     .get('/api/agent/sessions/:id', ({ params, actor }) => agent.get(actor, params.id), {
       params: SessionParams,
-      response: { 200: Session, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      response: { 200: Session },
       detail: { ...op('getAgentSession', ['SESSION_NOT_FOUND']),
         tags: ['agent'],
         summary: 'A session with its full history',
@@ -85,7 +84,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     })
     .delete('/api/agent/sessions/:id', ({ params, actor }) => agent.remove(actor, params.id), {
       params: SessionParams,
-      response: { 200: DeleteAnswer, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      response: { 200: DeleteAnswer },
       detail: { ...op('deleteAgentSession', ['SESSION_NOT_FOUND']), tags: ['agent'], summary: 'Delete a session, its messages and its event log (a turn in flight is cancelled first)' },
     })
     .post(
@@ -116,7 +115,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
       {
         params: SessionParams,
         body: SendMessageBody,
-        response: { 200: AssistantReply, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 500: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        response: { 200: AssistantReply },
         detail: { ...op('sendAgentMessage', ['SESSION_NOT_FOUND', 'SESSION_BUSY', 'WORKSPACE_NOT_RUNNING', 'QUOTA_EXCEEDED', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'SHUTTING_DOWN']),
           tags: ['agent'],
           summary: 'Send a message; the assistant may act in the workspace through tools',
@@ -129,11 +128,10 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
             'each command a tool runs holds one of its APP_QUOTA_EXECS slots until it is gone (past it the tool result is an `error` with `code: QUOTA_EXCEEDED` and the turn goes on); ' +
             'a turn starts only while the caller has spent fewer than APP_AGENT_DAILY_TOKENS tokens this UTC day over all its sessions.\n\n' +
             `\`finishReason\`: ${FINISH_REASONS.join(', ')}. ${limits}\n\n` +
-            'Errors: 400 INVALID_REQUEST (bad body; the model\'s provider not configured), 404 SESSION_NOT_FOUND, 409 SESSION_BUSY (a turn is in flight), ' +
-            '429 QUOTA_EXCEEDED (no turn started: `details.quota` `streams` when the caller\'s APP_QUOTA_STREAMS slots are taken, ' +
-            '`dailyTokens` when the caller has spent APP_AGENT_DAILY_TOKENS tokens this UTC day), ' +
-            '502 UPSTREAM_ERROR (the provider failed: its status and reason, never credentials; with `stream: true` this is the `error` event), ' +
-            '503 SHUTTING_DOWN (Keel is stopping; turns in flight end as `interrupted`).',
+            'A refused turn starts nothing: `QUOTA_EXCEEDED` has `details.quota` `streams` (the caller\'s APP_QUOTA_STREAMS slots are taken) or `dailyTokens` ' +
+            '(the caller has spent APP_AGENT_DAILY_TOKENS tokens this UTC day); a `model` whose provider is not configured is refused. ' +
+            '`UPSTREAM_ERROR` carries the provider\'s status and reason, never credentials (with `stream: true` it is the `error` event). ' +
+            'While Keel stops, turns in flight end as `interrupted`.',
           responses: { 200: AgentEventStream('The Assistant reply; with `stream: true` a text/event-stream') },
         },
       },
@@ -154,8 +152,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
       {
         params: SessionParams,
         query: EventsQuery,
-        response: { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
-        detail: { ...op('streamAgentEvents', ['SESSION_NOT_FOUND', 'QUOTA_EXCEEDED']),
+detail: { ...op('streamAgentEvents', ['SESSION_NOT_FOUND', 'QUOTA_EXCEEDED']),
           tags: ['agent'],
           summary: "Replay the session's events and follow the turn in flight",
           description:
@@ -168,7 +165,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     )
     .post('/api/agent/sessions/:id/cancel', ({ params, actor }) => agent.cancel(actor, params.id), {
       params: SessionParams,
-      response: { 200: CancelAnswer, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      response: { 200: CancelAnswer },
       detail: { ...op('cancelAgentTurn', ['SESSION_NOT_FOUND']),
         tags: ['agent'],
         summary: 'Stop the turn in flight',
@@ -180,7 +177,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     .get('/api/agent/sessions/:id/approvals', async ({ params, query, actor }) => ({ approvals: await agent.approvals(actor, params.id, query.status === 'all') }), {
       params: SessionParams,
       query: ApprovalsQuery,
-      response: { 200: ApprovalList, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      response: { 200: ApprovalList },
       detail: { ...op('listAgentApprovals', ['SESSION_NOT_FOUND']),
         tags: ['agent'],
         summary: 'Tool calls waiting for a decision (toolApproval)',
@@ -192,13 +189,13 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     .post('/api/agent/sessions/:id/approvals/:aid', ({ params, body, actor }) => agent.decide(actor, params.id, params.aid, body), {
       params: ApprovalParams,
       body: DecisionBody,
-      response: { 200: Approval, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope },
+      response: { 200: Approval },
       detail: { ...op('decideAgentApproval', ['SESSION_NOT_FOUND', 'APPROVAL_NOT_FOUND', 'APPROVAL_DECIDED']),
         tags: ['agent'],
         summary: 'Approve or deny a waiting tool call',
         description:
           '`approve`: the call runs and the turn goes on. `deny`: the call does not run; the model reads a tool result saying it was denied, with `reason`, and the turn goes on. ' +
-          'Answers the decided approval. Errors: 404 SESSION_NOT_FOUND, 404 APPROVAL_NOT_FOUND, 409 APPROVAL_DECIDED (decided already, timed out, or its turn ended).',
+          'Answers the decided approval.',
       },
     });
 }

@@ -2,7 +2,6 @@
 import { Elysia } from 'elysia';
 import { lastEventId, type Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import { EVENTS_BACKLOG, EVENTS_SHUTDOWN, EventsStream } from './events.model';
 import type { WorkspaceEvents } from './events.service';
 import type { Quotas } from '../quotas';
@@ -19,8 +18,7 @@ export function eventsRoutes(deps: { auth: WorkspaceAuthPlugin; events: Workspac
       return stream.respond(events, { shutdownEvent: EVENTS_SHUTDOWN, backlog: EVENTS_BACKLOG });
     },
     {
-      response: { 401: ErrorEnvelope, 429: ErrorEnvelope },
-      detail: { ...op('streamEvents', ['QUOTA_EXCEEDED']),
+detail: { ...op('streamEvents', ['QUOTA_EXCEEDED']),
         tags: ['events'],
         summary: 'Your workspace events as a live SSE stream (admins: all), resumable with Last-Event-ID',
         description:

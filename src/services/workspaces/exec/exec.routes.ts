@@ -6,7 +6,6 @@ import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EX
 import type { ExecService } from './exec.service';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import type { Quotas } from '../quotas';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import { IdParams } from '../lifecycle/lifecycle.model';
 import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 
@@ -45,7 +44,7 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
       {
         params: IdParams,
         body: ExecBody,
-        response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        response: { 200: ExecResult },
         detail: { ...op('execCommand', ['WORKSPACE_NOT_FOUND', 'WORKSPACE_NOT_RUNNING', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           tags: ['exec'],
           responses: { 200: ExecEventStream },
@@ -58,8 +57,8 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
             'invalid UTF-8 becomes U+FFFD. A client that disconnects kills the command.\n\n' +
             'With `stream: true` the answer is `text/event-stream` (its events: the 200 response).\n\n' +
             'A command in flight takes one of the actor\'s `APP_QUOTA_EXECS` exec slots; a streaming one also one of its `APP_QUOTA_STREAMS` stream slots. ' +
-            'Past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` and nothing runs (admin tokens are exempt).\n\n' +
-            'Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING, 429 QUOTA_EXCEEDED, 502 ENGINE_ERROR, 503 ENGINE_UNAVAILABLE.',
+            'Past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` and nothing runs (admin tokens are exempt). ' +
+            'A `workdir` that does not exist is refused as a bad field.',
         },
       },
     );

@@ -6,7 +6,6 @@ import { LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, 
 import type { LogsService } from './logs.service';
 import type { ExecService } from '../exec/exec.service';
 import type { Quotas } from '../quotas';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import { jsonList } from '../../../platform/http/json-list';
 import { IdParams } from '../lifecycle/lifecycle.model';
 import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
@@ -39,7 +38,7 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
       {
         params: IdParams,
         query: LogsQuery,
-        response: { 200: LogsResponse, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        response: { 200: LogsResponse },
         detail: { ...op('getWorkspaceLogs', ['WORKSPACE_NOT_FOUND', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           tags: ['logs'],
           responses: { 200: LogsEventStream },
@@ -59,7 +58,7 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
         return { ...deps.logs.stats(), execs: deps.exec.active };
       },
       {
-        response: { 200: StreamStats, 401: ErrorEnvelope, 403: ErrorEnvelope },
+        response: { 200: StreamStats },
         detail: { ...op('getStreamStats', ['FORBIDDEN']),
           tags: ['logs'],
           summary: 'Open engine log streams, log followers and running execs (admins)',

@@ -1,7 +1,7 @@
 // HTTP wiring of the templates people bring: create (202, a build starts), read, rebuild, delete, and a
 // build's log (JSON, or followed as SSE). The rules live in templates.service.ts.
 import { Elysia } from 'elysia';
-import { BodyTooLarge, boundedText, ErrorEnvelope } from '../../../platform/http/errors';
+import { BodyTooLarge, boundedText } from '../../../platform/http/errors';
 import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import type { Quotas } from '../quotas';
@@ -19,8 +19,6 @@ const CREATE_EXAMPLE = {
   files: { 'tools/hello': '#!/bin/sh\necho hello\n' },
   readyCommand: 'test -x /opt/tools/hello',
 };
-
-const ERRORS = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope };
 
 /**
  * POST /api/templates carries a build context of up to APP_TEMPLATE_CONTEXT_BYTES: past the platform's
@@ -70,7 +68,7 @@ export function customTemplatesRoutes(deps: {
       set.status = 202;
       return templates.create(actor, body);
     }, {
-      response: { 202: BuildAccepted, ...ERRORS, 403: ErrorEnvelope, 409: ErrorEnvelope, 413: ErrorEnvelope },
+      response: { 202: BuildAccepted },
       detail: { ...op('createTemplate', ['FORBIDDEN', 'TEMPLATE_EXISTS', 'QUOTA_EXCEEDED', 'PAYLOAD_TOO_LARGE']),
         // Read by the route itself (a context past the platform's JSON limit): the schema is written here.
         requestBody: { required: true, content: { 'application/json': { schema: CreateTemplateBody as unknown as Record<string, unknown>, example: CREATE_EXAMPLE } } },
@@ -88,7 +86,7 @@ export function customTemplatesRoutes(deps: {
     }, {
       params: TemplateParams,
       body: SnapshotTemplateBody,
-      response: { 202: BuildAccepted, ...ERRORS, 409: ErrorEnvelope },
+      response: { 202: BuildAccepted },
       detail: { ...op('createTemplateFromSnapshot', ['SNAPSHOT_NOT_FOUND', 'TEMPLATE_EXISTS', 'QUOTA_EXCEEDED']),
         tags: ['templates'],
         summary: 'A template of one of your snapshots (its file system; answered as POST /api/templates)',
@@ -97,7 +95,7 @@ export function customTemplatesRoutes(deps: {
     })
     .get('/api/templates/:id', ({ actor, params }) => templates.get(actor, params.id), {
       params: TemplateParams,
-      response: { 200: TemplateView, ...ERRORS },
+      response: { 200: TemplateView },
       detail: { ...op('getTemplate', ['TEMPLATE_NOT_FOUND']), summary: 'A template you may use: its status (ready, or failed with the failing step as reason) and version' },
     })
     .post('/api/templates/:id/builds', async ({ actor, params, set }) => {
@@ -105,12 +103,12 @@ export function customTemplatesRoutes(deps: {
       return templates.rebuild(actor, params.id);
     }, {
       params: TemplateParams,
-      response: { 202: BuildAccepted, ...ERRORS, 409: ErrorEnvelope },
+      response: { 202: BuildAccepted },
       detail: { ...op('rebuildTemplate', ['TEMPLATE_NOT_FOUND', 'TEMPLATE_BUILDING']), summary: 'Build the template again as a new version; running workspaces keep theirs' },
     })
     .delete('/api/templates/:id', ({ actor, params }) => templates.remove(actor, params.id), {
       params: TemplateParams,
-      response: { 200: TemplateDeleted, ...ERRORS },
+      response: { 200: TemplateDeleted },
       detail: { ...op('deleteTemplate', ['TEMPLATE_NOT_FOUND']), summary: 'Delete your template; workspaces made from it keep working' },
     })
     .get('/api/templates/:id/builds/:buildId/logs', async ({ actor, params, query, request }) => {
@@ -142,7 +140,7 @@ export function customTemplatesRoutes(deps: {
     }, {
       params: BuildParams,
       query: BuildLogQuery,
-      response: { 200: BuildLog, ...ERRORS },
+      response: { 200: BuildLog },
       detail: { ...op('readTemplateBuildLog', ['TEMPLATE_NOT_FOUND', 'BUILD_NOT_FOUND', 'QUOTA_EXCEEDED']),
         summary: "A build's output: what it wrote so far, or followed live (follow=true, SSE)",
         responses: { 200: BuildLogStream },
