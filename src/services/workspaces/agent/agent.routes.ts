@@ -26,7 +26,6 @@ import {
 } from './agent.model';
 import type { AgentService } from './agent.service';
 import type { AgentConfig } from './agent.config';
-import type { Quotas } from '../quotas';
 import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 
 /** `Last-Event-ID` (wins) or `?after=N`; 0 replays the whole log. */
@@ -41,7 +40,7 @@ function resumePoint(header: string | undefined, after: number | undefined): num
  * and the turn's memory; a slow client holds back only itself), and no shutdown event: the turn then
  * ends as `interrupted` in the log, which a client resumes from once Keel is back.
  */
-export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentService; config: AgentConfig; sse: Sse; quotas: Quotas }) {
+export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentService; config: AgentConfig; sse: Sse }) {
   const { agent } = deps;
   const limits =
     `Limits: ${deps.config.maxSteps} model calls per message (APP_AGENT_MAX_STEPS; then finishReason \`step-limit\`), ` +
@@ -90,25 +89,13 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     .post(
       '/api/agent/sessions/:id/messages',
       async ({ params, body, actor, request }) => {
-        // A slot of the actor's stream quota for every turn, streaming or not, taken before the turn
-        // starts (a refused one, 429, starts nothing) and held until the turn has ended and its stream
-        // closed: a client that leaves does not stop the turn, so it must not free the slot either.
-        const slot = deps.quotas.take(actor, 'streams');
-        let turn: Awaited<ReturnType<AgentService['send']>>;
-        try {
-          turn = await agent.send(actor, params.id, body.message);
-        } catch (e) {
-          slot.release();
-          throw e;
-        }
         if (body.stream) {
           const stream = deps.sse.open(request);
-          const closed = new Promise<void>((resolve) => (stream.signal.aborted ? resolve() : stream.signal.addEventListener('abort', () => resolve(), { once: true })));
-          void Promise.all([turn.result, closed]).finally(slot.release);
+          const turn = await agent.send(actor, params.id, body.message, stream.signal);
           // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
           return stream.respond(turn.follow(stream.signal)) as unknown as AssistantReplyT;
         }
-        const { reply, error } = await turn.result.finally(slot.release);
+        const { reply, error } = await (await agent.send(actor, params.id, body.message)).result;
         if (error) throw error;
         return reply;
       },
@@ -141,13 +128,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
       async ({ params, query, actor, request }) => {
         const after = resumePoint(lastEventId(request), query.after);
         const stream = deps.sse.open(request);
-        const slot = deps.quotas.hold(actor, 'streams', stream.signal);
-        try {
-          return stream.respond(await agent.events(actor, params.id, after, stream.signal));
-        } catch (e) {
-          slot.release();
-          throw e;
-        }
+        return stream.respond(await agent.events(actor, params.id, after, stream.signal));
       },
       {
         params: SessionParams,

@@ -19,7 +19,7 @@ import { readParts, runTurn, storedParts, systemPrompt, toModelMessages, zeroUsa
 import { parsePolicy, SUSPENDED, withApproval, type Approvals } from './approvals';
 import { connectMcpServers } from './mcp-client';
 import type { Providers } from './providers/providers';
-import { workspaceTools, type TakeExecSlot, type WorkspaceFiles, type WorkspaceShell } from './tools';
+import { workspaceTools, type WorkspaceFiles, type WorkspaceShell } from './tools';
 import type { AgentUsage } from './agent.usage';
 import { followEvents, replayTurn } from './agent.log';
 import { newLiveTurn, type LiveTurn, type TurnEnd } from './agent.live';
@@ -30,8 +30,6 @@ export interface TurnRunnerDeps {
   shell: WorkspaceShell;
   /** The files feature: read_file, write_file and list_directory stream through it. */
   files: WorkspaceFiles;
-  /** An exec slot of the actor's quota for each command a tool runs. */
-  takeExecSlot: TakeExecSlot;
   usage: AgentUsage;
   approvals: Approvals;
   config: AgentConfig;
@@ -231,7 +229,7 @@ async function execute(deps: TurnRunnerDeps, live: LiveTurn, row: AgentSessionRo
       system: systemPrompt(row.workspaceId, JSON.parse(row.context) as AgentContext, mcp.notes),
       history: toModelMessages(history),
       message,
-      tools: withApproval({ ...mcp.tools, ...workspaceTools(deps.shell, deps.files, deps.takeExecSlot, actor, row.workspaceId) }, parsePolicy(row.toolApproval)),
+      tools: withApproval({ ...mcp.tools, ...workspaceTools(deps.shell, deps.files, actor, row.workspaceId) }, parsePolicy(row.toolApproval)),
       resume,
       async awaitDecisions(calls) {
         clearTimeout(timer);

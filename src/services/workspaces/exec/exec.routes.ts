@@ -5,41 +5,25 @@ import type { Sse } from '../../../platform/http/sse';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecEventStream, ExecResult, type ExecResult as ExecResultT } from './exec.model';
 import type { ExecService } from './exec.service';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import type { Quotas } from '../quotas';
 import { IdParams } from '../lifecycle/lifecycle.model';
 import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 
 const SHUTDOWN_EVENT = { event: 'error', data: toEnvelope(WorkspaceErrors.SHUTTING_DOWN('Keel is shutting down; the command was stopped')) };
 
-export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; sse: Sse; quotas: Quotas }) {
+export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; sse: Sse }) {
   return new Elysia({ name: 'workspaces.exec' })
     .use(deps.auth)
     .post(
       '/api/workspaces/:id/exec',
       async ({ params, body, actor, request }) => {
-        // An exec slot of the actor's quota for as long as the command runs (a killed one: until the
-        // kill is done); a streaming exec also holds a stream slot while the stream is open.
-        const execSlot = deps.quotas.take(actor, 'execs');
         if (body.stream) {
           const stream = deps.sse.open(request);
-          let streamSlot: { release(): void } | undefined;
-          try {
-            streamSlot = deps.quotas.hold(actor, 'streams', stream.signal);
-            const events = await deps.exec.stream(actor, params.id, body, stream.signal, execSlot.release);
-            // Ending the stream kills the command, as a disconnect does; the client learns why. No backlog:
-            // a slow client slows the command down. The cast only satisfies the JSON 200 schema's type.
-            return stream.respond(events, { shutdownEvent: SHUTDOWN_EVENT }) as unknown as ExecResultT;
-          } catch (e) {
-            streamSlot?.release();
-            execSlot.release();
-            throw e;
-          }
+          const events = await deps.exec.stream(actor, params.id, body, stream.signal);
+          // Ending the stream kills the command, as a disconnect does; the client learns why. No backlog:
+          // a slow client slows the command down. The cast only satisfies the JSON 200 schema's type.
+          return stream.respond(events, { shutdownEvent: SHUTDOWN_EVENT }) as unknown as ExecResultT;
         }
-        try {
-          return await deps.exec.run(actor, params.id, body, request.signal);
-        } finally {
-          execSlot.release();
-        }
+        return deps.exec.run(actor, params.id, body, request.signal);
       },
       {
         params: IdParams,

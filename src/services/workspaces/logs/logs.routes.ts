@@ -5,12 +5,11 @@ import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth'
 import { LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
 import type { LogsService } from './logs.service';
 import type { ExecService } from '../exec/exec.service';
-import type { Quotas } from '../quotas';
 import { jsonList } from '../../../platform/http/json-list';
 import { IdParams } from '../lifecycle/lifecycle.model';
 import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 
-export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; sse: Sse; quotas: Quotas }) {
+export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; sse: Sse }) {
   return new Elysia({ name: 'workspaces.logs' })
     .use(deps.auth)
     .get(
@@ -18,18 +17,11 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
       async ({ params, query, actor, request }) => {
         if (query.follow) {
           const stream = deps.sse.open(request);
-          // A stream slot of the actor's quota, given back when the stream ends however it ends.
-          const slot = deps.quotas.hold(actor, 'streams', stream.signal);
-          try {
-            const events = await deps.logs.follow(actor, params.id, query, stream.signal);
-            // No backlog rule: events are read as the client reads, and the hub paces the shared engine
-            // stream by what each follower left unread (logs.hub.ts drops one that stalls it).
-            // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
-            return stream.respond(events, { shutdownEvent: { event: 'end', data: { reason: 'shutdown' } } }) as unknown as { logs: LogEntry[] };
-          } catch (e) {
-            slot.release();
-            throw e;
-          }
+          const events = await deps.logs.follow(actor, params.id, query, stream.signal);
+          // No backlog rule: events are read as the client reads, and the hub paces the shared engine
+          // stream by what each follower left unread (logs.hub.ts drops one that stalls it).
+          // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
+          return stream.respond(events, { shutdownEvent: { event: 'end', data: { reason: 'shutdown' } } }) as unknown as { logs: LogEntry[] };
         }
         // Up to tail x 64 KiB: past 1 MiB, read from the engine and written entry by entry as the client
         // takes them (json-list.ts, logs.read.ts); the cast as for SSE above.

@@ -14,7 +14,6 @@ import type { FilesService } from '../files/files.service';
 import type { ProcessesService } from '../processes/processes.service';
 import { PreviewBody } from '../previews/previews.model';
 import type { PreviewsService } from '../previews/previews.service';
-import type { Quotas } from '../quotas';
 import type { TemplatesService } from '../images/templates.service';
 import { computerTools, ListDirectoryInput, ProcessRef, ReadFileInput, SignalInput, StartProcessInput, WriteFileInput } from './mcp.computer';
 import { WorkspaceErrors } from '../workspaces.errors';
@@ -22,7 +21,6 @@ import { WorkspaceErrors } from '../workspaces.errors';
 export interface McpToolDeps {
   workspaces: Lifecycle;
   exec: ExecService;
-  quotas: Quotas;
   files: FilesService;
   processes: ProcessesService;
   previews: PreviewsService;
@@ -73,15 +71,10 @@ export function mcpTools(deps: McpToolDeps): Record<string, McpTool> {
     exec: define({
       description: 'Run a shell command (`sh -c`) in a running workspace and answer {exitCode, stdout, stderr, duration, timedOut}',
       input: ExecInput,
-      async run(a, i) {
-        // One of the actor's exec slots for as long as the command runs, as POST .../exec takes.
-        const slot = deps.quotas.take(a, 'execs');
-        try {
-          const { id, ...body } = i as { id: string } & Static<typeof ExecBody>;
-          return await deps.exec.run(a, id, { ...body, timeout: body.timeout ?? Value.Default(ExecBody.properties.timeout, undefined) } as never);
-        } finally {
-          slot.release();
-        }
+      run(a, i) {
+        // The exec service takes one of the actor's exec slots for as long as the command runs.
+        const { id, ...body } = i as { id: string } & Static<typeof ExecBody>;
+        return deps.exec.run(a, id, { ...body, timeout: body.timeout ?? Value.Default(ExecBody.properties.timeout, undefined) } as never);
       },
     }),
     read_file: define({

@@ -3,7 +3,6 @@ import { Elysia } from 'elysia';
 import type { Sse } from '../../../platform/http/sse';
 import { lastEventId } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import type { Quotas } from '../quotas';
 import { IdParams } from '../lifecycle/lifecycle.model';
 import { workspaceOperation as op } from '../workspaces.errors';
 import { OutputQuery, ProcessBody, ProcessEventStream, ProcessList, ProcessOutput, ProcessParams, ProcessView, SignalBody, Signalled, StdinBody, StdinQuery, StdinWritten } from './processes.model';
@@ -14,7 +13,7 @@ const STDIN_PATH = /^\/api\/workspaces\/[^/]+\/processes\/[^/]+\/stdin$/;
 /** POST .../stdin streams its raw body into the process: the service app must not buffer it. */
 export const streamedStdin = (request: Request) => request.method === 'POST' && STDIN_PATH.test(new URL(request.url).pathname);
 
-export function processesRoutes(deps: { auth: WorkspaceAuthPlugin; processes: ProcessesService; sse: Sse; quotas: Quotas }) {
+export function processesRoutes(deps: { auth: WorkspaceAuthPlugin; processes: ProcessesService; sse: Sse }) {
   const { processes } = deps;
   return new Elysia({ name: 'workspaces.processes' })
     .use(deps.auth)
@@ -61,15 +60,9 @@ export function processesRoutes(deps: { auth: WorkspaceAuthPlugin; processes: Pr
         if (!query.follow) return processes.output(actor, params.id, params.pid);
         const after = Number(lastEventId(request) ?? 0);
         const stream = deps.sse.open(request);
-        const slot = deps.quotas.hold(actor, 'streams', stream.signal);
-        try {
-          const events = await processes.follow(actor, params.id, params.pid, Number.isSafeInteger(after) ? after : 0, stream.signal);
-          // Following never touches the process: a client that leaves only ends its own stream.
-          return stream.respond(events) as unknown as { stdout: string; stderr: string };
-        } catch (e) {
-          slot.release();
-          throw e;
-        }
+        const events = await processes.follow(actor, params.id, params.pid, Number.isSafeInteger(after) ? after : 0, stream.signal);
+        // Following never touches the process: a client that leaves only ends its own stream.
+        return stream.respond(events) as unknown as { stdout: string; stderr: string };
       },
       {
         params: ProcessParams,

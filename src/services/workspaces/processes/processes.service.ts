@@ -11,7 +11,7 @@ import { newId, type Clock } from '../../../platform/runtime';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, type Engine, type ExecHandle, type StdStream } from '../engine/engine';
 import { engineFailure, type Access } from '../access';
-import { quotaExceeded } from '../quotas';
+import { quotaExceeded, type Quotas } from '../quotas';
 import { processesTables, type ProcessRow } from './processes.tables';
 import type { ProcessInput, ProcessView } from './processes.model';
 import { WorkspaceErrors } from '../workspaces.errors';
@@ -53,7 +53,14 @@ export interface ProcessesSettings {
   outputBytes: number;
 }
 
-export function createProcessesService(deps: { store: Store; engine: Engine; access: Pick<Access, 'getOwned' | 'runningContainer'>; clock: Clock; settings: ProcessesSettings }) {
+export function createProcessesService(deps: {
+  store: Store;
+  engine: Engine;
+  access: Pick<Access, 'getOwned' | 'runningContainer'>;
+  quotas: Pick<Quotas, 'holdingStream'>;
+  clock: Clock;
+  settings: ProcessesSettings;
+}) {
   const { engine, clock, settings } = deps;
   const db = deps.store.orm;
   const { workspaceProcesses } = processesTables(deps.store.dialect);
@@ -222,40 +229,43 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
     /**
      * The output as SSE events (ids in order across both streams): what is kept after `after`, then
      * as written, then one `exit`. Checks ownership now; the events come as the client reads.
+     * Holds one of the actor's stream slots until `signal` aborts (429 first when none is left).
      */
-    async follow(actor: Actor, workspaceId: string, pid: string, after: number, signal: AbortSignal): Promise<AsyncIterable<SseEvent>> {
-      const row = await owned(actor, workspaceId, pid);
-      const p = live.get(pid);
-      return (async function* () {
-        if (!p) {
-          // Forgotten (or lost in a restart): only how it ended is known.
-          yield { id: 1, event: 'exit', data: row.status === 'lost' ? { exitCode: null, status: 'lost' } : { exitCode: row.exitCode } };
-          return;
-        }
-        let last = after;
-        for (;;) {
-          const next = [...p.kept.stdout, ...p.kept.stderr].filter((e) => e.id > last).sort((a, b) => a.id - b.id);
-          for (const e of next) {
-            last = e.id;
-            yield { id: e.id, event: e.stream, data: { data: e.data } };
-          }
-          if (p.exit && next.length === 0) {
-            yield { id: p.seq + 1, event: 'exit', data: { exitCode: p.exit.exitCode } };
+    follow(actor: Actor, workspaceId: string, pid: string, after: number, signal: AbortSignal): Promise<AsyncIterable<SseEvent>> {
+      return deps.quotas.holdingStream(actor, signal, async () => {
+        const row = await owned(actor, workspaceId, pid);
+        const p = live.get(pid);
+        return (async function* () {
+          if (!p) {
+            // Forgotten (or lost in a restart): only how it ended is known.
+            yield { id: 1, event: 'exit', data: row.status === 'lost' ? { exitCode: null, status: 'lost' } : { exitCode: row.exitCode } };
             return;
           }
-          if (next.length > 0) continue;
-          if (signal.aborted) return;
-          await new Promise<void>((resolve) => {
-            const done = () => {
-              p.waiters.delete(done);
-              signal.removeEventListener('abort', done);
-              resolve();
-            };
-            p.waiters.add(done);
-            signal.addEventListener('abort', done, { once: true });
-          });
-        }
-      })();
+          let last = after;
+          for (;;) {
+            const next = [...p.kept.stdout, ...p.kept.stderr].filter((e) => e.id > last).sort((a, b) => a.id - b.id);
+            for (const e of next) {
+              last = e.id;
+              yield { id: e.id, event: e.stream, data: { data: e.data } };
+            }
+            if (p.exit && next.length === 0) {
+              yield { id: p.seq + 1, event: 'exit', data: { exitCode: p.exit.exitCode } };
+              return;
+            }
+            if (next.length > 0) continue;
+            if (signal.aborted) return;
+            await new Promise<void>((resolve) => {
+              const done = () => {
+                p.waiters.delete(done);
+                signal.removeEventListener('abort', done);
+                resolve();
+              };
+              p.waiters.add(done);
+              signal.addEventListener('abort', done, { once: true });
+            });
+          }
+        })();
+      });
     },
 
     /** Writes a request body to the process's stdin as it arrives; `eof` closes stdin after it. */

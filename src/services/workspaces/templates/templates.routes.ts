@@ -4,7 +4,6 @@ import { Elysia } from 'elysia';
 import { BodyTooLarge, boundedText } from '../../../platform/http/errors';
 import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import type { Quotas } from '../quotas';
 import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 import { Value } from '@sinclair/typebox/value';
 import { JsonRefusal, parseJsonBody } from '../../../platform/json';
@@ -55,7 +54,6 @@ export function customTemplatesRoutes(deps: {
   auth: WorkspaceAuthPlugin;
   templates: CustomTemplates;
   sse: Sse;
-  quotas: Quotas;
   contextBytes: number;
   /** The caller's snapshot (else 404 SNAPSHOT_NOT_FOUND): its image and its workspace's template. */
   snapshotSource: (actor: Actor, id: string) => Promise<{ image: string; template: Template | undefined }>;
@@ -115,28 +113,20 @@ export function customTemplatesRoutes(deps: {
       if (!query.follow) {
         const lines = [];
         let done: { status: string; reason?: string } = { status: 'building' };
-        await templates.build(actor, params.id, params.buildId);
-        for await (const e of templates.follow(params.buildId, request.signal, false)) {
+        for await (const e of await templates.buildLog(actor, params.id, params.buildId, request.signal, false)) {
           if (e.line) lines.push(e.line);
           if (e.done) done = e.done;
         }
         return { status: done.status as 'building', reason: done.reason ?? null, lines };
       }
       const stream = deps.sse.open(request);
-      const slot = deps.quotas.hold(actor, 'streams', stream.signal);
-      try {
-        // Checked before the stream opens, so an unknown build is a 404, not an empty stream.
-        await templates.build(actor, params.id, params.buildId);
-        const events = templates.follow(params.buildId, stream.signal, true);
-        return stream.respond(
-          (async function* () {
-            for await (const e of events) yield e.line ? { data: e.line } : { event: 'done', data: e.done };
-          })(),
-        ) as unknown as { status: 'building'; reason: null; lines: [] };
-      } catch (e) {
-        slot.release();
-        throw e;
-      }
+      // Checked before the stream opens, so an unknown build is a 404, not an empty stream.
+      const events = await templates.buildLog(actor, params.id, params.buildId, stream.signal, true);
+      return stream.respond(
+        (async function* () {
+          for await (const e of events) yield e.line ? { data: e.line } : { event: 'done', data: e.done };
+        })(),
+      ) as unknown as { status: 'building'; reason: null; lines: [] };
     }, {
       params: BuildParams,
       query: BuildLogQuery,

@@ -15,6 +15,7 @@ import type { TemplatesRepository } from './templates.repository';
 import type { TemplateBuildRow, TemplateRow } from './templates.tables';
 import type { CreateTemplateInput, TemplateView } from './templates.model';
 import { WorkspaceErrors } from '../workspaces.errors';
+import type { Quotas } from '../quotas';
 
 /** What a build keeps of its output: the last lines, at most this many bytes. */
 const LOG_MAX_BYTES = 1024 * 1024;
@@ -28,10 +29,13 @@ export interface BuildLine {
 interface Live {
   lines: BuildLine[];
   bytes: number;
-  followers: Set<(e: { line?: BuildLine; done?: { status: string; reason?: string } }) => void>;
+  followers: Set<(e: BuildLogEntry) => void>;
   /** Aborted by a delete of the template: the build stops and its slot goes to the next. */
   cancel: AbortController;
 }
+
+/** One entry of a build's log: a line, or its end. */
+export type BuildLogEntry = { line?: BuildLine; done?: { status: string; reason?: string } };
 
 export function createCustomTemplates(deps: {
   repo: TemplatesRepository;
@@ -42,6 +46,7 @@ export function createCustomTemplates(deps: {
   log: Logger;
   /** Which of these versions (registry names) a workspace still names (their images are kept). */
   inUse?: (names: string[]) => Promise<Set<string>>;
+  quotas: Pick<Quotas, 'holdingStream'>;
 }) {
   const { repo, registry, engine, settings, log } = deps;
   const images = createTemplateImages({ repo, registry, engine, settings, log, inUse: deps.inUse });
@@ -63,7 +68,7 @@ export function createCustomTemplates(deps: {
     };
   }
 
-  function emit(buildId: string, e: { line?: BuildLine; done?: { status: string; reason?: string } }) {
+  function emit(buildId: string, e: BuildLogEntry) {
     for (const f of live.get(buildId)?.followers ?? []) f(e);
   }
 
@@ -111,6 +116,61 @@ export function createCustomTemplates(deps: {
 
   function newBuild(templateId: string, version: number): TemplateBuildRow {
     return { id: newId('bld', deps.clock), templateId, version, status: 'building', reason: null, log: '', image: imageRef(templateId, version), startedAt: iso(), endedAt: null };
+  }
+
+  /** A build of a template the caller may use (else 404). */
+  async function ownedBuild(actor: Actor, id: string, buildId: string): Promise<TemplateBuildRow> {
+    const t = await repo.get(id);
+    if (!t || !(t.public || canAccess(actor, t.owner))) throw notFound();
+    const b = await repo.build(buildId);
+    if (!b || b.templateId !== id) throw WorkspaceErrors.BUILD_NOT_FOUND('no such build of this template');
+    return b;
+  }
+
+  /**
+   * A build's lines so far (the stored log once it ended), then, with `wait`, each new one as it is
+   * written; last its end (`building` when not waiting for a build in flight). Check access first (ownedBuild).
+   */
+  async function* buildLines(buildId: string, signal: AbortSignal, wait: boolean): AsyncGenerator<BuildLogEntry> {
+    const state = live.get(buildId);
+    if (!state) {
+      const ended = (await repo.build(buildId))!;
+      for (const l of ended.log ? ended.log.split('\n') : []) {
+        const space = l.indexOf(' ');
+        yield { line: { timestamp: l.slice(0, space), message: l.slice(space + 1) } };
+      }
+      yield { done: { status: ended.status, ...(ended.reason ? { reason: ended.reason } : {}) } };
+      return;
+    }
+    if (!wait) {
+      for (const line of [...state.lines]) yield { line };
+      yield { done: { status: 'building' } };
+      return;
+    }
+    const queue: BuildLogEntry[] = state.lines.map((line) => ({ line }));
+    let wake: (() => void) | undefined;
+    const follower = (e: (typeof queue)[number]) => {
+      queue.push(e);
+      wake?.();
+    };
+    state.followers.add(follower);
+    try {
+      while (!signal.aborted) {
+        const e = queue.shift();
+        if (e) {
+          yield e;
+          if (e.done) return;
+          continue;
+        }
+        await new Promise<void>((r) => {
+          wake = r;
+          signal.addEventListener('abort', () => r(), { once: true });
+        });
+        wake = undefined;
+      }
+    } finally {
+      state.followers.delete(follower);
+    }
   }
 
   return {
@@ -271,59 +331,17 @@ export function createCustomTemplates(deps: {
       return key(t.id, t.version);
     },
 
-    /** A build of a template the caller may use (else 404). */
-    async build(actor: Actor, id: string, buildId: string): Promise<TemplateBuildRow> {
-      const t = await repo.get(id);
-      if (!t || !(t.public || canAccess(actor, t.owner))) throw notFound();
-      const b = await repo.build(buildId);
-      if (!b || b.templateId !== id) throw WorkspaceErrors.BUILD_NOT_FOUND('no such build of this template');
-      return b;
-    },
-
     /**
-     * A build's lines so far (the stored log once it ended), then, with `wait`, each new one as it is
-     * written; last its end (`building` when not waiting for a build in flight). Call build() first.
+     * A build's log for `actor` (404 first for a template or build it may not see): its lines so far,
+     * then, with `wait`, each new one as it is written, holding one of the actor's stream slots until
+     * `signal` aborts (429 first when none is left); last its end (`building` when not waiting).
      */
-    async *follow(buildId: string, signal: AbortSignal, wait: boolean): AsyncGenerator<{ line?: BuildLine; done?: { status: string; reason?: string } }> {
-      const state = live.get(buildId);
-      if (!state) {
-        const ended = (await repo.build(buildId))!;
-        for (const l of ended.log ? ended.log.split('\n') : []) {
-          const space = l.indexOf(' ');
-          yield { line: { timestamp: l.slice(0, space), message: l.slice(space + 1) } };
-        }
-        yield { done: { status: ended.status, ...(ended.reason ? { reason: ended.reason } : {}) } };
-        return;
-      }
-      if (!wait) {
-        for (const line of [...state.lines]) yield { line };
-        yield { done: { status: 'building' } };
-        return;
-      }
-      const queue: { line?: BuildLine; done?: { status: string; reason?: string } }[] = state.lines.map((line) => ({ line }));
-      let wake: (() => void) | undefined;
-      const follower = (e: (typeof queue)[number]) => {
-        queue.push(e);
-        wake?.();
+    buildLog(actor: Actor, id: string, buildId: string, signal: AbortSignal, wait: boolean): Promise<AsyncIterable<BuildLogEntry>> {
+      const open = async () => {
+        await ownedBuild(actor, id, buildId);
+        return buildLines(buildId, signal, wait);
       };
-      state.followers.add(follower);
-      try {
-        while (!signal.aborted) {
-          const e = queue.shift();
-          if (e) {
-            yield e;
-            if (e.done) return;
-            continue;
-          }
-          await new Promise<void>((r) => {
-            wake = r;
-            signal.addEventListener('abort', () => r(), { once: true });
-          });
-          wake = undefined;
-        }
-      } finally {
-        state.followers.delete(follower);
-      }
+      return wait ? deps.quotas.holdingStream(actor, signal, open) : open();
     },
   };
 }
