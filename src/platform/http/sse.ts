@@ -13,8 +13,35 @@ export interface SseEvent {
   data: unknown;
 }
 
-/** An event, or a frame encoded once by encodeEvent and sent as is to many clients (hub fan-out). */
-export type SseItem = SseEvent | Uint8Array;
+/**
+ * An event; a frame encoded once by encodeEvent and sent as is to many clients (hub fan-out); or a
+ * splice: a live source that writes its frames to the client itself, with no await per frame.
+ */
+export type SseItem = SseEvent | Uint8Array | SseSplice;
+
+/** What a splice writes to: the client's stream. */
+export interface SseWriter {
+  /** Queues a frame for the client; once the stream has ended, nothing. */
+  write(frame: Uint8Array): void;
+  /** Bytes written that the client's connection has not taken yet. */
+  readonly unread: number;
+  /** Aborted when the stream ends for any reason. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * A live source spliced into a stream (a hub's follower): yielded among the events, the adapter hands
+ * it the stream's writer and reads the next event once `attach`'s promise resolves (the source ended,
+ * or the stream did). The source then writes each frame as it comes, so a line reaches a thousand
+ * followers in one synchronous loop instead of a thousand chains of awaits. It paces itself by
+ * `unread`; `taken` is called whenever the client's connection took bytes from the stream.
+ */
+export interface SseSplice {
+  attach(out: SseWriter): Promise<void>;
+  taken?(): void;
+}
+
+const isSplice = (item: SseItem): item is SseSplice => typeof (item as SseSplice).attach === 'function';
 
 /**
  * The server closes a connection idle this long (Elysia's listen sets Bun's idleTimeout to 30 s):
@@ -86,115 +113,170 @@ export function lastEventId(request: Request): string | undefined {
   return id ? id : undefined;
 }
 
+/** Counts chunks in bytes, so the backlog is bytes the client has not read. */
+const STRATEGY: QueuingStrategy<Uint8Array> = { highWaterMark: HIGH_WATER, size: (chunk) => chunk?.byteLength ?? 0 };
+
+/** What the streams of one adapter share: its options and one heartbeat timer for all of them. */
+interface Shared {
+  opts: SseOptions;
+  open: Set<Connection>;
+  ticker?: ReturnType<typeof setInterval>;
+}
+
+/**
+ * One open stream. A class, so a thousand followers share its methods instead of holding a dozen
+ * closures each; it is its own underlying source (start, pull, cancel), its own abort listener
+ * (handleEvent) and the writer a splice gets.
+ */
+class Connection implements SseWriter {
+  controller!: ReadableStreamDefaultController<Uint8Array>;
+  closed = false;
+  /** When a frame last went out (monotonic ms): the shared heartbeat pings streams quiet for heartbeatMs. */
+  lastFrame = performance.now();
+  wakeDemand: (() => void) | undefined = undefined;
+  splice: SseSplice | undefined = undefined;
+  readonly iterator: AsyncIterator<SseItem>;
+
+  constructor(
+    readonly shared: Shared,
+    readonly request: Request,
+    readonly stop: AbortController,
+    events: AsyncIterable<SseItem>,
+    readonly o: RespondOptions,
+  ) {
+    this.iterator = events[Symbol.asyncIterator]();
+  }
+
+  get signal() {
+    return this.stop.signal;
+  }
+
+  /** Bytes queued and not yet taken by the client's connection. */
+  get unread() {
+    return HIGH_WATER - (this.controller.desiredSize ?? 0);
+  }
+
+  start(c: ReadableStreamDefaultController<Uint8Array>) {
+    this.controller = c;
+    const { shutdown } = this.shared.opts;
+    if (shutdown.aborted) return this.onShutdown();
+    if (this.request.signal.aborted) return this.finish();
+    this.request.signal.addEventListener('abort', this, { once: true });
+    shutdown.addEventListener('abort', this, { once: true });
+    this.write(CONNECTED);
+    this.shared.open.add(this);
+    this.shared.ticker ??= setInterval(beatAll, Math.max(HEARTBEAT_MIN_MS / 2, Math.floor(this.shared.opts.heartbeatMs / 4)), this.shared);
+    void this.pump();
+  }
+
+  pull() {
+    const w = this.wakeDemand;
+    this.wakeDemand = undefined;
+    w?.();
+    this.splice?.taken?.();
+  }
+
+  cancel() {
+    this.finish();
+  }
+
+  /** The request's signal (client gone) or the platform's shutdown. */
+  handleEvent(e: Event) {
+    if (e.target === this.shared.opts.shutdown) this.onShutdown();
+    else this.finish();
+  }
+
+  write(bytes: Uint8Array) {
+    if (this.closed) return;
+    this.lastFrame = performance.now();
+    try {
+      this.controller.enqueue(bytes);
+    } catch {
+      return this.finish();
+    }
+    const backlog = this.o.backlog;
+    if (backlog && this.unread > backlog.maxBytes) {
+      this.controller.enqueue(encodeEvent(backlog.dropEvent));
+      this.finish();
+    }
+  }
+
+  onShutdown() {
+    if (this.o.shutdownEvent && !this.closed) {
+      try {
+        this.controller.enqueue(encodeEvent(this.o.shutdownEvent));
+      } catch {}
+    }
+    this.finish();
+  }
+
+  finish() {
+    if (this.closed) return;
+    this.closed = true;
+    const { shared } = this;
+    this.request.signal.removeEventListener('abort', this);
+    shared.opts.shutdown.removeEventListener('abort', this);
+    shared.open.delete(this);
+    if (shared.open.size === 0 && shared.ticker) {
+      clearInterval(shared.ticker);
+      shared.ticker = undefined;
+    }
+    this.stop.abort();
+    this.wakeDemand?.();
+    try {
+      this.controller.close();
+    } catch {}
+    // Runs the generator's finally now if it waits at a yield, else once the aborted signal has
+    // ended the wait it sits in (services wait through createInbox).
+    void Promise.resolve(this.iterator.return?.()).catch(() => undefined);
+  }
+
+  /** Resolves once the client has room (without a backlog, events are read only as it reads). */
+  demand() {
+    return this.closed || (this.controller.desiredSize ?? 0) > 0 ? undefined : new Promise<void>((r) => (this.wakeDemand = r));
+  }
+
+  async pump() {
+    try {
+      for (;;) {
+        if (!this.o.backlog) await this.demand();
+        if (this.closed) return;
+        const r = await this.iterator.next();
+        if (this.closed || r.done) break;
+        const item = r.value;
+        if (item instanceof Uint8Array) this.write(item);
+        else if (isSplice(item)) {
+          this.splice = item;
+          await item.attach(this);
+          this.splice = undefined;
+        } else this.write(encodeEvent(item));
+      }
+    } catch (e) {
+      this.shared.opts.log?.warn('event stream producer failed', { err: (e as Error)?.message });
+    }
+    this.finish();
+  }
+}
+
+/**
+ * The heartbeat, one timer for every open stream of an adapter (a timer per stream is a thousand
+ * timers for a thousand followers): a stream with no frame for heartbeatMs gets a `: keep-alive`.
+ * It ticks four times a period, so a quiet stream is pinged between heartbeatMs and 1.25 x heartbeatMs.
+ */
+function beatAll(shared: Shared) {
+  const due = performance.now() - shared.opts.heartbeatMs;
+  for (const c of shared.open) if (c.lastFrame <= due) c.write(KEEP_ALIVE);
+}
+
+const CONNECTED = enc.encode(': connected\n\n');
+
 /** The platform's SSE adapter, made once per service with its shutdown signal and heartbeat. */
 export function createSse(opts: SseOptions) {
   const { heartbeatMs } = opts;
   if (!Number.isInteger(heartbeatMs) || heartbeatMs < HEARTBEAT_MIN_MS || heartbeatMs > HEARTBEAT_MAX_MS) {
     throw new RangeError(`heartbeatMs must be a whole number from ${HEARTBEAT_MIN_MS} to ${HEARTBEAT_MAX_MS} (the server drops connections idle ${SERVER_IDLE_TIMEOUT_MS} ms)`);
   }
-
-  function respond(request: Request, stop: AbortController, events: AsyncIterable<SseItem>, o: RespondOptions = {}): Response {
-    const iterator = events[Symbol.asyncIterator]();
-    let controller!: ReadableStreamDefaultController<Uint8Array>;
-    let closed = false;
-    let wakeDemand: (() => void) | undefined;
-    // The heartbeat is one timer per stream, not one per event (1,000 followers of a busy log would
-    // pay for 1,000 timers a line): a frame only notes its time; the timer pings if nothing went out
-    // for heartbeatMs, else waits out the rest of the period. A monotonic clock: this is a duration.
-    let lastFrame = performance.now();
-    let heartbeat: ReturnType<typeof setTimeout> | undefined;
-
-    const finish = () => {
-      if (closed) return;
-      closed = true;
-      request.signal.removeEventListener('abort', finish);
-      opts.shutdown.removeEventListener('abort', onShutdown);
-      clearTimeout(heartbeat);
-      stop.abort();
-      wakeDemand?.();
-      try {
-        controller.close();
-      } catch {}
-      // Runs the generator's finally now if it waits at a yield, else once the aborted signal has
-      // ended the wait it sits in (services wait through createInbox).
-      void Promise.resolve(iterator.return?.()).catch(() => undefined);
-    };
-
-    /** Bytes queued and not yet taken by the client's connection. */
-    const unread = () => HIGH_WATER - (controller.desiredSize ?? 0);
-
-    const write = (bytes: Uint8Array) => {
-      if (closed) return;
-      lastFrame = performance.now();
-      try {
-        controller.enqueue(bytes);
-      } catch {
-        return finish();
-      }
-      if (o.backlog && unread() > o.backlog.maxBytes) {
-        controller.enqueue(encodeEvent(o.backlog.dropEvent));
-        finish();
-      }
-    };
-
-    const onShutdown = () => {
-      if (o.shutdownEvent && !closed) {
-        try {
-          controller.enqueue(encodeEvent(o.shutdownEvent));
-        } catch {}
-      }
-      finish();
-    };
-
-    /** Resolves once the client has room (without a backlog, events are read only as it reads). */
-    const demand = () => (closed || (controller.desiredSize ?? 0) > 0 ? undefined : new Promise<void>((r) => (wakeDemand = r)));
-
-    const beat = () => {
-      if (closed) return;
-      const quiet = performance.now() - lastFrame;
-      if (quiet >= heartbeatMs) write(KEEP_ALIVE);
-      heartbeat = setTimeout(beat, quiet >= heartbeatMs ? heartbeatMs : heartbeatMs - quiet);
-    };
-
-    async function pump() {
-      try {
-        for (;;) {
-          if (!o.backlog) await demand();
-          if (closed) return;
-          const r = await iterator.next();
-          if (closed || r.done) break;
-          write(r.value instanceof Uint8Array ? r.value : encodeEvent(r.value));
-        }
-      } catch (e) {
-        opts.log?.warn('event stream producer failed', { err: (e as Error)?.message });
-      }
-      finish();
-    }
-
-    const stream = new ReadableStream<Uint8Array>(
-      {
-        start(c) {
-          controller = c;
-          if (opts.shutdown.aborted) return onShutdown();
-          if (request.signal.aborted) return finish();
-          request.signal.addEventListener('abort', finish, { once: true });
-          opts.shutdown.addEventListener('abort', onShutdown, { once: true });
-          write(enc.encode(': connected\n\n'));
-          heartbeat = setTimeout(beat, heartbeatMs);
-          void pump();
-        },
-        pull() {
-          const w = wakeDemand;
-          wakeDemand = undefined;
-          w?.();
-        },
-        cancel: finish,
-      },
-      // Count bytes, so the backlog is bytes the client has not read.
-      { highWaterMark: HIGH_WATER, size: (chunk) => chunk?.byteLength ?? 0 },
-    );
-    return new Response(stream, { headers: { ...HEADERS, ...o.headers } });
-  }
+  const shared: Shared = { opts, open: new Set() };
 
   return {
     /**
@@ -203,7 +285,13 @@ export function createSse(opts: SseOptions) {
      */
     open(request: Request): SseStream {
       const stop = new AbortController();
-      return { signal: stop.signal, respond: (events, o) => respond(request, stop, events, o) };
+      return {
+        signal: stop.signal,
+        respond: (events, o = {}) => {
+          const stream = new ReadableStream<Uint8Array>(new Connection(shared, request, stop, events, o) as UnderlyingDefaultSource<Uint8Array>, STRATEGY);
+          return new Response(stream, { headers: o.headers ? { ...HEADERS, ...o.headers } : HEADERS });
+        },
+      };
     },
   };
 }

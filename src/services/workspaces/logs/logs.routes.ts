@@ -24,7 +24,7 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
           // A stream slot of the actor's quota, given back when the stream ends however it ends.
           const slot = deps.quotas.hold(actor, 'streams', stream.signal);
           try {
-            const events = await deps.logs.follow(actor, params.id, query, stream.signal);
+            const events = await deps.logs.follow(actor, params.id, query);
             // No backlog rule: events are read as the client reads, and the hub paces the shared engine
             // stream by what each follower left unread (logs.hub.ts drops one that stalls it).
             // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
