@@ -45,6 +45,8 @@ interface Channel {
   /** When each follower last took something (clock ms): one behind that long is dropped. */
   tookAt: Map<Follower, number>;
   handle?: LogStreamHandle;
+  /** True while the engine stream is being opened (the container ran when it was asked for). */
+  attaching: boolean;
   /** The engine stream waits for a follower behind; `stall` checks, meanwhile, who is stuck. */
   paused: boolean;
   stall?: ReturnType<typeof setTimeout>;
@@ -152,7 +154,13 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
 
   const attach = async (ch: Channel, sinceSeconds?: number) => {
     const parse = pieceParser();
-    const handle = await deps.engine.logStream(ch.containerId, { follow: true, tail: sinceSeconds === undefined ? 0 : 'all', sinceSeconds }, (s, piece) => dispatch(ch, parse, s, piece));
+    ch.attaching = true;
+    let handle: LogStreamHandle;
+    try {
+      handle = await deps.engine.logStream(ch.containerId, { follow: true, tail: sinceSeconds === undefined ? 0 : 'all', sinceSeconds }, (s, piece) => dispatch(ch, parse, s, piece));
+    } finally {
+      ch.attaching = false;
+    }
     if (ch.closed) return handle.close();
     ch.handle = handle;
     if (ch.paused) handle.pause();
@@ -239,6 +247,7 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
           followers: new Set(),
           tookAt: new Map(),
           paused: false,
+          attaching: false,
           ready: Promise.resolve(),
           last: { stdout: { key: '', message: '' }, stderr: { key: '', message: '' } },
           openedAt: Math.floor(deps.clock.now() / 1000),
@@ -276,10 +285,10 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
       return { taken, leave };
     },
 
-    /** True while the workspace's engine stream is open (so its container runs). */
+    /** True while the workspace's engine stream is open or being opened (so its container runs). */
     isLive(containerId: string): boolean {
       const ch = channels.get(containerId);
-      return !!ch && !ch.closed && ch.handle !== undefined;
+      return !!ch && !ch.closed && (ch.handle !== undefined || ch.attaching);
     },
 
     stats() {

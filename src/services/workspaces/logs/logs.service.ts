@@ -126,12 +126,25 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
       throw engineFailure(e);
     });
 
+  /** Engine inspects in flight, by container: followers that arrive together share one. */
+  const probing = new Map<string, Promise<boolean | null>>();
+  /** Whether the container runs (null: it is gone). An open shared stream proves it at no cost. */
+  const runs = (containerId: string): boolean | Promise<boolean | null> => {
+    if (hub.isLive(containerId)) return true;
+    let p = probing.get(containerId);
+    if (!p) {
+      p = engine.inspect(containerId).then(runState).catch(() => false);
+      probing.set(containerId, p);
+      void p.then(() => probing.delete(containerId));
+    }
+    return p;
+  };
+
   /** The tail, then live lines until the engine stream ends for good or the client's stream ends. */
   async function* followLines(workspaceId: string, containerId: string | null, q: LogsRequest): AsyncGenerator<SseItem> {
     const tail = q.tail ?? LOG_TAIL_DEFAULT;
     try {
-      // An open shared stream already proves the container runs: joining it costs no engine call.
-      const running = !containerId ? null : hub.isLive(containerId) || (await engine.inspect(containerId).then(runState).catch(() => false));
+      const running = !containerId ? null : await runs(containerId);
       if (!containerId || running !== true) {
         for await (const p of (await tailOf(containerId, tail, q.service)).entries) yield { data: toEntry(p) };
         yield { event: 'end', data: { reason: containerId && running === null ? 'deleted' : 'not-running' } };
