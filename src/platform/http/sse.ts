@@ -85,8 +85,6 @@ const HEADERS = {
   connection: 'keep-alive',
   'x-accel-buffering': 'no',
 };
-/** Bytes the stream holds before the client counts as behind (the platform's own buffer). */
-const HIGH_WATER = 64 * 1024;
 const LINE_BREAK = /[\r\n\0]/;
 const KEEP_ALIVE = enc.encode(': keep-alive\n\n');
 
@@ -113,8 +111,11 @@ export function lastEventId(request: Request): string | undefined {
   return id ? id : undefined;
 }
 
-/** Counts chunks in bytes, so the backlog is bytes the client has not read. */
-const STRATEGY: QueuingStrategy<Uint8Array> = { highWaterMark: HIGH_WATER, size: (chunk) => chunk?.byteLength ?? 0 };
+/** Bun's direct stream controller: writes go to the connection's sink, no queue in between. */
+interface DirectController {
+  write(data: Uint8Array): number | Promise<number>;
+  flush(): number | Promise<number>;
+}
 
 /** What the streams of one adapter share: its options and one heartbeat timer for all of them. */
 interface Shared {
@@ -124,15 +125,27 @@ interface Shared {
 }
 
 /**
- * One open stream. A class, so a thousand followers share its methods instead of holding a dozen
- * closures each; it is its own underlying source (start, pull, cancel), its own abort listener
+ * One open stream, on Bun's direct stream: each frame is written to the connection's sink at once
+ * (no queue, no read request and no promise per frame between the writer and the socket). A write
+ * the sink cannot pass on returns a promise that settles once the client has read it: from then until
+ * the latest such promise settles, what is written counts as unread, and an events source is read
+ * again only after it settled. A class, so a thousand followers share its methods instead of holding
+ * a dozen closures each; it is its own underlying source (pull, cancel), its own abort listener
  * (handleEvent) and the writer a splice gets.
  */
 class Connection implements SseWriter {
-  controller!: ReadableStreamDefaultController<Uint8Array>;
+  type = 'direct' as const;
+  sink: DirectController | undefined = undefined;
+  /** Frames written before the sink came (a shutdown event), sent first. */
+  early: Uint8Array[] | undefined = undefined;
   closed = false;
+  /** Ends the response (the pull's promise). */
+  release: (() => void) | undefined = undefined;
   /** When a frame last went out (monotonic ms): the shared heartbeat pings streams quiet for heartbeatMs. */
   lastFrame = performance.now();
+  /** Bytes written since the sink last pushed back, until the latest write it pushed back on is read. */
+  behind = 0;
+  latest: Promise<number> | undefined = undefined;
   wakeDemand: (() => void) | undefined = undefined;
   splice: SseSplice | undefined = undefined;
   readonly iterator: AsyncIterator<SseItem>;
@@ -145,35 +158,38 @@ class Connection implements SseWriter {
     readonly o: RespondOptions,
   ) {
     this.iterator = events[Symbol.asyncIterator]();
+    // Listening from now, not from the first pull: a client gone before the body starts still ends it.
+    const { shutdown } = shared.opts;
+    if (shutdown.aborted) this.onShutdown();
+    else if (request.signal.aborted) this.finish();
+    else {
+      request.signal.addEventListener('abort', this, { once: true });
+      shutdown.addEventListener('abort', this, { once: true });
+    }
   }
 
   get signal() {
     return this.stop.signal;
   }
 
-  /** Bytes queued and not yet taken by the client's connection. */
+  /** Bytes written that the client's connection has not taken (beyond what the socket holds). */
   get unread() {
-    return HIGH_WATER - (this.controller.desiredSize ?? 0);
+    return this.behind;
   }
 
-  start(c: ReadableStreamDefaultController<Uint8Array>) {
-    this.controller = c;
-    const { shutdown } = this.shared.opts;
-    if (shutdown.aborted) return this.onShutdown();
-    if (this.request.signal.aborted) return this.finish();
-    this.request.signal.addEventListener('abort', this, { once: true });
-    shutdown.addEventListener('abort', this, { once: true });
+  /** Called once, when the response body starts: the stream lasts until the promise resolves. */
+  pull(c: DirectController): Promise<void> {
+    this.sink = c;
+    const early = this.early;
+    this.early = undefined;
+    if (early) for (const f of early) this.send(f);
+    if (this.closed) return Promise.resolve();
+    const open = new Promise<void>((resolve) => (this.release = resolve));
     this.write(CONNECTED);
     this.shared.open.add(this);
     this.shared.ticker ??= setInterval(beatAll, Math.max(HEARTBEAT_MIN_MS / 2, Math.floor(this.shared.opts.heartbeatMs / 4)), this.shared);
     void this.pump();
-  }
-
-  pull() {
-    const w = this.wakeDemand;
-    this.wakeDemand = undefined;
-    w?.();
-    this.splice?.taken?.();
+    return open;
   }
 
   cancel() {
@@ -186,27 +202,55 @@ class Connection implements SseWriter {
     else this.finish();
   }
 
+  /** Hands a frame to the sink now; false when the connection is gone. */
+  send(bytes: Uint8Array): boolean {
+    const sink = this.sink;
+    if (!sink) {
+      (this.early ??= []).push(bytes);
+      return true;
+    }
+    let r: number | Promise<number>;
+    try {
+      r = sink.write(bytes);
+      sink.flush();
+    } catch {
+      return false;
+    }
+    if (r instanceof Promise) {
+      this.behind += bytes.byteLength;
+      this.latest = r;
+      r.then(
+        () => this.drained(r),
+        () => this.finish(),
+      );
+    } else if (this.latest === undefined) this.splice?.taken?.();
+    return true;
+  }
+
+  /** The client has read up to this write: if it was the latest pushed back, nothing is unread. */
+  drained(r: Promise<number>) {
+    if (this.latest !== r) return;
+    this.latest = undefined;
+    this.behind = 0;
+    const w = this.wakeDemand;
+    this.wakeDemand = undefined;
+    w?.();
+    this.splice?.taken?.();
+  }
+
   write(bytes: Uint8Array) {
     if (this.closed) return;
     this.lastFrame = performance.now();
-    try {
-      this.controller.enqueue(bytes);
-    } catch {
-      return this.finish();
-    }
+    if (!this.send(bytes)) return this.finish();
     const backlog = this.o.backlog;
     if (backlog && this.unread > backlog.maxBytes) {
-      this.controller.enqueue(encodeEvent(backlog.dropEvent));
+      this.send(encodeEvent(backlog.dropEvent));
       this.finish();
     }
   }
 
   onShutdown() {
-    if (this.o.shutdownEvent && !this.closed) {
-      try {
-        this.controller.enqueue(encodeEvent(this.o.shutdownEvent));
-      } catch {}
-    }
+    if (this.o.shutdownEvent && !this.closed) this.send(encodeEvent(this.o.shutdownEvent));
     this.finish();
   }
 
@@ -223,17 +267,15 @@ class Connection implements SseWriter {
     }
     this.stop.abort();
     this.wakeDemand?.();
-    try {
-      this.controller.close();
-    } catch {}
+    this.release?.();
     // Runs the generator's finally now if it waits at a yield, else once the aborted signal has
     // ended the wait it sits in (services wait through createInbox).
     void Promise.resolve(this.iterator.return?.()).catch(() => undefined);
   }
 
-  /** Resolves once the client has room (without a backlog, events are read only as it reads). */
+  /** Resolves once the client has read what the sink pushed back on (without a backlog, events are read only as it reads). */
   demand() {
-    return this.closed || (this.controller.desiredSize ?? 0) > 0 ? undefined : new Promise<void>((r) => (this.wakeDemand = r));
+    return this.closed || this.latest === undefined ? undefined : new Promise<void>((r) => (this.wakeDemand = r));
   }
 
   async pump() {
@@ -288,7 +330,7 @@ export function createSse(opts: SseOptions) {
       return {
         signal: stop.signal,
         respond: (events, o = {}) => {
-          const stream = new ReadableStream<Uint8Array>(new Connection(shared, request, stop, events, o) as UnderlyingDefaultSource<Uint8Array>, STRATEGY);
+          const stream = new ReadableStream(new Connection(shared, request, stop, events, o) as unknown as UnderlyingDefaultSource<Uint8Array>);
           return new Response(stream, { headers: o.headers ? { ...HEADERS, ...o.headers } : HEADERS });
         },
       };
