@@ -4,11 +4,14 @@
 // each line written in the workspace, the time from its arrival at the engine's follower to its
 // arrival at each of Keel's followers (p50/p99 over all deliveries, and per line until the last one
 // has it); the same with 1 follower; and the server's RSS idle, with the followers attached and after
-// the lines, per follower. Followers are raw HTTP/1.1 sockets, so the client side stays cheap and the
-// numbers are Keel's.
+// the lines, per follower. Then the floor, in the same run: the same N followers of a bare Bun server
+// (bare-fanout.ts, its own process) that follows the same log on the engine and writes each chunk to
+// every socket, parsing nothing. Followers are raw HTTP/1.1 sockets, so the client side stays cheap
+// and the numbers are the servers'.
 import { openRawStream, round, summarize } from './lib';
 import { startKeelProcess, type KeelProcess } from './keel-process';
 import type { StreamStats } from '../clients/typescript/src';
+import { readFileSync } from 'node:fs';
 
 const FOLLOWERS = Number(process.env.BENCH_FOLLOWERS ?? 1000);
 const LINES = Number(process.env.BENCH_FANOUT_LINES ?? 20);
@@ -36,11 +39,20 @@ function marks(seen: Map<string, number>, at: number, text: string): number {
   }
 }
 
-async function openFollower(keel: KeelProcess, id: string): Promise<Follower> {
+async function openFollower(base: string, path: string, token: string): Promise<Follower> {
   const seen: Follower['seen'] = new Map();
-  const stream = await openRawStream(keel.url, `/api/workspaces/${id}/logs?follow=true&tail=0`, keel.token(), (at, text) => marks(seen, at, text), 512, now);
+  const stream = await openRawStream(base, path, token, (at, text) => marks(seen, at, text), 512, now);
   return { seen, close: stream.close };
 }
+
+/** N followers, opened 50 at a time. */
+async function openFollowers(n: number, open: () => Promise<Follower>) {
+  const all: Follower[] = [];
+  for (let i = 0; i < n; i += 50) all.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, open))));
+  return all;
+}
+
+const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) * 1024;
 
 /** The engine's own follower: the container's log followed on the engine's socket, as `docker logs -f` does. */
 async function openEngineFollower(containerId: string): Promise<Follower> {
@@ -108,7 +120,8 @@ export async function run(): Promise<Record<string, unknown>> {
     await Bun.sleep(500);
     const rssIdle = keel.rss();
 
-    const one = [await openFollower(keel, ws.id)];
+    const path = `/api/workspaces/${ws.id}/logs?follow=true&tail=0`;
+    const one = [await openFollower(keel.url, path, keel.token())];
     await waitFollowers(keel, 1);
     const single = await measure(keel, ws.id, engine, one, 'one');
     one[0]!.close();
@@ -116,10 +129,7 @@ export async function run(): Promise<Record<string, unknown>> {
     await Bun.sleep(500);
     const rssBefore = keel.rss();
 
-    const many: Follower[] = [];
-    for (let i = 0; i < FOLLOWERS; i += 50) {
-      many.push(...(await Promise.all(Array.from({ length: Math.min(50, FOLLOWERS - i) }, () => openFollower(keel, ws.id)))));
-    }
+    const many = await openFollowers(FOLLOWERS, () => openFollower(keel.url, path, keel.token()));
     const attached = await waitFollowers(keel, FOLLOWERS);
     await Bun.sleep(500);
     const rssAttached = keel.rss();
@@ -127,6 +137,26 @@ export async function run(): Promise<Record<string, unknown>> {
     const rssAfterLines = keel.rss();
     for (const f of many) f.close();
     const released = await waitFollowers(keel, 0);
+
+    // The floor: a bare Bun server fanning the engine's chunks out to as many sockets.
+    const bare = Bun.spawn([process.execPath, `${import.meta.dir}/bare-fanout.ts`], { env: { ...process.env, CONTAINER: ws.containerId }, stdout: 'pipe' });
+    let floor: Awaited<ReturnType<typeof measure>>;
+    let bareIdle: number;
+    let bareAttached: number;
+    try {
+      const reader = bare.stdout.getReader();
+      const bareUrl = `http://127.0.0.1:${Number(new TextDecoder().decode((await reader.read()).value).trim())}`;
+      reader.releaseLock();
+      await Bun.sleep(500);
+      bareIdle = rssOf(bare.pid);
+      const bareFollowers = await openFollowers(FOLLOWERS, () => openFollower(bareUrl, '/', ''));
+      await Bun.sleep(500);
+      floor = await measure(keel, ws.id, engine, bareFollowers, 'bare');
+      bareAttached = rssOf(bare.pid);
+      for (const f of bareFollowers) f.close();
+    } finally {
+      bare.kill();
+    }
     engine.close();
 
     const mib = (b: number) => round(b / 2 ** 20, 1);
@@ -137,18 +167,22 @@ export async function run(): Promise<Record<string, unknown>> {
       engineStreamsAfterClose: released.engineStreams,
       oneFollower: single,
       manyFollowers: fan,
+      bareFloor: floor,
+      afterEngineP99OverFloor: round(fan.afterEngineP99Ms / Math.max(0.01, floor.afterEngineP99Ms)),
       rssIdleMiB: mib(rssIdle),
       rssBeforeFollowersMiB: mib(rssBefore),
       rssWithFollowersMiB: mib(rssAttached),
       rssAfterLinesMiB: mib(rssAfterLines),
       rssAddedMiB: mib(Math.max(rssAttached, rssAfterLines) - rssBefore),
       rssPerFollowerKiB: round((Math.max(rssAttached, rssAfterLines) - rssBefore) / FOLLOWERS / 1024, 1),
+      bareRssAddedMiB: mib(bareAttached - bareIdle),
     };
-    console.table({ '1 follower': single, [`${FOLLOWERS} followers`]: fan });
+    console.table({ '1 follower': single, [`${FOLLOWERS} followers`]: fan, [`bare Bun, ${FOLLOWERS} followers`]: floor });
     console.log(
       `after the engine's own follower: 1 follower p99 ${single.afterEngineP99Ms} ms; ${FOLLOWERS} followers p50 ${fan.afterEngineP50Ms} / p99 ${fan.afterEngineP99Ms} ms (the last of them p99 ${fan.lastReachedP99Ms} ms); ` +
         `RSS ${result.rssBeforeFollowersMiB} MiB before, ${result.rssWithFollowersMiB} with ${FOLLOWERS} followers, ${result.rssAfterLinesMiB} after the lines: +${result.rssAddedMiB} MiB (${result.rssPerFollowerKiB} KiB each); ` +
-        `engine streams ${result.engineStreamsWithFollowers} while attached, ${result.engineStreamsAfterClose} after`,
+        `engine streams ${result.engineStreamsWithFollowers} while attached, ${result.engineStreamsAfterClose} after; ` +
+        `floor (bare Bun fan-out): p99 ${floor.afterEngineP99Ms} ms after the engine's follower, +${result.bareRssAddedMiB} MiB`,
     );
     return result;
   } finally {
