@@ -34,7 +34,7 @@ export interface SseWriter {
  * it the stream's writer and reads the next event once `attach`'s promise resolves (the source ended,
  * or the stream did). The source then writes each frame as it comes, so a line reaches a thousand
  * followers in one synchronous loop instead of a thousand chains of awaits. It paces itself by
- * `unread`; `taken` is called whenever the client's connection took bytes from the stream.
+ * `unread`; `taken` is called when the client has read what the connection pushed back on.
  */
 export interface SseSplice {
   attach(out: SseWriter): Promise<void>;
@@ -141,8 +141,9 @@ class Connection implements SseWriter {
   closed = false;
   /** Ends the response (the pull's promise). */
   release: (() => void) | undefined = undefined;
-  /** When a frame last went out (monotonic ms): the shared heartbeat pings streams quiet for heartbeatMs. */
-  lastFrame = performance.now();
+  /** A frame went out since the heartbeat last looked, and since when (as it saw) none did: no clock read per frame. */
+  sent = false;
+  quietSince = performance.now();
   /** Bytes written since the sink last pushed back, until the latest write it pushed back on is read. */
   behind = 0;
   latest: Promise<number> | undefined = undefined;
@@ -187,7 +188,7 @@ class Connection implements SseWriter {
     const open = new Promise<void>((resolve) => (this.release = resolve));
     this.write(CONNECTED);
     this.shared.open.add(this);
-    this.shared.ticker ??= setInterval(beatAll, Math.max(HEARTBEAT_MIN_MS / 2, Math.floor(this.shared.opts.heartbeatMs / 4)), this.shared);
+    this.shared.ticker ??= setInterval(beatAll, Math.max(HEARTBEAT_MIN_MS / 2, Math.floor(this.shared.opts.heartbeatMs / 8)), this.shared);
     void this.pump();
     return open;
   }
@@ -223,7 +224,7 @@ class Connection implements SseWriter {
         () => this.drained(r),
         () => this.finish(),
       );
-    } else if (this.latest === undefined) this.splice?.taken?.();
+    }
     return true;
   }
 
@@ -240,7 +241,7 @@ class Connection implements SseWriter {
 
   write(bytes: Uint8Array) {
     if (this.closed) return;
-    this.lastFrame = performance.now();
+    this.sent = true;
     if (!this.send(bytes)) return this.finish();
     const backlog = this.o.backlog;
     if (backlog && this.unread > backlog.maxBytes) {
@@ -303,11 +304,20 @@ class Connection implements SseWriter {
 /**
  * The heartbeat, one timer for every open stream of an adapter (a timer per stream is a thousand
  * timers for a thousand followers): a stream with no frame for heartbeatMs gets a `: keep-alive`.
- * It ticks four times a period, so a quiet stream is pinged between heartbeatMs and 1.25 x heartbeatMs.
+ * It ticks eight times a period and notes, per stream, the first tick that found no frame sent since
+ * the one before; a quiet stream is pinged between heartbeatMs and 1.25 x heartbeatMs after its last
+ * frame, well before the server's idle timeout.
  */
 function beatAll(shared: Shared) {
-  const due = performance.now() - shared.opts.heartbeatMs;
-  for (const c of shared.open) if (c.lastFrame <= due) c.write(KEEP_ALIVE);
+  const now = performance.now();
+  for (const c of shared.open) {
+    if (c.sent) c.quietSince = now;
+    else if (now - c.quietSince >= shared.opts.heartbeatMs) {
+      c.write(KEEP_ALIVE);
+      c.quietSince = now;
+    }
+    c.sent = false;
+  }
 }
 
 const CONNECTED = enc.encode(': connected\n\n');

@@ -42,7 +42,7 @@ interface Channel {
   workspaceId: string;
   containerId: string;
   followers: Set<Follower>;
-  /** When each follower last took something (clock ms): one behind that long is dropped. */
+  /** When each follower last took something, or when the stream last paused (clock ms): one behind that long is dropped. */
   tookAt: Map<Follower, number>;
   handle?: LogStreamHandle;
   /** True while the engine stream is being opened (the container ran when it was asked for). */
@@ -98,6 +98,10 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
   /** Stops reading the engine stream until every follower took what it has (the chunk in hand still arrives). */
   const pause = (ch: Channel) => {
     ch.paused = true;
+    // The stall rule counts from here: a follower is told of what it takes (`taken`) only once it had
+    // fallen behind and caught up again, so one that kept up until now has its clock start now.
+    const now = deps.clock.now();
+    for (const f of ch.followers) ch.tookAt.set(f, now);
     ch.handle?.pause();
     ch.stall = setTimeout(() => checkStall(ch), FOLLOWER_STALL_MS);
   };
