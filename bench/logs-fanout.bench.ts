@@ -14,7 +14,7 @@ import type { StreamStats } from '../clients/typescript/src';
 import { readFileSync } from 'node:fs';
 
 const FOLLOWERS = Number(process.env.BENCH_FOLLOWERS ?? 1000);
-const LINES = Number(process.env.BENCH_FANOUT_LINES ?? 20);
+const LINES = Number(process.env.BENCH_FANOUT_LINES ?? 50);
 
 /** Epoch milliseconds with sub-millisecond resolution (Date.now() rounds to whole ones). */
 const now = () => performance.timeOrigin + performance.now();
