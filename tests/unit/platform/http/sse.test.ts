@@ -339,13 +339,13 @@ describe('splice', () => {
       await Bun.sleep(1);
     }
     expect(state.out!.unread).toBeGreaterThanOrEqual(1024 * 1024);
-    expect(state.taken).toBe(0);
+    const takenBefore = state.taken;
     // The client reads again: once it has what was pushed back on, nothing is unread and taken is called.
     const reader = res.body!.getReader();
     const reading = (async () => {
       while (!(await reader.read()).done);
     })().catch(() => undefined);
-    await waitFor('caught up', async () => state.taken > 0 && state.out!.unread === 0, 10_000);
+    await waitFor('caught up', async () => state.taken > takenBefore && state.out!.unread === 0, 10_000);
     abort.abort();
     await reading;
     await waitFor('producer finally', async () => probes.get('/splice-slow')!.finallyRan, 5000);
