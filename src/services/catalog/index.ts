@@ -7,7 +7,7 @@ import { bearerCors } from '../../platform/http/bearer-cors';
 import { createServiceApp } from '../../platform/http/service-app';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { loadCatalogConfig, type CatalogConfig } from './catalog.config';
-import { catalogErrors } from './catalog.errors';
+import { catalogErrorTable } from './catalog.errors';
 import * as catalogModels from './catalog.model';
 import { catalogRoutes } from './catalog.routes';
 import { createCatalog } from './catalog.service';
@@ -65,7 +65,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
   const app = createServiceApp(deps, {
     name: 'catalog',
     style: 'problem',
-    errors: catalogErrors,
+    errors: catalogErrorTable,
     models: [catalogModels, libraryModels],
     title: 'Keel catalog',
     description: 'Works, editions and media assets; file scanning through the media engine. Errors are RFC 9457 problem+json.',

@@ -4,9 +4,9 @@ import { eq } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import type { BusQueries } from '../../platform/bus/subjects';
 import type { Store } from '../../platform/store';
-import { AppError } from '../../platform/errors';
 import { catalogTables } from './catalog.tables';
 import { iso6392 } from './metadata/languages';
+import { CatalogErrors, catalogErrorTable } from './catalog.errors';
 
 type Playable = BusQueries['qry.catalog.playable'];
 
@@ -14,7 +14,7 @@ export function createPlayableAnswerer(deps: { store: Store }) {
   const { catalogAssets, catalogMediaIndexes } = catalogTables(deps.store.dialect);
   async function playable(req: Playable['request']): Promise<Playable['reply']> {
     if (typeof req?.assetId !== 'string' || req.assetId.length < 1 || req.assetId.length > 128) {
-      throw new AppError('CATALOG_REQUEST_INVALID', 'qry.catalog.playable needs an assetId of 1 to 128 characters');
+      throw CatalogErrors.CATALOG_REQUEST_INVALID('qry.catalog.playable needs an assetId of 1 to 128 characters');
     }
     const [row] = await deps.store.orm
       .select({ asset: catalogAssets, index: catalogMediaIndexes })
@@ -32,5 +32,5 @@ export function createPlayableAnswerer(deps: { store: Store }) {
       subtitleFiles: row.asset.subtitleFiles,
     };
   }
-  return { playable, listen: (bus: Bus) => bus.answer('qry.catalog.playable', playable) };
+  return { playable, listen: (bus: Bus) => bus.answer('qry.catalog.playable', playable, catalogErrorTable) };
 }

@@ -6,7 +6,7 @@ import { errorFields } from '../../platform/runtime';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createCallers } from './callers';
 import { loadIdentityConfig, type IdentityConfig } from './identity.config';
-import { identityErrors } from './identity.errors';
+import { identityErrorTable } from './identity.errors';
 import * as identityModels from './identity.model';
 import { identityRoutes } from './identity.routes';
 import { createIdentity } from './identity.service';
@@ -32,7 +32,7 @@ export async function createIdentityService(deps: ServiceDeps, config: IdentityC
   const app = createServiceApp(deps, {
     name: 'identity',
     style: 'problem',
-    errors: identityErrors,
+    errors: identityErrorTable,
     models: [identityModels],
     title: 'Keel identity service',
     description:

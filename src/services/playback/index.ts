@@ -7,7 +7,7 @@ import { createServiceApp } from '../../platform/http/service-app';
 import { errorFields } from '../../platform/runtime';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { loadPlaybackConfig, type PlaybackConfig } from './playback.config';
-import { playbackErrors } from './playback.errors';
+import { playbackErrorTable } from './playback.errors';
 import * as playbackModels from './playback.model';
 import { createPlaybackRepository } from './playback.repository';
 import { playbackRoutes } from './playback.routes';
@@ -43,7 +43,7 @@ export function createPlaybackService(deps: ServiceDeps, cfg: PlaybackConfig): S
   const app = createServiceApp(deps, {
     name: 'playback',
     style: 'problem',
-    errors: playbackErrors,
+    errors: playbackErrorTable,
     models: [playbackModels, progressModels],
     title: 'Keel playback',
     description:

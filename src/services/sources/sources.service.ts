@@ -5,11 +5,10 @@
 import { desc, eq, lte } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import type { BusEvents, BusQueries, SourceBinding } from '../../platform/bus/subjects';
-import { AppError } from '../../platform/errors';
-import './sources.errors';
 import { newId, type Clock } from '../../platform/runtime';
 import type { Store } from '../../platform/store';
 import { sourcesTables, type sourcesBindings } from './sources.tables';
+import { SourcesErrors, sourcesErrorTable } from './sources.errors';
 
 type Row = typeof sourcesBindings.$inferSelect;
 
@@ -17,7 +16,7 @@ const toBinding = (r: Row): SourceBinding => ({
   id: r.id, assetId: r.assetId, kind: 'file', root: r.root, path: r.path, available: r.available, checkedAt: r.checkedAt,
 });
 
-export const badResolve = () => new AppError('SOURCES_REQUEST_INVALID', 'qry.sources.resolve needs an assetId of 1 to 128 characters');
+export const badResolve = () => SourcesErrors.SOURCES_REQUEST_INVALID('qry.sources.resolve needs an assetId of 1 to 128 characters');
 
 export function createSources(deps: { store: Store; clock: Clock }) {
   const { clock } = deps;
@@ -57,7 +56,7 @@ export function createSources(deps: { store: Store; clock: Clock }) {
     const offs = [
       bus.consume('sources-bindings', 'evt.catalog.assetIndexed', onIndexed),
       bus.consume('sources-bindings', 'evt.catalog.assetAvailability', onAvailability),
-      bus.answer('qry.sources.resolve', resolve),
+      bus.answer('qry.sources.resolve', resolve, sourcesErrorTable),
     ];
     return () => offs.forEach((off) => off());
   }

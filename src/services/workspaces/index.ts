@@ -13,7 +13,7 @@ import { newId, errorFields, type Clock } from '../../platform/runtime';
 import { ConfigError, type Env } from '../../platform/config';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
-import { workspaceErrors } from './workspaces.errors';
+import { workspaceErrorTable } from './workspaces.errors';
 import * as lifecycleModels from './lifecycle/lifecycle.model';
 import * as snapshotsModels from './lifecycle/snapshots.model';
 import * as logsModels from './logs/logs.model';
@@ -32,6 +32,7 @@ import { createQuotas } from './quotas';
 import { createTargetGuard } from './targets';
 import { createEngine } from './engine/docker';
 import { createEngines, type Engines } from './engine/engines';
+import { keeldBinary, withDaemon } from './engine/with-daemon';
 import type { Engine } from './engine/engine';
 import { createTemplateRegistry } from './images/templates';
 import { createTemplatesService } from './images/templates.service';
@@ -125,9 +126,12 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   let engines: Engines | undefined;
   // Every API call on a workspace (exec, logs and agent turns included) resets its idle countdown.
   const access = createAccess(deps.store, { engineReady: (row) => void engines?.requireUp(row.engine), used: (id) => workspaces.touch(id) });
+  const codeKey = loadCodeKey(deps.config.dataDir);
+  // Each engine's workspace processes start through keeld, the daemon in every container (engine/with-daemon.ts).
+  const daemon = { binary: () => keeldBinary(settings.daemon), key: codeKey, log: deps.log.child({ component: 'daemon' }) };
   engines = createEngines({
     settings: settings.engines,
-    connect: deps.connectEngine ?? ((e) => createEngine(e.host, { certPath: e.certPath })),
+    connect: deps.connectEngine ?? ((e) => withDaemon(createEngine(e.host, { certPath: e.certPath }), daemon)),
     locate: {
       workspace: async (id) => (await access.row(id))?.engine ?? workspaces.pooledEngine(id),
       container: access.engineOfContainer,
@@ -156,6 +160,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     log: deps.log.child({ component: 'templates' }),
     // Late-bound: the lifecycle is built next; it is asked only once the service started.
     inUse: (names) => workspaces.templatesInUse(names),
+    quotas,
   });
   const templates = createTemplatesService({ registry, engine, settings, log: deps.log, custom: customTemplates });
   const workspaces = createLifecycle({
@@ -173,15 +178,15 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     publicTemplate: customTemplates.publicVersion,
     instance,
     snapshotDir: join(deps.config.dataDir, 'snapshots'),
-    codeKey: loadCodeKey(deps.config.dataDir),
+    codeKey,
     cloneDeny: targets.deny,
     onEvent: usage.onWorkspaceEvent,
   });
   const hub = createLogHub({ engine, log: deps.log, clock: deps.clock });
-  const logs = createLogsService({ engine, hub, access });
-  const exec = createExecService({ engine, access, onExecEnd: usage.recordExec });
+  const logs = createLogsService({ engine, hub, access, quotas });
+  const exec = createExecService({ engine, access, quotas, onExecEnd: usage.recordExec });
   const files = createFilesService({ engine, access, maxBytes: settings.fileMaxBytes, readMaxBytes: settings.toolReadMaxBytes });
-  const processes = createProcessesService({ store: deps.store, engine, access, clock: deps.clock, settings: settings.processes });
+  const processes = createProcessesService({ store: deps.store, engine, access, quotas, clock: deps.clock, settings: settings.processes });
   // Previews are a second listener of this service (not a service of their own): links, activity and
   // the proxy all need the workspace rows and the engine, which only this service owns.
   // Each preview is a host of its own: APP_PREVIEW_PUBLIC_URL's form, else <label>.<APP_PREVIEW_DOMAIN> on the listener's port.
@@ -207,7 +212,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     proto: settings.previewPublicUrl?.startsWith('https:') ? 'https' : 'http',
   });
   const volumes = createVolumes({ store: deps.store, engine });
-  const events = createWorkspaceEvents({ clock: deps.clock });
+  const events = createWorkspaceEvents({ clock: deps.clock, quotas });
   const sse = createSse({ shutdown: deps.shutdown, heartbeatMs: streamSettings.heartbeatMs, log: deps.log });
   const webhooksLog = deps.log.child({ component: 'webhooks' });
   // Webhook targets: the platform's rules, plus the workspace networks and Keel's own ports (targets.ts).
@@ -227,8 +232,8 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     providers: createProviders(agentSettings.providers),
     shell: exec,
     files,
-    takeExecSlot: (actor) => quotas.take(actor, 'execs'),
     access,
+    quotas,
     config: agentSettings,
     clock: deps.clock,
     log: deps.log.child({ feature: 'agent' }),
@@ -251,7 +256,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   const app = createServiceApp(deps, {
     name: 'workspaces',
     style: 'envelope',
-    errors: workspaceErrors,
+    errors: workspaceErrorTable,
     models: [lifecycleModels, snapshotsModels, logsModels, execModels, filesModels, processesModels, terminalsModels, previewsModels, agentModels, webhooksModels, eventsModels, volumesModels, templatesModels, customTemplatesModels, usageModels],
     title: 'Keel workspace API',
     description:
@@ -282,19 +287,19 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     .use(workspacesRoutes({ auth, workspaces, lists }))
     .use(snapshotsRoutes({ auth, workspaces }))
     .use(templatesRoutes({ auth, templates }))
-    .use(customTemplatesRoutes({ auth, templates: customTemplates, sse, quotas, contextBytes: settings.templates.contextBytes, snapshotSource: workspaces.snapshots.source }))
+    .use(customTemplatesRoutes({ auth, templates: customTemplates, sse, contextBytes: settings.templates.contextBytes, snapshotSource: workspaces.snapshots.source }))
     .use(volumesRoutes({ auth, volumes }))
-    .use(logsRoutes({ auth, logs, exec, sse, quotas }))
-    .use(execRoutes({ auth, exec, sse, quotas }))
+    .use(logsRoutes({ auth, logs, exec, sse }))
+    .use(execRoutes({ auth, exec, sse }))
     .use(filesRoutes({ auth, files }))
-    .use(processesRoutes({ auth, processes, sse, quotas }))
+    .use(processesRoutes({ auth, processes, sse }))
     .use(terminalsRoutes({ auth, terminals }))
     .use(previewsRoutes({ auth, previews }))
-    .use(agentRoutes({ auth, agent, config: agentSettings, sse, quotas }))
+    .use(agentRoutes({ auth, agent, config: agentSettings, sse }))
     .use(usageRoutes({ auth, usage }))
-    .use(mcpRoutes({ auth, workspaces, exec, quotas, files, processes, previews, templates }))
+    .use(mcpRoutes({ auth, workspaces, exec, files, processes, previews, templates }))
     .use(webhooksRoutes({ auth, webhooks }))
-    .use(eventsRoutes({ auth, events, sse, quotas }));
+    .use(eventsRoutes({ auth, events, sse }));
 
   /** Start-up lines on stdout, as an operator reads them (scripts/dev.ts says where the engine came from). */
   function announce() {

@@ -2,8 +2,7 @@
 // workspaces_retained_volumes and counted against its owner (APP_QUOTA_VOLUMES, checked by the delete
 // in lifecycle/). Here the owner lists them and removes them; another actor's kept volume is 404.
 import { and, asc, eq, or } from 'drizzle-orm';
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import type { Store } from '../../../platform/store';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { engineFailure } from '../access';
@@ -11,7 +10,7 @@ import type { Engine } from '../engine/engine';
 import { workspacesTables, type retainedVolumes } from '../workspaces.tables';
 import type { KeptVolume } from './volumes.model';
 
-export const volumeNotFound = () => new AppError('VOLUME_NOT_FOUND', 'kept volume not found');
+export const volumeNotFound = () => WorkspaceErrors.VOLUME_NOT_FOUND('kept volume not found');
 
 type Row = typeof retainedVolumes.$inferSelect;
 const view = (r: Row): KeptVolume => ({ name: r.volume, workspaceId: r.workspaceId, owner: r.owner, deletedAt: r.deletedAt });
