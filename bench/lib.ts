@@ -52,9 +52,9 @@ export function printTable(title: string, rows: Record<string, unknown>[]) {
 
 /**
  * A raw HTTP/1.1 GET of an SSE route on a socket, so a benchmark's many followers cost the client
- * little and the figures stay the server's. `read` gets the arrival time (epoch ms) and the text not
- * yet consumed (`clock`, Date.now unless told), and answers how much of it it consumed; at most `keep` unconsumed characters are kept
- * for the next chunk (a frame split across chunks).
+ * little and the figures stay the server's. `read` gets the arrival time (epoch ms, read from `clock`:
+ * Date.now unless told) and the text not yet consumed, and answers how much of it it consumed; at
+ * most `keep` unconsumed characters are kept for the next chunk (a frame split across chunks).
  */
 export async function openRawStream(
   base: string,
