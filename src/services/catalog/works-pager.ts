@@ -3,7 +3,7 @@
 // The spec's contract is page/pageSize with a total, which is an offset. `LIMIT 200 OFFSET 99800`
 // makes SQLite step over 99,800 index entries on every request (3.5 ms at 100,000 works, against
 // 0.1 ms for the first page), and count(*) steps over all of them (1.2 ms). Instead this keeps,
-// per data version (Store.version(), platform/store.ts), the total and a sparse index of marks: the
+// per data version (Store.version(), platform/store/store.ts), the total and a sparse index of marks: the
 // (created_at, id) key of every STRIDE-th work in order. A page seeks to the mark at or before its
 // offset through the (created_at, id) index, steps less than STRIDE index entries from there to its
 // first key, and reads its rows from that key on.

@@ -113,7 +113,7 @@ export function createIdentity(deps: IdentityDeps) {
   // used_at IS NULL RETURNING`), or the transaction first claims the row with a write, which holds
   // it until the commit (PostgreSQL's row lock; on SQLite transactions take turns anyway).
   // Transactions write the tables in one order, actors, sessions, refresh tokens: on PostgreSQL
-  // each write also locks its table's row of the change counter (platform/store.ts) until the
+  // each write also locks its table's row of the change counter (platform/store/store.ts) until the
   // commit, and one order keeps two transactions from waiting on each other.
   const identity = {
     async createActor(input: { name: string; policies: string[] }) {

@@ -1,4 +1,4 @@
-// The job queue in the database (SQLite or PostgreSQL, platform/store.ts): submit (deduplicated by
+// The job queue in the database (SQLite or PostgreSQL, platform/store/store.ts): submit (deduplicated by
 // key), cancel from any process, claim under a lease, renew it, and record how an attempt ended.
 // Processes sharing the database share the jobs. Every state change is published as
 // evt.workers.jobProgress after its commit.
