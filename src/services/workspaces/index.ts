@@ -13,9 +13,10 @@ import { newId, errorFields, type Clock } from '../../platform/runtime';
 import { ConfigError, type Env } from '../../platform/config';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
+import { createActivity } from './activity';
 import { workspaceErrors } from './workspaces.errors';
 import * as lifecycleModels from './lifecycle/lifecycle.model';
-import * as snapshotsModels from './lifecycle/snapshots.model';
+import * as snapshotsModels from './snapshots/snapshots.model';
 import * as logsModels from './logs/logs.model';
 import * as execModels from './exec/exec.model';
 import * as filesModels from './files/files.model';
@@ -63,7 +64,7 @@ import { logsRoutes } from './logs/logs.routes';
 import { loadStreamsConfig, type StreamsConfig } from './streams.config';
 import { loadWorkspacesConfig, type EngineSettings, type WorkspacesConfig } from './workspaces.config';
 import { workspacesRoutes } from './lifecycle/lifecycle.routes';
-import { snapshotsRoutes } from './lifecycle/snapshots.routes';
+import { snapshotsRoutes } from './snapshots/snapshots.routes';
 import { createLifecycle, type Lifecycle } from './lifecycle/lifecycle.service';
 import { listScope } from './lifecycle/views';
 import { loadCodeKey } from './lifecycle/code-secret';
@@ -124,7 +125,8 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   // where a workspace, container or volume lives: each reads the other once both exist.
   let engines: Engines | undefined;
   // Every API call on a workspace (exec, logs and agent turns included) resets its idle countdown.
-  const access = createAccess(deps.store, { engineReady: (row) => void engines?.requireUp(row.engine), used: (id) => workspaces.touch(id) });
+  const activity = createActivity({ clock: deps.clock, log: deps.log });
+  const access = createAccess(deps.store, { engineReady: (row) => void engines?.requireUp(row.engine), used: activity.touch });
   engines = createEngines({
     settings: settings.engines,
     connect: deps.connectEngine ?? ((e) => createEngine(e.host, { certPath: e.certPath })),
@@ -167,6 +169,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     engine,
     engines,
     access,
+    activity,
     quotas,
     templates: registry,
     resolveTemplate: customTemplates.resolve,
@@ -194,10 +197,10 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     clock: deps.clock,
     access,
     urlOf: previewUrl,
-    onActivity: (id) => workspaces.touch(id),
+    onActivity: activity.touch,
     onRevoked: (id) => previewRelays.revoked(id),
   });
-  const terminals = createTerminalsService({ engine, access, quotas, clock: deps.clock, onActivity: (id) => workspaces.touch(id) });
+  const terminals = createTerminalsService({ engine, access, quotas, clock: deps.clock, onActivity: activity.touch });
   const previewProxy = createPreviewProxy({
     previews,
     targets: previewTargets,
