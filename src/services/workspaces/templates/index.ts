@@ -1,0 +1,34 @@
+// The templates people bring (POST /api/templates...): builds, versions, their images on the engines.
+import type { Bus } from '../../../platform/bus/bus';
+import type { Sse } from '../../../platform/http/sse';
+import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
+import type { Feature } from '../../../platform/feature';
+import type { Store } from '../../../platform/store';
+import { errorFields, type Logger } from '../../../platform/runtime';
+import type { Quotas } from '../quotas';
+import { createTemplatesRepository } from './templates.repository';
+import { customTemplatesRoutes } from './templates.routes';
+import { createCustomTemplates, type CustomTemplates } from './templates.service';
+import * as models from './templates.model';
+
+type Deps = Omit<Parameters<typeof createCustomTemplates>[0], 'repo'> & {
+  store: Store;
+  auth: WorkspaceAuthPlugin;
+  sse: Sse;
+  quotas: Quotas;
+  snapshotSource: Parameters<typeof customTemplatesRoutes>[0]['snapshotSource'];
+};
+
+export function createTemplatesFeature({ store, auth, sse, quotas, snapshotSource, ...deps }: Deps): Feature<CustomTemplates> {
+  const templates = createCustomTemplates({ ...deps, repo: createTemplatesRepository(store) });
+  const log: Logger = deps.log;
+  return {
+    service: templates,
+    routes: customTemplatesRoutes({ auth, templates, sse, quotas, contextBytes: deps.settings.templates.contextBytes, snapshotSource }),
+    models: [models],
+    // A workspace gone may leave a template version's image that nobody gets any more.
+    listen: (bus: Bus) => bus.subscribe<'evt.workspace.deleted'>('evt.workspace.deleted', () => void templates.collect()),
+    // Built template versions join the registry before workspaces start from them; unfinished builds run again.
+    start: () => templates.start().catch((e) => log.warn('templates not loaded', errorFields(e))),
+  };
+}
