@@ -36,3 +36,22 @@ export function listenFeatures(features: Feature[], bus: Bus): () => void {
     for (const off of offs.splice(0)) off();
   };
 }
+
+/**
+ * The plain lifetime of a list: start() subscribes every feature (before its first await) and starts
+ * them in list order; stop() stops them in reverse, then ends the subscriptions. A service whose
+ * features need another order says so with lists of its own (the workspaces service).
+ */
+export function featuresLifetime(features: Feature[], bus: Bus) {
+  let stopListening = () => {};
+  return {
+    async start(): Promise<void> {
+      stopListening = listenFeatures(features, bus);
+      for (const f of features) await f.start?.();
+    },
+    async stop(): Promise<void> {
+      for (const f of [...features].reverse()) await f.stop?.();
+      stopListening();
+    },
+  };
+}
