@@ -144,8 +144,6 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     settings,
     clock,
     log: log.child({ component: 'templates' }),
-    // Late-bound: the lifecycle is built next (it resolves templates); it is asked only once the service started.
-    inUse: (names) => lifecycle.service.templatesInUse(names),
     auth,
     sse,
     quotas,

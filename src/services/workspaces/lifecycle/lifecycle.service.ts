@@ -273,9 +273,6 @@ export function createLifecycle(deps: LifecycleDeps) {
       return { workspaces: made };
     },
 
-    /** Which of these template versions (registry names) a workspace still names: their images stay. */
-    templatesInUse: (names: string[]) => records.templatesInUse(names),
-
     /** A public template's ready version changed or it went: the warm pool follows. */
     refreshPool: () => pool.refresh(),
 

@@ -11,7 +11,7 @@ import { customTemplatesRoutes } from './templates.routes';
 import { createCustomTemplates, type CustomTemplates } from './templates.service';
 import * as models from './templates.model';
 
-type Deps = Omit<Parameters<typeof createCustomTemplates>[0], 'repo'> & {
+type Deps = Omit<Parameters<typeof createCustomTemplates>[0], 'repo' | 'inUse'> & {
   store: Store;
   auth: WorkspaceAuthPlugin;
   sse: Sse;
@@ -20,7 +20,9 @@ type Deps = Omit<Parameters<typeof createCustomTemplates>[0], 'repo'> & {
 };
 
 export function createTemplatesFeature({ store, auth, sse, quotas, snapshotSource, ...deps }: Deps): Feature<CustomTemplates> {
-  const templates = createCustomTemplates({ ...deps, repo: createTemplatesRepository(store) });
+  const repo = createTemplatesRepository(store);
+  // A version's image goes once no workspace row names it (its own query: no call into the lifecycle).
+  const templates = createCustomTemplates({ ...deps, repo, inUse: repo.versionsInUse });
   const log: Logger = deps.log;
   return {
     service: templates,
