@@ -39,8 +39,9 @@ export function listenFeatures(features: Feature[], bus: Bus): () => void {
 
 /**
  * The plain lifetime of a list: start() subscribes every feature (before its first await) and starts
- * them in list order; stop() stops them in reverse, then ends the subscriptions. A service whose
- * features need another order says so with lists of its own (the workspaces service).
+ * them in list order; stop() ends the subscriptions first (no new work comes in), then stops the
+ * features in reverse. A service whose features need another order says so with lists of its own
+ * (the workspaces service).
  */
 export function featuresLifetime(features: Feature[], bus: Bus) {
   let stopListening = () => {};
@@ -50,8 +51,8 @@ export function featuresLifetime(features: Feature[], bus: Bus) {
       for (const f of features) await f.start?.();
     },
     async stop(): Promise<void> {
-      for (const f of [...features].reverse()) await f.stop?.();
       stopListening();
+      for (const f of [...features].reverse()) await f.stop?.();
     },
   };
 }
