@@ -6,6 +6,8 @@
 # (host network and NET_ADMIN: Keel firewalls workspace bridges in the host's iptables, docs/security.md)
 # The engine socket is mounted into Keel's own container only (workspaces never get it).
 FROM node:22-bookworm-slim AS build
+# Go builds keeld, the workspace daemon the binary carries (daemon/, standard library only).
+RUN apt-get update && apt-get install -y --no-install-recommends golang-go && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY package.json package-lock.json ./
 # Bun comes from npm as a dev dependency, as on a developer machine.

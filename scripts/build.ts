@@ -1,9 +1,11 @@
 // `bun run build`: one executable (bun build --compile) carrying every service and its migrations, the
-// dashboard's and the media web app's built files (KEEL_UI_ASSETS, KEEL_MEDIA_APP_ASSETS) and the API reference's script (a file import).
+// dashboard's and the media web app's built files (KEEL_UI_ASSETS, KEEL_MEDIA_APP_ASSETS), the API
+// reference's script (a file import) and keeld, the workspace daemon (an asset: Bun.embeddedFiles).
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { buildUiAssets } from '../src/services/workspaces/ui/ui.assets';
 import { buildMediaAppAssets } from '../src/services/playback/app/app.assets';
+import { buildDaemon } from './daemon';
 
 const root = join(import.meta.dir, '..');
 const commit = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim() || 'unknown';
@@ -13,9 +15,11 @@ const outfile = process.argv[2] ?? join(root, 'dist', 'keel');
 const ui = await buildUiAssets();
 const mediaApp = await buildMediaAppAssets();
 
+const keeld = buildDaemon();
+
 const result = await Bun.build({
   entrypoints: [join(root, 'src', 'bin.ts')],
-  compile: { outfile },
+  compile: { outfile, assets: [keeld] },
   target: 'bun',
   minify: true,
   sourcemap: 'linked',

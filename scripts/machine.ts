@@ -1,7 +1,8 @@
 // Makes this machine ready for Keel, for both `npm test` (scripts/test.ts) and `npm run dev`
 // (scripts/dev.ts): one module, so the two commands cannot drift apart.
 //   - installs what is missing with apt-get (as root): docker.io, ffmpeg, nats-server,
-//     busybox-static (the `minimal` image), git (workspace repos are cloned on the host);
+//     busybox-static (the `minimal` image), git (workspace repos are cloned on the host),
+//     golang-go (keeld, the workspace daemon, is built from daemon/ by scripts/daemon.ts);
 //   - finds a Docker engine that answers, in this order: DOCKER_HOST, Docker's default socket,
 //     a private engine kept in `dir`, another dockerd already running on this machine; or starts a
 //     private dockerd in `dir` (vfs storage, iptables on as Docker's default) and leaves it running
@@ -15,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
+import { buildDaemon } from './daemon';
 
 export class MachineError extends Error {}
 
@@ -26,6 +28,7 @@ const APT_PACKAGES: Record<string, string> = {
   'nats-server': 'nats-server',
   git: 'git',
   ldd: 'libc-bin', // finds the C library files the offline bun-typescript image needs
+  go: 'golang-go', // builds keeld, the workspace daemon (scripts/daemon.ts)
 };
 /** What only the tests need: the dashboard's end-to-end tests drive Debian's Chromium (never a downloaded one). */
 const TEST_APT_PACKAGES: Record<string, string> = { chromium: 'chromium', pg_ctlcluster: 'postgresql' };
@@ -288,6 +291,15 @@ export async function startPostgres(): Promise<{ url: string; stop: () => void }
   throw new MachineError(`PostgreSQL did not start: ${why}`);
 }
 
+/** keeld for the workspaces (scripts/daemon.ts), a failed build said as the machine's error. */
+function daemon(): void {
+  try {
+    buildDaemon();
+  } catch (e) {
+    throw new MachineError((e as Error).message);
+  }
+}
+
 /** The private engine of `npm test`, shared by every test run on this machine (left running). */
 export const TEST_ENGINE_DIR = '/tmp/keel-test-docker';
 
@@ -300,6 +312,7 @@ export interface PreparedMachine {
 /** `npm test`: packages, an engine (DOCKER_HOST, or the shared private test engine), a NATS server with a password. */
 export async function prepareTestMachine(): Promise<PreparedMachine> {
   installMissing(TEST_APT_PACKAGES);
+  daemon();
   const engine = await ensureEngine({ dir: TEST_ENGINE_DIR, dockerHost: process.env.DOCKER_HOST || undefined });
   const nats = await startNats();
   const postgres = await startPostgres().catch((e) => {
@@ -319,5 +332,6 @@ export const devEngineDir = (dataDir: string) => resolve(dataDir, 'engine');
 /** `npm run dev`: packages and an engine (DOCKER_HOST, the default socket, or a private one in <dataDir>/engine). */
 export async function prepareDevMachine(dataDir: string): Promise<EngineChoice> {
   installMissing();
+  daemon();
   return ensureEngine({ dir: devEngineDir(dataDir), dockerHost: process.env.DOCKER_HOST || undefined });
 }

@@ -133,6 +133,12 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
       enter('removeVolume');
       volumes.delete(name);
     },
+    download: async () => null,
+    upload: async () => null,
+    async fillVolume(name, labels) {
+      enter('fillVolume');
+      volumes.set(name, labels);
+    },
     async createNetwork(spec) {
       enter('createNetwork');
       if (networks.has(spec.name)) throw new EngineError(`network with name ${spec.name} already exists`, 'conflict');

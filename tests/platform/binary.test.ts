@@ -7,6 +7,7 @@ import { SERVICE_NAMES } from '../../src/platform/config';
 import { TEST_SECRET } from '../helpers/platform';
 import { keelBinary } from '../helpers/once';
 import { startKeel, type KeelProcess } from '../helpers/process';
+import { waitFor } from '../helpers/wait';
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-bin-'));
 let binary: string;
@@ -63,6 +64,20 @@ test('the binary runs the same CLI: --version names its commit, a wrong command 
   expect(wrong.exitCode).toBe(2);
   expect(wrong.stderr.toString()).toContain('usage:\n  keel [serve]');
 });
+
+test("it carries keeld: a workspace's processes start under the workspace daemon", async () => {
+  const token = Bun.spawnSync([binary, 'token', '--sub', 'alice', '--ttl', '5m'], { env: { ...process.env, APP_API_SECRET: TEST_SECRET, APP_DATA_DIR: join(dir, 'data') }, stdout: 'pipe' }).stdout.toString().trim();
+  const api = (path: string, init: RequestInit = {}) => fetch(keel.urls.workspaces + path, { ...init, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
+  const created = (await (await api('/api/workspaces', { method: 'POST', body: JSON.stringify({ name: 'bin-keeld', template: 'minimal' }) })).json()) as { id: string };
+  try {
+    await waitFor('the workspace to run', async () => ((await (await api(`/api/workspaces/${created.id}`)).json()) as { status: string }).status === 'running', 60_000);
+    const res = await api(`/api/workspaces/${created.id}/exec`, { method: 'POST', body: JSON.stringify({ command: 'cat /proc/$PPID/comm; ls -l /.keel/keeld' }) });
+    const out = ((await res.json()) as { stdout: string }).stdout;
+    expect(out).toMatch(/^keeld\n-r-xr-xr-x /);
+  } finally {
+    await api(`/api/workspaces/${created.id}`, { method: 'DELETE' });
+  }
+}, 90_000);
 
 test('SIGTERM stops the binary cleanly', async () => {
   expect(await keel.stop()).toBe(0);

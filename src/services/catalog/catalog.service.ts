@@ -6,7 +6,7 @@ import type { ProbeStream } from '../../platform/bus/media-shapes';
 import type { BusQueries } from '../../platform/bus/subjects';
 import type { Orm, Store } from '../../platform/store';
 import { AppError } from '../../platform/errors';
-import './catalog.errors';
+import { CatalogErrors } from './catalog.errors';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Asset, AssetSummary, ImageKind, MediaIndex, Relation, ScanInput, Work, WorksFilter } from './catalog.model';
 import type { ImageEngine } from './media-engine/images';
@@ -22,11 +22,11 @@ import type { KindRegistry } from './kinds';
 import { locate, pathRefused, resolveOnRoot } from './paths';
 
 // A 4xx AppError is not retryable and permanent unless it says otherwise.
-export const workNotFound = () => new AppError('CATALOG_WORK_NOT_FOUND', 'No such work');
-export const editionNotFound = () => new AppError('CATALOG_EDITION_NOT_FOUND', 'No such edition');
-export const bindingConflict = () => new AppError('CATALOG_BINDING_CONFLICT', 'The edition does not belong to the work');
-export const imageNotFound = () => new AppError('CATALOG_IMAGE_NOT_FOUND', 'The work has no image of that kind');
-export const imageUnreadable = () => new AppError('CATALOG_IMAGE_UNREADABLE', 'The image could not be read');
+export const workNotFound = () => CatalogErrors.CATALOG_WORK_NOT_FOUND('No such work');
+export const editionNotFound = () => CatalogErrors.CATALOG_EDITION_NOT_FOUND('No such edition');
+export const bindingConflict = () => CatalogErrors.CATALOG_BINDING_CONFLICT('The edition does not belong to the work');
+export const imageNotFound = () => CatalogErrors.CATALOG_IMAGE_NOT_FOUND('The work has no image of that kind');
+export const imageUnreadable = () => CatalogErrors.CATALOG_IMAGE_UNREADABLE('The image could not be read');
 
 export interface CatalogDeps {
   store: Store;

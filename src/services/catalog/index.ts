@@ -9,7 +9,7 @@ import { createServiceApp } from '../../platform/http/service-app';
 import { featuresLifetime, mountFeatures, type Feature } from '../../platform/feature';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { loadCatalogConfig, type CatalogConfig } from './catalog.config';
-import { catalogErrors } from './catalog.errors';
+import { catalogErrorTable } from './catalog.errors';
 import * as catalogModels from './catalog.model';
 import { catalogRoutes } from './catalog.routes';
 import { createCatalog } from './catalog.service';
@@ -103,7 +103,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
     createServiceApp(deps, {
       name: 'catalog',
       style: 'problem',
-      errors: catalogErrors,
+      errors: catalogErrorTable,
       models: features.flatMap((f) => f.models ?? []),
       title: 'Keel catalog',
       description: 'Works, editions and media assets; file scanning through the media engine. Errors are RFC 9457 problem+json.',

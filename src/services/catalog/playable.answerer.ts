@@ -3,9 +3,9 @@
 import type { Bus } from '../../platform/bus/bus';
 import type { BusQueries } from '../../platform/bus/subjects';
 import type { Store } from '../../platform/store';
-import { AppError } from '../../platform/errors';
 import { createCatalogRepository } from './catalog.repository';
 import { iso6392 } from './metadata/languages';
+import { CatalogErrors, catalogErrorTable } from './catalog.errors';
 
 type Playable = BusQueries['qry.catalog.playable'];
 
@@ -13,7 +13,7 @@ export function createPlayableAnswerer(deps: { store: Store }) {
   const rows = createCatalogRepository(deps.store);
   async function playable(req: Playable['request']): Promise<Playable['reply']> {
     if (typeof req?.assetId !== 'string' || req.assetId.length < 1 || req.assetId.length > 128) {
-      throw new AppError('CATALOG_REQUEST_INVALID', 'qry.catalog.playable needs an assetId of 1 to 128 characters');
+      throw CatalogErrors.CATALOG_REQUEST_INVALID('qry.catalog.playable needs an assetId of 1 to 128 characters');
     }
     const row = await rows.playable(req.assetId);
     const none = { assetId: req.assetId, container: '', durationMs: 0, bitrateBps: 0, keyframesMs: [], streams: [], subtitleFiles: [] };
@@ -27,5 +27,5 @@ export function createPlayableAnswerer(deps: { store: Store }) {
       subtitleFiles: row.asset.subtitleFiles,
     };
   }
-  return { playable, listen: (bus: Bus) => bus.answer('qry.catalog.playable', playable) };
+  return { playable, listen: (bus: Bus) => bus.answer('qry.catalog.playable', playable, catalogErrorTable) };
 }

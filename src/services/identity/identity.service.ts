@@ -3,7 +3,6 @@
 import type { Bus } from '../../platform/bus/bus';
 import type { IdentitySessionEndReason } from '../../platform/bus/subjects';
 import { AppError } from '../../platform/errors';
-import './identity.errors';
 import { reauthRequired, unauthenticated } from '../../platform/auth/denials';
 import type { SessionState } from '../../platform/auth/session-check';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
@@ -13,6 +12,7 @@ import type { ActorRow, SessionRow } from './identity.tables';
 import { createIdentityRepository } from './identity.repository';
 import type { KeyStore } from './keys';
 import { API_KEY_PREFIX, hashSecret, isSecretShaped, newSecret, REFRESH_TOKEN_PREFIX, secretHint, signAccessToken } from './tokens';
+import { IdentityErrors, identityErrorTable } from './identity.errors';
 
 export interface IdentityDeps {
   store: Store;
@@ -29,8 +29,8 @@ export interface Caller {
   actorId?: string;
 }
 
-export const actorNotFound = () => new AppError('IDENTITY_ACTOR_NOT_FOUND', 'No such actor');
-export const sessionNotFound = () => new AppError('IDENTITY_SESSION_NOT_FOUND', 'No such session');
+export const actorNotFound = () => IdentityErrors.IDENTITY_ACTOR_NOT_FOUND('No such actor');
+export const sessionNotFound = () => IdentityErrors.IDENTITY_SESSION_NOT_FOUND('No such session');
 
 export function actorView(a: ActorRow) {
   return {
@@ -289,8 +289,8 @@ export function createIdentity(deps: IdentityDeps) {
         bus.answer('qry.identity.session', async ({ sid, sub }) => {
           if (typeof sid !== 'string' || typeof sub !== 'string') return { live: false, reauth: false, reason: 'unknown-session' as const };
           return identity.sessionState(sid, sub);
-        }),
-        bus.answer('qry.identity.jwks', () => ({ keys: keys.publicJwks() })),
+        }, identityErrorTable),
+        bus.answer('qry.identity.jwks', () => ({ keys: keys.publicJwks() }), identityErrorTable),
       ];
       return () => offs.forEach((off) => off());
     },

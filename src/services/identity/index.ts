@@ -8,7 +8,7 @@ import { featuresLifetime, mountFeatures, type Feature } from '../../platform/fe
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createCallers } from './callers';
 import { loadIdentityConfig, type IdentityConfig } from './identity.config';
-import { identityErrors } from './identity.errors';
+import { identityErrorTable } from './identity.errors';
 import * as identityModels from './identity.model';
 import { identityRoutes } from './identity.routes';
 import { createIdentity } from './identity.service';
@@ -53,7 +53,7 @@ export async function createIdentityService(deps: ServiceDeps, config: IdentityC
     createServiceApp(deps, {
       name: 'identity',
       style: 'problem',
-      errors: identityErrors,
+      errors: identityErrorTable,
       models: features.flatMap((f) => f.models ?? []),
       title: 'Keel identity service',
       description:

@@ -9,7 +9,7 @@ import { errorFields } from '../../platform/runtime';
 import { featuresLifetime, mountFeatures, type Feature } from '../../platform/feature';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { loadPlaybackConfig, type PlaybackConfig } from './playback.config';
-import { playbackErrors } from './playback.errors';
+import { playbackErrorTable } from './playback.errors';
 import * as playbackModels from './playback.model';
 import { createPlaybackRepository } from './playback.repository';
 import { playbackRoutes } from './playback.routes';
@@ -63,7 +63,7 @@ export function createPlaybackService(deps: ServiceDeps, cfg: PlaybackConfig): S
     createServiceApp(deps, {
       name: 'playback',
       style: 'problem',
-      errors: playbackErrors,
+      errors: playbackErrorTable,
       models: features.flatMap((f) => f.models ?? []),
       title: 'Keel playback',
       description:

@@ -3,7 +3,7 @@
 import { createServiceApp } from '../../platform/http/service-app';
 import { featuresLifetime, type Feature } from '../../platform/feature';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
-import { sourcesErrors } from './sources.errors';
+import { sourcesErrorTable } from './sources.errors';
 import { createSources } from './sources.service';
 
 export function createSourcesService(deps: ServiceDeps): Service {
@@ -12,7 +12,7 @@ export function createSourcesService(deps: ServiceDeps): Service {
   const app = createServiceApp(deps, {
     name: 'sources',
     style: 'problem',
-    errors: sourcesErrors,
+    errors: sourcesErrorTable,
     title: 'Keel sources service',
     description: 'Keel sources: where the bytes of an asset can be read. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
   });

@@ -4,17 +4,16 @@
 // higher preference, then the most recently checked.
 import type { Bus } from '../../platform/bus/bus';
 import type { BusEvents, BusQueries, SourceBinding } from '../../platform/bus/subjects';
-import { AppError } from '../../platform/errors';
-import './sources.errors';
 import type { Clock } from '../../platform/runtime';
 import type { Store } from '../../platform/store';
 import { createSourcesRepository, type BindingRow } from './sources.repository';
+import { SourcesErrors, sourcesErrorTable } from './sources.errors';
 
 const toBinding = (r: BindingRow): SourceBinding => ({
   id: r.id, assetId: r.assetId, kind: 'file', root: r.root, path: r.path, available: r.available, checkedAt: r.checkedAt,
 });
 
-export const badResolve = () => new AppError('SOURCES_REQUEST_INVALID', 'qry.sources.resolve needs an assetId of 1 to 128 characters');
+export const badResolve = () => SourcesErrors.SOURCES_REQUEST_INVALID('qry.sources.resolve needs an assetId of 1 to 128 characters');
 
 export function createSources(deps: { store: Store; clock: Clock }) {
   const bindings = createSourcesRepository(deps.store, deps.clock);
@@ -35,7 +34,7 @@ export function createSources(deps: { store: Store; clock: Clock }) {
     const offs = [
       bus.consume('sources-bindings', 'evt.catalog.assetIndexed', onIndexed),
       bus.consume('sources-bindings', 'evt.catalog.assetAvailability', onAvailability),
-      bus.answer('qry.sources.resolve', resolve),
+      bus.answer('qry.sources.resolve', resolve, sourcesErrorTable),
     ];
     return () => offs.forEach((off) => off());
   }

@@ -5,7 +5,7 @@ import { createServiceApp } from '../../platform/http/service-app';
 import { errorFields } from '../../platform/runtime';
 import { featuresLifetime, type Feature } from '../../platform/feature';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
-import { workersErrors } from './workers.errors';
+import { workersErrorTable } from './workers.errors';
 import { checkJobHandlers } from './jobs';
 import { join } from 'node:path';
 import { createLibraryScanJob } from './jobs/library-scan';
@@ -70,7 +70,7 @@ export async function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig
   const app = createServiceApp(deps, {
     name: 'workers',
     style: 'problem',
-    errors: workersErrors,
+    errors: workersErrorTable,
     title: 'Keel workers service',
     description: 'Keel workers: background jobs of the media services. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
   });

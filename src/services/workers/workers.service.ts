@@ -4,8 +4,7 @@
 // evt.workers.jobProgress after its commit.
 import type { Bus } from '../../platform/bus/bus';
 import { JOB_TYPES, type JobProgress, type JobStatus, type JobSubmission, type JobView } from '../../platform/bus/subjects';
-import { AppError } from '../../platform/errors';
-import './workers.errors';
+import { WorkersErrors } from './workers.errors';
 import { errorFields, newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Store } from '../../platform/store';
 import { answerJobCommands, type JobQueue, type JobRow, type Outcome } from './queue';
@@ -13,8 +12,8 @@ import { createWorkersRepository } from './workers.repository';
 
 export type { JobRow } from './queue';
 
-export const jobNotFound = () => new AppError('WORKERS_JOB_NOT_FOUND', 'No such job');
-export const badJob = (why: string) => new AppError('WORKERS_JOB_INVALID', `The job is refused: ${why}`);
+export const jobNotFound = () => WorkersErrors.WORKERS_JOB_NOT_FOUND('No such job');
+export const badJob = (why: string) => WorkersErrors.WORKERS_JOB_INVALID(`The job is refused: ${why}`);
 
 export const DEFAULT_MAX_ATTEMPTS = 3;
 

@@ -2,24 +2,24 @@
 // the actor may see, its running container, and how an engine failure reads in the API. Features use
 // this and engine/, never each other's service files.
 import { AppError } from '../../platform/errors';
-import './workspaces.errors';
+import { WorkspaceErrors } from './workspaces.errors';
 import type { Store } from '../../platform/store';
 import { canAccess, type Actor } from '../../platform/auth/workspace-token';
 import { EngineError } from './engine/engine';
 import type { WorkspaceRow } from './workspaces.tables';
 import { createAccessRepository } from './access.repository';
 
-export const workspaceNotFound = () => new AppError('WORKSPACE_NOT_FOUND', 'workspace not found');
+export const workspaceNotFound = () => WorkspaceErrors.WORKSPACE_NOT_FOUND('workspace not found');
 
 /** 503 when no engine answers: the client may retry later; nothing was done. */
 const engineUnavailable = (e: EngineError) =>
-  new AppError('ENGINE_UNAVAILABLE', `no container engine answers; nothing was done (${e.message})`.slice(0, 400));
+  WorkspaceErrors.ENGINE_UNAVAILABLE(`no container engine answers; nothing was done (${e.message})`.slice(0, 400));
 
 /** An engine failure as the API reports it: 503 when no engine answers, else 502 with the engine's message (it names no secret). */
 export function engineFailure(e: unknown): AppError {
   if (e instanceof AppError) return e;
   if (e instanceof EngineError && e.kind === 'unavailable') return engineUnavailable(e);
-  return new AppError('ENGINE_ERROR', `the Docker engine refused the operation: ${e instanceof Error ? e.message : String(e)}`.slice(0, 400));
+  return WorkspaceErrors.ENGINE_ERROR(`the Docker engine refused the operation: ${e instanceof Error ? e.message : String(e)}`.slice(0, 400));
 }
 
 /**
@@ -55,7 +55,7 @@ export function createAccess(store: Store, opts: { engineReady?: (row: Workspace
     // The engine first: while it does not answer, the stored status may no longer be true.
     const ws = engineReady(await getOwned(actor, id));
     if (ws.status !== 'running' || !ws.containerId) {
-      throw new AppError('WORKSPACE_NOT_RUNNING', `the workspace is ${ws.status}; start it to run commands`, { status: ws.status });
+      throw WorkspaceErrors.WORKSPACE_NOT_RUNNING(`the workspace is ${ws.status}; start it to run commands`, { status: ws.status });
     }
     return ws.containerId;
   }

@@ -18,11 +18,12 @@ import type { TargetPolicy } from '../../platform/net/address-policy';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { createAccess } from './access';
 import { createActivity } from './activity';
-import { workspaceErrors } from './workspaces.errors';
+import { workspaceErrorTable } from './workspaces.errors';
 import { createQuotas } from './quotas';
 import { createTargetGuard } from './targets';
 import { createEngine } from './engine/docker';
 import { createEngines, type Engines } from './engine/engines';
+import { keeldBinary, withDaemon } from './engine/with-daemon';
 import type { Engine } from './engine/engine';
 import { createTemplateRegistry } from './images/templates';
 import { loadStreamsConfig, type StreamsConfig } from './streams.config';
@@ -99,9 +100,12 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   let engines: Engines | undefined;
   const activity = createActivity({ clock, log });
   const access = createAccess(store, { engineReady: (row) => void engines?.requireUp(row.engine), used: activity.touch });
+  const codeKey = loadCodeKey(deps.config.dataDir);
+  // Each engine's workspace processes start through keeld, the daemon in every container (engine/with-daemon.ts).
+  const daemon = { binary: () => keeldBinary(settings.daemon), key: codeKey, log: log.child({ component: 'daemon' }) };
   engines = createEngines({
     settings: settings.engines,
-    connect: deps.connectEngine ?? ((e) => createEngine(e.host, { certPath: e.certPath })),
+    connect: deps.connectEngine ?? ((e) => withDaemon(createEngine(e.host, { certPath: e.certPath }), daemon)),
     locate: {
       workspace: async (id) => (await access.row(id))?.engine ?? lifecycle.service.pooledEngine(id),
       container: access.engineOfContainer,
@@ -166,7 +170,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     publicTemplate: templates.service.publicVersion,
     instance: instanceId(deps.config.dataDir, clock),
     snapshotDir: join(deps.config.dataDir, 'snapshots'),
-    codeKey: loadCodeKey(deps.config.dataDir),
+    codeKey,
     cloneDeny: targets.deny,
     onEvent: usage.service.onWorkspaceEvent,
     auth,
@@ -176,10 +180,10 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   const workspaces = lifecycle.service;
   const snapshots = createSnapshotsFeature({ auth, workspaces });
   const volumes = createVolumesFeature({ store, engine, auth });
-  const exec = createExecFeature({ engine, access, onExecEnd: usage.service.recordExec, auth, sse, quotas });
-  const logs = createLogsFeature({ engine, access, clock, log, auth, exec: exec.service, sse, quotas });
+  const exec = createExecFeature({ engine, access, quotas, onExecEnd: usage.service.recordExec, auth, sse });
+  const logs = createLogsFeature({ engine, access, quotas, clock, log, auth, exec: exec.service, sse });
   const files = createFilesFeature({ engine, access, maxBytes: settings.fileMaxBytes, readMaxBytes: settings.toolReadMaxBytes, auth });
-  const processes = createProcessesFeature({ store, engine, access, clock, settings: settings.processes, auth, sse, quotas, log });
+  const processes = createProcessesFeature({ store, engine, access, quotas, clock, settings: settings.processes, auth, sse, log });
   const terminals = createTerminalsFeature({ engine, access, quotas, clock, onActivity: activity.touch, auth });
   const previews = createPreviewsFeature({ store, engine, access, clock, log, settings, host: deps.config.host, auth, onActivity: activity.touch });
   const agent = createAgentFeature({
@@ -187,8 +191,8 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     providers: createProviders(agentSettings.providers),
     shell: exec.service,
     files: files.service,
-    takeExecSlot: (actor) => quotas.take(actor, 'execs'),
     access,
+    quotas,
     config: agentSettings,
     clock,
     log: log.child({ feature: 'agent' }),
@@ -196,11 +200,10 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     mcpPolicy: policy,
     auth,
     sse,
-    quotas,
   });
-  const mcp = createMcpFeature({ auth, workspaces, exec: exec.service, quotas, files: files.service, processes: processes.service, previews: previews.service, templates: images.service });
+  const mcp = createMcpFeature({ auth, workspaces, exec: exec.service, files: files.service, processes: processes.service, previews: previews.service, templates: images.service });
   const webhooks = createWebhooksFeature({ store, clock, log: log.child({ component: 'webhooks' }), config: webhooksSettings, policy, auth });
-  const events = createEventsFeature({ clock, auth, sse, quotas });
+  const events = createEventsFeature({ clock, quotas, auth, sse });
 
   /** Every feature, in the order of their routes (and of the OpenAPI document's paths). */
   const features: Feature[] = [lifecycle, snapshots, images, templates, volumes, logs, exec, files, processes, terminals, previews, agent, usage, mcp, webhooks, events];
@@ -224,7 +227,7 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
     createServiceApp(deps, {
       name: 'workspaces',
       style: 'envelope',
-      errors: workspaceErrors,
+      errors: workspaceErrorTable,
       models: features.flatMap((f) => f.models ?? []),
       title: 'Keel workspace API',
       description:

@@ -20,11 +20,13 @@
 //     quotas.hold(actor, 'streams', stream.signal);      // the slot goes back when the signal aborts
 //
 // An SSE stream's signal (platform/http/sse.ts) aborts on every end: the client leaving, the events
-// ending, a dropped slow reader, a shutdown. So `hold(actor, 'streams', stream.signal)` right after
-// `sse.open` is all an agent stream needs, plus `release` if it fails before `respond`.
+// ending, a dropped slow reader, a shutdown. The held slots are taken by the services, never by a
+// transport: a service that opens a stream does it through `holdingStream(actor, signal, open)` (the
+// slot goes back when the signal aborts, or at once when opening fails), and the exec service takes
+// the exec slots (exec.service.ts), so HTTP routes, MCP tools and agent tools count alike.
 import { and, count, eq, inArray, ne } from 'drizzle-orm';
 import { AppError } from '../../platform/errors';
-import './workspaces.errors';
+import { WorkspaceErrors } from './workspaces.errors';
 import type { Orm, Store } from '../../platform/store';
 import type { Actor } from '../../platform/auth/workspace-token';
 import { workspacesTables, type WorkspaceRow, type WorkspaceStatus } from './workspaces.tables';
@@ -59,7 +61,7 @@ export interface QuotaSlot {
 
 /** `sessions` and `dailyTokens` are the agent's own quotas, counted from its tables (agent/agent.usage.ts). */
 export const quotaExceeded = (quota: QuotaName | 'sessions' | 'dailyTokens' | 'processes', limit: number) =>
-  new AppError('QUOTA_EXCEEDED', `quota exceeded: ${quota} (limit ${limit}); free one first`, { quota, limit });
+  WorkspaceErrors.QUOTA_EXCEEDED(`quota exceeded: ${quota} (limit ${limit}); free one first`, { quota, limit });
 
 const NO_SLOT: QuotaSlot = { release() {} };
 
@@ -117,6 +119,13 @@ export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
     };
   }
 
+  function hold(actor: Actor, quota: HeldQuota, signal: AbortSignal): QuotaSlot {
+    const slot = take(actor, quota);
+    if (signal.aborted) slot.release();
+    else signal.addEventListener('abort', () => slot.release(), { once: true });
+    return slot;
+  }
+
   return {
     limits,
 
@@ -159,11 +168,21 @@ export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
     take,
 
     /** Takes a slot and gives it back when `signal` aborts (at once if it already has). */
-    hold(actor: Actor, quota: HeldQuota, signal: AbortSignal): QuotaSlot {
-      const slot = take(actor, quota);
-      if (signal.aborted) slot.release();
-      else signal.addEventListener('abort', () => slot.release(), { once: true });
-      return slot;
+    hold,
+
+    /**
+     * Opens a stream of `actor` holding one of its stream slots until `signal` (the stream's end,
+     * however it ends) aborts: 429 QUOTA_EXCEEDED before `open` runs when none is left, and the slot
+     * back at once when `open` fails.
+     */
+    async holdingStream<T>(actor: Actor, signal: AbortSignal, open: () => Promise<T> | T): Promise<T> {
+      const slot = hold(actor, 'streams', signal);
+      try {
+        return await open();
+      } catch (e) {
+        slot.release();
+        throw e;
+      }
     },
 
     /** What `actor` holds against each quota (admins: their own counts; they are not limited). */

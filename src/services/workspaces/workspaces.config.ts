@@ -225,6 +225,12 @@ export interface WorkspacesConfig {
   toolReadMaxBytes: number;
   /** APP_PREVIEW_PORT: the preview listener's port (0: any free one). */
   previewPort: number;
+  /**
+   * APP_WORKSPACE_DAEMON: keeld's binary (docs/computer.md#the-daemon): `auto` (the default) is the one
+   * built into daemon/bin or carried by the compiled binary, `off` none (every process starts through
+   * the engine's exec), else an absolute path.
+   */
+  daemon: 'auto' | 'off' | string;
   /** APP_PREVIEW_DOMAIN: previews are served at `http://<label>.<domain>:<previewPort>/` (default `localhost`). */
   previewDomain: string;
   /** APP_PREVIEW_PUBLIC_URL: the whole form of a preview's URL behind a TLS proxy, `{label}` in its host; replaces the one above. */
@@ -291,6 +297,7 @@ export function loadWorkspacesConfig(env: Env = process.env): WorkspacesConfig {
     fileMaxBytes: readInt(env, 'APP_FILE_MAX_BYTES', 1024 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
     toolReadMaxBytes: readInt(env, 'APP_TOOL_READ_MAX_BYTES', 1024 * 1024, 1, 8 * 1024 * 1024),
     previewPort: readInt(env, 'APP_PREVIEW_PORT', 3105, 0, 65535),
+    daemon: ['auto', 'off'].includes(readString(env, 'APP_WORKSPACE_DAEMON', 'auto')) ? readString(env, 'APP_WORKSPACE_DAEMON', 'auto') : readAbsolutePath(env, 'APP_WORKSPACE_DAEMON', ''),
     previewDomain: readPreviewDomain(env),
     previewPublicUrl: readPreviewPublicUrl(env),
     processes: {

@@ -82,8 +82,9 @@ describe('a minimal workspace', () => {
     });
     for (const bindings of Object.values(h.PortBindings) as { HostIp: string }[][]) expect(bindings[0]!.HostIp).toBe('127.0.0.1');
     expect(h.PortBindings['8080/tcp'][0].HostPort).toBe(String(ws.port));
-    const mounts = c.Mounts.map((m: any) => m.Destination);
-    expect(mounts).toEqual(['/workspace']);
+    // The workspace's volume, and keeld's (the workspace daemon), read-only.
+    const mounts = c.Mounts.map((m: any) => [m.Destination, m.RW]).sort();
+    expect(mounts).toEqual([['/.keel', false], ['/workspace', true]]);
     expect(JSON.stringify(c.Mounts)).not.toContain('docker.sock');
     expect(dexec(ws.containerId, 'id -u').stdout).toBe('1000');
   });

@@ -7,17 +7,17 @@ import type { Bus } from '../../../platform/bus/bus';
 import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, ScanTarget, WorkerJobs } from '../../../platform/bus/subjects';
 import type { Store } from '../../../platform/store';
 import { AppError } from '../../../platform/errors';
-import '../catalog.errors';
 import { isInside } from '../../../platform/paths';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
 import { checkRelativePath, noMediaRoots, pathRefused } from '../paths';
 import { localSignature } from '../metadata/local-metadata';
 import type { LibraryScanView } from './library.model';
 import { createLibraryRepository } from './library.repository';
+import { CatalogErrors, catalogErrorTable } from '../catalog.errors';
 
-export const scanNotFound = () => new AppError('CATALOG_SCAN_NOT_FOUND', 'No such library scan');
+export const scanNotFound = () => CatalogErrors.CATALOG_SCAN_NOT_FOUND('No such library scan');
 export const folderNotFound = () =>
-  new AppError('CATALOG_FOLDER_NOT_FOUND', 'No folder exists at the path under the media roots');
+  CatalogErrors.CATALOG_FOLDER_NOT_FOUND('No folder exists at the path under the media roots');
 
 export interface LibraryDeps {
   store: Store;
@@ -237,12 +237,12 @@ export function createLibrary(deps: LibraryDeps) {
   /** Answers the scan job's steps and the bus command that starts a scan; follows the scan jobs' ends. */
   function listen(bus: Bus): () => void {
     const offs = [
-      bus.answer('cmd.library.scan', (req) => startScan(req)),
-      bus.answer('cmd.library.begin', (req) => begin(req.scanId)),
-      bus.answer('cmd.library.compare', (req) => compare(req.scanId, req.root, req.files)),
-      bus.answer('cmd.library.index', (req) => index(req.scanId, req.root, req.file)),
-      bus.answer('cmd.library.sweep', (req) => sweep(req.scanId, req.root, req.folder, req.skipped ?? [])),
-      bus.answer('cmd.library.finish', (req) => finish(req.scanId)),
+      bus.answer('cmd.library.scan', (req) => startScan(req), catalogErrorTable),
+      bus.answer('cmd.library.begin', (req) => begin(req.scanId), catalogErrorTable),
+      bus.answer('cmd.library.compare', (req) => compare(req.scanId, req.root, req.files), catalogErrorTable),
+      bus.answer('cmd.library.index', (req) => index(req.scanId, req.root, req.file), catalogErrorTable),
+      bus.answer('cmd.library.sweep', (req) => sweep(req.scanId, req.root, req.folder, req.skipped ?? []), catalogErrorTable),
+      bus.answer('cmd.library.finish', (req) => finish(req.scanId), catalogErrorTable),
       bus.consume('catalog-library', 'evt.workers.jobProgress', (e) => onJob(e.job)),
     ];
     return () => offs.forEach((off) => off());

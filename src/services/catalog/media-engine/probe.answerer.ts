@@ -1,8 +1,6 @@
 // The media engine's answer to qry.media.probe: facts of a real ffprobe run, keyframes and the
 // fastHash for a file under a media root. A file that is not a medium is a normal answer.
 import { extname } from 'node:path';
-import { AppError } from '../../../platform/errors';
-import '../catalog.errors';
 import type { Bus } from '../../../platform/bus/bus';
 import { STREAM_TYPES, type ProbeFacts, type ProbeStream } from '../../../platform/bus/media-shapes';
 import type { BusQueries } from '../../../platform/bus/subjects';
@@ -12,11 +10,12 @@ import { fastHash } from './fast-hash';
 import type { Ffprobe, FfprobeJson, FfprobeStreamJson } from './ffprobe';
 import { keyframes } from './keyframes';
 import { mediaTagsOf } from '../metadata/local-metadata';
+import { CatalogErrors, catalogErrorTable } from '../catalog.errors';
 
 type ProbeReply = BusQueries['qry.media.probe']['reply'];
 
 /** A 5xx AppError: retryable and transient. */
-export const probeTimeout = () => new AppError('MEDIA_PROBE_TIMEOUT', 'ffprobe did not finish within APP_PROBE_TIMEOUT_MS; retry later');
+export const probeTimeout = () => CatalogErrors.MEDIA_PROBE_TIMEOUT('ffprobe did not finish within APP_PROBE_TIMEOUT_MS; retry later');
 
 /** Our container name from ffprobe's demuxer list, refined by the brand or the extension. */
 export function containerName(formatName: string, file: string, majorBrand?: string): string {
@@ -134,6 +133,6 @@ export function createProbeAnswerer(deps: { mediaRoots: string[]; ffprobe: Ffpro
   return {
     probe,
     /** Registers the answerer; returns the function that unregisters it. */
-    listen: (bus: Bus) => bus.answer('qry.media.probe', probe),
+    listen: (bus: Bus) => bus.answer('qry.media.probe', probe, catalogErrorTable),
   };
 }

@@ -3,17 +3,16 @@
 import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import type { Feature } from '../../../platform/feature';
-import type { Quotas } from '../quotas';
 import type { AgentConfig } from './agent.config';
 import { agentRoutes } from './agent.routes';
 import { createAgentService, type AgentService, type AgentServiceDeps } from './agent.service';
 import * as models from './agent.model';
 
-export function createAgentFeature(deps: AgentServiceDeps & { auth: WorkspaceAuthPlugin; config: AgentConfig; sse: Sse; quotas: Quotas }): Feature<AgentService> {
+export function createAgentFeature(deps: AgentServiceDeps & { auth: WorkspaceAuthPlugin; config: AgentConfig; sse: Sse }): Feature<AgentService> {
   const agent = createAgentService(deps);
   return {
     service: agent,
-    routes: agentRoutes({ auth: deps.auth, agent, config: deps.config, sse: deps.sse, quotas: deps.quotas }),
+    routes: agentRoutes({ auth: deps.auth, agent, config: deps.config, sse: deps.sse }),
     models: [models],
     // Turns a previous run left in flight end as interrupted.
     start: () => agent.recover(),

@@ -120,6 +120,19 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
       await callOr(404, undefined, () => docker.getVolume(name).remove());
     },
 
+    async fillVolume(name, labels, image, tar) {
+      await call(() => docker.createVolume({ Name: name, Labels: labels }));
+      // Created, never started: no process runs; no network, so it joins none.
+      const c = await call(() =>
+        docker.createContainer({ Image: image, Cmd: ['/keel-never-run'], NetworkDisabled: true, Labels: { 'dev.keel.reader': 'true' }, HostConfig: { NetworkMode: 'none', Mounts: [{ Type: 'volume', Source: name, Target: '/keel-fill' }] } }),
+      );
+      try {
+        await call(() => c.putArchive(tar, { path: '/keel-fill' }));
+      } finally {
+        await c.remove({ force: true }).catch(() => {});
+      }
+    },
+
     // Least privilege: no capabilities, no new privileges, memory, CPU and pid limits, an init as PID 1.
     async createContainer(spec: ContainerSpec): Promise<string> {
       const exposed: Record<string, object> = {};
@@ -150,7 +163,10 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
             MemorySwap: spec.memoryBytes,
             NanoCpus: spec.nanoCpus,
             PidsLimit: spec.pids,
-            Mounts: [{ Type: 'volume', Source: spec.volume, Target: spec.mountPath }],
+            Mounts: [
+              { Type: 'volume', Source: spec.volume, Target: spec.mountPath },
+              ...(spec.readOnlyVolumes ?? []).map((v) => ({ Type: 'volume' as const, Source: v.name, Target: v.target, ReadOnly: true })),
+            ],
             PortBindings: bindings,
             RestartPolicy: { Name: 'no' },
             // Its own bridge only (never the engine's default bridge, shared by every container).
@@ -163,6 +179,10 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
       );
       return c.id;
     },
+
+    // The engine has no file calls of its own but archives: transfers go through execStart (files.service.ts).
+    download: async () => null,
+    upload: async () => null,
 
     async putArchive(id: string, path: string, tar: Readable): Promise<void> {
       await call(() => docker.getContainer(id).putArchive(tar, { path }));
@@ -208,6 +228,7 @@ export function createEngine(dockerHost?: string, opts: { certPath?: string } = 
         error: info.State.Error ?? '',
         networks: Object.keys(info.NetworkSettings?.Networks ?? {}),
         address: Object.values(info.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress,
+        labels: info.Config.Labels ?? {},
       };
     },
 

@@ -53,6 +53,8 @@ export interface ContainerSpec {
   log: { maxSize: string; maxFiles: number };
   /** `--storage-opt size=` for the container's writable layer (only some storage drivers accept it); absent: none. */
   diskLimit?: string;
+  /** Volumes mounted read-only besides the workspace's (keeld's, engine/with-daemon.ts). */
+  readOnlyVolumes?: { name: string; target: string }[];
 }
 
 /** A user-defined bridge network with one IPv4 subnet. */
@@ -85,6 +87,8 @@ export interface ContainerState {
   networks: string[];
   /** Its IPv4 address on its network (previews reach its ports there); absent when it has none. */
   address?: string;
+  /** Its labels (fixed at create). */
+  labels?: Record<string, string>;
 }
 
 /** A container or volume carrying this Keel instance's labels; `id` is the volume name for volumes. */
@@ -183,6 +187,11 @@ export interface Engine {
   createVolume(name: string, labels: Record<string, string>, sizeLimit?: string): Promise<void>;
   /** Removes a volume; an absent one is fine. */
   removeVolume(name: string): Promise<void>;
+  /**
+   * Unpacks `tar` (paths relative to the volume's root) into the volume `name`, made if absent, through
+   * a container of `image` that is created, never started, and removed.
+   */
+  fillVolume(name: string, labels: Record<string, string>, image: string, tar: Buffer): Promise<void>;
 
   /**
    * Creates a bridge network. Its name taken answers EngineError `conflict`; a subnet that overlaps
@@ -269,7 +278,22 @@ export interface Engine {
   execCollect(containerId: string, cmd: string[], maxBytes?: number): Promise<{ exitCode: number | null; stdout: string; stderr: string; truncated: boolean }>;
   /** Kills a process group inside the container (the exec'd command and everything it started); never throws. */
   killProcessGroup(containerId: string, pid: number): Promise<void>;
+  /**
+   * A regular file's bytes [start, start + length) (all of it without a range) through the container's
+   * daemon, as a stream to pass on untouched; null when the container has no daemon to ask (the caller
+   * reads through execStart). A refusal (the file gone, not readable) is EngineError `refused` with the
+   * system's message.
+   */
+  download(containerId: string, path: string, range: { start: number; length: number } | null): Promise<ReadableStream<Uint8Array> | null>;
+  /**
+   * Writes `body` to `path` (its directories made) through the container's daemon, at most `maxBytes`
+   * of it; null when the container has no daemon (the caller writes through execStart).
+   */
+  upload(containerId: string, path: string, body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<UploadResult | null>;
 }
+
+/** How an upload through the daemon ended: its size, or why not (past its limit, or the system's message). */
+export type UploadResult = { ok: true; size: number } | { ok: false; tooLarge: boolean; message: string };
 
 /** inspect()'s answer as "does it run?": true, false, or null when the engine has no such container. */
 export const runState = (state: ContainerState | null): boolean | null => (state ? state.running : null);

@@ -146,6 +146,8 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     imageConfig: (ref) => first().imageConfig(ref),
     imageFiles: (ref, paths) => first().imageFiles(ref, paths),
     createVolume: async (name, labels, size) => (await ofWorkspace(labels[LABEL_WORKSPACE])).createVolume(name, labels, size),
+    // keeld's volume is filled per engine by with-daemon.ts on that engine; here: the first that answers.
+    fillVolume: (name, labels, image, tar) => first().fillVolume(name, labels, image, tar),
     removeVolume: async (name) => removeEverywhere(seen.get(name) ?? (await where(() => locate.volume(name))), (e) => e.removeVolume(name)),
     createNetwork: async (spec) => (await ofWorkspace(spec.labels[LABEL_WORKSPACE])).createNetwork(spec),
     async inspectNetwork(name) {
@@ -198,6 +200,8 @@ export function createEngines(deps: { settings: EngineSettings[]; connect: (s: E
     execCollect: async (id, cmd, maxBytes) => (await ofContainer(id)).execCollect(id, cmd, maxBytes),
     execTty: async (id, opts, onData) => (await ofContainer(id)).execTty(id, opts, onData),
     killProcessGroup: async (id, pid) => (await ofContainer(id)).killProcessGroup(id, pid),
+    download: async (id, path, range) => (await ofContainer(id)).download(id, path, range),
+    upload: async (id, path, body, maxBytes) => (await ofContainer(id)).upload(id, path, body, maxBytes),
   };
 
   // Routing may throw before any promise exists (an engine known down): callers get a rejection, as from any engine call.

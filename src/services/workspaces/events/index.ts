@@ -8,7 +8,7 @@ import { eventsRoutes } from './events.routes';
 import { createWorkspaceEvents, type WorkspaceEvents } from './events.service';
 import * as models from './events.model';
 
-export function createEventsFeature(deps: { clock: Clock; auth: WorkspaceAuthPlugin; sse: Sse; quotas: Quotas }): Feature<WorkspaceEvents> {
-  const events = createWorkspaceEvents({ clock: deps.clock });
-  return { service: events, routes: eventsRoutes({ auth: deps.auth, events, sse: deps.sse, quotas: deps.quotas }), models: [models], listen: (bus) => events.listen(bus) };
+export function createEventsFeature(deps: { clock: Clock; quotas: Quotas; auth: WorkspaceAuthPlugin; sse: Sse }): Feature<WorkspaceEvents> {
+  const events = createWorkspaceEvents({ clock: deps.clock, quotas: deps.quotas });
+  return { service: events, routes: eventsRoutes({ auth: deps.auth, events, sse: deps.sse }), models: [models], listen: (bus) => events.listen(bus) };
 }

@@ -2,12 +2,11 @@
 import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import type { Feature } from '../../../platform/feature';
-import type { Quotas } from '../quotas';
 import { createExecService, type ExecService } from './exec.service';
 import { execRoutes } from './exec.routes';
 import * as models from './exec.model';
 
-export function createExecFeature(deps: Parameters<typeof createExecService>[0] & { auth: WorkspaceAuthPlugin; sse: Sse; quotas: Quotas }): Feature<ExecService> {
+export function createExecFeature(deps: Parameters<typeof createExecService>[0] & { auth: WorkspaceAuthPlugin; sse: Sse }): Feature<ExecService> {
   const exec = createExecService(deps);
-  return { service: exec, routes: execRoutes({ auth: deps.auth, exec, sse: deps.sse, quotas: deps.quotas }), models: [models] };
+  return { service: exec, routes: execRoutes({ auth: deps.auth, exec, sse: deps.sse }), models: [models] };
 }

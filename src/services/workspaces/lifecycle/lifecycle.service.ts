@@ -1,8 +1,7 @@
 // The workspace lifecycle as one service object for the routes: it composes the parts in this folder
 // (reservations, provisioning, the state machine, reconciliation, stats, views) over one engine, one
 // database and one bus. No Elysia and no dockerode here.
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import { createBoundedQueue } from '../../../platform/bounded-queue';
 import type { Bus } from '../../../platform/bus/bus';
 import type { Store } from '../../../platform/store';
@@ -70,7 +69,7 @@ export interface LifecycleDeps {
 const CLOSE_WAIT_MS = 15_000;
 
 const cloneQueueFull = () =>
-  new AppError('CLONE_QUEUE_FULL', 'too many repo clones are running or waiting; nothing was created, retry later');
+  WorkspaceErrors.CLONE_QUEUE_FULL('too many repo clones are running or waiting; nothing was created, retry later');
 
 export function createLifecycle(deps: LifecycleDeps) {
   const { engine, access, activity, log, instance, quotas, templates } = deps;
@@ -180,14 +179,14 @@ export function createLifecycle(deps: LifecycleDeps) {
       if (input.template && !input.snapshot && deps.resolveTemplate) input = { ...input, template: await deps.resolveTemplate(actor, input.template) };
       const template = templates.get(input.template ?? DEFAULT_TEMPLATE);
       if (!template) {
-        throw new AppError('INVALID_REQUEST', 'unknown template', { property: '/template', known: templates.names() });
+        throw WorkspaceErrors.INVALID_REQUEST('unknown template', { property: '/template', known: templates.names() });
       }
       if (input.port !== undefined && !actor.admin && (input.port < portLo || input.port > portHi)) {
-        throw new AppError('INVALID_REQUEST', `port must be within APP_WORKSPACE_PORT_RANGE (${portLo}-${portHi})`, { property: '/port', range: `${portLo}-${portHi}` });
+        throw WorkspaceErrors.INVALID_REQUEST(`port must be within APP_WORKSPACE_PORT_RANGE (${portLo}-${portHi})`, { property: '/port', range: `${portLo}-${portHi}` });
       }
       if (input.repo) {
         const problem = repoUrlProblem(input.repo.url, clonePolicy);
-        if (problem) throw new AppError('INVALID_REQUEST', problem, { property: '/repo/url' });
+        if (problem) throw WorkspaceErrors.INVALID_REQUEST(problem, { property: '/repo/url' });
       }
       await quotas.checkCreate(actor);
       // A create a warm entry can serve (no port, repo or snapshot) claims one; with none ready it goes cold.
@@ -203,7 +202,7 @@ export function createLifecycle(deps: LifecycleDeps) {
         });
         const isolation = await firewall.of(placed).status();
         if (!isolation.active && engines.settingsOf(placed).firewall === 'required') {
-          throw new AppError('ISOLATION_UNAVAILABLE', `workspace network isolation is unavailable, so no workspace is created: ${isolation.reason}`, { setting: 'APP_WORKSPACE_FIREWALL' });
+          throw WorkspaceErrors.ISOLATION_UNAVAILABLE(`workspace network isolation is unavailable, so no workspace is created: ${isolation.reason}`, { setting: 'APP_WORKSPACE_FIREWALL' });
         }
         const row = await reservations.reserve(actor, input, template, engines.names.length > 1 ? placed : null);
         records.relay();
@@ -254,16 +253,16 @@ export function createLifecycle(deps: LifecycleDeps) {
     async fork(actor: Actor, id: string, input: { name: string; count: number }): Promise<{ workspaces: CreatedView[] }> {
       const names = Array.from({ length: input.count }, (_, i) => `${input.name}-${i + 1}`);
       for (const n of names) {
-        if (n.length > 63) throw new AppError('INVALID_REQUEST', 'name plus the "-<n>" suffix must fit in 63 characters', { property: '/name' });
-        if (await records.nameTaken(n)) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name already exists', { name: n });
+        if (n.length > 63) throw WorkspaceErrors.INVALID_REQUEST('name plus the "-<n>" suffix must fit in 63 characters', { property: '/name' });
+        if (await records.nameTaken(n)) throw WorkspaceErrors.WORKSPACE_EXISTS('a workspace with this name already exists', { name: n });
       }
       if (!actor.admin) {
         const used = await quotas.usage(actor);
         if (used.workspaces + input.count > quotas.limits.workspaces) {
-          throw new AppError('QUOTA_EXCEEDED', `a fork of ${input.count} would pass APP_QUOTA_WORKSPACES`, { quota: 'workspaces', limit: quotas.limits.workspaces });
+          throw WorkspaceErrors.QUOTA_EXCEEDED(`a fork of ${input.count} would pass APP_QUOTA_WORKSPACES`, { quota: 'workspaces', limit: quotas.limits.workspaces });
         }
         if (used.running + input.count > quotas.limits.running) {
-          throw new AppError('QUOTA_EXCEEDED', `a fork of ${input.count} would pass APP_QUOTA_RUNNING`, { quota: 'running', limit: quotas.limits.running });
+          throw WorkspaceErrors.QUOTA_EXCEEDED(`a fork of ${input.count} would pass APP_QUOTA_RUNNING`, { quota: 'running', limit: quotas.limits.running });
         }
       }
       const source = await access.getOwned(actor, id);

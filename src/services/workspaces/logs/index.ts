@@ -15,10 +15,10 @@ import * as models from './logs.model';
 
 export function createLogsFeature(deps: { engine: Engine; access: Access; clock: Clock; log: Logger; auth: WorkspaceAuthPlugin; exec: ExecService; sse: Sse; quotas: Quotas }): Feature<LogsService> {
   const hub = createLogHub({ engine: deps.engine, log: deps.log, clock: deps.clock });
-  const logs = createLogsService({ engine: deps.engine, hub, access: deps.access });
+  const logs = createLogsService({ engine: deps.engine, hub, access: deps.access, quotas: deps.quotas });
   return {
     service: logs,
-    routes: logsRoutes({ auth: deps.auth, logs, exec: deps.exec, sse: deps.sse, quotas: deps.quotas }),
+    routes: logsRoutes({ auth: deps.auth, logs, exec: deps.exec, sse: deps.sse }),
     models: [models],
     // The hub learns from the workspaces' events when a stopped container runs again.
     listen: (bus) => hub.listen(bus),

@@ -1,8 +1,8 @@
 // Workspace logs: a snapshot of the last lines (running or stopped workspaces alike) and the live
 // follow, which joins the workspace's shared engine stream (logs.hub.ts) and yields its lines as
 // events. No HTTP here: the routes hand the events to the platform's SSE adapter.
-import { AppError, toEnvelope } from '../../../platform/errors';
-import '../workspaces.errors';
+import { toEnvelope } from '../../../platform/errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import { createInbox } from '../../../platform/inbox';
 import type { SseEvent, SseItem } from '../../../platform/http/sse';
 import type { Actor } from '../../../platform/auth/workspace-token';
@@ -12,6 +12,7 @@ import { FOLLOWER_BACKLOG_MAX, FOLLOWER_DROP_EVENT, LOG_TAIL_DEFAULT, type LogEn
 import { toEntry, type ParsedLine } from './logs.parse';
 import { readTail } from './logs.read';
 import { engineFailure, type Access } from '../access';
+import type { Quotas } from '../quotas';
 
 export interface LogsRequest {
   tail?: number;
@@ -21,11 +22,11 @@ export interface LogsRequest {
 /** The last event of a follow whose engine stream ended for good. */
 function endEvent(reason: EndReason): SseEvent {
   // An engine stream that broke for no lifecycle reason is a failure, not an ordinary end.
-  if (reason === 'error') return { event: 'error', data: toEnvelope(new AppError('ENGINE_ERROR', 'the engine log stream ended unexpectedly')) };
+  if (reason === 'error') return { event: 'error', data: toEnvelope(WorkspaceErrors.ENGINE_ERROR('the engine log stream ended unexpectedly')) };
   return { event: 'end', data: { reason } };
 }
 
-export function createLogsService(deps: { engine: Engine; hub: LogHub; access: Pick<Access, 'getOwned' | 'engineReady'> }) {
+export function createLogsService(deps: { engine: Engine; hub: LogHub; access: Pick<Access, 'getOwned' | 'engineReady'>; quotas: Pick<Quotas, 'holdingStream'> }) {
   const { engine, hub } = deps;
 
   /** The tail read (logs.read.ts), its engine failures as the service's errors. */
@@ -136,10 +137,13 @@ export function createLogsService(deps: { engine: Engine; hub: LogHub; access: P
      * Checks access now (so a 404 is an ordinary error response), then yields, once read: the tail,
      * live lines (frames the hub encoded once for every follower), then one `end` or `error` event.
      * Ends without a last event when `signal` aborts (client gone, shutdown, dropped by the adapter).
+     * Holds one of the actor's stream slots until then (429 first when none is left).
      */
-    async follow(actor: Actor, id: string, q: LogsRequest, signal: AbortSignal): Promise<AsyncIterable<SseItem>> {
-      const ws = deps.access.engineReady(await deps.access.getOwned(actor, id));
-      return followLines(ws.id, ws.containerId, q, signal);
+    follow(actor: Actor, id: string, q: LogsRequest, signal: AbortSignal): Promise<AsyncIterable<SseItem>> {
+      return deps.quotas.holdingStream(actor, signal, async () => {
+        const ws = deps.access.engineReady(await deps.access.getOwned(actor, id));
+        return followLines(ws.id, ws.containerId, q, signal);
+      });
     },
 
     stats() {

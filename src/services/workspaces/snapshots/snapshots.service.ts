@@ -18,12 +18,13 @@ import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_SNAPSHOT, type Engine
 import { MOUNT_PATH } from '../lifecycle/stats';
 import type { TaskQueue } from '../lifecycle/task-queue';
 import type { SnapshotRow } from '../workspaces.tables';
+import { WorkspaceErrors } from '../workspaces.errors';
 import { createSnapshotsRepository } from './snapshots.repository';
 
 /** Statuses a workspace can be snapshotted from: its container exists and is not being changed. */
 const SNAPSHOT_FROM = ['running', 'paused', 'stopped'] as const;
 
-export const snapshotNotFound = () => new AppError('SNAPSHOT_NOT_FOUND', 'snapshot not found');
+export const snapshotNotFound = () => WorkspaceErrors.SNAPSHOT_NOT_FOUND('snapshot not found');
 
 export function createSnapshots(deps: {
   store: Store;
@@ -45,7 +46,7 @@ export function createSnapshots(deps: {
   const imageRef = (id: string) => `keel-snapshot:${id}`;
 
   const overQuota = () =>
-    new AppError('QUOTA_EXCEEDED', `at most ${deps.quota} snapshots per actor (APP_QUOTA_SNAPSHOTS); delete one first`, { quota: 'snapshots', limit: deps.quota });
+    WorkspaceErrors.QUOTA_EXCEEDED(`at most ${deps.quota} snapshots per actor (APP_QUOTA_SNAPSHOTS); delete one first`, { quota: 'snapshots', limit: deps.quota });
 
   async function getOwned(actor: Actor, id: string): Promise<SnapshotRow> {
     const row = await records.get(id);
@@ -81,7 +82,7 @@ export function createSnapshots(deps: {
     async create(actor: Actor, workspaceId: string, name: string): Promise<SnapshotRow> {
       const ws = await deps.access.getOwned(actor, workspaceId);
       const refuse = (status: string) =>
-        new AppError('INVALID_TRANSITION', `cannot snapshot a workspace that is ${status}`, { status, operation: 'snapshot', allowedFrom: [...SNAPSHOT_FROM] });
+        WorkspaceErrors.INVALID_TRANSITION(`cannot snapshot a workspace that is ${status}`, { status, operation: 'snapshot', allowedFrom: [...SNAPSHOT_FROM] });
       if (!(SNAPSHOT_FROM as readonly string[]).includes(ws.status)) throw refuse(ws.status);
       if (!actor.admin && (await records.countOf(ws.owner)) >= deps.quota) throw overQuota();
       let result: SnapshotRow | undefined;

@@ -5,7 +5,6 @@ import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth'
 import type { Feature } from '../../../platform/feature';
 import type { Store } from '../../../platform/store';
 import { errorFields, type Logger } from '../../../platform/runtime';
-import type { Quotas } from '../quotas';
 import { createTemplatesRepository } from './templates.repository';
 import { customTemplatesRoutes } from './templates.routes';
 import { createCustomTemplates, type CustomTemplates } from './templates.service';
@@ -15,18 +14,17 @@ type Deps = Omit<Parameters<typeof createCustomTemplates>[0], 'repo' | 'inUse'> 
   store: Store;
   auth: WorkspaceAuthPlugin;
   sse: Sse;
-  quotas: Quotas;
   snapshotSource: Parameters<typeof customTemplatesRoutes>[0]['snapshotSource'];
 };
 
-export function createTemplatesFeature({ store, auth, sse, quotas, snapshotSource, ...deps }: Deps): Feature<CustomTemplates> {
+export function createTemplatesFeature({ store, auth, sse, snapshotSource, ...deps }: Deps): Feature<CustomTemplates> {
   const repo = createTemplatesRepository(store);
   // A version's image goes once no workspace row names it (its own query: no call into the lifecycle).
   const templates = createCustomTemplates({ ...deps, repo, inUse: repo.versionsInUse });
   const log: Logger = deps.log;
   return {
     service: templates,
-    routes: customTemplatesRoutes({ auth, templates, sse, quotas, contextBytes: deps.settings.templates.contextBytes, snapshotSource }),
+    routes: customTemplatesRoutes({ auth, templates, sse, contextBytes: deps.settings.templates.contextBytes, snapshotSource }),
     models: [models],
     // A workspace gone may leave a template version's image that nobody gets any more.
     listen: (bus: Bus) => bus.subscribe<'evt.workspace.deleted'>('evt.workspace.deleted', () => void templates.collect()),

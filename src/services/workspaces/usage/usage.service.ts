@@ -2,13 +2,13 @@
 // command time (each command's wall time once it is gone) and workspace running time (stretches
 // opened by a `started` event and closed by `stopped`, `failed` or `deleted`, written in the
 // transaction of the change, so a crash neither loses nor doubles one).
-import { AppError } from '../../../platform/errors';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Orm, Store } from '../../../platform/store';
 import { isoNow, newId, type Clock } from '../../../platform/runtime';
 import type { WorkspaceRow } from '../workspaces.tables';
 import type { UsageQuery, UsageReport } from './usage.model';
 import { createUsageRepository } from './usage.repository';
+import { WorkspaceErrors } from '../workspaces.errors';
 
 const DAY_MS = 86_400_000;
 
@@ -22,7 +22,7 @@ export interface UsageDeps {
 /** A date means its UTC day's start (`end`: the next day's); a time is taken as given. */
 function instant(value: string, end: boolean): number {
   const ms = Date.parse(value.length === 10 ? `${value}T00:00:00Z` : value);
-  if (Number.isNaN(ms)) throw new AppError('INVALID_REQUEST', 'from and to must be ISO dates or UTC times', { fields: ['from', 'to'] });
+  if (Number.isNaN(ms)) throw WorkspaceErrors.INVALID_REQUEST('from and to must be ISO dates or UTC times', { fields: ['from', 'to'] });
   return value.length === 10 && end ? ms + DAY_MS : ms;
 }
 
@@ -52,12 +52,12 @@ export function createUsage(deps: UsageDeps) {
 
     async report(caller: Actor, q: UsageQuery): Promise<UsageReport> {
       const actor = q.actor ?? caller.id;
-      if (actor !== caller.id && !caller.admin) throw new AppError('FORBIDDEN', "only admins may read another actor's usage");
+      if (actor !== caller.id && !caller.admin) throw WorkspaceErrors.FORBIDDEN("only admins may read another actor's usage");
       const now = clock.now();
       const today = now - (now % DAY_MS);
       const fromMs = q.from ? instant(q.from, false) : today;
       const toMs = q.to ? instant(q.to, true) : today + DAY_MS;
-      if (toMs <= fromMs) throw new AppError('INVALID_REQUEST', 'to must be after from', { fields: ['from', 'to'] });
+      if (toMs <= fromMs) throw WorkspaceErrors.INVALID_REQUEST('to must be after from', { fields: ['from', 'to'] });
       const from = new Date(fromMs).toISOString();
       const to = new Date(toMs).toISOString();
 

@@ -1,8 +1,7 @@
 // Kept volumes: a persistent workspace deleted without `volumes=true` leaves its volume, recorded in
 // workspaces_retained_volumes and counted against its owner (APP_QUOTA_VOLUMES, checked by the delete
 // in lifecycle/). Here the owner lists them and removes them; another actor's kept volume is 404.
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import type { Store } from '../../../platform/store';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { engineFailure } from '../access';
@@ -10,7 +9,7 @@ import type { Engine } from '../engine/engine';
 import { createVolumesRepository, type KeptVolumeRow as Row } from './volumes.repository';
 import type { KeptVolume } from './volumes.model';
 
-export const volumeNotFound = () => new AppError('VOLUME_NOT_FOUND', 'kept volume not found');
+export const volumeNotFound = () => WorkspaceErrors.VOLUME_NOT_FOUND('kept volume not found');
 
 const view = (r: Row): KeptVolume => ({ name: r.volume, workspaceId: r.workspaceId, owner: r.owner, deletedAt: r.deletedAt });
 

@@ -6,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AppError } from '../../../../src/platform/errors';
+import { AppError, meaningOf } from '../../../../src/platform/errors';
+import { workspaceErrorTable } from '../../../../src/services/workspaces/workspaces.errors';
 import { createMemoryBus } from '../../../../src/platform/bus/memory';
 import type { WorkspaceEventPayload } from '../../../../src/platform/bus/subjects';
 import { sqliteStore } from '../../../../src/platform/store';
@@ -128,14 +129,14 @@ describe('create', () => {
     const w = await createRunning();
     const e = await refusal(() => lifecycle.start(alice, w.id));
     expect(e.code).toBe('INVALID_TRANSITION');
-    expect(e.status).toBe(409);
+    expect(meaningOf(e, workspaceErrorTable).status).toBe(409);
     expect(e.message).toContain('delete it and create it again');
   });
 
   test('no engine answering refuses the create with 503 and stores nothing', async () => {
     engine.setUnavailable(true);
     const e = await refusal(() => lifecycle.create(alice, { name: 'demo', template: 'minimal' } as Parameters<Lifecycle['create']>[1]));
-    expect(e.status).toBe(503);
+    expect(meaningOf(e, workspaceErrorTable).status).toBe(503);
     expect(await lifecycle.list(alice, {})).toEqual([]);
   });
 });

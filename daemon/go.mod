@@ -1,0 +1,3 @@
+module keel.dev/keeld
+
+go 1.19
