@@ -39,7 +39,7 @@ test('service code keeps to what the Store offers on both databases', () => {
 });
 
 // Queries live in each feature's <feature>.repository.ts (tables resolved there once); services, routes
-// and the rest build none. The workspaces service's quotas.ts (whose slots move into the services) still queries directly.
+// and the rest build none. The workspaces service's quotas.ts still counts on the Store itself.
 const QUERIES_ALLOWED = /\.(repository|tables)\.ts$|^src\/services\/workspaces\/quotas\.ts$/;
 
 test("no module outside a feature's repository builds queries", () => {
