@@ -39,8 +39,8 @@ test('service code keeps to what the Store offers on both databases', () => {
 });
 
 // Queries live in each feature's <feature>.repository.ts (tables resolved there once); services, routes
-// and the rest build none. The workspaces service's quotas.ts still counts on the Store itself.
-const QUERIES_ALLOWED = /\.(repository|tables)\.ts$|^src\/services\/workspaces\/quotas\.ts$/;
+// and the rest build none.
+const QUERIES_ALLOWED = /\.(repository|tables)\.ts$/;
 
 test("no module outside a feature's repository builds queries", () => {
   const found: string[] = [];
