@@ -1,5 +1,7 @@
-// Composition root of the sources service: bindings kept from the catalog's events, resolution on the bus.
+// Composition root of the sources service, one feature (platform/feature.ts): bindings kept from the
+// catalog's events, resolution on the bus.
 import { createServiceApp } from '../../platform/http/service-app';
+import { featuresLifetime, type Feature } from '../../platform/feature';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
 import { sourcesErrorTable } from './sources.errors';
 import { createSources } from './sources.service';
@@ -14,12 +16,8 @@ export function createSourcesService(deps: ServiceDeps): Service {
     title: 'Keel sources service',
     description: 'Keel sources: where the bytes of an asset can be read. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
   });
-  let stopListening = () => {};
-  return {
-    app,
-    start: () => void (stopListening = sources.listen(deps.bus)),
-    stop: () => stopListening(),
-  };
+  const features: Feature[] = [{ service: sources, listen: (bus) => sources.listen(bus) }];
+  return { app, ...featuresLifetime(features, deps.bus) };
 }
 
 /** No variables of its own yet. */

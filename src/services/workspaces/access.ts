@@ -1,13 +1,13 @@
 // What every workspace feature (lifecycle, logs, exec, and those to come) shares: reading a workspace
 // the actor may see, its running container, and how an engine failure reads in the API. Features use
 // this and engine/, never each other's service files.
-import { eq, sql } from 'drizzle-orm';
 import { AppError } from '../../platform/errors';
 import { WorkspaceErrors } from './workspaces.errors';
 import type { Store } from '../../platform/store';
 import { canAccess, type Actor } from '../../platform/auth/workspace-token';
 import { EngineError } from './engine/engine';
-import { workspacesTables, type WorkspaceRow } from './workspaces.tables';
+import type { WorkspaceRow } from './workspaces.tables';
+import { createAccessRepository } from './access.repository';
 
 export const workspaceNotFound = () => WorkspaceErrors.WORKSPACE_NOT_FOUND('workspace not found');
 
@@ -28,15 +28,9 @@ export function engineFailure(e: unknown): AppError {
  * `used` hears every workspace an actor reached through getOwned (the idle countdown's API activity).
  */
 export function createAccess(store: Store, opts: { engineReady?: (row: WorkspaceRow) => void; used?: (id: string) => void } = {}) {
-  const { workspaces } = workspacesTables(store.dialect);
-  const db = store.orm;
-  // Prepared once: every request reads a workspace by id (building drizzle SQL per call costs more than running it).
-  const byId = db.select().from(workspaces).where(eq(workspaces.id, sql.placeholder('id'))).prepare();
-  const byContainer = db.select({ engine: workspaces.engine }).from(workspaces).where(eq(workspaces.containerId, sql.placeholder('id'))).prepare();
-  const byVolume = db.select({ engine: workspaces.engine }).from(workspaces).where(eq(workspaces.volume, sql.placeholder('name'))).prepare();
-
+  const rows = createAccessRepository(store);
   /** The stored workspace, whoever owns it (for the service's own bookkeeping, never for an actor). */
-  const row = async (id: string): Promise<WorkspaceRow | undefined> => (await byId.execute({ id }))[0];
+  const row = rows.row;
 
   /** The workspace if `actor` may see it (owner or admin), else 404: another actor's workspace looks absent. */
   async function getOwned(actor: Actor, id: string): Promise<WorkspaceRow> {
@@ -72,8 +66,8 @@ export function createAccess(store: Store, opts: { engineReady?: (row: Workspace
     runningContainer,
     engineReady,
     /** The engine recorded for a container or volume: a name, null (the first engine), undefined when no workspace has it. */
-    engineOfContainer: async (id: string): Promise<string | null | undefined> => (await byContainer.execute({ id }))[0]?.engine,
-    engineOfVolume: async (name: string): Promise<string | null | undefined> => (await byVolume.execute({ name }))[0]?.engine,
+    engineOfContainer: rows.engineOfContainer,
+    engineOfVolume: rows.engineOfVolume,
   };
 }
 

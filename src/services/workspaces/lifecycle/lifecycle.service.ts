@@ -18,12 +18,12 @@ import { createReservations } from './ports';
 import { createProvisioner } from './provision';
 import { createReconciler } from './reconcile';
 import { createLifecycleRepository } from './lifecycle.repository';
-import { repoUrlProblem, type RepoRequest } from './repo-clone';
+import { repoUrlProblem, type RepoRequest } from '../clones/repo-clone';
 import { createStateMachine } from './state-machine';
 import { createStats } from './stats';
-import { createActivity } from './activity';
-import { createSnapshots, snapshotNotFound } from './snapshots';
-import { createWarmPool, type WarmPool } from './pool';
+import type { Activity } from '../activity';
+import { createSnapshots, snapshotNotFound } from '../snapshots/snapshots.service';
+import { createWarmPool, type WarmPool } from '../pool/pool.service';
 import { createTaskQueue } from './task-queue';
 import { DEFAULT_TEMPLATE, type Template, type TemplateRegistry } from '../images/templates';
 import { createdView, workspaceView, type CreatedView } from './views';
@@ -44,6 +44,8 @@ export interface LifecycleDeps {
   /** The engines themselves: placement, which one answers, each one's settings. */
   engines: Engines;
   access: Access;
+  /** When each workspace was last used (../activity.ts); the lifecycle runs its idle sweep. */
+  activity: Activity;
   quotas: Quotas;
   /** The templates a workspace can be created from (images/templates.ts). */
   templates: TemplateRegistry;
@@ -70,7 +72,7 @@ const cloneQueueFull = () =>
   WorkspaceErrors.CLONE_QUEUE_FULL('too many repo clones are running or waiting; nothing was created, retry later');
 
 export function createLifecycle(deps: LifecycleDeps) {
-  const { engine, access, log, instance, quotas, templates } = deps;
+  const { engine, access, activity, log, instance, quotas, templates } = deps;
   const [portLo, portHi] = deps.settings.workspacePortRange;
   const clonePolicy: TargetPolicy = { denyPrivate: deps.settings.clone.denyPrivate, deny: deps.cloneDeny };
   // One queue for every actor's clones: a bounded number run, a bounded number wait, the rest are refused.
@@ -124,7 +126,6 @@ export function createLifecycle(deps: LifecycleDeps) {
   }
 
   const machine = createStateMachine({ engine, records, access, queue, provisioner, stats, templates, settings: deps.settings, log, quotas, destroy });
-  const activity = createActivity({ clock: deps.clock, log, awake: records.awake, stopIdle: machine.stopIdle });
   const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork, engineUp: (row) => engines.isUp(row.engine), pooled: () => pool.ids() });
 
   /** The warm path of create: the entry's row stored `running` (name and quotas checked in the same step), or null. */
@@ -232,14 +233,6 @@ export function createLifecycle(deps: LifecycleDeps) {
     pause: async (actor: Actor, id: string) => machine.freeze(access.engineReady(await access.getOwned(actor, id)), 'pause'),
     resume: async (actor: Actor, id: string) => machine.freeze(access.engineReady(await access.getOwned(actor, id)), 'resume'),
 
-    /**
-     * Records use of a workspace now, resetting its idle countdown (autoStopMinutes). API calls on a
-     * workspace, exec, logs and agent turns count already (they go through access); a feature that
-     * sees use outside them (terminal input, preview traffic, file changes) calls this. Cheap (an
-     * in-memory write), safe to call per request; an unknown id is harmless.
-     */
-    touch: (id: string) => activity.touch(id),
-
     snapshots: {
       list: async (actor: Actor) => (await snapshots.list(actor)).map(snapshots.view),
       get: async (actor: Actor, id: string) => snapshots.view(await snapshots.getOwned(actor, id)),
@@ -278,9 +271,6 @@ export function createLifecycle(deps: LifecycleDeps) {
       for (const name of names) made.push(await lifecycle.create(actor, { name, snapshot: snap.id, type: source.type, autoStopMinutes: source.autoStopMinutes }));
       return { workspaces: made };
     },
-
-    /** Which of these template versions (registry names) a workspace still names: their images stay. */
-    templatesInUse: (names: string[]) => records.templatesInUse(names),
 
     /** A public template's ready version changed or it went: the warm pool follows. */
     refreshPool: () => pool.refresh(),
@@ -359,7 +349,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       await reconciler.watch();
       await reconciler.reconcileAll({ startUp: true });
       await snapshots.reconcile();
-      activity.start();
+      activity.start({ awake: records.awake, stopIdle: machine.stopIdle });
       // After reconciliation removed a previous run's entries (they belong to no row).
       pool.start();
     },

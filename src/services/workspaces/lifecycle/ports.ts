@@ -6,7 +6,7 @@ import type { Orm, Store } from '../../../platform/store';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock } from '../../../platform/runtime';
 import { allocatePorts, hostPortFree } from '../network/host-ports';
-import { scrubUrls } from './repo-clone';
+import { scrubUrls } from '../clones/repo-clone';
 import type { Template } from '../images/templates';
 import type { CreateWorkspaceInput } from './lifecycle.model';
 import type { Quotas } from '../quotas';

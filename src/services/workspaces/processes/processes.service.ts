@@ -4,7 +4,6 @@
 // nothing. The row (what ran, how it ended) is stored: a restart of Keel marks rows it no longer
 // follows as `lost`, never "running". A small wrapper reports the command's pid first, so signals
 // reach its whole process group.
-import { and, desc, eq } from 'drizzle-orm';
 import type { Store } from '../../../platform/store';
 import type { SseEvent } from '../../../platform/http/sse';
 import { newId, type Clock } from '../../../platform/runtime';
@@ -12,7 +11,8 @@ import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, type Engine, type ExecHandle, type StdStream } from '../engine/engine';
 import { engineFailure, type Access } from '../access';
 import { quotaExceeded, type Quotas } from '../quotas';
-import { processesTables, type ProcessRow } from './processes.tables';
+import type { ProcessRow } from './processes.tables';
+import { createProcessesRepository } from './processes.repository';
 import type { ProcessInput, ProcessView } from './processes.model';
 import { WorkspaceErrors } from '../workspaces.errors';
 
@@ -62,8 +62,7 @@ export function createProcessesService(deps: {
   settings: ProcessesSettings;
 }) {
   const { engine, clock, settings } = deps;
-  const db = deps.store.orm;
-  const { workspaceProcesses } = processesTables(deps.store.dialect);
+  const rows = createProcessesRepository(deps.store);
   const live = new Map<string, Live>();
   const ended: string[] = [];
   /** Running processes per actor (admins are not counted). */
@@ -84,7 +83,7 @@ export function createProcessesService(deps: {
   /** The process row if its workspace is the actor's (another actor's answers 404 WORKSPACE_NOT_FOUND first). */
   async function owned(actor: Actor, workspaceId: string, pid: string): Promise<ProcessRow> {
     await deps.access.getOwned(actor, workspaceId);
-    const [row] = await db.select().from(workspaceProcesses).where(and(eq(workspaceProcesses.id, pid), eq(workspaceProcesses.workspaceId, workspaceId)));
+    const row = await rows.get(workspaceId, pid);
     if (!row) throw WorkspaceErrors.PROCESS_NOT_FOUND('process not found');
     return row;
   }
@@ -112,7 +111,7 @@ export function createProcessesService(deps: {
   async function finish(p: Live, exitCode: number, release: () => void) {
     p.exit = { exitCode };
     // A row left `running` by a failed write is marked lost at the next start.
-    await db.update(workspaceProcesses).set({ status: 'exited', exitCode, endedAt: iso() }).where(eq(workspaceProcesses.id, p.id)).catch(() => undefined);
+    await rows.exited(p.id, exitCode, iso()).catch(() => undefined);
     release();
     ended.push(p.id);
     while (ended.length > ENDED_KEPT) live.delete(ended.shift()!);
@@ -185,7 +184,7 @@ export function createProcessesService(deps: {
         throw engineFailure(e);
       }
       const startedAt = iso();
-      await db.insert(workspaceProcesses).values({ id, workspaceId, owner: actor.id, name: input.name ?? null, command: input.command, status: 'running', startedAt });
+      await rows.insert({ id, workspaceId, owner: actor.id, name: input.name ?? null, command: input.command, status: 'running', startedAt });
       const made: Live = { id, workspaceId, containerId, handle, seq: 0, kept: { stdout: [], stderr: [] }, keptBytes: { stdout: 0, stderr: 0 }, waiters: new Set() };
       p = made;
       live.set(id, made);
@@ -213,7 +212,7 @@ export function createProcessesService(deps: {
 
     async list(actor: Actor, workspaceId: string): Promise<ProcessView[]> {
       await deps.access.getOwned(actor, workspaceId);
-      return (await db.select().from(workspaceProcesses).where(eq(workspaceProcesses.workspaceId, workspaceId)).orderBy(desc(workspaceProcesses.startedAt)).limit(500)).map(view);
+      return (await rows.list(workspaceId, 500)).map(view);
     },
 
     get: async (actor: Actor, workspaceId: string, pid: string): Promise<ProcessView> => view(await owned(actor, workspaceId, pid)),
@@ -302,7 +301,7 @@ export function createProcessesService(deps: {
 
     /** At start-up: rows a previous run left `running` are processes nobody follows any more. */
     async markLost(): Promise<number> {
-      return (await db.update(workspaceProcesses).set({ status: 'lost', endedAt: iso() }).where(eq(workspaceProcesses.status, 'running')).returning({ id: workspaceProcesses.id })).length;
+      return rows.markAllLost(iso());
     },
 
     /** Stops reading every process (Keel shutting down); the processes themselves are the engine's. */

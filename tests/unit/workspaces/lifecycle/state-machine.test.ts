@@ -15,6 +15,7 @@ import { openDb } from '../../../../src/platform/db';
 import { createLogger, systemClock } from '../../../../src/platform/runtime';
 import { EngineError } from '../../../../src/services/workspaces/engine/engine';
 import { createAccess } from '../../../../src/services/workspaces/access';
+import { createActivity } from '../../../../src/services/workspaces/activity';
 import { createEngines } from '../../../../src/services/workspaces/engine/engines';
 import { createQuotas } from '../../../../src/services/workspaces/quotas';
 import { createLifecycle, type Lifecycle } from '../../../../src/services/workspaces/lifecycle/lifecycle.service';
@@ -53,7 +54,7 @@ async function startLifecycle() {
     log,
     checkSeconds: 60,
   });
-  lifecycle = createLifecycle({ store, bus, log, clock: systemClock, settings, engine: engines.routed, engines, access, quotas, templates: createTemplateRegistry(), instance: 'keel_unit', snapshotDir: join(dataDir, 'snapshots'), codeKey: Buffer.alloc(32, 7) });
+  lifecycle = createLifecycle({ store, bus, log, clock: systemClock, settings, engine: engines.routed, engines, access, activity: createActivity({ clock: systemClock, log }), quotas, templates: createTemplateRegistry(), instance: 'keel_unit', snapshotDir: join(dataDir, 'snapshots'), codeKey: Buffer.alloc(32, 7) });
   await lifecycle.startUp();
 }
 

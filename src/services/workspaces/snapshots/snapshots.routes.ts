@@ -2,9 +2,9 @@
 // and lifecycle.service.ts.
 import { Elysia } from 'elysia';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import type { Lifecycle } from './lifecycle.service';
+import type { Lifecycle } from '../lifecycle/lifecycle.service';
 import { workspaceOperation as op } from '../workspaces.errors';
-import { IdParams } from './lifecycle.model';
+import { IdParams } from '../lifecycle/lifecycle.model';
 import { CreateSnapshotBody, ForkBody, ForkResult, Snapshot, SnapshotDeleted, SnapshotIdParams, SnapshotList } from './snapshots.model';
 
 const QUOTA = 'A non-admin actor holds at most APP_QUOTA_SNAPSHOTS (20) snapshots: past it 429 `QUOTA_EXCEEDED` with `details: {quota: "snapshots", limit}`.';
