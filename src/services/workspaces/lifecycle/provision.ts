@@ -4,7 +4,7 @@
 import { errorFields, type Logger } from '../../../platform/runtime';
 import { EngineError, LABEL_INSTANCE, LABEL_POOL, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/engine';
 import { buildTemplateImage, templateImage } from '../images/template-image';
-import { CloneError, cloneRepo, scrubUrls, type RepoRequest } from './repo-clone';
+import { CloneError, cloneRepo, scrubUrls, type RepoRequest } from '../clones/repo-clone';
 import { tarDirectory } from '../images/tar';
 import { MiB, MOUNT_PATH } from './stats';
 import { supervisorScript } from './supervisor';

@@ -14,7 +14,7 @@ import type { Access } from '../access';
 import type { Stats } from './stats';
 import type { TaskQueue } from './task-queue';
 import type { Template, TemplateRegistry } from '../images/templates';
-import type { RepoRequest } from './repo-clone';
+import type { RepoRequest } from '../clones/repo-clone';
 import type { Quotas } from '../quotas';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow, WorkspaceStatus } from '../workspaces.tables';
