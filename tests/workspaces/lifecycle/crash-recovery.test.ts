@@ -64,7 +64,7 @@ beforeAll(async () => {
   expect((await call('POST', `/api/workspaces/${ids['to-start']}/stop`)).status).toBe(200);
   await waitStatus(ids['to-start']!, 'stopped');
   // A persistent workspace deleted without volumes=true keeps its volume on purpose.
-  kept.volume = inspect('container', containers['kept-volume']!).Mounts[0].Name;
+  kept.volume = inspect('container', containers['kept-volume']!).Mounts.find((m: any) => m.Destination === '/workspace').Name;
   expect((await call('DELETE', `/api/workspaces/${ids['kept-volume']}`)).status).toBe(200);
 
   // Everything in flight at once, then SIGKILL: no shutdown hook runs.

@@ -131,7 +131,7 @@ describe('a minimal workspace', () => {
 
   test('delete keeps the volume of a persistent workspace unless volumes=true', async () => {
     const row = (await getWorkspace(p, ws.id)).body;
-    const volume = inspect('container', row.containerId).Mounts[0].Name;
+    const volume = inspect('container', row.containerId).Mounts.find((m: any) => m.Destination === '/workspace').Name;
     const r = await json(await api(`/api/workspaces/${ws.id}`, { method: 'DELETE' }));
     expect(r).toEqual({ status: 200, body: { id: ws.id, deleted: true } });
     expect(inspect('container', row.containerId)).toBeNull();
@@ -170,7 +170,7 @@ describe('moves during creation', () => {
 describe('volumes and temporary workspaces', () => {
   test('delete with volumes=true removes the volume too', async () => {
     const ws = await createRunning(p, 'vol-delete');
-    const volume = inspect('container', ws.containerId).Mounts[0].Name;
+    const volume = inspect('container', ws.containerId).Mounts.find((m: any) => m.Destination === '/workspace').Name;
     expect(inspect('volume', volume).Labels['dev.keel.workspace']).toBe(ws.id);
     const r = await json(await api(`/api/workspaces/${ws.id}?volumes=true`, { method: 'DELETE' }));
     expect(r).toEqual({ status: 200, body: { id: ws.id, deleted: true } });
@@ -181,7 +181,7 @@ describe('volumes and temporary workspaces', () => {
   test('a temporary workspace is removed with its volume when stopped', async () => {
     const ws = await createRunning(p, 'temp-one', { body: { type: 'temporary' } });
     expect(ws.type).toBe('temporary');
-    const volume = inspect('container', ws.containerId).Mounts[0].Name;
+    const volume = inspect('container', ws.containerId).Mounts.find((m: any) => m.Destination === '/workspace').Name;
     const r = await json(await api(`/api/workspaces/${ws.id}/stop`, { method: 'POST' }));
     expect(r.body.status).toBe('stopping');
     await waitFor('the temporary workspace to be gone', async () => (await getWorkspace(p, ws.id)).status === 404);
