@@ -62,6 +62,15 @@ const CASES: { name: string; native: boolean; make: (out: string) => void }[] = 
   },
   // 4:4:4 from the RGB test pattern: the Rext profile.
   { name: 'hevc-rext.mkv', native: true, make: (o) => ffmpeg([...video(1, '25', '128x96'), ...sine(1), '-c:v', 'libx265', '-preset', 'ultrafast', '-x265-params', 'log-level=error', '-c:a', 'aac', o]) },
+  // AC-3: channels, rate and bit rate from the first frame of each track.
+  { name: 'ac3-audio.mkv', native: true, make: (o) => ffmpeg([...video(1), ...sine(1), ...x264, '-c:a', 'ac3', o]) },
+  {
+    name: 'ac3-several.mkv',
+    native: true,
+    make: (o) => ffmpeg([...video(1), ...sine(1), ...sine(1, 44100, 300), ...sine(1, 32000, 200), '-map', '0', '-map', '1', '-map', '2', '-map', '3', ...x264,
+      '-c:a:0', 'aac', '-c:a:1', 'ac3', '-ac:a:1', '6', '-b:a:1', '448k', '-c:a:2', 'ac3', '-ac:a:2', '2', '-b:a:2', '96k',
+      '-metadata:s:a:1', 'language=spa', '-disposition:a:0', '0', '-disposition:a:1', 'default', o]),
+  },
   { name: 'audio-only.mka', native: true, make: (o) => ffmpeg([...sine(2), '-c:a', 'aac', '-f', 'matroska', o]) },
   // What the native reader leaves to ffprobe.
   { name: 'fragmented.mp4', native: false, make: (o) => ffmpeg([...video(2), ...sine(2), ...x264, '-c:a', 'aac', '-movflags', 'frag_keyframe+empty_moov', o]) },
@@ -69,7 +78,7 @@ const CASES: { name: string; native: boolean; make: (out: string) => void }[] = 
   { name: 'low-rate-aac.m4a', native: false, make: (o) => ffmpeg([...sine(2, 22050), '-c:a', 'aac', o]) },
   { name: 'tagged.mp4', native: false, make: (o) => ffmpeg([...video(1), ...x264, '-metadata', 'title=Tagged', '-metadata', 'genre=Drama', '-metadata', 'date=1999', o]) },
   { name: 'quicktime.mov', native: false, make: (o) => ffmpeg([...video(1), ...sine(1), ...x264, '-c:a', 'aac', '-f', 'mov', o]) },
-  { name: 'ac3-audio.mkv', native: false, make: (o) => ffmpeg([...video(1), ...sine(1), ...x264, '-c:a', 'ac3', o]) },
+  { name: 'eac3-audio.mkv', native: false, make: (o) => ffmpeg([...video(1), ...sine(1), ...x264, '-c:a', 'eac3', o]) },
   { name: 'genre-tag.mkv', native: false, make: (o) => ffmpeg([...video(1), ...x264, '-metadata', 'genre=Drama', o]) },
   {
     name: 'cover.mkv',
@@ -167,6 +176,13 @@ describe('the native reader answers what ffprobe answers', () => {
     const hevc = await withNative.probe({ root: 0, path: 'hevc.mp4' });
     if (!hevc.medium) throw new Error('hevc.mp4 is a medium');
     expect(hevc.facts.streams[0]).toMatchObject({ codec: 'hevc', width: 128, height: 96, profile: 'Main', frameRate: 24 });
+    const ac3 = await withNative.probe({ root: 0, path: 'ac3-several.mkv' });
+    if (!ac3.medium) throw new Error('ac3-several.mkv is a medium');
+    expect(ac3.facts.streams.slice(1).map((s) => [s.codec, s.channels, s.sampleRate, s.bitRateBps, s.defaultFlag])).toEqual([
+      ['aac', 1, 48000, null, false],
+      ['ac3', 6, 44100, 448000, true],
+      ['ac3', 2, 32000, 96000, false],
+    ]);
     const ntsc = await withNative.probe({ root: 0, path: 'baseline-ntsc.mp4' });
     if (!ntsc.medium) throw new Error('baseline-ntsc.mp4 is a medium');
     expect(ntsc.facts.streams[0]).toMatchObject({ profile: 'Constrained Baseline', frameRate: 29.97, width: 176, height: 144 });

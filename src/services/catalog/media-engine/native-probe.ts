@@ -727,6 +727,7 @@ const MKV_CODECS: Record<string, { type: 'video' | 'audio' | 'subtitle'; codec: 
   'V_MPEG4/ISO/AVC': { type: 'video', codec: 'h264' },
   'V_MPEGH/ISO/HEVC': { type: 'video', codec: 'hevc' },
   A_AAC: { type: 'audio', codec: 'aac' },
+  A_AC3: { type: 'audio', codec: 'ac3' },
   'S_TEXT/UTF8': { type: 'subtitle', codec: 'subrip' },
   'S_TEXT/ASCII': { type: 'subtitle', codec: 'subrip' },
   'S_TEXT/ASS': { type: 'subtitle', codec: 'ass' },
@@ -767,7 +768,9 @@ async function probeMatroska(src: ByteSource): Promise<FfprobeJson> {
   const streams: FfprobeStreamJson[] = [];
   const byUid = new Map<number, FfprobeStreamJson>();
   const numbers: number[] = [];
-  const videoNumbers = new Set<number>();
+  const videoNumbers = new Set<number>(); // and AC-3 tracks: the tracks whose first block must be found
+  const ac3Tracks: FfprobeStreamJson[] = [];
+  const trackOf = new Map<FfprobeStreamJson, { number: number; audio?: El }>();
   for (const entry of elements(tracks, 0, tracks.length)) {
     if (entry.id !== MKV.TrackEntry) continue;
     const f = new Map<number, El>();
@@ -804,6 +807,9 @@ async function probeMatroska(src: ByteSource): Promise<FfprobeJson> {
       const dd = get(MKV.DefaultDuration) ? uint(tracks, get(MKV.DefaultDuration)!) : 0;
       if (!dd) unsure('no DefaultDuration'); // ffprobe would estimate a rate from the packets
       Object.assign(s, { width, height, profile: config.profile, level: config.level, avg_frame_rate: `1000000000/${dd}` });
+    } else if (known.codec === 'ac3') {
+      // Channels, rate and bit rate come from the first frame, read once the blocks are found.
+      ac3Tracks.push(s);
     } else if (known.type === 'audio') {
       const { channels, sampleRate } = aacConfig(privBytes);
       // The Audio element must parse and agree with the decoder's configuration (ffprobe reports the decoder's).
@@ -818,7 +824,8 @@ async function probeMatroska(src: ByteSource): Promise<FfprobeJson> {
     }
     const trackNumber = get(MKV.TrackNumber) ? uint(tracks, get(MKV.TrackNumber)!) : unsure('TrackNumber');
     numbers.push(trackNumber);
-    if (known.type === 'video') videoNumbers.add(trackNumber);
+    if (known.type === 'video' || known.codec === 'ac3') videoNumbers.add(trackNumber);
+    trackOf.set(s, { number: trackNumber, audio: get(MKV.Audio) });
     const uid = get(MKV.TrackUID);
     if (uid) byUid.set(uint(tracks, uid), s);
     streams.push(s);
@@ -826,7 +833,18 @@ async function probeMatroska(src: ByteSource): Promise<FfprobeJson> {
   if (streams.length === 0) unsure('no tracks');
   if (new Set(numbers).size !== numbers.length) unsure('track numbers repeated');
   // ffprobe's profile and level come from decoding the video: its blocks must be there to decode.
-  await blocksOf(src, found.get(MKV.Cluster)![0]!, videoNumbers);
+  const firstBlocks = await blocksOf(src, found.get(MKV.Cluster)![0]!, videoNumbers);
+  for (const s of ac3Tracks) {
+    const { number, audio } = trackOf.get(s)!;
+    const frame = ac3Frame(await src.read(firstBlocks.get(number)!, 16));
+    let [elChannels, elRate] = [1, 8000];
+    for (const e of audio ? elements(tracks, audio.start, audio.end) : []) {
+      if (e.id === MKV.Channels) elChannels = uint(tracks, e);
+      if (e.id === MKV.SamplingFrequency) elRate = float(tracks, e);
+    }
+    if (elChannels !== frame.channels || elRate !== frame.sampleRate) unsure('Audio element and AC-3 frame differ');
+    Object.assign(s, { channels: frame.channels, sample_rate: String(frame.sampleRate), bit_rate: String(frame.bitRate) });
+  }
 
   for (const pos of found.get(MKV.Tags) ?? []) {
     const tags = await elementBody(src, pos, MKV.Tags);
@@ -840,9 +858,33 @@ async function probeMatroska(src: ByteSource): Promise<FfprobeJson> {
   };
 }
 
-/** Walks the first Cluster's blocks (headers only) until every track in `wanted` has one. */
-async function blocksOf(src: ByteSource, clusterPos: number, wanted: Set<number>) {
-  if (wanted.size === 0) return;
+const AC3_RATES = [48000, 44100, 32000];
+const AC3_KBPS = [32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 576, 640];
+const AC3_CHANNELS = [2, 1, 2, 3, 3, 4, 4, 5];
+
+/** An AC-3 (not E-AC-3) sync frame's header: what ffmpeg's parser and decoder report for the stream. */
+function ac3Frame(b: Uint8Array): { channels: number; sampleRate: number; bitRate: number } {
+  if (b.length < 8 || b[0] !== 0x0b || b[1] !== 0x77) unsure('no AC-3 sync word');
+  const fscod = b[4]! >> 6;
+  const frmsizecod = b[4]! & 0x3f;
+  const bsid = b[5]! >> 3;
+  if (fscod === 3 || frmsizecod >= 38 || bsid > 8) unsure('AC-3 header');
+  const bits = new Bits(b.subarray(6));
+  const acmod = bits.u(3);
+  if (acmod & 1 && acmod !== 1) bits.u(2);
+  if (acmod & 4) bits.u(2);
+  if (acmod === 2) bits.u(2);
+  const lfe = bits.u(1);
+  return { channels: AC3_CHANNELS[acmod]! + lfe, sampleRate: AC3_RATES[fscod]!, bitRate: AC3_KBPS[frmsizecod >> 1]! * 1000 };
+}
+
+/**
+ * Walks the first Cluster's blocks (headers only) until every track in `wanted` has one; answers
+ * where each one's first frame starts (unlaced blocks only).
+ */
+async function blocksOf(src: ByteSource, clusterPos: number, wanted: Set<number>): Promise<Map<number, number>> {
+  const firsts = new Map<number, number>();
+  if (wanted.size === 0) return firsts;
   const left = new Set(wanted);
   const ch = header(await src.read(clusterPos, 12), 0);
   if (ch.size < 0) unsure('Cluster size');
@@ -861,11 +903,18 @@ async function blocksOf(src: ByteSource, clusterPos: number, wanted: Set<number>
     }
     if (h.id === 0xa3 || h.id === 0xa0) {
       const track = readVint(head, at, false) ?? unsure('block track');
-      left.delete(track.value);
+      if (left.has(track.value)) {
+        // Track number, timecode (2 bytes), flags: lacing (bits 1-2) must be off.
+        const flags = head[at + track.len + 2] ?? unsure('block header');
+        if (flags & 0x06) unsure('laced block');
+        firsts.set(track.value, p + at + track.len + 3);
+        left.delete(track.value);
+      }
     }
     p += h.len + h.size;
   }
-  if (left.size > 0) unsure('no block of a video track in the first Cluster');
+  if (left.size > 0) unsure('no block of a video or AC-3 track in the first Cluster');
+  return firsts;
 }
 
 /** Tags for the segment or one track, flat and untranslated: ffmpeg's names for the rest are left to ffprobe. */
