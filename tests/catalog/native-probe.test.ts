@@ -111,6 +111,16 @@ const CASES: { name: string; native: boolean; make: (out: string) => void }[] = 
     },
   },
   {
+    name: 'bcp47-only.mkv', // a track whose only language element is LanguageBCP47 (its id patched)
+    native: false,
+    make: (o) => {
+      const b = Buffer.from(readFileSync(join(dir, 'several-tracks.mkv')));
+      const at = b.indexOf(Buffer.from('22b59c83667265', 'hex')); // Language "fre"
+      b[at + 2] = 0x9d;
+      writeFileSync(o, b);
+    },
+  },
+  {
     name: 'bad-box-size.mp4', // a trak's size points past its moov
     native: false,
     make: (o) => {

@@ -780,7 +780,9 @@ async function probeMatroska(src: ByteSource): Promise<FfprobeJson> {
     const codecId = get(MKV.CodecID) ? text(tracks, get(MKV.CodecID)!) : '';
     const known = MKV_CODECS[codecId] ?? unsure('codec');
     if (MKV_TYPES[typeNum] !== known.type) unsure('track type');
-    if (get(MKV.LanguageBCP47) || get(MKV.ContentEncodings)) unsure('BCP 47 language or content encoding');
+    // ffprobe 5 reads Language and ignores LanguageBCP47; mkvmerge writes both. A track with only
+    // the BCP 47 one is left to ffprobe (newer versions read it, and would differ).
+    if ((get(MKV.LanguageBCP47) && !get(MKV.Language)) || get(MKV.ContentEncodings)) unsure('BCP 47 language alone, or content encoding');
     if (get(MKV.FlagEnabled) && uint(tracks, get(MKV.FlagEnabled)!) === 0) unsure('disabled track');
     // Matroska's defaults: English, default flag set. ffmpeg leaves "und" untagged.
     const language = get(MKV.Language) ? text(tracks, get(MKV.Language)!) : 'eng';
