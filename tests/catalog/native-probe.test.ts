@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFfprobe } from '../../src/services/catalog/media-engine/ffprobe';
 import { bufferSource, openByteSource } from '../../src/services/catalog/media-engine/file-reader';
-import { nativeProbeWhy } from '../../src/services/catalog/media-engine/native-probe';
+import { laceHeaderLength, nativeProbeWhy } from '../../src/services/catalog/media-engine/native-probe';
 import { createProbeAnswerer } from '../../src/services/catalog/media-engine/probe.answerer';
 import { mediaFixtures } from '../helpers/media';
 
@@ -206,6 +206,19 @@ describe('the native reader answers what ffprobe answers', () => {
       expect((await why(join(dir, name))).json).not.toBeNull();
       expect(await withNative.probe({ root: 0, path: name })).toEqual(await ffprobeOnly.probe({ root: 0, path: name }));
     }
+  });
+});
+
+describe('laced Matroska blocks (mkvmerge laces audio; ffmpeg does not)', () => {
+  test('the first frame starts after the lace header: Xiph, fixed-size and EBML lacing', async () => {
+    // Three frames of 300, 10 and the rest: Xiph sizes 255+45 and 10; EBML sizes 300 (2 bytes) and a 1-byte signed delta.
+    const xiph = bufferSource(Uint8Array.from([2, 255, 45, 10, 0x0b, 0x77]));
+    const fixed = bufferSource(Uint8Array.from([2, 0x0b, 0x77]));
+    const ebml = bufferSource(Uint8Array.from([2, 0x41, 0x2c, 0xdc, 0x0b, 0x77])); // 0x412c: 300; 0xdc: a 1-byte signed delta
+    expect(await laceHeaderLength(xiph, 0, 1)).toBe(4);
+    expect(await laceHeaderLength(fixed, 0, 2)).toBe(1);
+    expect(await laceHeaderLength(ebml, 0, 3)).toBe(4);
+    expect(await laceHeaderLength(bufferSource(Uint8Array.from([0x0b, 0x77])), 0, 0)).toBe(0);
   });
 });
 

@@ -880,9 +880,30 @@ function ac3Frame(b: Uint8Array): { channels: number; sampleRate: number; bitRat
   return { channels: AC3_CHANNELS[acmod]! + lfe, sampleRate: AC3_RATES[fscod]!, bitRate: AC3_KBPS[frmsizecod >> 1]! * 1000 };
 }
 
+/** Bytes of the lace header at `pos` (none without lacing): Xiph (1), fixed-size (2) or EBML (3). */
+export async function laceHeaderLength(src: ByteSource, pos: number, lacing: number): Promise<number> {
+  if (lacing === 0) return 0;
+  if (lacing === 2) return 1;
+  const b = await src.read(pos, 1024);
+  const frames = (b[0] ?? unsure('lace count')) + 1;
+  let p = 1;
+  if (lacing === 1) {
+    for (let i = 0; i < frames - 1; i++) {
+      while ((b[p] ?? unsure('Xiph lace')) === 255) p++;
+      p++;
+    }
+    return p;
+  }
+  for (let i = 0; i < frames - 1; i++) {
+    const v = readVint(b, p, false) ?? unsure('EBML lace');
+    p += v.len;
+  }
+  return p;
+}
+
 /**
  * Walks the first Cluster's blocks (headers only) until every track in `wanted` has one; answers
- * where each one's first frame starts (unlaced blocks only).
+ * where each one's first frame starts.
  */
 async function blocksOf(src: ByteSource, clusterPos: number, wanted: Set<number>): Promise<Map<number, number>> {
   const firsts = new Map<number, number>();
@@ -906,10 +927,9 @@ async function blocksOf(src: ByteSource, clusterPos: number, wanted: Set<number>
     if (h.id === 0xa3 || h.id === 0xa0) {
       const track = readVint(head, at, false) ?? unsure('block track');
       if (left.has(track.value)) {
-        // Track number, timecode (2 bytes), flags: lacing (bits 1-2) must be off.
+        // Track number, timecode (2 bytes), flags; with lacing, the lace header before the first frame.
         const flags = head[at + track.len + 2] ?? unsure('block header');
-        if (flags & 0x06) unsure('laced block');
-        firsts.set(track.value, p + at + track.len + 3);
+        firsts.set(track.value, p + at + track.len + 3 + (await laceHeaderLength(src, p + at + track.len + 3, (flags >> 1) & 3)));
         left.delete(track.value);
       }
     }
