@@ -76,6 +76,12 @@ class Bits {
       this.bytes.push(nal[i]!);
     }
   }
+  /** Bits left before the RBSP trailing bits (the last 1 bit and the zeros after it). */
+  left(): number {
+    let end = this.bytes.length * 8;
+    while (end > 0 && !((this.bytes[(end - 1) >> 3]! >> (7 - ((end - 1) & 7))) & 1)) end--;
+    return Math.max(0, end - 1 - this.pos);
+  }
   u(n: number): number {
     let v = 0;
     for (let i = 0; i < n; i++, this.pos++) {
@@ -155,7 +161,64 @@ function spsSize(sps: Uint8Array): { width: number; height: number; id: number }
   const width = 16 * mbWidth - (left + right) * stepX;
   const height = 16 * mbHeight - (top + bottom) * stepY;
   if (width <= 0 || height <= 0 || (left + right) * stepX >= 16 * mbWidth || (top + bottom) * stepY >= 16 * mbHeight) unsure('cropping');
+  if (b.u(1)) vui(b);
   return { width, height, id };
+}
+
+/** The VUI, for the values with which ffmpeg refuses an SPS; reading past its end is unsure too. */
+function vui(b: Bits) {
+  if (b.u(1)) {
+    const aspect = b.u(8);
+    if (aspect === 255) b.u(32);
+    else if (aspect > 16) unsure('VUI aspect ratio');
+  }
+  if (b.u(1)) b.u(1); // overscan
+  if (b.u(1)) {
+    b.u(4); // video format, full range
+    if (b.u(1)) b.u(24); // colour description
+  }
+  if (b.u(1)) [b.ue(), b.ue()]; // chroma location
+  if (b.u(1)) {
+    const units = b.u(32);
+    const scale = b.u(32);
+    if (!units || !scale) unsure('VUI timing');
+    b.u(1);
+  }
+  const hrd = () => {
+    const count = b.ue() + 1;
+    if (count > 32) unsure('HRD cpb count');
+    b.u(8);
+    for (let i = 0; i < count; i++) [b.ue(), b.ue(), b.u(1)];
+    b.u(20);
+  };
+  const nal = b.u(1);
+  if (nal) hrd();
+  const vcl = b.u(1);
+  if (vcl) hrd();
+  if (nal || vcl) b.u(1);
+  b.u(1); // pic_struct_present
+  if (!b.left()) return;
+  if (b.u(1)) {
+    b.u(1);
+    [b.ue(), b.ue(), b.ue(), b.ue()];
+    if (b.ue() > 16) unsure('num_reorder_frames');
+    b.ue();
+  }
+}
+
+/** The PPS fields before its optional tail, with the ranges ffmpeg's decoder accepts. */
+function checkPps(b: Bits, spsId: number) {
+  if (b.ue() >= 256 || b.ue() !== spsId) unsure('PPS ids');
+  b.u(2);
+  if (b.ue() !== 0) unsure('PPS slice groups');
+  if (b.ue() > 31 || b.ue() > 31) unsure('PPS reference counts');
+  b.u(1);
+  if (b.u(2) === 3) unsure('PPS weighted bipred');
+  const qp = b.se();
+  const qs = b.se();
+  const chromaOffset = b.se();
+  if (qp < -26 || qp > 25 || qs < -26 || qs > 25 || chromaOffset < -12 || chromaOffset > 12) unsure('PPS quantiser');
+  b.u(3);
 }
 
 /** Profile name and level of an avcC record, as ffmpeg's H.264 decoder reports them from the SPS. */
@@ -176,8 +239,7 @@ function avcProfile(avcC: Uint8Array, width: number, height: number): { profile:
     const len = (avcC[p]! << 8) | avcC[p + 1]!;
     p += 2;
     if (len < 2 || p + len > avcC.length || (avcC[p]! & 0x1f) !== 8) unsure('avcC PPS');
-    const pps = new Bits(avcC.subarray(p + 1, p + len));
-    if (pps.ue() >= 256 || pps.ue() !== size.id) unsure('PPS ids');
+    checkPps(new Bits(avcC.subarray(p + 1, p + len)), size.id);
     p += len;
   }
   if (p !== avcC.length && !(HIGH_PROFILES.has(sps[1]!) && p + 4 === avcC.length)) unsure('avcC trailing bytes');
