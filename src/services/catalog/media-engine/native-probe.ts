@@ -255,11 +255,75 @@ function avcProfile(avcC: Uint8Array, width: number, height: number): { profile:
 
 const HEVC_PROFILES: Record<number, string> = { 1: 'Main', 2: 'Main 10', 3: 'Main Still Picture', 4: 'Rext' };
 
-function hevcProfile(hvcC: Uint8Array): { profile: string; level: number } {
-  if (hvcC.length < 23 || hvcC[0] !== 1) unsure('hvcC');
+/**
+ * Profile and level of an hvcC record. The record must be whole (VPS, SPS and PPS arrays that fill
+ * it exactly, 4-byte NAL lengths) and its SPS must give the container's picture size.
+ */
+function hevcProfile(hvcC: Uint8Array, width: number, height: number): { profile: string; level: number } {
+  if (hvcC.length < 23 || hvcC[0] !== 1 || (hvcC[21]! & 3) !== 3) unsure('hvcC');
   const profile = HEVC_PROFILES[hvcC[1]! & 0x1f] ?? unsure('HEVC profile');
   if (hvcC[1]! >> 6 !== 0) unsure('HEVC profile space');
+  const arrays = hvcC[22]!;
+  let p = 23;
+  const seen = new Set<number>();
+  let sps: Uint8Array | undefined;
+  for (let i = 0; i < arrays; i++) {
+    if (p + 3 > hvcC.length) unsure('hvcC array');
+    const type = hvcC[p]! & 0x3f;
+    const count = (hvcC[p + 1]! << 8) | hvcC[p + 2]!;
+    p += 3;
+    if (seen.has(type) || count === 0) unsure('hvcC arrays');
+    seen.add(type);
+    for (let k = 0; k < count; k++) {
+      if (p + 2 > hvcC.length) unsure('hvcC NAL');
+      const len = (hvcC[p]! << 8) | hvcC[p + 1]!;
+      p += 2;
+      if (len < 3 || p + len > hvcC.length || ((hvcC[p]! >> 1) & 0x3f) !== type) unsure('hvcC NAL');
+      if (type === 33 && k === 0) sps = hvcC.subarray(p, p + len);
+      p += len;
+    }
+  }
+  if (p !== hvcC.length || !seen.has(32) || !sps || !seen.has(34) || [...seen].some((t) => t < 32 || t > 40)) unsure('hvcC arrays');
+  const size = hevcSpsSize(sps!);
+  if (size.width !== width || size.height !== height) unsure('container and SPS sizes differ');
   return { profile, level: hvcC[12]! };
+}
+
+/** The picture size an HEVC SPS gives (conformance window applied). */
+function hevcSpsSize(sps: Uint8Array): { width: number; height: number } {
+  const b = new Bits(sps.subarray(2));
+  b.u(4);
+  const subLayers = b.u(3);
+  b.u(1);
+  b.u(88 + 8); // general profile, tier, flags and level
+  const profilePresent: number[] = [];
+  const levelPresent: number[] = [];
+  for (let i = 0; i < subLayers; i++) {
+    profilePresent.push(b.u(1));
+    levelPresent.push(b.u(1));
+  }
+  if (subLayers > 0) for (let i = subLayers; i < 8; i++) b.u(2);
+  for (let i = 0; i < subLayers; i++) {
+    if (profilePresent[i]) b.u(88);
+    if (levelPresent[i]) b.u(8);
+  }
+  if (b.ue() > 15) unsure('HEVC SPS id');
+  const chroma = b.ue();
+  if (chroma > 3) unsure('HEVC chroma format');
+  if (chroma === 3 && b.u(1)) unsure('separate colour planes');
+  let width = b.ue();
+  let height = b.ue();
+  if (b.u(1)) {
+    const subW = chroma === 1 || chroma === 2 ? 2 : 1;
+    const subH = chroma === 1 ? 2 : 1;
+    const [l, r, t, bt] = [b.ue(), b.ue(), b.ue(), b.ue()];
+    width -= (l + r) * subW;
+    height -= (t + bt) * subH;
+  }
+  const luma = b.ue() + 8;
+  const chromaDepth = b.ue() + 8;
+  if (width <= 0 || height <= 0 || luma > 16 || (chroma !== 0 && luma !== chromaDepth)) unsure('HEVC SPS');
+  return { width, height };
 }
 
 const AAC_RATES = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350];
@@ -431,6 +495,7 @@ async function probeMp4(src: ByteSource): Promise<FfprobeJson> {
     else if (b.type !== 'free' && b.type !== 'skip' && b.type !== 'iods') unsure(`moov/${b.type}`); // mvex (fragments), meta, cmov...
   }
   if (!mvhd || traks.length === 0) unsure('no mvhd or trak');
+  if (m.u8(mvhd!.start) > 1) unsure('mvhd version');
   const v1 = m.u8(mvhd!.start) === 1;
   const movieScale = m.u32(mvhd!.start + (v1 ? 20 : 12));
   const movieDuration = v1 ? m.u64(mvhd!.start + 24) : m.u32(mvhd!.start + 16);
@@ -484,6 +549,7 @@ function mp4Stream(m: Mp4View, trak: Box, index: number, movieScale: number, fil
   const mdhd = m.child(mdia!, 'mdhd') ?? unsure('mdhd');
   const hdlr = m.child(mdia!, 'hdlr') ?? unsure('hdlr');
   const stbl = m.path(mdia!, ['minf', 'stbl']) ?? unsure('stbl');
+  if (m.u8(mdhd.start) > 1 || m.u8(tkhd!.start) > 1) unsure('mdhd or tkhd version');
   const mv1 = m.u8(mdhd.start) === 1;
   const timescale = m.u32(mdhd.start + (mv1 ? 20 : 12));
   const mediaDuration = mv1 ? m.u64(mdhd.start + 24) : m.u32(mdhd.start + 16);
@@ -563,6 +629,7 @@ function mp4Stream(m: Mp4View, trak: Box, index: number, movieScale: number, fil
   // taken over the media's own duration, which the sample table must agree with.
   if (edts) {
     const elst = m.child(edts, 'elst') ?? unsure('edts without elst');
+    if (m.u8(elst.start) > 1) unsure('elst version');
     const e1 = m.u8(elst.start) === 1;
     if (m.u32(elst.start + 4) !== 1) unsure('edit lists of several entries');
     const mediaTime = e1 ? Number(m.view.getBigInt64(elst.start + 16)) : m.view.getInt32(elst.start + 12);
@@ -593,7 +660,7 @@ function mp4Stream(m: Mp4View, trak: Box, index: number, movieScale: number, fil
     } else if (entry.type === 'hvc1' || entry.type === 'hev1') {
       s.codec_name = 'hevc';
       const hvcC = configs.get('hvcC') ?? unsure('hvcC');
-      config = hevcProfile(m.buf.subarray(hvcC.start, hvcC.end));
+      config = hevcProfile(m.buf.subarray(hvcC.start, hvcC.end), width, height);
     } else return unsure('video codec');
     if (!width || !height) unsure('dimensions');
     Object.assign(s, { width, height, profile: config.profile, level: config.level });
@@ -867,7 +934,7 @@ async function probeMatroska(src: ByteSource): Promise<FfprobeJson> {
         if (e.id === MKV.PixelHeight) height = uint(tracks, e);
       }
       if (!width || !height) unsure('dimensions');
-      const config = known.codec === 'h264' ? avcProfile(privBytes, width, height) : hevcProfile(privBytes);
+      const config = known.codec === 'h264' ? avcProfile(privBytes, width, height) : hevcProfile(privBytes, width, height);
       const dd = get(MKV.DefaultDuration) ? uint(tracks, get(MKV.DefaultDuration)!) : 0;
       if (!dd) unsure('no DefaultDuration'); // ffprobe would estimate a rate from the packets
       Object.assign(s, { width, height, profile: config.profile, level: config.level, avg_frame_rate: `1000000000/${dd}` });
