@@ -74,7 +74,8 @@ const CASES: { name: string; native: boolean; make: (out: string) => void }[] = 
   { name: 'audio-only.mka', native: true, make: (o) => ffmpeg([...sine(2), '-c:a', 'aac', '-f', 'matroska', o]) },
   // What the native reader leaves to ffprobe.
   { name: 'fragmented.mp4', native: false, make: (o) => ffmpeg([...video(2), ...sine(2), ...x264, '-c:a', 'aac', '-movflags', 'frag_keyframe+empty_moov', o]) },
-  { name: 'ac3.mp4', native: false, make: (o) => ffmpeg([...video(1), ...sine(1), ...x264, '-c:a', 'ac3', o]) },
+  { name: 'ac3.mp4', native: true, make: (o) => ffmpeg([...video(1), ...sine(1), ...x264, '-c:a', 'ac3', '-ac', '6', o]) },
+  { name: 'eac3.mp4', native: false, make: (o) => ffmpeg([...video(1), ...sine(1), ...x264, '-c:a', 'eac3', o]) },
   { name: 'low-rate-aac.m4a', native: false, make: (o) => ffmpeg([...sine(2, 22050), '-c:a', 'aac', o]) },
   { name: 'tagged.mp4', native: false, make: (o) => ffmpeg([...video(1), ...x264, '-metadata', 'title=Tagged', '-metadata', 'genre=Drama', '-metadata', 'date=1999', o]) },
   { name: 'quicktime.mov', native: false, make: (o) => ffmpeg([...video(1), ...sine(1), ...x264, '-c:a', 'aac', '-f', 'mov', o]) },

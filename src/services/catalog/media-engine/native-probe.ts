@@ -502,11 +502,17 @@ async function probeMp4(src: ByteSource): Promise<FfprobeJson> {
   if (movieScale === 0) unsure('movie timescale');
 
   let mediaBytes = 0;
+  const ac3: [FfprobeStreamJson, number][] = [];
   const streams = traks.map((trak, index) => {
     const s = mp4Stream(m, trak, index, movieScale, src.size);
     mediaBytes += s.dataSize;
+    if (s.firstFrameAt !== undefined) ac3.push([s.stream, s.firstFrameAt]);
     return s.stream;
   });
+  for (const [s, at] of ac3) {
+    const frame = ac3Frame(await src.read(at, 16));
+    Object.assign(s, { channels: frame.channels, sample_rate: String(frame.sampleRate), bit_rate: String(frame.bitRate) });
+  }
   // The samples must be in the file: a file cut short is judged by ffprobe.
   if (mediaBytes > src.size) unsure('samples past the end of the file');
   const durationUs = rescale(movieDuration, AV_TIME_BASE, movieScale);
@@ -534,7 +540,7 @@ function readUdta(m: Mp4View, udta: Box, tags: Record<string, string>) {
   }
 }
 
-function mp4Stream(m: Mp4View, trak: Box, index: number, movieScale: number, fileSize: number): { stream: FfprobeStreamJson; dataSize: number } {
+function mp4Stream(m: Mp4View, trak: Box, index: number, movieScale: number, fileSize: number): { stream: FfprobeStreamJson; dataSize: number; firstFrameAt?: number } {
   let tkhd: Box | undefined;
   let mdia: Box | undefined;
   let edts: Box | undefined;
@@ -666,9 +672,15 @@ function mp4Stream(m: Mp4View, trak: Box, index: number, movieScale: number, fil
     Object.assign(s, { width, height, profile: config.profile, level: config.level });
     if (sttsDuration > 0) s.avg_frame_rate = `${timescale * samples}/${sttsDuration}`;
   } else if (type === 'audio') {
-    if (entry.type !== 'mp4a') unsure('audio codec');
+    if (entry.type !== 'mp4a' && entry.type !== 'ac-3') unsure('audio codec');
     const version = m.u16(entry.start + 8);
     if (version !== 0) unsure('QuickTime sound description');
+    if (entry.type === 'ac-3') {
+      // What ffprobe reports comes from the first frame (parser and decoder): read it after the tables.
+      s.codec_name = 'ac3';
+      const firstChunk = co64 ? m.u64(chunks.start + 8) : m.u32(chunks.start + 8);
+      return { stream: s, dataSize, firstFrameAt: firstChunk };
+    }
     const esds = [...m.boxes(entry.start + 28, entry.end)].find((b) => b.type === 'esds') ?? unsure('esds');
     const { objectType, asc } = esdsConfig(m, esds);
     if (objectType !== 0x40) unsure('mp4a object type');
