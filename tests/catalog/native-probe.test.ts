@@ -80,7 +80,7 @@ const CASES: { name: string; native: boolean; make: (out: string) => void }[] = 
   { name: 'tagged.mp4', native: false, make: (o) => ffmpeg([...video(1), ...x264, '-metadata', 'title=Tagged', '-metadata', 'genre=Drama', '-metadata', 'date=1999', o]) },
   { name: 'quicktime.mov', native: false, make: (o) => ffmpeg([...video(1), ...sine(1), ...x264, '-c:a', 'aac', '-f', 'mov', o]) },
   { name: 'eac3-audio.mkv', native: false, make: (o) => ffmpeg([...video(1), ...sine(1), ...x264, '-c:a', 'eac3', o]) },
-  { name: 'genre-tag.mkv', native: false, make: (o) => ffmpeg([...video(1), ...x264, '-metadata', 'genre=Drama', o]) },
+  { name: 'tagged.mkv', native: true, make: (o) => ffmpeg([...video(1), ...x264, '-metadata', 'title=Tagged', '-metadata', 'genre=Drama; Crime', '-metadata', 'DATE_RELEASED=1999-03-31', '-metadata', 'comment=What it is about', o]) },
   {
     name: 'cover.mkv',
     native: false,
@@ -187,6 +187,8 @@ describe('the native reader answers what ffprobe answers', () => {
     const hevc = await withNative.probe({ root: 0, path: 'hevc.mp4' });
     if (!hevc.medium) throw new Error('hevc.mp4 is a medium');
     expect(hevc.facts.streams[0]).toMatchObject({ codec: 'hevc', width: 128, height: 96, profile: 'Main', frameRate: 24 });
+    const tagged = await withNative.probe({ root: 0, path: 'tagged.mkv' });
+    expect(tagged.medium && tagged.tags).toEqual({ title: 'Tagged', genres: ['Drama', 'Crime'], year: 1999, overview: 'What it is about' });
     const ac3 = await withNative.probe({ root: 0, path: 'ac3-several.mkv' });
     if (!ac3.medium) throw new Error('ac3-several.mkv is a medium');
     expect(ac3.facts.streams.slice(1).map((s) => [s.codec, s.channels, s.sampleRate, s.bitRateBps, s.defaultFlag])).toEqual([

@@ -1080,7 +1080,10 @@ async function blocksOf(src: ByteSource, clusterPos: number, wanted: Set<number>
   return firsts;
 }
 
-/** Tags for the segment or one track, flat and untranslated: ffmpeg's names for the rest are left to ffprobe. */
+/**
+ * Tags of the segment or of a track under their own names, as ffmpeg keeps flat tags without a
+ * language; nested tags, tags in a language and other targets (ffmpeg renames or drops them) are left to ffprobe.
+ */
 function readTags(buf: Uint8Array, byUid: Map<number, FfprobeStreamJson>, formatTags: Record<string, string>) {
   for (const tag of elements(buf, 0, buf.length)) {
     if (tag.id !== MKV.Tag) continue;
@@ -1108,7 +1111,6 @@ function readTags(buf: Uint8Array, byUid: Map<number, FfprobeStreamJson>, format
         } else if (e.id !== MKV.TagDefault) unsure('nested or binary tag');
       }
       if (!name || value === undefined) unsure('tag');
-      if (target === formatTags && !['ENCODER', 'DURATION'].includes(name.toUpperCase())) unsure('a segment tag');
       target[name] = value!;
     }
   }
