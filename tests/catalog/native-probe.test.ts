@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createFfprobe } from '../../src/services/catalog/media-engine/ffprobe';
 import { bufferSource, openByteSource } from '../../src/services/catalog/media-engine/file-reader';
-import { laceHeaderLength, nativeProbeWhy } from '../../src/services/catalog/media-engine/native-probe';
+import { laceHeaderLength } from '../../src/services/catalog/media-engine/matroska-header';
+import { nativeProbeWhy } from '../../src/services/catalog/media-engine/native-probe';
 import { createProbeAnswerer } from '../../src/services/catalog/media-engine/probe.answerer';
 import { mediaFixtures } from '../helpers/media';
 
