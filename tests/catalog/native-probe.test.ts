@@ -202,6 +202,23 @@ describe('the native reader answers what ffprobe answers', () => {
     expect(ntsc.facts.streams[0]).toMatchObject({ profile: 'Constrained Baseline', frameRate: 29.97, width: 176, height: 144 });
   });
 
+  test('a file the reader declines is logged at debug with the rule, never the path', async () => {
+    const lines: { msg: string; fields?: Record<string, unknown> }[] = [];
+    const log = {
+      child: () => log,
+      debug: (msg: string, fields?: Record<string, unknown>) => lines.push({ msg, fields }),
+      info: () => {},
+      warn: () => {},
+      error: () => {},
+    };
+    const logged = createProbeAnswerer({ mediaRoots: [dir], ffprobe, log });
+    await logged.probe({ root: 0, path: 'h264-aac-faststart.mp4' });
+    await logged.probe({ root: 0, path: 'transport.ts' }); // not MP4 or Matroska: nothing to say
+    expect(lines).toEqual([]);
+    await logged.probe({ root: 0, path: 'fragmented.mp4' });
+    expect(lines).toEqual([{ msg: 'media probe: native reader unsure, ffprobe asked', fields: { why: 'fragmented' } }]);
+  });
+
   test('the shared fixtures the other catalog tests scan are read natively and agree', async () => {
     const fx = mediaFixtures();
     for (const file of [fx.mp4, fx.mp4Subs, fx.mkv, fx.mkvSubs, fx.audioOnly]) {

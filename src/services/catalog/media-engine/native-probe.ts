@@ -12,6 +12,8 @@ import { probeMatroska } from './matroska-header';
 import { probeMp4 } from './mp4-header';
 import { Unsure } from './native-unsure';
 
+export const NOT_MP4_OR_MATROSKA = 'neither MP4 nor Matroska';
+
 /** The container's answer, or null when ffprobe must be asked. */
 export async function nativeProbe(src: ByteSource): Promise<FfprobeJson | null> {
   return (await nativeProbeWhy(src)).json;
@@ -23,7 +25,7 @@ export async function nativeProbeWhy(src: ByteSource): Promise<{ json: FfprobeJs
     const head = await src.read(0, 12);
     if (head.length >= 12 && String.fromCharCode(...head.subarray(4, 8)) === 'ftyp') return { json: await probeMp4(src) };
     if (head.length >= 4 && head[0] === 0x1a && head[1] === 0x45 && head[2] === 0xdf && head[3] === 0xa3) return { json: await probeMatroska(src) };
-    return { json: null, why: 'neither MP4 nor Matroska' };
+    return { json: null, why: NOT_MP4_OR_MATROSKA };
   } catch (e) {
     if (e instanceof Unsure) return { json: null, why: e.message };
     if (e instanceof RangeError) return { json: null, why: 'a structure past its end' };
