@@ -11,7 +11,7 @@ import { load, printTable, round } from './lib';
 const quiet = createLogger({}, 'error');
 
 async function roundTrips(server: Bus, client: Bus, n: number) {
-  const off = server.answer('qry.sources.resolve', (req) => ({ assetId: req.assetId, available: false, binding: null }));
+  const off = server.answer('qry.sources.resolve', (req) => ({ assetId: req.assetId, available: false, binding: null }), {});
   await Bun.sleep(100);
   const ask = () => client.request('qry.sources.resolve', { assetId: 'ast_bench' });
   const serial = await load(ask, { total: n, concurrency: 1 });

@@ -14,6 +14,7 @@ import { bearerGuard } from '../src/platform/http/bearer-guard';
 import { errorHandling } from '../src/platform/http/errors';
 import { mintToken } from '../src/platform/auth/workspace-token';
 import { printTable, round } from './lib';
+import { problemErrorTable } from '../src/platform/platform.errors';
 
 const SECRET = 'c'.repeat(64);
 
@@ -48,7 +49,7 @@ async function session(p: Platform) {
 }
 
 function apps(bus: Bus) {
-  const base = () => new Elysia().use(errorHandling('problem', { production: true }));
+  const base = () => new Elysia().use(errorHandling('problem', { production: true, errors: problemErrorTable }));
   return {
     baseline: base().get('/works', () => ({ ok: true })),
     cached: base().use(bearerGuard({ service: 'bench', bus, liveCacheMs: 2000 })).get('/works', () => ({ ok: true }), { policy: 'resource:work:read' }),

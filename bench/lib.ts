@@ -52,11 +52,18 @@ export function printTable(title: string, rows: Record<string, unknown>[]) {
 
 /**
  * A raw HTTP/1.1 GET of an SSE route on a socket, so a benchmark's many followers cost the client
- * little and the figures stay the server's. `read` gets the arrival time (epoch ms) and the text not
- * yet consumed, and answers how much of it it consumed; at most `keep` unconsumed characters are kept
- * for the next chunk (a frame split across chunks).
+ * little and the figures stay the server's. `read` gets the arrival time (epoch ms, read from `clock`:
+ * Date.now unless told) and the text not yet consumed, and answers how much of it it consumed; at
+ * most `keep` unconsumed characters are kept for the next chunk (a frame split across chunks).
  */
-export async function openRawStream(base: string, path: string, token: string, read: (at: number, text: string) => number, keep = 2048): Promise<{ close(): void }> {
+export async function openRawStream(
+  base: string,
+  path: string,
+  token: string,
+  read: (at: number, text: string) => number,
+  keep = 2048,
+  clock: () => number = Date.now,
+): Promise<{ close(): void }> {
   const url = new URL(base);
   let carry = '';
   const socket = await Bun.connect({
@@ -65,7 +72,7 @@ export async function openRawStream(base: string, path: string, token: string, r
     socket: {
       data(_s, d) {
         const text = carry + d.toString();
-        carry = text.slice(Math.max(read(Date.now(), text), text.length - keep));
+        carry = text.slice(Math.max(read(clock(), text), text.length - keep));
       },
     },
   });

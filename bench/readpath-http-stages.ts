@@ -22,6 +22,7 @@ import { errorHandling } from '../src/platform/http/errors';
 import { createResponseCache } from '../src/platform/http/response-cache';
 import { workspaceAuth } from '../src/platform/http/workspace-auth';
 import { round } from './lib';
+import { envelopeErrorTable } from '../src/platform/platform.errors';
 
 const SECRET = 'bench-http-stages-'.padEnd(48, 'x');
 const JSON_TYPE = 'application/json;charset=utf-8';
@@ -59,7 +60,7 @@ export async function httpStages(body: string, n = 100_000) {
     const parsed = JSON.parse(body) as unknown;
     const constant = () => new Response(body, { headers: { 'content-type': JSON_TYPE } });
     const app = new Elysia()
-      .use(errorHandling('envelope', { production: true }))
+      .use(errorHandling('envelope', { production: true, errors: envelopeErrorTable }))
       .use(workspaceAuth({ secret: SECRET, authenticatedLimit: 1e12, early: (req, actor, h) => cache.early(req, `sub:${actor.id}`, h) }))
       .get('/api/list', ({ actor, query, request, set }) => cache.answer(request, set, `sub:${actor.id}`, query.status ?? '', () => parsed), {
         query: t.Object({ status: t.Optional(t.String({ maxLength: 20 })) }),

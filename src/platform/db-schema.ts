@@ -3,7 +3,7 @@
 // the file reads as plain Drizzle; for PostgreSQL the same definition builds pg-core tables
 // (integers as bigint, booleans as boolean, JSON text as jsonb, autoincrement as bigserial). The
 // SQLite tables are what the code is typed against: queries written with them run unchanged on the
-// PostgreSQL tables as long as they use what both dialects share (see platform/store.ts).
+// PostgreSQL tables as long as they use what both dialects share (see platform/store/store.ts).
 import { sql, type SQL } from 'drizzle-orm';
 import * as pg from 'drizzle-orm/pg-core';
 import * as sqlite from 'drizzle-orm/sqlite-core';

@@ -16,7 +16,7 @@ export function openDb(dataDir: string, file = 'keel.db'): Db {
 
 /**
  * One more connection to a database file: the Store's transactions run on one of their own, so that
- * what they have not committed is neither seen nor undone by statements outside (store.ts).
+ * what they have not committed is neither seen nor undone by statements outside (store/sqlite.ts).
  */
 export function connect(path: string): Db {
   const sqlite = new Database(path, { create: true, strict: true });

@@ -1,8 +1,9 @@
 // Domain errors and their two renderings: the workspace envelope and RFC 9457 problem+json.
-// Services throw AppError(code, message, details); what a code means on the wire (its HTTP status,
-// Retry-After, retryable, category) is written once, in the service's `<service>.errors.ts` table
-// (defineErrors), which both the error renderer and the OpenAPI builder read. A throw site never
-// picks a status.
+// A service throws the typed factories of its `<service>.errors.ts` (`WorkspaceErrors.WORKSPACE_NOT_FOUND(message,
+// details)`): an AppError is a code, a message and details, nothing of HTTP. What a code means on the
+// wire (its HTTP status, Retry-After, retryable, category) is written once, in the service's table,
+// which the HTTP adapter (platform/http/errors.ts), the bus adapter (bus/bus.ts) and the OpenAPI
+// builder are given: there is no process-wide registry, so nothing depends on what was imported.
 
 export type ErrorCategory = 'transient' | 'permanent' | 'recoverable';
 
@@ -28,50 +29,53 @@ export interface ResolvedErrorSpec extends ErrorSpec {
   category: ErrorCategory;
 }
 
-const registry = new Map<string, ResolvedErrorSpec>();
-
 function resolve(spec: ErrorSpec): ResolvedErrorSpec {
   return { ...spec, retryable: spec.retryable ?? spec.status >= 500, category: spec.category ?? (spec.status >= 500 ? 'transient' : 'permanent') };
 }
 
-/**
- * Declares a service's error table and makes its codes known to every renderer in the process. A
- * code has one meaning: declaring it again with another status is a programming error, refused at
- * start-up (at import).
- */
+/** Declares an error table (typed, so its codes are known to the compiler); registers nothing. */
 export function defineErrors<const T extends ErrorTable>(table: T): T {
-  for (const [code, spec] of Object.entries(table)) {
-    const known = registry.get(code);
-    if (known && known.status !== spec.status) throw new Error(`error code ${code} is declared with status ${known.status} and ${spec.status}`);
-    registry.set(code, resolve(spec));
-  }
   return table;
 }
 
-/** What a code means, or undefined for a code no table declares. */
-export const errorSpec = (code: string): ResolvedErrorSpec | undefined => registry.get(code);
+/**
+ * Tables joined into one (a service's own and the platform's it answers with). A code has one
+ * meaning: the same code with two statuses is a programming error, refused at start-up (at import).
+ */
+export function joinErrors<const T extends ErrorTable[]>(...tables: T): UnionToIntersection<T[number]> {
+  const out: ErrorTable = {};
+  for (const table of tables) {
+    for (const [code, spec] of Object.entries(table)) {
+      const known = out[code];
+      if (known && known.status !== spec.status) throw new Error(`error code ${code} is declared with status ${known.status} and ${spec.status}`);
+      out[code] = spec;
+    }
+  }
+  return out as UnionToIntersection<T[number]>;
+}
+type UnionToIntersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
 
 /** The meaning of an undeclared code: an internal failure, retryable. */
 const UNDECLARED: ResolvedErrorSpec = { status: 500, retryable: true, category: 'transient', description: 'an undeclared error code' };
 
 export interface AppErrorOptions {
-  /** Seconds for Retry-After when they are known only at the throw site (a rate limit's window). */
+  /** Seconds until a retry may succeed, when they are known only at the throw site (a rate limit's window). */
   retryAfter?: number;
-  /** Headers known only at the throw site (a WWW-Authenticate with an error parameter). */
+  /** Response headers known only at the throw site (a route's Content-Range). */
   headers?: Record<string, string>;
   /**
-   * The meaning sent along by another process over the bus, used only when this process declares
-   * no table for the code (the asker need not load the answerer's table).
+   * The meaning sent along by another process over the bus, used only when the table of the
+   * service that renders the error does not know the code (the asker need not load the answerer's table).
    */
   remote?: { status: number; retryable?: boolean };
 }
 
-export class AppError extends Error {
+export class AppError<Code extends string = string> extends Error {
   readonly details: Record<string, unknown>;
   readonly opts: AppErrorOptions;
 
   constructor(
-    readonly code: string,
+    readonly code: Code,
     message: string,
     details: Record<string, unknown> = {},
     opts: AppErrorOptions = {},
@@ -81,32 +85,38 @@ export class AppError extends Error {
     this.details = details;
     this.opts = opts;
   }
-
-  /** The table's row for this code. */
-  get spec(): ResolvedErrorSpec {
-    const declared = registry.get(this.code);
-    if (declared) return declared;
-    const remote = this.opts.remote;
-    return remote ? resolve({ status: remote.status, retryable: remote.retryable, description: '' }) : UNDECLARED;
-  }
-  get status(): number {
-    return this.spec.status;
-  }
-  get retryable(): boolean {
-    return this.spec.retryable;
-  }
-  get category(): ErrorCategory {
-    return this.spec.category;
-  }
-  /** The response headers: the table's, Retry-After (throw site first), then the throw site's own. */
-  get headers(): Record<string, string> {
-    const spec = this.spec;
-    const retryAfter = this.opts.retryAfter ?? spec.retryAfter;
-    return { ...spec.headers, ...(retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {}), ...this.opts.headers };
-  }
 }
 
 export const isAppError = (e: unknown): e is AppError => e instanceof AppError;
+
+/** One factory per code of a table: `errors.WORKSPACE_NOT_FOUND(message, details)`. */
+export type ErrorFactories<T extends ErrorTable> = {
+  readonly [C in keyof T & string]: (message: string, details?: Record<string, unknown>, opts?: AppErrorOptions) => AppError<C>;
+};
+
+/** The typed factories of a table's codes: what services throw (they never see the table's statuses). */
+export function errorFactories<T extends ErrorTable>(table: T): ErrorFactories<T> {
+  const out: Record<string, unknown> = {};
+  for (const code of Object.keys(table)) out[code] = (message: string, details?: Record<string, unknown>, opts?: AppErrorOptions) => new AppError(code, message, details, opts);
+  return Object.freeze(out) as ErrorFactories<T>;
+}
+
+/**
+ * What an error means on the wire for the service rendering it: its table's row, else the meaning
+ * its answerer sent over the bus, else an internal failure.
+ */
+export function meaningOf(e: AppError, table: ErrorTable): ResolvedErrorSpec {
+  const declared = Object.hasOwn(table, e.code) ? table[e.code] : undefined;
+  if (declared) return resolve(declared);
+  const remote = e.opts.remote;
+  return remote ? resolve({ status: remote.status, retryable: remote.retryable, description: '' }) : UNDECLARED;
+}
+
+/** The response headers of an error: the table's, Retry-After (throw site first), then the throw site's own. */
+export function headersOf(e: AppError, spec: ResolvedErrorSpec): Record<string, string> {
+  const retryAfter = e.opts.retryAfter ?? spec.retryAfter;
+  return { ...spec.headers, ...(retryAfter !== undefined ? { 'retry-after': String(retryAfter) } : {}), ...e.opts.headers };
+}
 
 /** Workspace API body: `{ error: { code, message, details } }`. */
 export function toEnvelope(e: AppError) {
@@ -116,8 +126,7 @@ export function toEnvelope(e: AppError) {
 const PROBLEM_BASE = 'https://keel.dev/problems/';
 
 /** RFC 9457 body for the media services; `code` is the stable machine-readable name. */
-export function toProblem(e: AppError, instance?: string) {
-  const spec = e.spec;
+export function toProblem(e: AppError, spec: ResolvedErrorSpec, instance?: string) {
   return {
     type: PROBLEM_BASE + e.code.toLowerCase().replaceAll('_', '-'),
     title: e.message,

@@ -1,10 +1,11 @@
 // The codes the platform itself answers with, before or around any service's own: the workspace
 // envelope's (UPPER_CASE), the media services' and identity's problem+json (kebab-case), and the
-// bus's. Each service's error table (`<service>.errors.ts`) adds its own codes to these.
-import { defineErrors } from './errors';
+// bus's. Each service's error table (`<service>.errors.ts`) joins its own codes to these; the
+// factories here are for the platform's own throw sites (auth guards, the body parser, the bus).
+import { defineErrors, errorFactories } from './errors';
 
 /** Codes of the workspace API's envelope that the platform answers with. */
-export const envelopePlatformErrors = defineErrors({
+export const envelopeErrorTable = defineErrors({
   INVALID_REQUEST: { status: 400, description: 'the body, query, path or a header is malformed (details.errors names the property), or a value is refused' },
   UNAUTHORIZED: { status: 401, headers: { 'www-authenticate': 'Bearer' }, description: 'no valid Bearer token' },
   FORBIDDEN: { status: 403, description: 'the token is valid but may not do this (admins only)' },
@@ -15,7 +16,7 @@ export const envelopePlatformErrors = defineErrors({
 });
 
 /** Codes of the media services' and identity's problem+json that the platform answers with. */
-export const problemPlatformErrors = defineErrors({
+export const problemErrorTable = defineErrors({
   parse: { status: 400, description: 'the body is not JSON, or is nested too deep, or uses a reserved key' },
   unauthenticated: { status: 401, category: 'recoverable', headers: { 'www-authenticate': 'Bearer' }, description: 'no valid Bearer access token' },
   'reauth-required': {
@@ -35,9 +36,13 @@ export const problemPlatformErrors = defineErrors({
 });
 
 /** Codes of a question asked on the bus that nobody answered. */
-export const busErrors = defineErrors({
+export const busErrorTable = defineErrors({
   BUS_HANDLER_FAILED: { status: 500, description: 'the answering service failed' },
   BUS_UNAVAILABLE: { status: 503, description: 'the bus is not connected' },
   BUS_NO_ANSWERER: { status: 503, description: 'no service answers the question' },
   BUS_TIMEOUT: { status: 504, description: 'no answer in time' },
 });
+
+export const EnvelopeErrors = errorFactories(envelopeErrorTable);
+export const ProblemErrors = errorFactories(problemErrorTable);
+export const BusErrors = errorFactories(busErrorTable);

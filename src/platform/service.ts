@@ -7,7 +7,7 @@ import type { Store } from './store';
 
 export interface ServiceDeps {
   config: Config;
-  /** Where the service keeps its state: SQLite or PostgreSQL (APP_DATABASE_URL), one API (platform/store.ts). */
+  /** Where the service keeps its state: SQLite or PostgreSQL (APP_DATABASE_URL), one API (platform/store/store.ts). */
   store: Store;
   bus: Bus;
   log: Logger;

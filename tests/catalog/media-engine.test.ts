@@ -6,6 +6,8 @@ import { appendFileSync, copyFileSync, mkdtempSync, openSync, closeSync, writeSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../../src/platform/config';
+import { headersOf, meaningOf } from '../../src/platform/errors';
+import { catalogErrorTable } from '../../src/services/catalog/catalog.errors';
 import { loadCatalogConfig } from '../../src/services/catalog/catalog.config';
 import { fastHash } from '../../src/services/catalog/media-engine/fast-hash';
 import { createFfprobe, parsePacketCsv } from '../../src/services/catalog/media-engine/ffprobe';
@@ -243,7 +245,8 @@ describe('bounds on ffprobe', () => {
     const ffprobe = createFfprobe({ binary: 'ffprobe', concurrency: 1, probeSizeBytes: 5_000_000, analyzeDurationUs: 5_000_000, timeoutMs: 1 });
     // native: false, since the native reader answers this MKV without starting ffprobe at all.
     const err = await createProbeAnswerer({ mediaRoots: [root], ffprobe, native: false }).probe({ root: 0, path: 'film.mkv' }).then(() => null, (e) => e);
-    expect(err).toMatchObject({ code: 'MEDIA_PROBE_TIMEOUT', status: 504, retryable: true, category: 'transient' });
+    expect(err).toMatchObject({ code: 'MEDIA_PROBE_TIMEOUT' });
+    expect(meaningOf(err, catalogErrorTable)).toMatchObject({ status: 504, retryable: true, category: 'transient' });
     rmSync(root, { recursive: true, force: true });
   });
 
@@ -266,7 +269,10 @@ describe('bounds on ffprobe', () => {
     const held = fifos.map((f) => ffprobe.formatAndStreams(f));
     await Bun.sleep(50);
     const err = await ffprobe.formatAndStreams(fx.mkv).then(() => null, (e) => e);
-    expect(err).toMatchObject({ code: 'MEDIA_ENGINE_BUSY', status: 503, retryable: true, headers: { 'retry-after': '5' } });
+    expect(err).toMatchObject({ code: 'MEDIA_ENGINE_BUSY' });
+    const busy = meaningOf(err, catalogErrorTable);
+    expect(busy).toMatchObject({ status: 503, retryable: true });
+    expect(headersOf(err, busy)).toMatchObject({ 'retry-after': '5' });
     expect(await Promise.all(held)).toEqual([{ ok: false, reason: 'probe timed out' }, { ok: false, reason: 'probe timed out' }]);
     // Places are back once the held probes ended.
     expect((await ffprobe.formatAndStreams(fx.mkv)).ok).toBe(true);

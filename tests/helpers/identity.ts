@@ -9,6 +9,7 @@ import { bearerGuard, type BearerGuardOptions } from '../../src/platform/http/be
 import { loadCatalogConfig } from '../../src/services/catalog/catalog.config';
 import { errorHandling } from '../../src/platform/http/errors';
 import { startTestPlatform, type TestPlatform } from './platform';
+import { problemErrorTable } from '../../src/platform/platform.errors';
 
 export const SCAN = 'resource:asset:scan';
 export const READ = 'resource:work:read';
@@ -52,7 +53,7 @@ export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 /** A media-like app guarded by the real plugin: POST /scan (scan policy, scan budget), GET /works (read policy). */
 export function startGuardedApp(bus: Bus, opts: Partial<BearerGuardOptions> = {}) {
   const app = new Elysia()
-    .use(errorHandling('problem', { production: false }))
+    .use(errorHandling('problem', { production: false, errors: problemErrorTable }))
     .use(bearerGuard({ service: 'media-test', bus, limits: { scan: SCAN_BUDGET }, ...opts }))
     .post('/scan', ({ principal, body }) => ({ actorId: principal.actorId, sessionId: principal.sessionId, path: body.path }), {
       policy: SCAN,

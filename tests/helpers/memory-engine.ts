@@ -207,7 +207,7 @@ export function createMemoryEngine(opts: { images?: string[] } = {}): MemoryEngi
       c.running = true;
       emit(c, 'start');
     },
-    // Snapshots are tested against the real engine only (tests/workspaces/lifecycle/snapshots.test.ts).
+    // Snapshots are tested against the real engine only (tests/workspaces/snapshots/snapshots.test.ts).
     async commit() {
       throw new EngineError('the memory engine makes no snapshots', 'refused');
     },

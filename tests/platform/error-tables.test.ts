@@ -1,8 +1,10 @@
-// Error tables (platform/errors.ts): a service throws AppError(code, message, details) and its table
-// alone says the status, Retry-After and the problem fields; rendered through a real app.
+// Error tables (platform/errors.ts): a service throws its table's typed factories (a code, a message,
+// details; nothing of HTTP) and the table given to the app's error model alone says the status,
+// Retry-After and the problem fields; rendered through a real app. No process-wide registry.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Elysia } from 'elysia';
-import { AppError, defineErrors } from '../../src/platform/errors';
+import { AppError, defineErrors, errorFactories, joinErrors, meaningOf } from '../../src/platform/errors';
+import { envelopeErrorTable, problemErrorTable } from '../../src/platform/platform.errors';
 import { busFailure, failureError } from '../../src/platform/bus/bus';
 import { errorHandling } from '../../src/platform/http/errors';
 
@@ -11,36 +13,50 @@ const table = defineErrors({
   TEST_GADGET_BUSY: { status: 503, retryAfter: 7, description: 'the gadget is busy' },
   'test-widget-gone': { status: 410, retryable: false, category: 'recoverable', description: 'the widget is gone' },
 });
+const errors = errorFactories(table);
 
 const envelope = new Elysia()
-  .use(errorHandling('envelope', { production: false }))
+  .use(errorHandling('envelope', { production: false, errors: joinErrors(envelopeErrorTable, table) }))
   .get('/missing', () => {
-    throw new AppError('TEST_GADGET_NOT_FOUND', 'gadget not found', { id: 'g1' });
+    throw errors.TEST_GADGET_NOT_FOUND('gadget not found', { id: 'g1' });
   })
   .get('/busy', () => {
-    throw new AppError('TEST_GADGET_BUSY', 'busy');
+    throw errors.TEST_GADGET_BUSY('busy');
   })
   .get('/busy-for', () => {
-    throw new AppError('TEST_GADGET_BUSY', 'busy', {}, { retryAfter: 42 });
+    throw errors.TEST_GADGET_BUSY('busy', {}, { retryAfter: 42 });
   })
   .get('/undeclared', () => {
     throw new AppError('TEST_NOBODY_DECLARED_THIS', 'oops');
   });
-const problems = new Elysia().use(errorHandling('problem', { production: false })).get('/widget', () => {
-  throw new AppError('test-widget-gone', 'The widget is gone');
+const problems = new Elysia()
+  .use(errorHandling('problem', { production: false, errors: joinErrors(problemErrorTable, table) }))
+  .get('/widget', () => {
+    throw errors['test-widget-gone']('The widget is gone');
+  })
+  .get('/gadget', () => {
+    throw errors.TEST_GADGET_NOT_FOUND('Gadget not found');
+  });
+// Another app of the same process whose table lacks the gadget codes: its throw is its own failure.
+const elsewhere = new Elysia().use(errorHandling('problem', { production: false, errors: problemErrorTable })).get('/gadget', () => {
+  throw errors.TEST_GADGET_NOT_FOUND('Gadget not found');
 });
 
 let base = '';
 let pbase = '';
+let ebase = '';
 beforeAll(() => {
   envelope.listen({ hostname: '127.0.0.1', port: 0 });
   problems.listen({ hostname: '127.0.0.1', port: 0 });
+  elsewhere.listen({ hostname: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${envelope.server!.port}`;
   pbase = `http://127.0.0.1:${problems.server!.port}`;
+  ebase = `http://127.0.0.1:${elsewhere.server!.port}`;
 });
 afterAll(() => {
   envelope.stop(true);
   problems.stop(true);
+  elsewhere.stop(true);
 });
 
 describe('error tables', () => {
@@ -69,17 +85,33 @@ describe('error tables', () => {
     expect(res.status).toBe(500);
   });
 
-  test('declaring a known code again with another status is refused', () => {
-    expect(() => defineErrors({ TEST_GADGET_NOT_FOUND: { status: 410, description: 'elsewhere' } })).toThrow(/TEST_GADGET_NOT_FOUND/);
-    expect(table.TEST_GADGET_NOT_FOUND.status).toBe(404);
+  test("a code is the table's of the app that renders it, not whatever another module declared", async () => {
+    const own = await fetch(pbase + '/gadget');
+    expect(own.status).toBe(404);
+    expect(await own.json()).toMatchObject({ code: 'TEST_GADGET_NOT_FOUND', status: 404 });
+    const foreign = await fetch(ebase + '/gadget');
+    expect(foreign.status).toBe(500);
+    expect(await foreign.json()).toMatchObject({ code: 'TEST_GADGET_NOT_FOUND', status: 500, retryable: true });
   });
 
-  test('an error answered on the bus keeps its status where the asker declares no table for it', () => {
-    const wire = JSON.parse(JSON.stringify(busFailure(new AppError('TEST_GADGET_BUSY', 'busy'))));
+  test('a factory makes an AppError of its code that carries no HTTP status', () => {
+    const e = errors.TEST_GADGET_NOT_FOUND('gadget not found', { id: 'g1' });
+    expect(e).toBeInstanceOf(AppError);
+    expect(e.code).toBe('TEST_GADGET_NOT_FOUND');
+    expect(e.details).toEqual({ id: 'g1' });
+    expect('status' in e).toBe(false);
+  });
+
+  test('joining tables that give one code two statuses is refused', () => {
+    expect(() => joinErrors(table, defineErrors({ TEST_GADGET_NOT_FOUND: { status: 410, description: 'elsewhere' } }))).toThrow(/TEST_GADGET_NOT_FOUND/);
+    expect(joinErrors(table, table).TEST_GADGET_NOT_FOUND.status).toBe(404);
+  });
+
+  test("an error answered on the bus carries the answerer's meaning where the asker's table has no row for it", () => {
+    const wire = JSON.parse(JSON.stringify(busFailure(errors.TEST_GADGET_BUSY('busy'), table)));
     wire.code = 'TEST_ONLY_THE_ANSWERER_KNOWS';
     const err = failureError(wire);
     expect(err.code).toBe('TEST_ONLY_THE_ANSWERER_KNOWS');
-    expect(err.status).toBe(503);
-    expect(err.retryable).toBe(true);
+    expect(meaningOf(err, problemErrorTable)).toMatchObject({ status: 503, retryable: true });
   });
 });

@@ -1,4 +1,4 @@
-// The Store's contract (platform/store.ts), the same cases on SQLite and on PostgreSQL in every run:
+// The Store's contract (platform/store/), the same cases on SQLite and on PostgreSQL in every run:
 // what the two databases do differently is a Store method, and feature code relies on each of them
 // answering alike. Transactions: a rollback undoes only its own statements, nobody reads what was
 // not committed, a body may throw anything, and the change counter moves with the commit.

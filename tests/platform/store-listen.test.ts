@@ -1,4 +1,4 @@
-// PostgreSQL's change counter by LISTEN/NOTIFY (platform/store.ts): two stores on one database stand
+// PostgreSQL's change counter by LISTEN/NOTIFY (platform/store/): two stores on one database stand
 // for two Keel processes. A cached read costs no round trip, another process's write reaches it by
 // notification, and a dropped listening connection never leaves a reader on stale data.
 import { afterAll, beforeAll, expect, test } from 'bun:test';

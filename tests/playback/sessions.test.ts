@@ -133,3 +133,14 @@ describe('direct play', () => {
     expect(res.headers.get('content-range')).toBe(`bytes */${mp4Bytes.length}`);
   });
 });
+
+describe("the media web app's files", () => {
+  test('an unknown file answers 404 problem+json not-found (a code of its own error model) without echoing its name', async () => {
+    const res = await fetch(p.url('playback') + '/app/assets/nope-0123abcd.js');
+    expect(res.status).toBe(404);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    const text = await res.text();
+    expect(JSON.parse(text)).toMatchObject({ code: 'not-found', status: 404, type: 'https://keel.dev/problems/not-found' });
+    expect(text).not.toContain('nope-0123abcd');
+  });
+});

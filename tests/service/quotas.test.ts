@@ -1,7 +1,7 @@
 // The workspace quotas on a temp SQLite file and the memory engine, through app.handle: what
 // GET /api/quotas reports, and creates and starts past the running and workspaces quotas refused
-// with 429 QUOTA_EXCEEDED, in about a second. Exec and stream slots need the real engine:
-// tests/workspaces/quotas.
+// with 429 QUOTA_EXCEEDED, in about a second; the exec and stream slots the services take, as far as
+// an engine that runs no process shows them (commands that run: tests/workspaces/quotas).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startServiceApp, type ServiceApp } from '../helpers/service-app';
 import { waitFor } from '../helpers/wait';
@@ -79,4 +79,41 @@ test('a create past the workspaces quota is 429 even with a running place free; 
   await expectQuota(await create('wq', 'wq4'), 'workspaces', 3);
   expect((await s.api(`/api/workspaces/${a}`, { method: 'DELETE', as: 'wq' })).status).toBe(200);
   expect((await create('wq', 'wq4')).status).toBe(201);
+});
+
+describe('exec and stream slots, taken by the services whatever the route', () => {
+  const used = async (as: string) => ((await (await s.api('/api/quotas', { as })).json()) as any).used;
+
+  test('open event streams fill the stream quota for every kind of stream; closing one gives its slot back', async () => {
+    const id = await createRunning('sl', 'sl1');
+    const streams = await Promise.all([s.api('/api/events', { as: 'sl' }), s.api('/api/events', { as: 'sl' })]);
+    const readers = streams.map((r) => r.body!.getReader());
+    for (const [i, r] of streams.entries()) {
+      expect(r.status).toBe(200);
+      await readers[i]!.read();
+    }
+    expect((await used('sl')).streams).toBe(2);
+    await expectQuota(await s.api('/api/events', { as: 'sl' }), 'streams', 2);
+    await expectQuota(await s.api(`/api/workspaces/${id}/logs?follow=true`, { as: 'sl' }), 'streams', 2);
+    await expectQuota(await s.api(`/api/workspaces/${id}/exec`, { method: 'POST', as: 'sl', json: { command: 'true', stream: true } }), 'streams', 2);
+    // A refused streaming exec gave its exec slot back too.
+    expect((await used('sl')).execs).toBe(0);
+    await readers[0]!.cancel();
+    await waitFor('a stream slot back', async () => (await used('sl')).streams === 1, 2_000, 10);
+    const follow = await s.api(`/api/workspaces/${id}/logs?follow=true`, { as: 'sl' });
+    expect(follow.status).toBe(200);
+    await follow.body!.cancel();
+    await readers[1]!.cancel();
+    await waitFor('every stream slot back', async () => (await used('sl')).streams === 0, 2_000, 10);
+  });
+
+  test('a command the engine refuses gives its exec slot back: more refusals than the quota are never 429', async () => {
+    const id = await createRunning('ex', 'ex1');
+    for (let i = 0; i < 3; i++) {
+      const res = await s.api(`/api/workspaces/${id}/exec`, { method: 'POST', as: 'ex', json: { command: 'true' } });
+      expect(res.status).toBe(502);
+      expect(((await res.json()) as any).error.code).toBe('ENGINE_ERROR');
+    }
+    expect(await used('ex')).toMatchObject({ execs: 0, streams: 0 });
+  });
 });

@@ -1,7 +1,7 @@
 // One bus interface for request/reply and publish/subscribe; memory.ts and nats.ts implement it
 // with the same subjects and JSON payloads, so a service can move process by changing APP_BUS.
-import { AppError } from '../errors';
-import '../platform.errors';
+import { AppError, meaningOf, type ErrorTable } from '../errors';
+import { BusErrors } from '../platform.errors';
 import type { BusEvents, BusQueries, DURABLE_EVENTS } from './subjects';
 
 export type { BusEvents, BusQueries } from './subjects';
@@ -54,8 +54,11 @@ export interface Bus {
     payload: BusQueries[S]['request'],
     opts?: { timeoutMs?: number },
   ): Promise<BusQueries[S]['reply']>;
-  /** Answer `subject`; queue-grouped so one replica answers each request. */
-  answer<S extends QuerySubject>(subject: S, handler: QueryHandler<S>): () => void;
+  /**
+   * Answer `subject`; queue-grouped so one replica answers each request. `errors` is the answering
+   * service's table: what a failure's code means (status, retryable) travels with it to the asker.
+   */
+  answer<S extends QuerySubject>(subject: S, handler: QueryHandler<S>, errors: ErrorTable): () => void;
   close(): Promise<void>;
 }
 
@@ -78,22 +81,26 @@ export interface BusFailure {
 export const SERVICE_ERROR_HEADER = 'Nats-Service-Error';
 export const SERVICE_ERROR_CODE_HEADER = 'Nats-Service-Error-Code';
 
-export function busFailure(e: unknown): BusFailure {
-  if (e instanceof AppError) return { code: e.code, status: e.status, message: e.message, details: e.details, retryable: e.retryable };
+/** The failure an answerer sends: its code's meaning read once, here, from the answerer's table. */
+export function busFailure(e: unknown, errors: ErrorTable): BusFailure {
+  if (e instanceof AppError) {
+    const spec = meaningOf(e, errors);
+    return { code: e.code, status: spec.status, message: e.message, details: e.details, retryable: spec.retryable };
+  }
   return { code: 'BUS_HANDLER_FAILED', status: 500, message: 'the answering service failed' };
 }
 
-/** The answerer's status and retryable are used only where this process declares no table for the code. */
+/** The answerer's status and retryable are used only where the service rendering it has no row for the code. */
 export function failureError(f: BusFailure): AppError {
   return new AppError(f.code, f.message, f.details, { remote: { status: f.status, retryable: f.retryable } });
 }
 
 export const busTimeout = (subject: string) =>
-  new AppError('BUS_TIMEOUT', `no answer on ${subject} in time`);
+  BusErrors.BUS_TIMEOUT(`no answer on ${subject} in time`);
 export const busUnavailable = (subject: string) =>
-  new AppError('BUS_UNAVAILABLE', `the bus is not connected; ${subject} cannot be asked now`);
+  BusErrors.BUS_UNAVAILABLE(`the bus is not connected; ${subject} cannot be asked now`);
 export const busNoAnswerer = (subject: string) =>
-  new AppError('BUS_NO_ANSWERER', `no service answers ${subject}`);
+  BusErrors.BUS_NO_ANSWERER(`no service answers ${subject}`);
 
 /** NATS subject matching: `*` is one token, `>` the rest. */
 export function subjectMatches(pattern: string, subject: string): boolean {

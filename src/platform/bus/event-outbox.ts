@@ -3,15 +3,12 @@
 // them sent once the bus took them (on NATS: once JetStream stored them). A crash between commit and
 // publish, or a bus that is down, delays an event and never loses it; a resend after a crash carries
 // the same event id, so JetStream drops it as a duplicate and consumers act once per id anyway.
-import { and, asc, inArray, isNotNull, isNull, lt } from 'drizzle-orm';
 import type { Orm, Store } from '../store';
 import { errorFields, newId, type Clock, type Logger } from '../runtime';
 import type { Bus, DurableSubject } from './bus';
 import type { BusEvents } from './subjects';
 import type { EventInboxTable, EventOutboxTable } from './outbox-table';
-
-/** A transaction handle (or the database itself) of the caller's own write. */
-type Tx = Pick<Orm, 'insert' | 'select'>;
+import { createInboxRows, createOutboxRows, type OutboxTx } from './event-outbox.repository';
 
 /** Rows relayed per pass. */
 const BATCH = 100;
@@ -24,7 +21,8 @@ export type WithoutEventId<T> = Omit<T, 'eventId'>;
 
 /** `db`: the service's Store orm (SQLite or PostgreSQL). */
 export function createEventOutbox(deps: { db: Orm; table: EventOutboxTable; bus: Bus; clock: Clock; log: Logger }) {
-  const { db, table, bus, clock, log } = deps;
+  const { bus, clock, log } = deps;
+  const outbox = createOutboxRows(deps.db, deps.table);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running = false;
   let passing: Promise<void> | undefined;
@@ -33,13 +31,13 @@ export function createEventOutbox(deps: { db: Orm; table: EventOutboxTable; bus:
   /** Sends unsent rows in order until none is left; a failure stops the pass (the rows stay for the next). */
   async function pass(): Promise<void> {
     for (;;) {
-      const rows = await db.select().from(table).where(isNull(table.sentAt)).orderBy(asc(table.seq)).limit(BATCH);
+      const rows = await outbox.unsent(BATCH);
       if (rows.length === 0) return;
       // Handed to the bus in order (one connection keeps it); each resolves when the bus took it.
       const results = await Promise.allSettled(rows.map((r) => bus.publish(r.subject as DurableSubject, JSON.parse(r.payload), { untilStored: true })));
       const firstFailed = results.findIndex((r) => r.status === 'rejected');
       const sent = (firstFailed === -1 ? rows : rows.slice(0, firstFailed)).map((r) => r.seq);
-      if (sent.length) await db.update(table).set({ sentAt: clock.now() }).where(inArray(table.seq, sent));
+      if (sent.length) await outbox.markSent(sent, clock.now());
       if (firstFailed !== -1) throw (results[firstFailed] as PromiseRejectedResult).reason;
     }
   }
@@ -76,9 +74,9 @@ export function createEventOutbox(deps: { db: Orm; table: EventOutboxTable; bus:
      * Writes `payload` (given an event id) as an unsent event of `subject` through `tx`, the caller's
      * transaction (store.transaction), and returns what will be published. Call kick() once it committed.
      */
-    async record<S extends DurableSubject>(tx: Tx, subject: S, payload: WithoutEventId<BusEvents[S]>): Promise<BusEvents[S]> {
+    async record<S extends DurableSubject>(tx: OutboxTx, subject: S, payload: WithoutEventId<BusEvents[S]>): Promise<BusEvents[S]> {
       const { full, row } = eventRow(subject, payload);
-      await tx.insert(table).values(row);
+      await outbox.insert(tx, row);
       return full;
     },
     /** Relays what is unsent now (after a commit). */
@@ -86,7 +84,7 @@ export function createEventOutbox(deps: { db: Orm; table: EventOutboxTable; bus:
     /** Relays what a previous run left, then keeps relaying. */
     start() {
       running = true;
-      Promise.resolve(db.delete(table).where(and(isNotNull(table.sentAt), lt(table.createdAt, clock.now() - KEEP_SENT_MS)))).catch((e) =>
+      outbox.pruneSent(clock.now() - KEEP_SENT_MS).catch((e) =>
         log.warn('sent events not pruned', errorFields(e)),
       );
       kick();
@@ -115,7 +113,8 @@ const PRUNE_SEEN_EVERY_MS = 3600_000;
  * forgotten.
  */
 export function createEventInbox(deps: { store: Store; table: EventInboxTable; clock: Clock }) {
-  const { store, table: inbox, clock } = deps;
+  const { store, clock } = deps;
+  const seen = createInboxRows(deps.table);
   let prunedAt = 0;
   let queue: Promise<unknown> = Promise.resolve();
 
@@ -124,12 +123,8 @@ export function createEventInbox(deps: { store: Store; table: EventInboxTable; c
     const prune = now - prunedAt >= PRUNE_SEEN_EVERY_MS;
     if (prune) prunedAt = now;
     return store.transaction(async (tx) => {
-      if (prune) await tx.delete(inbox).where(lt(inbox.receivedAt, now - KEEP_SEEN_MS));
-      if (eventId !== undefined) {
-        // One statement: of two deliveries of the id, in one process or two, one inserts and the other finds it there.
-        const fresh = await tx.insert(inbox).values({ eventId, receivedAt: now }).onConflictDoNothing().returning({ id: inbox.eventId });
-        if (fresh.length === 0) return false;
-      }
+      if (prune) await seen.pruneBefore(tx, now - KEEP_SEEN_MS);
+      if (eventId !== undefined && !(await seen.seen(tx, eventId, now))) return false;
       await effect(tx);
       return true;
     });

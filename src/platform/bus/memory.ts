@@ -11,6 +11,7 @@ import {
   type Bus,
   type BusFailure,
 } from './bus';
+import type { ErrorTable } from '../errors';
 
 type AnyHandler = (payload: any, subject: any) => unknown;
 /** Deliveries of one durable event to a consumer that keeps throwing, before it is logged and dropped. */
@@ -18,7 +19,7 @@ const REDELIVERIES = 5;
 
 export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })): Bus {
   const subscribers = new Set<{ pattern: string; handler: AnyHandler }>();
-  const answerers = new Map<string, AnyHandler[]>();
+  const answerers = new Map<string, { handler: AnyHandler; errors: ErrorTable }[]>();
   const consumers = new Map<string, { members: AnyHandler[]; turn: number; off: () => void }>();
   let turn = 0;
 
@@ -89,7 +90,7 @@ export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })
     async request(subject, payload, opts) {
       const list = answerers.get(subject);
       if (!list || list.length === 0) throw busNoAnswerer(subject);
-      const handler = list[turn++ % list.length]!;
+      const { handler, errors } = list[turn++ % list.length]!;
       const timeoutMs = opts?.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
       const req = JSON.parse(JSON.stringify(payload));
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -98,7 +99,7 @@ export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })
         try {
           return { reply: await handler(req, subject) };
         } catch (e) {
-          return { failure: busFailure(e) };
+          return { failure: busFailure(e, errors) };
         }
       })();
       const timeout = new Promise<never>((_, reject) => {
@@ -112,13 +113,15 @@ export function createMemoryBus(log: Logger = createLogger({ component: 'bus' })
         clearTimeout(timer);
       }
     },
-    answer(subject, handler) {
+    answer(subject, handler, errors) {
       const list = answerers.get(subject) ?? [];
-      list.push(handler as AnyHandler);
+      const entry = { handler: handler as AnyHandler, errors };
+      list.push(entry);
       answerers.set(subject, list);
       return () => {
         const l = answerers.get(subject);
-        if (l) l.splice(l.indexOf(handler as AnyHandler), 1);
+        const at = l?.indexOf(entry) ?? -1;
+        if (at >= 0) l!.splice(at, 1);
       };
     },
     async close() {

@@ -269,7 +269,7 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
       }
       return JSON.parse(dec.decode(msg.data));
     },
-    answer(subject, handler) {
+    answer(subject, handler, errors) {
       const sub = nc.subscribe(subject, {
         queue: `keel.${subject}`,
         callback: (err, msg) => void (async () => {
@@ -278,7 +278,7 @@ export async function createNatsBus(url: string, log: Logger = createLogger({ co
             // The bare reply object of the subject: no envelope (CONTRACT "Bus replies").
             msg.respond(enc.encode(JSON.stringify((await handler(JSON.parse(dec.decode(msg.data)))) ?? null)));
           } catch (e) {
-            const failure = busFailure(e);
+            const failure = busFailure(e, errors);
             const h = headers();
             h.set(SERVICE_ERROR_HEADER, failure.message);
             h.set(SERVICE_ERROR_CODE_HEADER, String(failure.status));

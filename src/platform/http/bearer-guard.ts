@@ -10,7 +10,7 @@
 //     .post('/scan', ({ body, principal }) => scan(principal.actorId, body), {
 //       policy: 'resource:asset:scan',   // 401 unauthenticated | 401 reauth-required | 403 forbidden
 //       rateLimit: 'scan',                // 429 rate-limited with Retry-After (a name from `limits`)
-//       response: { 200: ScanResult, ...guardResponses },
+//       response: { 200: ScanResult },
 //     })
 //
 // Put `policy` before `rateLimit` in the options: macros run in key order (authentication is
@@ -23,11 +23,7 @@ import type { Policy } from '../auth/policies';
 import { createSessionCheck, livePrincipal } from '../auth/session-check';
 import type { Bus } from '../bus/bus';
 import { createLogger, systemClock, type Clock, type Logger } from '../runtime';
-import { ProblemSchema } from './errors';
 import { createTokenBucket, rateLimited, type BucketSpec } from './rate-limit';
-
-/** Spread into a guarded route's `response`: the denials the guard may answer. */
-export const guardResponses = { 401: ProblemSchema, 403: ProblemSchema, 429: ProblemSchema, 503: ProblemSchema };
 
 /** The codes of a guarded route's `operation(id, codes)` (plus `rate-limited` where it has a `rateLimit`). */
 export const GUARD_CODES = ['unauthenticated', 'reauth-required', 'forbidden', 'identity-unavailable'] as const;

@@ -1,9 +1,10 @@
 // The one place an exception becomes a response. Two error models: the workspace envelope and
 // RFC 9457 problem+json for the media services. Elysia's own errors (validation, unknown route,
 // broken JSON) and anything unexpected pass through here; no stack trace or received value leaks.
+// A code becomes a status and headers here, once, from the table of the service the app belongs to.
 import { Elysia, t, ValidationError } from 'elysia';
-import { AppError, toEnvelope, toProblem } from '../errors';
-import '../platform.errors';
+import { AppError, headersOf, meaningOf, toEnvelope, toProblem, type ErrorTable } from '../errors';
+import { EnvelopeErrors, ProblemErrors } from '../platform.errors';
 import { isJsonMediaType, JsonRefusal, MAX_JSON_DEPTH, parseJsonBody } from '../json';
 import { createLogger, errorFields, type Logger } from '../runtime';
 
@@ -83,12 +84,12 @@ export function toAppError(code: string | number, error: unknown, style: ErrorSt
   if (code === 'VALIDATION' && error instanceof ValidationError) {
     const issues = validationIssues(error);
     if (style === 'envelope') {
-      return new AppError('INVALID_REQUEST', `invalid ${issues[0]?.in ?? 'request'}: ${issues[0]?.property ?? ''} ${issues[0]?.detail ?? ''}`.trim(), {
+      return EnvelopeErrors.INVALID_REQUEST(`invalid ${issues[0]?.in ?? 'request'}: ${issues[0]?.property ?? ''} ${issues[0]?.detail ?? ''}`.trim(), {
         errors: issues,
       });
     }
     const first = issues[0];
-    return new AppError('validation', 'Request validation failed', {
+    return ProblemErrors.validation('Request validation failed', {
       on: first?.in ?? 'body',
       ...(production || !first ? {} : { property: first.property, detail: first.detail }),
     });
@@ -100,40 +101,47 @@ export function toAppError(code: string | number, error: unknown, style: ErrorSt
     if (refusal instanceof JsonRefusal) {
       const details = { reason: refusal.reason, ...(refusal.reason === 'depth' ? { limit: MAX_JSON_DEPTH } : {}) };
       return style === 'envelope'
-        ? new AppError('INVALID_REQUEST', refusal.message, details)
-        : new AppError('parse', refusal.message[0]!.toUpperCase() + refusal.message.slice(1), details);
+        ? EnvelopeErrors.INVALID_REQUEST(refusal.message, details)
+        : ProblemErrors.parse(refusal.message[0]!.toUpperCase() + refusal.message.slice(1), details);
     }
     return style === 'envelope'
-      ? new AppError('INVALID_REQUEST', 'the request body is not valid JSON')
-      : new AppError('parse', 'The request body could not be parsed');
+      ? EnvelopeErrors.INVALID_REQUEST('the request body is not valid JSON')
+      : ProblemErrors.parse('The request body could not be parsed');
   }
   if (code === 'NOT_FOUND') {
     return style === 'envelope'
-      ? new AppError('NOT_FOUND', 'no such route')
-      : new AppError('not-found', 'No such route');
+      ? EnvelopeErrors.NOT_FOUND('no such route')
+      : ProblemErrors['not-found']('No such route');
   }
   if (code === 'INVALID_COOKIE_SIGNATURE' || code === 'INVALID_FILE_TYPE') {
-    return new AppError(style === 'envelope' ? 'INVALID_REQUEST' : 'validation', 'invalid request');
+    return style === 'envelope' ? EnvelopeErrors.INVALID_REQUEST('invalid request') : ProblemErrors.validation('invalid request');
   }
   log.error('unhandled error', { code: String(code), ...errorFields(error) });
   return style === 'envelope'
-    ? new AppError('INTERNAL_ERROR', 'internal server error')
-    : new AppError('internal', 'Internal server error');
+    ? EnvelopeErrors.INTERNAL_ERROR('internal server error')
+    : ProblemErrors.internal('Internal server error');
 }
 
-export function render(e: AppError, style: ErrorStyle, path: string | undefined): Response {
+/** The response of an error: its status, headers and problem fields from the service's table. */
+export function render(e: AppError, style: ErrorStyle, path: string | undefined, table: ErrorTable): Response {
+  const spec = meaningOf(e, table);
   const headers: Record<string, string> = {
     'content-type': style === 'envelope' ? 'application/json' : 'application/problem+json',
-    ...e.headers,
+    ...headersOf(e, spec),
   };
-  const body = style === 'envelope' ? toEnvelope(e) : toProblem(e, path);
-  return new Response(JSON.stringify(body), { status: e.status, headers });
+  const body = style === 'envelope' ? toEnvelope(e) : toProblem(e, spec, path);
+  return new Response(JSON.stringify(body), { status: spec.status, headers });
 }
 
-/** Installs the error model on an app. Call it first on a service's root app. */
-export function errorHandling(style: ErrorStyle, opts: { production: boolean; log?: Logger; streamedBodies?: StreamedBodies }) {
+/**
+ * Installs the error model on an app. Call it first on a service's root app. `errors` is the
+ * service's table (the platform's codes of its style joined to its own): the only place a code
+ * becomes a status.
+ */
+export function errorHandling(style: ErrorStyle, opts: { production: boolean; errors: ErrorTable; log?: Logger; streamedBodies?: StreamedBodies }) {
   const log = opts.log ?? createLogger({ component: 'http' });
-  const app = new Elysia({ name: `platform.errors.${style}`, seed: opts.production });
+  // One per error model, production switch and table: two services in one process keep their own.
+  const app = new Elysia({ name: `platform.errors.${style}`, seed: `${opts.production}:${Object.keys(opts.errors).join(',')}` });
   app.use(bodyLimit(style, opts.streamedBodies));
   app.use(hardenedJsonBody(opts.streamedBodies));
   // The media services (problem style) do not enable HEAD (media spec, GET /health).
@@ -144,7 +152,7 @@ export function errorHandling(style: ErrorStyle, opts: { production: boolean; lo
       const appError = toAppError(code, error, style, opts.production, log);
       // `instance` is the matched route template (`/works/:id`), never the received path: a problem
       // must not repeat what the client sent. Unknown routes have no instance.
-      const res = render(appError, style, typeof route === 'string' && route.length > 0 ? route : undefined);
+      const res = render(appError, style, typeof route === 'string' && route.length > 0 ? route : undefined, opts.errors);
       // Headers set earlier in the request (rate limit, CORS) stay on the error response.
       for (const [k, v] of Object.entries(set.headers)) {
         if (typeof v === 'string' && !res.headers.has(k)) res.headers.set(k, v);
@@ -207,8 +215,8 @@ export class BodyTooLarge extends Error {
 }
 const tooLarge = (style: ErrorStyle) =>
   style === 'envelope'
-    ? new AppError('PAYLOAD_TOO_LARGE', `request bodies are limited to ${MAX_BODY_BYTES} bytes`)
-    : new AppError('payload-too-large', `Request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+    ? EnvelopeErrors.PAYLOAD_TOO_LARGE(`request bodies are limited to ${MAX_BODY_BYTES} bytes`)
+    : ProblemErrors['payload-too-large'](`Request bodies are limited to ${MAX_BODY_BYTES} bytes`);
 
 /**
  * Refuses HEAD on every route (405 with `Allow: GET`, rendered by the service's error model): the
@@ -217,7 +225,7 @@ const tooLarge = (style: ErrorStyle) =>
 export function headNotEnabled() {
   return new Elysia({ name: 'platform.head-not-enabled' }).onRequest(({ request }) => {
     if (request.method === 'HEAD') {
-      throw new AppError('method-not-allowed', 'HEAD is not enabled on this service');
+      throw ProblemErrors['method-not-allowed']('HEAD is not enabled on this service');
     }
   });
 }

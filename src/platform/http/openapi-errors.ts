@@ -101,5 +101,11 @@ export function addErrorResponses(doc: Document, style: ErrorStyle, table: Error
 /** The service's error shape as a named component: the envelope (ErrorEnvelope) or Problem Details (Problem). */
 export function errorComponent(doc: Document, style: ErrorStyle, schema: Schema) {
   const schemas = ((doc.components ??= {}).schemas ??= {});
-  schemas[style === 'envelope' ? 'ErrorEnvelope' : 'Problem'] ??= JSON.parse(JSON.stringify(schema));
+  const name = style === 'envelope' ? 'ErrorEnvelope' : 'Problem';
+  if (schemas[name]) return;
+  // No route names it in a `response` (a route's error responses come from its codes): the copy
+  // drops the naming mark that extractComponents would have removed.
+  const copy = JSON.parse(JSON.stringify(schema)) as Schema;
+  delete copy['x-keel-component'];
+  schemas[name] = copy;
 }

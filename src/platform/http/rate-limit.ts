@@ -1,12 +1,11 @@
 // Rate-limit algorithms: fixed window for the workspace API (CONTRACT.md), token bucket for the
 // budgets of the media services, and the media services' 429 refusal. Time comes from the Clock.
-import { AppError } from '../errors';
-import '../platform.errors';
 import type { Clock } from '../runtime';
+import { ProblemErrors } from '../platform.errors';
 
 /** 429 rate-limited (problem+json) with Retry-After. */
 export const rateLimited = (retryAfter: number, limit: number) =>
-  new AppError('rate-limited', 'Rate limit exceeded', { limit, retryAfter }, { retryAfter });
+  ProblemErrors['rate-limited']('Rate limit exceeded', { limit, retryAfter }, { retryAfter });
 
 export interface Decision {
   allowed: boolean;

@@ -45,7 +45,7 @@ function rawTarget(url: string): string {
 
 export interface ResponseCacheOptions {
   /**
-   * The data version (Store.version(), platform/store.ts): an entry is served only while it is
+   * The data version (Store.version(), platform/store/store.ts): an entry is served only while it is
    * unchanged. Synchronous on SQLite, so a hit costs no await there; a round trip on PostgreSQL.
    */
   version: () => string | Promise<string>;

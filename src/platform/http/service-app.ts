@@ -12,7 +12,7 @@ export interface ServiceAppOptions {
   /** The service's name: component of /version, and the plugin's seed (one per app, deduplicated). */
   name: string;
   style: ErrorStyle;
-  /** The service's error table (`<service>.errors.ts`): what each code means, for the document. */
+  /** The service's error table (`<service>.errors.ts`): what each code means, for responses and the document. */
   errors: ErrorTable;
   /** The service's exported t.* schemas (`import * as`): named components of the document, by export name. */
   models?: Record<string, unknown>[];
@@ -30,7 +30,7 @@ export function createServiceApp(deps: Pick<ServiceDeps, 'config' | 'log' | 'clo
   // The error shapes first: the shapes that carry one (a stream's error event) refer to it.
   for (const models of [{ ErrorEnvelope, Problem: ProblemSchema, Health: HealthSchema, Version: VersionSchema }, ...(opts.models ?? [])]) nameModels(models);
   const app = new Elysia({ name: 'platform.service-app', seed: opts.name }).use(
-    errorHandling(opts.style, { production: deps.config.production, log: deps.log, streamedBodies: opts.streamedBodies }),
+    errorHandling(opts.style, { production: deps.config.production, errors: opts.errors, log: deps.log, streamedBodies: opts.streamedBodies }),
   );
   return app
     .use(

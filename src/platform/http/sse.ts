@@ -13,8 +13,35 @@ export interface SseEvent {
   data: unknown;
 }
 
-/** An event, or a frame encoded once by encodeEvent and sent as is to many clients (hub fan-out). */
-export type SseItem = SseEvent | Uint8Array;
+/**
+ * An event; a frame encoded once by encodeEvent and sent as is to many clients (hub fan-out); or a
+ * splice: a live source that writes its frames to the client itself, with no await per frame.
+ */
+export type SseItem = SseEvent | Uint8Array | SseSplice;
+
+/** What a splice writes to: the client's stream. */
+export interface SseWriter {
+  /** Queues a frame for the client; once the stream has ended, nothing. */
+  write(frame: Uint8Array): void;
+  /** Bytes written that the client's connection has not taken yet. */
+  readonly unread: number;
+  /** Aborted when the stream ends for any reason. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * A live source spliced into a stream (a hub's follower): yielded among the events, the adapter hands
+ * it the stream's writer and reads the next event once `attach`'s promise resolves (the source ended,
+ * or the stream did). The source then writes each frame as it comes, so a line reaches a thousand
+ * followers in one synchronous loop instead of a thousand chains of awaits. It paces itself by
+ * `unread`; `taken` is called when the client has read what the connection pushed back on.
+ */
+export interface SseSplice {
+  attach(out: SseWriter): Promise<void>;
+  taken?(): void;
+}
+
+const isSplice = (item: SseItem): item is SseSplice => typeof (item as SseSplice).attach === 'function';
 
 /**
  * The server closes a connection idle this long (Elysia's listen sets Bun's idleTimeout to 30 s):
@@ -58,8 +85,6 @@ const HEADERS = {
   connection: 'keep-alive',
   'x-accel-buffering': 'no',
 };
-/** Bytes the stream holds before the client counts as behind (the platform's own buffer). */
-const HIGH_WATER = 64 * 1024;
 const LINE_BREAK = /[\r\n\0]/;
 const KEEP_ALIVE = enc.encode(': keep-alive\n\n');
 
@@ -86,115 +111,224 @@ export function lastEventId(request: Request): string | undefined {
   return id ? id : undefined;
 }
 
+/** Bun's direct stream controller: writes go to the connection's sink, no queue in between. */
+interface DirectController {
+  write(data: Uint8Array): number | Promise<number>;
+  flush(): number | Promise<number>;
+}
+
+/** What the streams of one adapter share: its options and one heartbeat timer for all of them. */
+interface Shared {
+  opts: SseOptions;
+  open: Set<Connection>;
+  ticker?: ReturnType<typeof setInterval>;
+}
+
+/**
+ * One open stream, on Bun's direct stream: each frame is written to the connection's sink at once
+ * (no queue, no read request and no promise per frame between the writer and the socket). A write
+ * the sink cannot pass on returns a promise that settles once the client has read it: from then until
+ * the latest such promise settles, what is written counts as unread, and an events source is read
+ * again only after it settled. A class, so a thousand followers share its methods instead of holding
+ * a dozen closures each; it is its own underlying source (pull, cancel), its own abort listener
+ * (handleEvent) and the writer a splice gets.
+ */
+class Connection implements SseWriter {
+  type = 'direct' as const;
+  sink: DirectController | undefined = undefined;
+  /** Frames written before the sink came (a shutdown event), sent first. */
+  early: Uint8Array[] | undefined = undefined;
+  closed = false;
+  /** Ends the response (the pull's promise). */
+  release: (() => void) | undefined = undefined;
+  /** A frame went out since the heartbeat last looked, and since when (as it saw) none did: no clock read per frame. */
+  sent = false;
+  quietSince = performance.now();
+  /** Bytes written since the sink last pushed back, until the latest write it pushed back on is read. */
+  behind = 0;
+  latest: Promise<number> | undefined = undefined;
+  wakeDemand: (() => void) | undefined = undefined;
+  splice: SseSplice | undefined = undefined;
+  readonly iterator: AsyncIterator<SseItem>;
+
+  constructor(
+    readonly shared: Shared,
+    readonly request: Request,
+    readonly stop: AbortController,
+    events: AsyncIterable<SseItem>,
+    readonly o: RespondOptions,
+  ) {
+    this.iterator = events[Symbol.asyncIterator]();
+    // Listening from now, not from the first pull: a client gone before the body starts still ends it.
+    const { shutdown } = shared.opts;
+    if (shutdown.aborted) this.onShutdown();
+    else if (request.signal.aborted) this.finish();
+    else {
+      request.signal.addEventListener('abort', this, { once: true });
+      shutdown.addEventListener('abort', this, { once: true });
+    }
+  }
+
+  get signal() {
+    return this.stop.signal;
+  }
+
+  /** Bytes written that the client's connection has not taken (beyond what the socket holds). */
+  get unread() {
+    return this.behind;
+  }
+
+  /** Called once, when the response body starts: the stream lasts until the promise resolves. */
+  pull(c: DirectController): Promise<void> {
+    this.sink = c;
+    const early = this.early;
+    this.early = undefined;
+    if (early) for (const f of early) this.send(f);
+    if (this.closed) return Promise.resolve();
+    const open = new Promise<void>((resolve) => (this.release = resolve));
+    this.write(CONNECTED);
+    this.shared.open.add(this);
+    this.shared.ticker ??= setInterval(beatAll, Math.max(HEARTBEAT_MIN_MS / 2, Math.floor(this.shared.opts.heartbeatMs / 8)), this.shared);
+    void this.pump();
+    return open;
+  }
+
+  cancel() {
+    this.finish();
+  }
+
+  /** The request's signal (client gone) or the platform's shutdown. */
+  handleEvent(e: Event) {
+    if (e.target === this.shared.opts.shutdown) this.onShutdown();
+    else this.finish();
+  }
+
+  /** Hands a frame to the sink now; false when the connection is gone. */
+  send(bytes: Uint8Array): boolean {
+    const sink = this.sink;
+    if (!sink) {
+      (this.early ??= []).push(bytes);
+      return true;
+    }
+    let r: number | Promise<number>;
+    try {
+      r = sink.write(bytes);
+      sink.flush();
+    } catch {
+      return false;
+    }
+    if (r instanceof Promise) {
+      this.behind += bytes.byteLength;
+      this.latest = r;
+      r.then(
+        () => this.drained(r),
+        () => this.finish(),
+      );
+    }
+    return true;
+  }
+
+  /** The client has read up to this write: if it was the latest pushed back, nothing is unread. */
+  drained(r: Promise<number>) {
+    if (this.latest !== r) return;
+    this.latest = undefined;
+    this.behind = 0;
+    const w = this.wakeDemand;
+    this.wakeDemand = undefined;
+    w?.();
+    this.splice?.taken?.();
+  }
+
+  write(bytes: Uint8Array) {
+    if (this.closed) return;
+    this.sent = true;
+    if (!this.send(bytes)) return this.finish();
+    const backlog = this.o.backlog;
+    if (backlog && this.unread > backlog.maxBytes) {
+      this.send(encodeEvent(backlog.dropEvent));
+      this.finish();
+    }
+  }
+
+  onShutdown() {
+    if (this.o.shutdownEvent && !this.closed) this.send(encodeEvent(this.o.shutdownEvent));
+    this.finish();
+  }
+
+  finish() {
+    if (this.closed) return;
+    this.closed = true;
+    const { shared } = this;
+    this.request.signal.removeEventListener('abort', this);
+    shared.opts.shutdown.removeEventListener('abort', this);
+    shared.open.delete(this);
+    if (shared.open.size === 0 && shared.ticker) {
+      clearInterval(shared.ticker);
+      shared.ticker = undefined;
+    }
+    this.stop.abort();
+    this.wakeDemand?.();
+    this.release?.();
+    // Runs the generator's finally now if it waits at a yield, else once the aborted signal has
+    // ended the wait it sits in (services wait through createInbox).
+    void Promise.resolve(this.iterator.return?.()).catch(() => undefined);
+  }
+
+  /** Resolves once the client has read what the sink pushed back on (without a backlog, events are read only as it reads). */
+  demand() {
+    return this.closed || this.latest === undefined ? undefined : new Promise<void>((r) => (this.wakeDemand = r));
+  }
+
+  async pump() {
+    try {
+      for (;;) {
+        if (!this.o.backlog) await this.demand();
+        if (this.closed) return;
+        const r = await this.iterator.next();
+        if (this.closed || r.done) break;
+        const item = r.value;
+        if (item instanceof Uint8Array) this.write(item);
+        else if (isSplice(item)) {
+          this.splice = item;
+          await item.attach(this);
+          this.splice = undefined;
+        } else this.write(encodeEvent(item));
+      }
+    } catch (e) {
+      this.shared.opts.log?.warn('event stream producer failed', { err: (e as Error)?.message });
+    }
+    this.finish();
+  }
+}
+
+/**
+ * The heartbeat, one timer for every open stream of an adapter (a timer per stream is a thousand
+ * timers for a thousand followers): a stream with no frame for heartbeatMs gets a `: keep-alive`.
+ * It ticks eight times a period and notes, per stream, the first tick that found no frame sent since
+ * the one before; a quiet stream is pinged between heartbeatMs and 1.25 x heartbeatMs after its last
+ * frame, well before the server's idle timeout.
+ */
+function beatAll(shared: Shared) {
+  const now = performance.now();
+  for (const c of shared.open) {
+    if (c.sent) c.quietSince = now;
+    else if (now - c.quietSince >= shared.opts.heartbeatMs) {
+      c.write(KEEP_ALIVE);
+      c.quietSince = now;
+    }
+    c.sent = false;
+  }
+}
+
+const CONNECTED = enc.encode(': connected\n\n');
+
 /** The platform's SSE adapter, made once per service with its shutdown signal and heartbeat. */
 export function createSse(opts: SseOptions) {
   const { heartbeatMs } = opts;
   if (!Number.isInteger(heartbeatMs) || heartbeatMs < HEARTBEAT_MIN_MS || heartbeatMs > HEARTBEAT_MAX_MS) {
     throw new RangeError(`heartbeatMs must be a whole number from ${HEARTBEAT_MIN_MS} to ${HEARTBEAT_MAX_MS} (the server drops connections idle ${SERVER_IDLE_TIMEOUT_MS} ms)`);
   }
-
-  function respond(request: Request, stop: AbortController, events: AsyncIterable<SseItem>, o: RespondOptions = {}): Response {
-    const iterator = events[Symbol.asyncIterator]();
-    let controller!: ReadableStreamDefaultController<Uint8Array>;
-    let closed = false;
-    let wakeDemand: (() => void) | undefined;
-    // The heartbeat is one timer per stream, not one per event (1,000 followers of a busy log would
-    // pay for 1,000 timers a line): a frame only notes its time; the timer pings if nothing went out
-    // for heartbeatMs, else waits out the rest of the period. A monotonic clock: this is a duration.
-    let lastFrame = performance.now();
-    let heartbeat: ReturnType<typeof setTimeout> | undefined;
-
-    const finish = () => {
-      if (closed) return;
-      closed = true;
-      request.signal.removeEventListener('abort', finish);
-      opts.shutdown.removeEventListener('abort', onShutdown);
-      clearTimeout(heartbeat);
-      stop.abort();
-      wakeDemand?.();
-      try {
-        controller.close();
-      } catch {}
-      // Runs the generator's finally now if it waits at a yield, else once the aborted signal has
-      // ended the wait it sits in (services wait through createInbox).
-      void Promise.resolve(iterator.return?.()).catch(() => undefined);
-    };
-
-    /** Bytes queued and not yet taken by the client's connection. */
-    const unread = () => HIGH_WATER - (controller.desiredSize ?? 0);
-
-    const write = (bytes: Uint8Array) => {
-      if (closed) return;
-      lastFrame = performance.now();
-      try {
-        controller.enqueue(bytes);
-      } catch {
-        return finish();
-      }
-      if (o.backlog && unread() > o.backlog.maxBytes) {
-        controller.enqueue(encodeEvent(o.backlog.dropEvent));
-        finish();
-      }
-    };
-
-    const onShutdown = () => {
-      if (o.shutdownEvent && !closed) {
-        try {
-          controller.enqueue(encodeEvent(o.shutdownEvent));
-        } catch {}
-      }
-      finish();
-    };
-
-    /** Resolves once the client has room (without a backlog, events are read only as it reads). */
-    const demand = () => (closed || (controller.desiredSize ?? 0) > 0 ? undefined : new Promise<void>((r) => (wakeDemand = r)));
-
-    const beat = () => {
-      if (closed) return;
-      const quiet = performance.now() - lastFrame;
-      if (quiet >= heartbeatMs) write(KEEP_ALIVE);
-      heartbeat = setTimeout(beat, quiet >= heartbeatMs ? heartbeatMs : heartbeatMs - quiet);
-    };
-
-    async function pump() {
-      try {
-        for (;;) {
-          if (!o.backlog) await demand();
-          if (closed) return;
-          const r = await iterator.next();
-          if (closed || r.done) break;
-          write(r.value instanceof Uint8Array ? r.value : encodeEvent(r.value));
-        }
-      } catch (e) {
-        opts.log?.warn('event stream producer failed', { err: (e as Error)?.message });
-      }
-      finish();
-    }
-
-    const stream = new ReadableStream<Uint8Array>(
-      {
-        start(c) {
-          controller = c;
-          if (opts.shutdown.aborted) return onShutdown();
-          if (request.signal.aborted) return finish();
-          request.signal.addEventListener('abort', finish, { once: true });
-          opts.shutdown.addEventListener('abort', onShutdown, { once: true });
-          write(enc.encode(': connected\n\n'));
-          heartbeat = setTimeout(beat, heartbeatMs);
-          void pump();
-        },
-        pull() {
-          const w = wakeDemand;
-          wakeDemand = undefined;
-          w?.();
-        },
-        cancel: finish,
-      },
-      // Count bytes, so the backlog is bytes the client has not read.
-      { highWaterMark: HIGH_WATER, size: (chunk) => chunk?.byteLength ?? 0 },
-    );
-    return new Response(stream, { headers: { ...HEADERS, ...o.headers } });
-  }
+  const shared: Shared = { opts, open: new Set() };
 
   return {
     /**
@@ -203,7 +337,13 @@ export function createSse(opts: SseOptions) {
      */
     open(request: Request): SseStream {
       const stop = new AbortController();
-      return { signal: stop.signal, respond: (events, o) => respond(request, stop, events, o) };
+      return {
+        signal: stop.signal,
+        respond: (events, o = {}) => {
+          const stream = new ReadableStream(new Connection(shared, request, stop, events, o) as unknown as UnderlyingDefaultSource<Uint8Array>);
+          return new Response(stream, { headers: o.headers ? { ...HEADERS, ...o.headers } : HEADERS });
+        },
+      };
     },
   };
 }

@@ -4,7 +4,7 @@
 // record, becomes `{}` and passes. `strictObjects(schema)` is a route's `transform` hook (it runs
 // before that cleaning) that answers 400 INVALID_REQUEST, as a failed check would, for such a value.
 import type { TSchema } from '@sinclair/typebox';
-import { AppError } from '../errors';
+import { EnvelopeErrors } from '../platform.errors';
 
 type Node = { type?: unknown; properties?: Record<string, Node>; items?: Node; patternProperties?: Record<string, Node> };
 
@@ -41,6 +41,6 @@ export function strictObjects(schema: TSchema) {
   return ({ body }: { body: unknown }) => {
     const at = nonObjectAt(schema, body);
     if (at === null) return;
-    throw new AppError('INVALID_REQUEST', `invalid body: ${at} Expected object`, { errors: [{ in: 'body', property: at, detail: 'Expected object' }] });
+    throw EnvelopeErrors.INVALID_REQUEST(`invalid body: ${at} Expected object`, { errors: [{ in: 'body', property: at, detail: 'Expected object' }] });
   };
 }

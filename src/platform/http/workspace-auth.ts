@@ -5,11 +5,10 @@
 // before Elysia routes and validates it; that answer carries the same rate-limit headers.
 import { Elysia } from 'elysia';
 import { actorOf, createHs256Verifier, TokenError, type Actor } from '../auth/workspace-token';
-import { AppError } from '../errors';
-import '../platform.errors';
 import { systemClock, type Clock } from '../runtime';
 import { createFixedWindow, type Decision } from './rate-limit';
 import type { HeaderPairs } from './response-cache';
+import { EnvelopeErrors } from '../platform.errors';
 
 export interface WorkspaceAuthOptions {
   secret: string;
@@ -72,11 +71,11 @@ export function workspaceAuth(opts: WorkspaceAuthOptions) {
         set.headers['x-ratelimit-remaining'] = String(d.remaining);
         set.headers['x-ratelimit-reset'] = String(d.resetAt);
         if (!d.allowed) {
-          throw new AppError('RATE_LIMITED', 'rate limit exceeded; retry after the window resets', { limit: d.limit, retryAfter: d.retryAfter }, { retryAfter: d.retryAfter });
+          throw EnvelopeErrors.RATE_LIMITED('rate limit exceeded; retry after the window resets', { limit: d.limit, retryAfter: d.retryAfter }, { retryAfter: d.retryAfter });
         }
         if (actor) actors.set(request, actor);
         else if (new URL(request.url).pathname.startsWith(prefix) && !opts.ownAuth?.(request)) {
-          throw new AppError('UNAUTHORIZED', failure ?? 'a Bearer token is required');
+          throw EnvelopeErrors.UNAUTHORIZED(failure ?? 'a Bearer token is required');
         }
       };
       if (actor && d.allowed && early) {
@@ -90,7 +89,7 @@ export function workspaceAuth(opts: WorkspaceAuthOptions) {
     })
     .resolve({ as: 'scoped' }, ({ request }) => {
       const actor = actors.get(request);
-      if (!actor) throw new AppError('UNAUTHORIZED', 'a Bearer token is required');
+      if (!actor) throw EnvelopeErrors.UNAUTHORIZED('a Bearer token is required');
       return { actor };
     });
 }

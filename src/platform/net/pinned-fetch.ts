@@ -4,7 +4,7 @@
 // Host header and TLS (SNI and the certificate check). A DNS answer that changes between the check and
 // the connection (rebinding) therefore cannot move it. A redirect is never followed (it could lead
 // anywhere, and would carry the caller's headers there): the 3xx answer is returned as it came.
-// Repo clones are pinned the same way by git's own resolve list (lifecycle/repo-clone.ts).
+// Repo clones are pinned the same way by git's own resolve list (workspaces/clones/repo-clone.ts).
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';

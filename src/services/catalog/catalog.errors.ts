@@ -1,9 +1,9 @@
 // Every code the catalog (and its media engine and library scans) answers with beyond the
 // platform's, and what it means on the wire. The problem+json renderer and the OpenAPI description
 // both read this table: a throw site names a code, never a status. The codes are fixed by the spec.
-import { defineErrors } from '../../platform/errors';
+import { defineErrors, errorFactories, joinErrors } from '../../platform/errors';
 import { operationsFor } from '../../platform/http/openapi-errors';
-import { busErrors, problemPlatformErrors } from '../../platform/platform.errors';
+import { busErrorTable, problemErrorTable } from '../../platform/platform.errors';
 
 /** Found by the operator, not by retrying the same request. */
 const recoverable = { retryable: false, category: 'recoverable' } as const;
@@ -27,8 +27,11 @@ const own = defineErrors({
 });
 
 /** The catalog's table: the platform's problem codes, the bus's, and the service's own. */
-export const catalogErrors = { ...problemPlatformErrors, ...busErrors, ...own };
-export type CatalogErrorCode = keyof typeof catalogErrors;
+export const catalogErrorTable = joinErrors(problemErrorTable, busErrorTable, own);
+
+/** What the service throws: one factory per code (`CatalogErrors.X(message, details)`), no HTTP in them. */
+export const CatalogErrors = errorFactories(catalogErrorTable);
+export type CatalogErrorCode = keyof typeof catalogErrorTable;
 
 /** A route's operationId and the codes it answers beyond the platform's (spread into its `detail`). */
-export const catalogOperation = operationsFor(catalogErrors);
+export const catalogOperation = operationsFor(catalogErrorTable);

@@ -1,8 +1,7 @@
 // The catalog over HTTP: routes and schemas wiring only; the rules live in catalog.service.ts.
 // POST /scan sits in its own group behind the Bearer guard (policy resource:asset:scan, scan budget).
 import { Elysia, t } from 'elysia';
-import { GUARD_CODES, guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
-import { ProblemSchema } from '../../platform/http/errors';
+import { GUARD_CODES, type BearerGuard } from '../../platform/http/bearer-guard';
 import { conditionalGet, type HeaderPairs, type ResponseCache } from '../../platform/http/response-cache';
 import {
   AssetListSchema, KindListSchema, RelationListSchema, ScanBody, ScanResponse, WorkAnswerSchema, WorkIdParams, WorkImageParams, WorkImageQuery, WorkPageSchema, WorksQuery,
@@ -12,16 +11,13 @@ import { catalogOperation as op } from './catalog.errors';
 import { libraryRoutes } from './library/library.routes';
 import type { LibraryService } from './library/library.service';
 
-const errors = { 400: ProblemSchema, 422: ProblemSchema };
-const notFound = { 404: ProblemSchema };
-
 /** POST /scan with its guard: the only route that needs a token. */
 function scanRoutes(catalog: CatalogService, guard: BearerGuard) {
   return new Elysia().use(guard).post('/scan', ({ body }) => catalog.scan(body), {
     policy: 'resource:asset:scan',
     rateLimit: 'scan',
     body: ScanBody,
-    response: { 200: ScanResponse, ...errors, ...notFound, 409: ProblemSchema, ...guardResponses, 504: ProblemSchema },
+    response: { 200: ScanResponse },
     detail: { ...op('scanFile', [...GUARD_CODES, 'rate-limited', 'CATALOG_PATH_REFUSED', 'CATALOG_PATH_NOT_FOUND', 'CATALOG_WORK_NOT_FOUND', 'CATALOG_EDITION_NOT_FOUND', 'CATALOG_BINDING_CONFLICT', 'CATALOG_FILE_UNREADABLE', 'CATALOG_NO_MEDIA_ROOTS', 'MEDIA_ENGINE_BUSY', 'MEDIA_ENGINE_UNAVAILABLE', 'MEDIA_PROBE_TIMEOUT', 'BUS_NO_ANSWERER', 'BUS_TIMEOUT']),
       tags: ['scan'],
       summary: 'Scan a file under a media root',
@@ -66,7 +62,7 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
       {
         query: WorksQuery,
         headers: pageConditional.headers,
-        response: { 200: WorkPageSchema, ...errors },
+        response: { 200: WorkPageSchema },
         detail: { ...op('listWorks'),
           tags: ['works'],
           summary: 'List or search works, oldest first',
@@ -83,15 +79,15 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
     )
     .get('/works/:id', async ({ params }) => ({ work: await catalog.getWork(params.id) }), {
       params: WorkIdParams,
-      response: { 200: WorkAnswerSchema, ...errors, ...notFound },
-      detail: { ...op('getWork', ['CATALOG_WORK_NOT_FOUND']), tags: ['works'], summary: 'One work (404 CATALOG_WORK_NOT_FOUND)' },
+      response: { 200: WorkAnswerSchema },
+      detail: { ...op('getWork', ['CATALOG_WORK_NOT_FOUND']), tags: ['works'], summary: 'One work' },
     })
     .get('/works/:id/assets', async ({ params }) => ({ assets: await catalog.workAssets(params.id) }), {
       params: WorkIdParams,
-      response: { 200: AssetListSchema, ...errors, ...notFound },
+      response: { 200: AssetListSchema },
       detail: { ...op('listWorkAssets', ['CATALOG_WORK_NOT_FOUND']),
         tags: ['works'],
-        summary: 'Playable assets of a work over its editions: indexed first, then newest (404 CATALOG_WORK_NOT_FOUND)',
+        summary: 'Playable assets of a work over its editions: indexed first, then newest',
       },
     })
     .get(
@@ -103,7 +99,7 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
       {
         params: WorkImageParams,
         query: WorkImageQuery,
-        response: { 200: t.Any({ description: 'the image bytes (image/jpeg, image/png or image/webp)' }), ...errors, ...notFound, 503: ProblemSchema },
+        response: { 200: t.Any({ description: 'the image bytes (image/jpeg, image/png or image/webp)' }) },
         detail: { ...op('getWorkImage', ['CATALOG_WORK_NOT_FOUND', 'CATALOG_IMAGE_NOT_FOUND', 'CATALOG_IMAGE_UNREADABLE', 'MEDIA_ENGINE_BUSY', 'MEDIA_ENGINE_UNAVAILABLE']),
           tags: ['works'],
           summary: "A work's poster or backdrop, as found with its media; `?width=` resizes it (JPEG, made once and cached)",
@@ -117,7 +113,7 @@ function readRoutes(catalog: CatalogService, pages: ResponseCache) {
     )
     .get('/works/:id/relations', async ({ params }) => ({ relations: await catalog.workRelations(params.id) }), {
       params: WorkIdParams,
-      response: { 200: RelationListSchema, ...errors, ...notFound },
+      response: { 200: RelationListSchema },
       detail: { ...op('listWorkRelations', ['CATALOG_WORK_NOT_FOUND']),
         tags: ['works'],
         summary: "The work's lineage (its parents and its descendants) ordered by ordinal, parent before child",

@@ -1,13 +1,12 @@
 // Catalog rules, free of HTTP: scan (probe over the bus, identify, file under an edition, index),
 // and the reads of works, their assets and relations. Errors are AppErrors with stable codes.
-import { and, asc, count, desc, eq, inArray, isNull, like, sql, type SQL } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import { createEventOutbox } from '../../platform/bus/event-outbox';
 import type { ProbeStream } from '../../platform/bus/media-shapes';
 import type { BusQueries } from '../../platform/bus/subjects';
 import type { Orm, Store } from '../../platform/store';
 import { AppError } from '../../platform/errors';
-import './catalog.errors';
+import { CatalogErrors } from './catalog.errors';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Asset, AssetSummary, ImageKind, MediaIndex, Relation, ScanInput, Work, WorksFilter } from './catalog.model';
 import type { ImageEngine } from './media-engine/images';
@@ -15,20 +14,19 @@ import { IMAGE_TYPES } from './media-engine/images';
 import { SIDECAR_EXTENSIONS } from './metadata/local-metadata';
 import { createLocalMetadata } from './metadata/metadata.service';
 import { audioOf, subtitlesOf } from './metadata/tracks';
-import { queryWords, searchTextOf } from './search';
-import { catalogTables, type catalogAssets, type catalogMediaIndexes, type catalogWorks } from './catalog.tables';
+import { searchTextOf } from './search';
+import { createCatalogRepository, type AssetRow, type IndexRow, type RelationRow, type WorkRow } from './catalog.repository';
 import { identify, type Identified } from './identify';
 import { createWorksPager } from './works-pager';
 import type { KindRegistry } from './kinds';
-import { libraryTables } from './library/library.tables';
 import { locate, pathRefused, resolveOnRoot } from './paths';
 
 // A 4xx AppError is not retryable and permanent unless it says otherwise.
-export const workNotFound = () => new AppError('CATALOG_WORK_NOT_FOUND', 'No such work');
-export const editionNotFound = () => new AppError('CATALOG_EDITION_NOT_FOUND', 'No such edition');
-export const bindingConflict = () => new AppError('CATALOG_BINDING_CONFLICT', 'The edition does not belong to the work');
-export const imageNotFound = () => new AppError('CATALOG_IMAGE_NOT_FOUND', 'The work has no image of that kind');
-export const imageUnreadable = () => new AppError('CATALOG_IMAGE_UNREADABLE', 'The image could not be read');
+export const workNotFound = () => CatalogErrors.CATALOG_WORK_NOT_FOUND('No such work');
+export const editionNotFound = () => CatalogErrors.CATALOG_EDITION_NOT_FOUND('No such edition');
+export const bindingConflict = () => CatalogErrors.CATALOG_BINDING_CONFLICT('The edition does not belong to the work');
+export const imageNotFound = () => CatalogErrors.CATALOG_IMAGE_NOT_FOUND('The work has no image of that kind');
+export const imageUnreadable = () => CatalogErrors.CATALOG_IMAGE_UNREADABLE('The image could not be read');
 
 export interface CatalogDeps {
   store: Store;
@@ -44,9 +42,6 @@ export interface CatalogDeps {
 }
 
 type Tx = Orm;
-type AssetRow = typeof catalogAssets.$inferSelect;
-type IndexRow = typeof catalogMediaIndexes.$inferSelect;
-type WorkRow = typeof catalogWorks.$inferSelect;
 
 const toWork = (r: WorkRow): Work => ({
   id: r.id, kind: r.kind, title: r.title, originalTitle: r.originalTitle, year: r.year, overview: r.overview, genres: r.genres,
@@ -83,44 +78,33 @@ export function facetsOf(streams: ProbeStream[]): string[] {
 
 export function createCatalog(deps: CatalogDeps) {
   const { store, clock } = deps;
-  const db = store.orm;
-  const { catalogWorks, catalogEditions, catalogAssets, catalogMediaIndexes, catalogRelations, catalogEventOutbox } = catalogTables(store.dialect);
-  const { libraryFiles } = libraryTables(store.dialect);
+  const rows = createCatalogRepository(store);
   const local = createLocalMetadata({ store, mediaRoots: deps.mediaRoots, kinds: deps.kinds });
-  const events = createEventOutbox({ db, table: catalogEventOutbox, bus: deps.bus, clock, log: deps.log });
+  const events = createEventOutbox({ db: store.orm, table: rows.eventOutbox, bus: deps.bus, clock, log: deps.log });
 
-  async function findWork(id: string): Promise<WorkRow | undefined> {
-    return (await db.select().from(catalogWorks).where(eq(catalogWorks.id, id)))[0];
-  }
+  const findWork = (id: string): Promise<WorkRow | undefined> => rows.work(id);
 
   /** Finds the work with `key`, or makes it. */
   async function ensureWork(tx: Tx, key: string, kind: string, title: string, year: number, now: number): Promise<WorkRow> {
-    const [found] = await tx.select().from(catalogWorks).where(eq(catalogWorks.matchKey, key));
+    const found = await rows.workByMatchKey(tx, key);
     if (found) return found;
     const row: WorkRow = {
       id: newId('wrk', clock), kind, title, originalTitle: title, year, matchKey: key, overview: '', genres: [],
       searchText: searchTextOf(title, title), genreKey: '', poster: null, backdrop: null, createdAt: now, updatedAt: now,
     };
-    await tx.insert(catalogWorks).values(row);
+    await rows.insertWork(tx, row);
     return row;
   }
 
   async function ensureRelation(tx: Tx, parent: string, child: string, rel: string, ordinal: number[], now: number) {
-    await tx
-      .insert(catalogRelations)
-      .values({ parentWorkId: parent, childWorkId: child, rel, ordinal, ordinalKey: ordinalKey(ordinal), createdAt: now })
-      .onConflictDoNothing();
+    await rows.insertRelation(tx, { parentWorkId: parent, childWorkId: child, rel, ordinal, ordinalKey: ordinalKey(ordinal), createdAt: now });
   }
 
   async function ensureEdition(tx: Tx, workId: string, kind: string, now: number): Promise<string> {
-    const [found] = await tx
-      .select({ id: catalogEditions.id })
-      .from(catalogEditions)
-      .where(and(eq(catalogEditions.workId, workId), eq(catalogEditions.kind, kind)))
-      .limit(1);
-    if (found) return found.id;
+    const found = await rows.editionOf(tx, workId, kind);
+    if (found) return found;
     const id = newId('edn', clock);
-    await tx.insert(catalogEditions).values({ id, workId, kind, createdAt: now, updatedAt: now });
+    await rows.insertEdition(tx, { id, workId, kind, createdAt: now, updatedAt: now });
     return id;
   }
 
@@ -139,7 +123,7 @@ export function createCatalog(deps: CatalogDeps) {
   /** A new workless edition, for an asset nothing identifies. */
   async function unidentifiedEdition(tx: Tx, now: number): Promise<string> {
     const id = newId('edn', clock);
-    await tx.insert(catalogEditions).values({ id, workId: null, kind: 'unidentified', createdAt: now, updatedAt: now });
+    await rows.insertEdition(tx, { id, workId: null, kind: 'unidentified', createdAt: now, updatedAt: now });
     return id;
   }
 
@@ -148,7 +132,7 @@ export function createCatalog(deps: CatalogDeps) {
     if (!input.editionId && !input.workId) return null;
     if (input.workId && !(await findWork(input.workId))) throw workNotFound();
     if (input.editionId) {
-      const [ed] = await db.select().from(catalogEditions).where(eq(catalogEditions.id, input.editionId));
+      const ed = await rows.edition(input.editionId);
       if (!ed || ed.workId === null) throw editionNotFound();
       if (input.workId && ed.workId !== input.workId) throw bindingConflict();
     }
@@ -167,13 +151,10 @@ export function createCatalog(deps: CatalogDeps) {
     );
     const beside = local.besideOf(loc.root, loc.relPath, probe.medium ? probe.tags : undefined);
 
-    const result = await store.transaction(async (tx) => {
+    const result = await rows.transaction(async (tx) => {
       const now = clock.now();
-      const [existing] = await tx
-        .select()
-        .from(catalogAssets)
-        .where(and(eq(catalogAssets.root, loc.root), eq(catalogAssets.path, loc.relPath)));
-      const [oldIndex] = existing ? await tx.select().from(catalogMediaIndexes).where(eq(catalogMediaIndexes.assetId, existing.id)) : [];
+      const existing = await rows.assetAt(tx, loc.root, loc.relPath);
+      const oldIndex = existing ? await rows.indexOf(tx, existing.id) : undefined;
       const replaced = !!existing && (existing.fastHash !== probe.fastHash || existing.sizeBytes !== probe.sizeBytes);
 
       // Where the asset is filed: an explicit binding, else where it already is (an identified asset,
@@ -186,7 +167,7 @@ export function createCatalog(deps: CatalogDeps) {
         const idf = probe.medium ? identify(loc.relPath, deps.kinds.plugins) : null;
         editionId = idf ? await fileIdentified(tx, idf, now) : (existing?.editionId ?? (await unidentifiedEdition(tx, now)));
       }
-      const workId = (await tx.select({ w: catalogEditions.workId }).from(catalogEditions).where(eq(catalogEditions.id, editionId)))[0]?.w ?? null;
+      const workId = await rows.workOfEdition(tx, editionId);
       // Identified means: a medium filed under a work. Every non-medium is unidentified, even when bound.
       const identification: Asset['identification'] = probe.medium && workId !== null ? 'identified' : 'unidentified';
       // The .nfo, artwork and tags fill the work in the same transaction: no second commit per file.
@@ -207,20 +188,17 @@ export function createCatalog(deps: CatalogDeps) {
       if (existing) {
         const changed = Object.entries(fields).some(([k, v]) => JSON.stringify((existing as Record<string, unknown>)[k]) !== JSON.stringify(v));
         asset = { ...existing, ...fields, updatedAt: changed ? now : existing.updatedAt };
-        if (changed) await tx.update(catalogAssets).set({ ...fields, updatedAt: now }).where(eq(catalogAssets.id, existing.id));
+        if (changed) await rows.updateAsset(tx, existing.id, { ...fields, updatedAt: now });
         // A workless edition left without assets goes with its last asset.
-        if (existing.editionId !== editionId) {
-          const [left] = await tx.select({ n: count() }).from(catalogAssets).where(eq(catalogAssets.editionId, existing.editionId));
-          if (left?.n === 0) await tx.delete(catalogEditions).where(and(eq(catalogEditions.id, existing.editionId), isNull(catalogEditions.workId)));
-        }
+        if (existing.editionId !== editionId) await rows.dropEmptyWorklessEdition(tx, existing.editionId);
       } else {
         asset = { id: newId('ast', clock), root: loc.root, path: loc.relPath, ...fields, createdAt: now, updatedAt: now };
-        await tx.insert(catalogAssets).values(asset);
+        await rows.insertAsset(tx, asset);
       }
 
       let index: IndexRow | undefined;
       if (!probe.medium) {
-        if (oldIndex) await tx.delete(catalogMediaIndexes).where(eq(catalogMediaIndexes.id, oldIndex.id));
+        if (oldIndex) await rows.deleteIndex(tx, oldIndex.id);
       } else {
         const f = probe.facts;
         const facts = {
@@ -231,10 +209,10 @@ export function createCatalog(deps: CatalogDeps) {
         if (oldIndex && sameFacts) index = oldIndex; // nothing learnt: the index stands as it is
         else if (oldIndex) {
           index = { ...oldIndex, ...facts, indexVersion: oldIndex.indexVersion + 1, createdAt: now };
-          await tx.update(catalogMediaIndexes).set(index).where(eq(catalogMediaIndexes.id, oldIndex.id));
+          await rows.updateIndex(tx, oldIndex.id, index);
         } else {
           index = { id: newId('idx', clock), assetId: asset.id, ...facts, indexVersion: 1, createdAt: now };
-          await tx.insert(catalogMediaIndexes).values(index);
+          await rows.insertIndex(tx, index);
         }
       }
       // The event is written with the asset it names (the outbox), so a crash right after the commit
@@ -268,29 +246,13 @@ export function createCatalog(deps: CatalogDeps) {
   const works = createWorksPager(store);
 
   async function listWorks(page: number, pageSize: number, filter: WorksFilter = {}): Promise<{ total: number; works: Work[] }> {
-    const where: SQL[] = [];
-    if (filter.q !== undefined) {
-      const words = queryWords(filter.q);
-      // A query of no letters or digits finds nothing, rather than everything.
-      if (words.length === 0) return { total: 0, works: [] };
-      // Folded words hold letters and digits only: nothing in them is a LIKE wildcard.
-      for (const w of words) where.push(like(catalogWorks.searchText, `% ${w}%`));
+    if (!rows.filters(filter)) {
+      const found = await works.page(page, pageSize);
+      return { total: found.total, works: found.rows.map(toWork) };
     }
-    if (filter.kind !== undefined) where.push(eq(catalogWorks.kind, filter.kind));
-    if (filter.year !== undefined) where.push(eq(catalogWorks.year, filter.year));
-    if (filter.genre !== undefined) {
-      const g = queryWords(filter.genre).join(' ');
-      if (!g) return { total: 0, works: [] };
-      where.push(like(catalogWorks.genreKey, `%|${g}|%`));
-    }
-    if (where.length === 0) {
-      const { total, rows } = await works.page(page, pageSize);
-      return { total, works: rows.map(toWork) };
-    }
-    const cond = and(...where);
-    const [{ n } = { n: 0 }] = await db.select({ n: count() }).from(catalogWorks).where(cond);
-    const rows = await db.select().from(catalogWorks).where(cond).orderBy(asc(catalogWorks.createdAt), asc(catalogWorks.id)).limit(pageSize).offset((page - 1) * pageSize);
-    return { total: Number(n), works: rows.map(toWork) };
+    // A query or genre of no letters or digits finds nothing, rather than everything (null).
+    const found = await rows.filteredWorks(filter, page, pageSize);
+    return found ? { total: found.total, works: found.rows.map(toWork) } : { total: 0, works: [] };
   }
 
   /** A work's image: the file as it is, or (resized, or an embedded cover) a cached JPEG. */
@@ -318,9 +280,9 @@ export function createCatalog(deps: CatalogDeps) {
   /** Works written before search existed get their search column once (folded in code, as at write time). */
   async function backfillSearch(): Promise<void> {
     for (;;) {
-      const rows = await db.select({ id: catalogWorks.id, title: catalogWorks.title, originalTitle: catalogWorks.originalTitle }).from(catalogWorks).where(eq(catalogWorks.searchText, '')).limit(500);
-      if (rows.length === 0) return;
-      for (const r of rows) await db.update(catalogWorks).set({ searchText: searchTextOf(r.title, r.originalTitle) || ' ' }).where(eq(catalogWorks.id, r.id));
+      const batch = await rows.worksWithoutSearch(500);
+      if (batch.length === 0) return;
+      for (const r of batch) await rows.updateWork(store.orm, r.id, { searchText: searchTextOf(r.title, r.originalTitle) || ' ' });
     }
   }
 
@@ -332,15 +294,7 @@ export function createCatalog(deps: CatalogDeps) {
 
   async function workAssets(id: string): Promise<AssetSummary[]> {
     if (!(await findWork(id))) throw workNotFound();
-    const rows = await db
-      .select({ asset: catalogAssets, index: catalogMediaIndexes, available: libraryFiles.available })
-      .from(catalogAssets)
-      .innerJoin(catalogEditions, eq(catalogEditions.id, catalogAssets.editionId))
-      .leftJoin(catalogMediaIndexes, eq(catalogMediaIndexes.assetId, catalogAssets.id))
-      .leftJoin(libraryFiles, eq(libraryFiles.assetId, catalogAssets.id))
-      .where(eq(catalogEditions.workId, id))
-      .orderBy(desc(sql`${catalogMediaIndexes.id} IS NOT NULL`), desc(catalogAssets.createdAt), desc(catalogAssets.id));
-    return rows.map(({ asset, index, available }) => ({
+    return (await rows.workAssets(id)).map(({ asset, index, available }) => ({
       assetId: asset.id,
       editionId: asset.editionId,
       container: asset.container,
@@ -361,14 +315,14 @@ export function createCatalog(deps: CatalogDeps) {
   async function workRelations(id: string): Promise<Relation[]> {
     if (!(await findWork(id))) throw workNotFound();
     // Keyed as catalog_relations_pair is unique, so a relation met twice is listed once.
-    const found = new Map<string, typeof catalogRelations.$inferSelect>();
+    const found = new Map<string, RelationRow>();
     // Up: a season or an episode shows where it sits. Down: a series lists its seasons and their episodes.
     for (const [from, to] of [['childWorkId', 'parentWorkId'], ['parentWorkId', 'childWorkId']] as const) {
       let cursor = [id];
       for (let depth = 0; depth < 8 && cursor.length; depth++) {
-        const rows = await db.select().from(catalogRelations).where(inArray(catalogRelations[from], cursor));
-        for (const r of rows) found.set(`${r.parentWorkId}|${r.childWorkId}|${r.rel}`, r);
-        cursor = rows.map((r) => r[to]);
+        const met = await rows.relationsOf(from, cursor);
+        for (const r of met) found.set(`${r.parentWorkId}|${r.childWorkId}|${r.rel}`, r);
+        cursor = met.map((r) => r[to]);
       }
     }
     const out = [...found.values()];

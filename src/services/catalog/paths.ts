@@ -2,16 +2,15 @@
 // its real path. Refusals never repeat the received path.
 import { realpathSync, statSync } from 'node:fs';
 import { join, relative, sep, isAbsolute } from 'node:path';
-import { AppError } from '../../platform/errors';
-import './catalog.errors';
+import { CatalogErrors } from './catalog.errors';
 import { isInside } from '../../platform/paths';
 
 // Statuses, retryable and category are in catalog.errors.ts: a missing file or root is recoverable by
 // the operator, not by retrying the same request.
-export const pathRefused = (why: string) => new AppError('CATALOG_PATH_REFUSED', `The scan path is refused: ${why}`);
-export const pathNotFound = () => new AppError('CATALOG_PATH_NOT_FOUND', 'No file exists at the scan path under the media roots');
-export const fileUnreadable = () => new AppError('CATALOG_FILE_UNREADABLE', 'The file at the scan path cannot be read by the catalog');
-export const noMediaRoots = () => new AppError('CATALOG_NO_MEDIA_ROOTS', 'No media root is configured (APP_MEDIA_ROOTS)');
+export const pathRefused = (why: string) => CatalogErrors.CATALOG_PATH_REFUSED(`The scan path is refused: ${why}`);
+export const pathNotFound = () => CatalogErrors.CATALOG_PATH_NOT_FOUND('No file exists at the scan path under the media roots');
+export const fileUnreadable = () => CatalogErrors.CATALOG_FILE_UNREADABLE('The file at the scan path cannot be read by the catalog');
+export const noMediaRoots = () => CatalogErrors.CATALOG_NO_MEDIA_ROOTS('No media root is configured (APP_MEDIA_ROOTS)');
 
 const ENCODED_TRICK = /%(2e|2f|5c|00)/i;
 

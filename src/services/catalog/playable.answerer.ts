@@ -1,26 +1,21 @@
 // Answers qry.catalog.playable: an asset's MediaIndex facts and keyframe index, which the playback
 // service cuts its HLS segments at. Read-only; the playback service never reads catalog tables.
-import { eq } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import type { BusQueries } from '../../platform/bus/subjects';
 import type { Store } from '../../platform/store';
-import { AppError } from '../../platform/errors';
-import { catalogTables } from './catalog.tables';
+import { createCatalogRepository } from './catalog.repository';
 import { iso6392 } from './metadata/languages';
+import { CatalogErrors, catalogErrorTable } from './catalog.errors';
 
 type Playable = BusQueries['qry.catalog.playable'];
 
 export function createPlayableAnswerer(deps: { store: Store }) {
-  const { catalogAssets, catalogMediaIndexes } = catalogTables(deps.store.dialect);
+  const rows = createCatalogRepository(deps.store);
   async function playable(req: Playable['request']): Promise<Playable['reply']> {
     if (typeof req?.assetId !== 'string' || req.assetId.length < 1 || req.assetId.length > 128) {
-      throw new AppError('CATALOG_REQUEST_INVALID', 'qry.catalog.playable needs an assetId of 1 to 128 characters');
+      throw CatalogErrors.CATALOG_REQUEST_INVALID('qry.catalog.playable needs an assetId of 1 to 128 characters');
     }
-    const [row] = await deps.store.orm
-      .select({ asset: catalogAssets, index: catalogMediaIndexes })
-      .from(catalogAssets)
-      .leftJoin(catalogMediaIndexes, eq(catalogMediaIndexes.assetId, catalogAssets.id))
-      .where(eq(catalogAssets.id, req.assetId));
+    const row = await rows.playable(req.assetId);
     const none = { assetId: req.assetId, container: '', durationMs: 0, bitrateBps: 0, keyframesMs: [], streams: [], subtitleFiles: [] };
     if (!row) return { ...none, found: false, indexed: false };
     if (!row.index) return { ...none, container: row.asset.container, found: true, indexed: false };
@@ -32,5 +27,5 @@ export function createPlayableAnswerer(deps: { store: Store }) {
       subtitleFiles: row.asset.subtitleFiles,
     };
   }
-  return { playable, listen: (bus: Bus) => bus.answer('qry.catalog.playable', playable) };
+  return { playable, listen: (bus: Bus) => bus.answer('qry.catalog.playable', playable, catalogErrorTable) };
 }

@@ -3,7 +3,7 @@
 // The spec's contract is page/pageSize with a total, which is an offset. `LIMIT 200 OFFSET 99800`
 // makes SQLite step over 99,800 index entries on every request (3.5 ms at 100,000 works, against
 // 0.1 ms for the first page), and count(*) steps over all of them (1.2 ms). Instead this keeps,
-// per data version (Store.version(), platform/store.ts), the total and a sparse index of marks: the
+// per data version (Store.version(), platform/store/store.ts), the total and a sparse index of marks: the
 // (created_at, id) key of every STRIDE-th work in order. A page seeks to the mark at or before its
 // offset through the (created_at, id) index, steps less than STRIDE index entries from there to its
 // first key, and reads its rows from that key on.
@@ -12,38 +12,24 @@
 // deep page after a write pays one walk to its offset, once; every later page of that version costs
 // a seek. Any write moves the version and drops the marks and the total: a work added or removed
 // anywhere in the order shifts every mark after it.
-import { asc, count, sql } from 'drizzle-orm';
 import type { Store } from '../../platform/store';
-import { catalogTables, type catalogWorks } from './catalog.tables';
+import { createWorksKeys, type WorkRow } from './catalog.repository';
 
 /** Works between two marks: bounds the index steps of a page from its mark (well under 0.1 ms for 256). */
 export const STRIDE = 256;
 
 type Mark = { createdAt: number; id: string };
-type WorkRow = typeof catalogWorks.$inferSelect;
 
 export function createWorksPager(store: Store, stride = STRIDE) {
-  const { catalogWorks } = catalogTables(store.dialect);
-  const db = store.orm;
-  const order = [asc(catalogWorks.createdAt), asc(catalogWorks.id)] as const;
-  const atOrAfter = sql`(${catalogWorks.createdAt}, ${catalogWorks.id}) >= (${sql.placeholder('createdAt')}, ${sql.placeholder('id')})`;
-  const key = { createdAt: catalogWorks.createdAt, id: catalogWorks.id };
-
-  const total = db.select({ n: count() }).from(catalogWorks).prepare();
-  const firstMark = db.select(key).from(catalogWorks).orderBy(...order).limit(1).prepare();
-  // Prepared once; `execute` answers rows on both databases.
-  // Steps `skip` entries of the covering (created_at, id) index from a key, reading no row of the table.
-  const keyAfter = db.select(key).from(catalogWorks).where(atOrAfter).orderBy(...order).limit(1).offset(sql.placeholder('skip')).prepare();
-  // The page itself starts at its exact first key, so only its own rows are read from the table (an
-  // OFFSET here would read every skipped row too).
-  const pageFrom = db.select().from(catalogWorks).where(atOrAfter).orderBy(...order).limit(sql.placeholder('limit')).prepare();
+  // The keyset reads (catalog.repository.ts): the total, the first key, a key `skip` index entries on, a page from its first key.
+  const keys = createWorksKeys(store);
 
   let state: { version: string; total: number; marks: Mark[] } | undefined;
 
   /** The total and marks of the current data version, started afresh after any write. */
   async function current() {
     const v = await store.version(); // read before counting: a write in between leaves this state stale, never wrong
-    if (state?.version !== v) state = { version: v, total: Number((await total.execute())[0]?.n ?? 0), marks: [] };
+    if (state?.version !== v) state = { version: v, total: await keys.total(), marks: [] };
     return state;
   }
 
@@ -51,7 +37,7 @@ export function createWorksPager(store: Store, stride = STRIDE) {
   async function markAt(s: { marks: Mark[] }, index: number): Promise<Mark | undefined> {
     while (s.marks.length <= index) {
       const prev = s.marks[s.marks.length - 1];
-      const [next] = prev ? await keyAfter.execute({ ...prev, skip: stride }) : await firstMark.execute();
+      const next = prev ? await keys.after(prev, stride) : await keys.first();
       if (!next) return undefined;
       s.marks.push(next);
     }
@@ -67,9 +53,9 @@ export function createWorksPager(store: Store, stride = STRIDE) {
       const index = Math.floor(offset / stride);
       const mark = await markAt(s, index);
       const skip = offset - index * stride;
-      const first = mark && (skip === 0 ? mark : (await keyAfter.execute({ ...mark, skip }))[0]);
+      const first = mark && (skip === 0 ? mark : await keys.after(mark, skip));
       if (!first) return { total: s.total, rows: [] };
-      return { total: s.total, rows: await pageFrom.execute({ ...first, limit: pageSize }) };
+      return { total: s.total, rows: await keys.pageFrom(first, pageSize) };
     },
   };
 }

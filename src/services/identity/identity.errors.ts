@@ -1,8 +1,8 @@
 // Every code the identity service answers with beyond the platform's, and what it means on the
 // wire; the problem+json renderer and the OpenAPI description both read this table.
-import { defineErrors } from '../../platform/errors';
+import { defineErrors, errorFactories, joinErrors } from '../../platform/errors';
 import { operationsFor } from '../../platform/http/openapi-errors';
-import { problemPlatformErrors } from '../../platform/platform.errors';
+import { problemErrorTable } from '../../platform/platform.errors';
 
 const own = defineErrors({
   IDENTITY_ACTOR_NOT_FOUND: { status: 404, description: 'no such actor' },
@@ -11,8 +11,11 @@ const own = defineErrors({
 });
 
 /** The identity service's table: the platform's problem codes and the service's own. */
-export const identityErrors = { ...problemPlatformErrors, ...own };
-export type IdentityErrorCode = keyof typeof identityErrors;
+export const identityErrorTable = joinErrors(problemErrorTable, own);
+
+/** What the service throws: one factory per code (`IdentityErrors.X(message, details)`), no HTTP in them. */
+export const IdentityErrors = errorFactories(identityErrorTable);
+export type IdentityErrorCode = keyof typeof identityErrorTable;
 
 /** A route's operationId and the codes it answers beyond the platform's (spread into its `detail`). */
-export const identityOperation = operationsFor(identityErrors);
+export const identityOperation = operationsFor(identityErrorTable);

@@ -3,7 +3,6 @@
 import { Elysia } from 'elysia';
 import { forbidden } from '../../platform/auth/denials';
 import { JwksSchema } from '../../platform/bus/identity-shapes';
-import { ProblemSchema } from '../../platform/http/errors';
 import { rateLimited, type createTokenBucket } from '../../platform/http/rate-limit';
 import {
   ActorAnswerSchema,
@@ -60,7 +59,6 @@ const noStore = { 'cache-control': 'no-store' };
 
 export function identityRoutes(deps: { identity: Identity; keys: KeyStore; callers: Callers; sessionBudget: TokenBucket }) {
   const { identity, keys } = deps;
-  const adminErrors = { 401: ProblemSchema, 403: ProblemSchema, 422: ProblemSchema };
   return new Elysia({ name: 'identity.routes' })
     .use(callerAuth(deps.callers))
     .use(clientBudget(deps.sessionBudget))
@@ -74,7 +72,7 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
     .post('/keys/rotate', async ({ body }) => keys.rotate({ retirePrevious: body?.retirePrevious === true }), {
       auth: 'admin',
       body: RotateKeyBody,
-      response: { 200: RotatedKey, ...adminErrors, 409: ProblemSchema },
+      response: { 200: RotatedKey },
       detail: { ...op('rotateSigningKey', [...ADMIN, 'IDENTITY_KEYS_EXTERNAL']),
         tags: ['keys'],
         summary: 'Rotate the signing key',
@@ -87,25 +85,25 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
     }, {
       auth: 'admin',
       body: CreateActorBody,
-      response: { 201: ActorWithKey, ...adminErrors },
+      response: { 201: ActorWithKey },
       detail: { ...op('createActor', ADMIN), tags: ['actors'], summary: 'Create an actor', description: 'Answers the API key once; only its hash is kept.' },
     })
     .get('/actors', async () => ({ actors: await identity.listActors() }), {
       auth: 'admin',
-      response: { 200: ActorListSchema, ...adminErrors },
+      response: { 200: ActorListSchema },
       detail: { ...op('listActors', ADMIN), tags: ['actors'], summary: 'List actors' },
     })
     .get('/actors/:id', async ({ params }) => ({ actor: await identity.getActor(params.id) }), {
       auth: 'admin',
       params: IdParams,
-      response: { 200: ActorAnswerSchema, ...adminErrors, 404: ProblemSchema },
+      response: { 200: ActorAnswerSchema },
       detail: { ...op('getActor', [...ADMIN, 'IDENTITY_ACTOR_NOT_FOUND']), tags: ['actors'], summary: 'Get an actor' },
     })
     .patch('/actors/:id', async ({ params, body }) => ({ actor: await identity.updateActor(params.id, body) }), {
       auth: 'admin',
       params: IdParams,
       body: UpdateActorBody,
-      response: { 200: ActorAnswerSchema, ...adminErrors, 404: ProblemSchema },
+      response: { 200: ActorAnswerSchema },
       detail: { ...op('updateActor', [...ADMIN, 'IDENTITY_ACTOR_NOT_FOUND']),
         tags: ['actors'],
         summary: 'Rename, disable or re-enable an actor, or change its policies',
@@ -118,7 +116,7 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
     }, {
       auth: 'admin',
       params: IdParams,
-      response: { 200: ActorWithKey, ...adminErrors, 404: ProblemSchema },
+      response: { 200: ActorWithKey },
       detail: { ...op('rotateActorKey', [...ADMIN, 'IDENTITY_ACTOR_NOT_FOUND']),
         tags: ['actors'],
         summary: 'Rotate an actor\'s API key',
@@ -131,7 +129,7 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
     }, {
       clientBudget: true,
       body: CreateSessionBody,
-      response: { 201: TokenPair, 401: ProblemSchema, 422: ProblemSchema, 429: ProblemSchema },
+      response: { 201: TokenPair },
       detail: { ...op('createSession', ['unauthenticated', 'rate-limited']), tags: ['sessions'], summary: 'Open a session with an API key', security: [] },
     })
     .post('/sessions/refresh', async ({ body, set }) => {
@@ -140,7 +138,7 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
     }, {
       clientBudget: true,
       body: RefreshBody,
-      response: { 200: TokenPair, 401: ProblemSchema, 422: ProblemSchema, 429: ProblemSchema },
+      response: { 200: TokenPair },
       detail: { ...op('refreshSession', ['unauthenticated', 'reauth-required', 'rate-limited']),
         tags: ['sessions'],
         summary: 'Exchange a refresh token for a new access and refresh token',
@@ -151,7 +149,7 @@ export function identityRoutes(deps: { identity: Identity; keys: KeyStore; calle
     .delete('/sessions/:id', async ({ params, caller }) => ({ session: await identity.revokeSession(params.id, caller) }), {
       auth: 'caller',
       params: IdParams,
-      response: { 200: RevokedSession, 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 422: ProblemSchema },
+      response: { 200: RevokedSession },
       detail: { ...op('revokeSession', [...ADMIN, 'IDENTITY_SESSION_NOT_FOUND']),
         tags: ['sessions'],
         summary: 'Revoke a session',

@@ -1,18 +1,18 @@
 // Actors, API keys and sessions: the rules, free of HTTP. Every denial is an AppError whose code the
 // problem+json renderer shows as is (`unauthenticated`, `reauth-required`, IDENTITY_*_NOT_FOUND).
-import { and, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import type { IdentitySessionEndReason } from '../../platform/bus/subjects';
 import { AppError } from '../../platform/errors';
-import './identity.errors';
 import { reauthRequired, unauthenticated } from '../../platform/auth/denials';
 import type { SessionState } from '../../platform/auth/session-check';
 import { newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Orm, Store } from '../../platform/store';
 import type { IdentityConfig } from './identity.config';
-import { identityTables, type ActorRow, type SessionRow } from './identity.tables';
+import type { ActorRow, SessionRow } from './identity.tables';
+import { createIdentityRepository } from './identity.repository';
 import type { KeyStore } from './keys';
 import { API_KEY_PREFIX, hashSecret, isSecretShaped, newSecret, REFRESH_TOKEN_PREFIX, secretHint, signAccessToken } from './tokens';
+import { IdentityErrors, identityErrorTable } from './identity.errors';
 
 export interface IdentityDeps {
   store: Store;
@@ -29,8 +29,8 @@ export interface Caller {
   actorId?: string;
 }
 
-export const actorNotFound = () => new AppError('IDENTITY_ACTOR_NOT_FOUND', 'No such actor');
-export const sessionNotFound = () => new AppError('IDENTITY_SESSION_NOT_FOUND', 'No such session');
+export const actorNotFound = () => IdentityErrors.IDENTITY_ACTOR_NOT_FOUND('No such actor');
+export const sessionNotFound = () => IdentityErrors.IDENTITY_SESSION_NOT_FOUND('No such session');
 
 export function actorView(a: ActorRow) {
   return {
@@ -65,11 +65,9 @@ interface Denial {
 
 export function createIdentity(deps: IdentityDeps) {
   const { store, clock, log, config, keys } = deps;
-  const db = store.orm;
-  const { actors, sessions, refreshTokens } = identityTables(store.dialect);
-
-  const findActor = async (id: string) => (await db.select().from(actors).where(eq(actors.id, id)).limit(1))[0];
-  const findSession = async (id: string) => (await db.select().from(sessions).where(eq(sessions.id, id)).limit(1))[0];
+  const rows = createIdentityRepository(store);
+  const findActor = (id: string) => rows.actor(id);
+  const findSession = (id: string) => rows.session(id);
 
   /** Why a session is not live, or undefined when it is. The one rule the bus, refresh and revoke share. */
   function endReason(s: SessionRow, a: ActorRow | undefined): IdentitySessionEndReason | undefined {
@@ -86,16 +84,13 @@ export function createIdentity(deps: IdentityDeps) {
   async function newRefreshToken(tx: Orm, s: SessionRow, now: number) {
     const refreshToken = newSecret(REFRESH_TOKEN_PREFIX);
     const refreshExpiresAt = Math.min(now + config.refreshTtlS * 1000, s.expiresAt);
-    await tx.insert(refreshTokens).values({ hash: hashSecret(refreshToken), sessionId: s.id, createdAt: now, expiresAt: refreshExpiresAt });
+    await rows.insertRefreshToken(tx, { hash: hashSecret(refreshToken), sessionId: s.id, createdAt: now, expiresAt: refreshExpiresAt });
     return { refreshToken, refreshExpiresAt };
   }
 
   /** A refresh token presented a second time: its session ends (unless it already has). Inside the caller's transaction. */
   async function revokeForReuse(tx: Orm, sessionId: string, now: number): Promise<Denial> {
-    await tx
-      .update(sessions)
-      .set({ revokedAt: now, endReason: 'refresh-reuse' })
-      .where(and(eq(sessions.id, sessionId), isNull(sessions.revokedAt)));
+    await rows.revokeSession(sessionId, 'refresh-reuse', now, tx);
     return { error: reauthRequired('refresh-reuse'), reuse: sessionId };
   }
 
@@ -113,7 +108,7 @@ export function createIdentity(deps: IdentityDeps) {
   // used_at IS NULL RETURNING`), or the transaction first claims the row with a write, which holds
   // it until the commit (PostgreSQL's row lock; on SQLite transactions take turns anyway).
   // Transactions write the tables in one order, actors, sessions, refresh tokens: on PostgreSQL
-  // each write also locks its table's row of the change counter (platform/store.ts) until the
+  // each write also locks its table's row of the change counter (platform/store/store.ts) until the
   // commit, and one order keeps two transactions from waiting on each other.
   const identity = {
     async createActor(input: { name: string; policies: string[] }) {
@@ -132,13 +127,13 @@ export function createIdentity(deps: IdentityDeps) {
         createdAt: now,
         updatedAt: now,
       };
-      await db.insert(actors).values(row);
+      await rows.insertActor(row);
       log.info('actor created', { actorId: row.id });
       return { actor: actorView(row), apiKey };
     },
 
     async listActors() {
-      return (await db.select().from(actors).orderBy(desc(actors.createdAt))).map(actorView);
+      return (await rows.listActors()).map(actorView);
     },
 
     async getActor(id: string) {
@@ -153,10 +148,10 @@ export function createIdentity(deps: IdentityDeps) {
      */
     async updateActor(id: string, patch: { name?: string; disabled?: boolean; policies?: string[] }) {
       const now = clock.now();
-      const updated = await store.transaction(async (tx) => {
+      const updated = await rows.transaction(async (tx) => {
         // Claimed first, so that two concurrent updates each build on the other's result (no lost
         // policies-version bump, no missed disable).
-        const [a] = await tx.update(actors).set({ updatedAt: now }).where(eq(actors.id, id)).returning();
+        const a = await rows.claimActor(tx, id, now);
         if (!a) return undefined;
         const policies = patch.policies ? [...new Set(patch.policies)].sort() : a.policies;
         const changed = JSON.stringify(policies) !== JSON.stringify(a.policies);
@@ -167,12 +162,9 @@ export function createIdentity(deps: IdentityDeps) {
           policiesVersion: changed ? a.policiesVersion + 1 : a.policiesVersion,
           updatedAt: now,
         };
-        await tx.update(actors).set(next).where(eq(actors.id, id));
+        await rows.updateActor(tx, id, next);
         if (next.disabled && !a.disabled) {
-          await tx
-            .update(sessions)
-            .set({ revokedAt: now, endReason: 'actor-disabled' })
-            .where(and(eq(sessions.actorId, id), isNull(sessions.revokedAt)));
+          await rows.revokeActorSessions(tx, id, 'actor-disabled', now);
         }
         return { actor: { ...a, ...next }, changed };
       });
@@ -185,11 +177,7 @@ export function createIdentity(deps: IdentityDeps) {
     async rotateActorKey(id: string) {
       const apiKey = newSecret(API_KEY_PREFIX);
       const now = clock.now();
-      const [a] = await db
-        .update(actors)
-        .set({ apiKeyHash: hashSecret(apiKey), apiKeyHint: secretHint(apiKey, API_KEY_PREFIX), keyVersion: sql`${actors.keyVersion} + 1`, keyRotatedAt: now, updatedAt: now })
-        .where(eq(actors.id, id))
-        .returning();
+      const a = await rows.rotateKey(id, { apiKeyHash: hashSecret(apiKey), apiKeyHint: secretHint(apiKey, API_KEY_PREFIX) }, now);
       if (!a) throw actorNotFound();
       log.info('actor api key rotated', { actorId: id });
       return { actor: actorView(a), apiKey };
@@ -200,16 +188,12 @@ export function createIdentity(deps: IdentityDeps) {
       const apiKeyHash = hashSecret(apiKey);
       const now = clock.now();
       type Opened = { a: ActorRow; s: SessionRow; r: { refreshToken: string; refreshExpiresAt: number } };
-      const opened = await store.transaction(async (tx): Promise<Denial | Opened> => {
+      const opened = await rows.transaction(async (tx): Promise<Denial | Opened> => {
         // The actor's row is claimed with a write that changes nothing: a concurrent disable then
         // waits for this session and revokes it, or commits first and this one is refused. (Read
         // alone, a session opened as the actor is disabled would outlive the disable and come back
         // live on re-enabling.)
-        const [a] = await tx
-          .update(actors)
-          .set({ updatedAt: sql`${actors.updatedAt}` })
-          .where(eq(actors.apiKeyHash, apiKeyHash))
-          .returning();
+        const a = await rows.claimActorByKey(tx, apiKeyHash);
         if (!a) return { error: unauthenticated('The API key is not valid') };
         if (a.disabled) return { error: unauthenticated('The actor is disabled') };
         const s: SessionRow = {
@@ -223,7 +207,7 @@ export function createIdentity(deps: IdentityDeps) {
           revokedAt: null,
           endReason: null,
         };
-        await tx.insert(sessions).values(s);
+        await rows.insertSession(tx, s);
         return { a, s, r: await newRefreshToken(tx, s, now) };
       });
       if ('error' in opened) throw opened.error;
@@ -240,34 +224,25 @@ export function createIdentity(deps: IdentityDeps) {
       const hash = hashSecret(refreshToken);
       const now = clock.now();
       type Refreshed = { session: SessionRow; actor: ActorRow; next: { refreshToken: string; refreshExpiresAt: number } };
-      const outcome = await store.transaction(async (tx): Promise<Denial | Refreshed> => {
-        const [rt] = await tx.select().from(refreshTokens).where(eq(refreshTokens.hash, hash)).limit(1);
-        const [s] = rt ? await tx.select().from(sessions).where(eq(sessions.id, rt.sessionId)).limit(1) : [];
+      const outcome = await rows.transaction(async (tx): Promise<Denial | Refreshed> => {
+        const rt = await rows.refreshToken(tx, hash);
+        const s = rt ? await rows.session(rt.sessionId, tx) : undefined;
         if (!rt || !s) return { error: unauthenticated('The refresh token is not valid') };
         if (rt.usedAt !== null) return revokeForReuse(tx, s.id, now);
-        const [a] = await tx.select().from(actors).where(eq(actors.id, s.actorId)).limit(1);
+        const a = await rows.actor(s.actorId, tx);
         const reason = endReason(s, a);
         if (reason) return { error: reauthRequired(reason) };
         if (now >= rt.expiresAt) return { error: reauthRequired('refresh-expired') };
         // The session, only while it is not revoked: a revocation committed since the read wins,
         // one coming after waits for this commit. Two refreshes of one session take turns here.
-        const [session] = await tx
-          .update(sessions)
-          .set({ refreshedAt: now })
-          .where(and(eq(sessions.id, s.id), isNull(sessions.revokedAt)))
-          .returning();
+        const session = await rows.markRefreshed(tx, s.id, now);
         if (!session) {
-          const ended = (await tx.select().from(sessions).where(eq(sessions.id, s.id)).limit(1))[0];
+          const ended = await rows.session(s.id, tx);
           return { error: reauthRequired(ended?.endReason ?? 'session-revoked') };
         }
         // The token, only if nobody used it since the read: of two concurrent uses exactly one wins,
         // and the other is reuse.
-        const [used] = await tx
-          .update(refreshTokens)
-          .set({ usedAt: now })
-          .where(and(eq(refreshTokens.hash, hash), isNull(refreshTokens.usedAt)))
-          .returning();
-        if (!used) return revokeForReuse(tx, s.id, now);
+        if (!(await rows.useRefreshToken(tx, hash, now))) return revokeForReuse(tx, s.id, now);
         return { session, actor: a!, next: await newRefreshToken(tx, session, now) };
       });
       if ('error' in outcome) {
@@ -285,11 +260,7 @@ export function createIdentity(deps: IdentityDeps) {
       const s = await findSession(id);
       if (!s || (!caller.admin && s.actorId !== caller.actorId)) throw sessionNotFound();
       if (s.revokedAt !== null) return sessionView(s, null);
-      const [revoked] = await db
-        .update(sessions)
-        .set({ revokedAt: clock.now(), endReason: 'session-revoked' })
-        .where(and(eq(sessions.id, id), isNull(sessions.revokedAt)))
-        .returning();
+      const revoked = await rows.revokeSession(id, 'session-revoked', clock.now());
       if (revoked) log.info('session revoked', { sessionId: id, byAdmin: caller.admin });
       // Revoked meanwhile by another request: that revocation stands.
       return sessionView(revoked ?? (await findSession(id)) ?? { ...s, revokedAt: clock.now() }, null);
@@ -309,7 +280,7 @@ export function createIdentity(deps: IdentityDeps) {
     /** Forgets sessions that ended more than a day ago (their refresh tokens go with them). */
     async sweep() {
       const cutoff = clock.now() - 86_400_000;
-      await db.delete(sessions).where(or(lt(sessions.expiresAt, cutoff), lt(sessions.revokedAt, cutoff)));
+      await rows.deleteEndedBefore(cutoff);
     },
 
     /** Answers the guards of the other services: is a session live (qry.identity.session), and the JWKS. Returns the unsubscribe. */
@@ -318,8 +289,8 @@ export function createIdentity(deps: IdentityDeps) {
         bus.answer('qry.identity.session', async ({ sid, sub }) => {
           if (typeof sid !== 'string' || typeof sub !== 'string') return { live: false, reauth: false, reason: 'unknown-session' as const };
           return identity.sessionState(sid, sub);
-        }),
-        bus.answer('qry.identity.jwks', () => ({ keys: keys.publicJwks() })),
+        }, identityErrorTable),
+        bus.answer('qry.identity.jwks', () => ({ keys: keys.publicJwks() }), identityErrorTable),
       ];
       return () => offs.forEach((off) => off());
     },

@@ -8,8 +8,7 @@ import { join } from 'node:path';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, importPKCS8, type CryptoKey, type JWK } from 'jose';
 import type { IdentityPublicJwk } from '../../platform/bus/identity-shapes';
 import { ConfigError } from '../../platform/config';
-import { AppError } from '../../platform/errors';
-import './identity.errors';
+import { IdentityErrors } from './identity.errors';
 import type { Clock, Logger } from '../../platform/runtime';
 
 interface StoredKey {
@@ -140,7 +139,7 @@ export async function createKeyStore(opts: {
   // One rotation at a time; the swap itself is synchronous, so a signer never sees no current key.
   const rotate = (o: { retirePrevious?: boolean } = {}) => {
     if (external) {
-      return Promise.reject(new AppError('IDENTITY_KEYS_EXTERNAL', 'The signing key is given by APP_IDENTITY_SIGNING_KEY; rotate it there'));
+      return Promise.reject(IdentityErrors.IDENTITY_KEYS_EXTERNAL('The signing key is given by APP_IDENTITY_SIGNING_KEY; rotate it there'));
     }
     return (rotating ??= (async () => {
       try {

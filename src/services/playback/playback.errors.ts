@@ -1,8 +1,8 @@
 // The codes the playback service answers with beyond the platform's; the problem+json renderer and
 // the OpenAPI description both read this table.
-import { defineErrors } from '../../platform/errors';
+import { defineErrors, errorFactories, joinErrors } from '../../platform/errors';
 import { operationsFor } from '../../platform/http/openapi-errors';
-import { busErrors, problemPlatformErrors } from '../../platform/platform.errors';
+import { busErrorTable, problemErrorTable } from '../../platform/platform.errors';
 
 const own = defineErrors({
   PLAYBACK_ASSET_NOT_FOUND: { status: 404, description: 'no such asset in the catalog' },
@@ -18,7 +18,10 @@ const own = defineErrors({
   PLAYBACK_SEGMENT_FAILED: { status: 503, retryAfter: 1, description: 'the workers job could not make the segment or sprite; ask again' },
 });
 
-export const playbackErrors = { ...problemPlatformErrors, ...busErrors, ...own };
+export const playbackErrorTable = joinErrors(problemErrorTable, busErrorTable, own);
+
+/** What the service throws: one factory per code (`PlaybackErrors.X(message, details)`), no HTTP in them. */
+export const PlaybackErrors = errorFactories(playbackErrorTable);
 
 /** A route's operationId and the codes it answers beyond the platform's (spread into its `detail`). */
-export const playbackOperation = operationsFor(playbackErrors);
+export const playbackOperation = operationsFor(playbackErrorTable);

@@ -1,8 +1,7 @@
 // The playback service over HTTP: POST /sessions behind the Bearer guard, and the session URLs, which
 // carry their credential in the path (players cannot send headers). Byte ranges are HTTP: here.
 import { Elysia } from 'elysia';
-import { GUARD_CODES, guardResponses, type BearerGuard } from '../../platform/http/bearer-guard';
-import { ProblemSchema } from '../../platform/http/errors';
+import { GUARD_CODES, type BearerGuard } from '../../platform/http/bearer-guard';
 import { playCors } from './cors';
 import { playbackOperation as op } from './playback.errors';
 import { CreateSessionBody, CreateSessionResponse, EndSessionResponse, SessionIdParams, TokenFileParams, TokenParams } from './playback.model';
@@ -10,9 +9,7 @@ import { segmentNotFound, type Playback } from './playback.service';
 import type { Rendition } from './renditions';
 
 const PLAYLIST = { 'content-type': 'application/vnd.apple.mpegurl', 'cache-control': 'no-cache' };
-const notFound = { 404: ProblemSchema };
 /** What every session URL may answer besides its own codes: ended (410), identity not answering (503). */
-const playErrors = { 404: ProblemSchema, 409: ProblemSchema, 410: ProblemSchema, 503: ProblemSchema };
 
 /** A single `bytes=` range of a file of `size` bytes; null for none or several (the whole file answers). */
 export function parseRange(header: string | null, size: number): { start: number; end: number } | 'unsatisfiable' | null {
@@ -79,7 +76,7 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
     {
       policy: 'resource:asset:play',
       body: CreateSessionBody,
-      response: { 201: CreateSessionResponse, 400: ProblemSchema, 422: ProblemSchema, ...notFound, 409: ProblemSchema, ...guardResponses, 504: ProblemSchema },
+      response: { 201: CreateSessionResponse },
       detail: {
         ...op('createPlaybackSession', [...GUARD_CODES, 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE', 'BUS_NO_ANSWERER', 'BUS_TIMEOUT', 'BUS_UNAVAILABLE']),
         tags: ['sessions'],
@@ -97,7 +94,7 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
   ).delete('/sessions/:id', async ({ params, principal }) => ({ session: await playback.endSession(params.id, principal) }), {
     policy: 'resource:asset:play',
     params: SessionIdParams,
-    response: { 200: EndSessionResponse, ...notFound, 422: ProblemSchema, ...guardResponses },
+    response: { 200: EndSessionResponse },
     detail: {
       ...op('endPlaybackSession', [...GUARD_CODES, 'PLAYBACK_SESSION_NOT_FOUND']),
       tags: ['sessions'],
@@ -114,7 +111,6 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
     .use(sessions)
     .get('/play/:token/master.m3u8', async ({ params }) => new Response(await playback.master(params.token), { headers: PLAYLIST }), {
       params: TokenParams,
-      response: playErrors,
       detail: {
         ...op('getMasterPlaylist', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SESSION_ENDED', 'identity-unavailable', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE']),
         tags: ['play'],
@@ -124,7 +120,6 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
     })
     .get('/play/:token/media.m3u8', async ({ params }) => new Response(await playback.media(params.token), { headers: PLAYLIST }), {
       params: TokenParams,
-      response: playErrors,
       detail: {
         ...op('getMediaPlaylist', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SESSION_ENDED', 'identity-unavailable', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_NO_CAPABILITIES', 'PLAYBACK_SOURCE_UNAVAILABLE']),
         tags: ['play'],
@@ -134,7 +129,6 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
     })
     .get('/play/:token/thumbnails.vtt', async ({ params }) => new Response(await playback.thumbnails(params.token), { headers: { 'content-type': 'text/vtt; charset=utf-8', 'cache-control': 'no-cache' } }), {
       params: TokenParams,
-      response: playErrors,
       detail: {
         ...op('getThumbnailsVtt', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SESSION_ENDED', 'identity-unavailable', 'PLAYBACK_THUMBNAILS_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE']),
         tags: ['play'],
@@ -144,7 +138,6 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
     })
     .get('/play/:token/thumbnails.jpg', async ({ params }) => new Response(Bun.file(await playback.sprite(params.token)), { headers: { 'content-type': 'image/jpeg', 'cache-control': 'private, max-age=3600' } }), {
       params: TokenParams,
-      response: playErrors,
       detail: {
         ...op('getThumbnailsSprite', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SESSION_ENDED', 'identity-unavailable', 'PLAYBACK_THUMBNAILS_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE', 'PLAYBACK_SEGMENT_FAILED']),
         tags: ['play'],
@@ -170,7 +163,6 @@ export function playbackRoutes(deps: { playback: Playback; guard: BearerGuard })
       },
       {
         params: TokenFileParams,
-        response: playErrors,
         detail: {
           ...op('getPlaybackFile', ['PLAYBACK_SESSION_NOT_FOUND', 'PLAYBACK_SESSION_ENDED', 'identity-unavailable', 'PLAYBACK_SEGMENT_NOT_FOUND', 'PLAYBACK_RENDITION_NOT_FOUND', 'PLAYBACK_ASSET_NOT_FOUND', 'PLAYBACK_SOURCE_UNAVAILABLE', 'PLAYBACK_SEGMENT_FAILED']),
           tags: ['play'],

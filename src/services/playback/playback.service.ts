@@ -21,17 +21,18 @@ import type { PlaybackRepository } from './playback.repository';
 import type { SegmentCache } from './segment-cache';
 import { spritePlan, thumbnailsVtt } from './trickplay';
 import type { UrlSigner } from './url-token';
+import { PlaybackErrors } from './playback.errors';
 
-export const assetNotFound = () => new AppError('PLAYBACK_ASSET_NOT_FOUND', 'No such asset');
-export const noCapabilities = () => new AppError('PLAYBACK_NO_CAPABILITIES', 'The asset has no media index (indexed=false): there is nothing to play');
-export const sourceUnavailable = () => new AppError('PLAYBACK_SOURCE_UNAVAILABLE', 'No readable copy of the asset is available now');
-export const sessionNotFound = () => new AppError('PLAYBACK_SESSION_NOT_FOUND', 'No such playback session, or it has expired');
+export const assetNotFound = () => PlaybackErrors.PLAYBACK_ASSET_NOT_FOUND('No such asset');
+export const noCapabilities = () => PlaybackErrors.PLAYBACK_NO_CAPABILITIES('The asset has no media index (indexed=false): there is nothing to play');
+export const sourceUnavailable = () => PlaybackErrors.PLAYBACK_SOURCE_UNAVAILABLE('No readable copy of the asset is available now');
+export const sessionNotFound = () => PlaybackErrors.PLAYBACK_SESSION_NOT_FOUND('No such playback session, or it has expired');
 export const sessionEnded = () =>
-  new AppError('PLAYBACK_SESSION_ENDED', 'The playback session has ended: it was deleted, or the identity session that opened it was revoked');
-export const segmentNotFound = () => new AppError('PLAYBACK_SEGMENT_NOT_FOUND', 'No such segment in this playlist');
-export const noThumbnails = () => new AppError('PLAYBACK_THUMBNAILS_NOT_FOUND', 'The asset has no video to make thumbnails of');
-export const renditionNotFound = () => new AppError('PLAYBACK_RENDITION_NOT_FOUND', 'No such rendition in this master playlist');
-export const segmentFailed = (why: string) => new AppError('PLAYBACK_SEGMENT_FAILED', `The segment could not be made (${why}); ask again`);
+  PlaybackErrors.PLAYBACK_SESSION_ENDED('The playback session has ended: it was deleted, or the identity session that opened it was revoked');
+export const segmentNotFound = () => PlaybackErrors.PLAYBACK_SEGMENT_NOT_FOUND('No such segment in this playlist');
+export const noThumbnails = () => PlaybackErrors.PLAYBACK_THUMBNAILS_NOT_FOUND('The asset has no video to make thumbnails of');
+export const renditionNotFound = () => PlaybackErrors.PLAYBACK_RENDITION_NOT_FOUND('No such rendition in this master playlist');
+export const segmentFailed = (why: string) => PlaybackErrors.PLAYBACK_SEGMENT_FAILED(`The segment could not be made (${why}); ask again`);
 
 export interface PlaybackDeps {
   bus: Bus;

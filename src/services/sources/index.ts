@@ -1,7 +1,9 @@
-// Composition root of the sources service: bindings kept from the catalog's events, resolution on the bus.
+// Composition root of the sources service, one feature (platform/feature.ts): bindings kept from the
+// catalog's events, resolution on the bus.
 import { createServiceApp } from '../../platform/http/service-app';
+import { featuresLifetime, type Feature } from '../../platform/feature';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
-import { sourcesErrors } from './sources.errors';
+import { sourcesErrorTable } from './sources.errors';
 import { createSources } from './sources.service';
 
 export function createSourcesService(deps: ServiceDeps): Service {
@@ -10,16 +12,12 @@ export function createSourcesService(deps: ServiceDeps): Service {
   const app = createServiceApp(deps, {
     name: 'sources',
     style: 'problem',
-    errors: sourcesErrors,
+    errors: sourcesErrorTable,
     title: 'Keel sources service',
     description: 'Keel sources: where the bytes of an asset can be read. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
   });
-  let stopListening = () => {};
-  return {
-    app,
-    start: () => void (stopListening = sources.listen(deps.bus)),
-    stop: () => stopListening(),
-  };
+  const features: Feature[] = [{ service: sources, listen: (bus) => sources.listen(bus) }];
+  return { app, ...featuresLifetime(features, deps.bus) };
 }
 
 /** No variables of its own yet. */

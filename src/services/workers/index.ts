@@ -1,9 +1,11 @@
-// Composition root of the workers service: the job queue (answering the workers' bus commands),
-// the job handlers (checked at boot: one per job type) and the runner that executes them.
+// Composition root of the workers service, a list of two features (platform/feature.ts): the job
+// queue (answering the workers' bus commands) and the runner that executes the jobs with their
+// handlers (checked at boot: one per job type).
 import { createServiceApp } from '../../platform/http/service-app';
 import { errorFields } from '../../platform/runtime';
+import { featuresLifetime, type Feature } from '../../platform/feature';
 import { defineService, type Service, type ServiceDeps } from '../../platform/service';
-import { workersErrors } from './workers.errors';
+import { workersErrorTable } from './workers.errors';
 import { checkJobHandlers } from './jobs';
 import { join } from 'node:path';
 import { createLibraryScanJob } from './jobs/library-scan';
@@ -68,23 +70,15 @@ export async function createWorkersService(deps: ServiceDeps, cfg: WorkersConfig
   const app = createServiceApp(deps, {
     name: 'workers',
     style: 'problem',
-    errors: workersErrors,
+    errors: workersErrorTable,
     title: 'Keel workers service',
     description: 'Keel workers: background jobs of the media services. Its work happens on the bus; over HTTP it answers its probes. Errors are RFC 9457 problem+json.',
   });
-  let stopListening: (() => void) | undefined;
-  return {
-    app,
-    start() {
-      stopListening = workers.listen(deps.bus);
-      runner.start();
-    },
-    async stop() {
-      stopListening?.();
-      await runner.stop();
-      await workers.close?.();
-    },
-  };
+  const features: Feature[] = [
+    { service: workers, listen: (bus) => workers.listen(bus), stop: () => workers.close?.() },
+    { service: runner, start: () => runner.start(), stop: () => runner.stop() },
+  ];
+  return { app, ...featuresLifetime(features, deps.bus) };
 }
 
 export const workersService = defineService({ loadConfig: loadWorkersConfig, create: createWorkersService });

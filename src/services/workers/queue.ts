@@ -5,6 +5,7 @@
 import type { Bus } from '../../platform/bus/bus';
 import type { JobProgress, JobSubmission, JobView } from '../../platform/bus/subjects';
 import type { workersJobs } from './workers.tables';
+import { workersErrorTable } from './workers.errors';
 
 export type JobRow = typeof workersJobs.$inferSelect;
 
@@ -39,9 +40,9 @@ export function answerJobCommands(bus: Bus, queue: Pick<JobQueue, 'submit' | 'ca
       const out = await queue.submit(req);
       if (!out.deduplicated) onSubmit();
       return out;
-    }),
-    bus.answer('cmd.workers.cancel', async (req) => ({ job: await queue.cancel(req?.id) })),
-    bus.answer('qry.workers.job', async (req) => ({ job: await queue.get(req?.id) })),
+    }, workersErrorTable),
+    bus.answer('cmd.workers.cancel', async (req) => ({ job: await queue.cancel(req?.id) }), workersErrorTable),
+    bus.answer('qry.workers.job', async (req) => ({ job: await queue.get(req?.id) }), workersErrorTable),
   ];
   return () => offs.forEach((off) => off());
 }

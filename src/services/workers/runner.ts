@@ -3,11 +3,12 @@
 // A process that dies stops renewing; once its lease runs out another worker claims the job.
 import type { Bus } from '../../platform/bus/bus';
 import type { JobType } from '../../platform/bus/subjects';
-import { AppError } from '../../platform/errors';
+import { AppError, meaningOf } from '../../platform/errors';
 import { errorFields, type Clock, type Logger } from '../../platform/runtime';
 import { retryDelayMs } from './backoff';
 import type { JobHandler, JobHandlers } from './jobs';
 import type { JobQueue, JobRow } from './queue';
+import { workersErrorTable } from './workers.errors';
 
 export interface RunnerDeps {
   queue: JobQueue;
@@ -59,7 +60,7 @@ export function createJobRunner(deps: RunnerDeps) {
       else if (reason === 'shutdown') await queue.finish(row.id, workerId, { status: 'released' });
       else if (reason === 'lease-lost') log.warn('lease lost: another worker has the job');
       else {
-        const retryable = e instanceof AppError ? e.retryable : true;
+        const retryable = e instanceof AppError ? meaningOf(e, workersErrorTable).retryable : true;
         if (!(e instanceof AppError)) log.error('job failed', errorFields(e));
         if (retryable && row.attempts < row.maxAttempts) {
           const runAt = deps.clock.now() + retryDelayMs(row.attempts, deps.retry);

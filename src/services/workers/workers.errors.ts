@@ -1,7 +1,7 @@
 // The codes the workers service answers with (over HTTP, on the bus, and as a job's failure) beyond
 // the platform's; the problem+json renderer and the OpenAPI description both read this table.
-import { defineErrors } from '../../platform/errors';
-import { busErrors, problemPlatformErrors } from '../../platform/platform.errors';
+import { defineErrors, errorFactories, joinErrors } from '../../platform/errors';
+import { busErrorTable, problemErrorTable } from '../../platform/platform.errors';
 
 const own = defineErrors({
   WORKERS_JOB_NOT_FOUND: { status: 404, description: 'no such job' },
@@ -13,4 +13,7 @@ const own = defineErrors({
   PLAYBACK_SOURCE_UNREADABLE: { status: 422, retryable: false, category: 'recoverable', description: 'the source file of a playback job cannot be read on the worker' },
 });
 
-export const workersErrors = { ...problemPlatformErrors, ...busErrors, ...own };
+export const workersErrorTable = joinErrors(problemErrorTable, busErrorTable, own);
+
+/** What the service throws: one factory per code (`WorkersErrors.X(message, details)`), no HTTP in them. */
+export const WorkersErrors = errorFactories(workersErrorTable);

@@ -1,21 +1,19 @@
-// The job queue in the database (SQLite or PostgreSQL, platform/store.ts): submit (deduplicated by
+// The job queue in the database (SQLite or PostgreSQL, platform/store/store.ts): submit (deduplicated by
 // key), cancel from any process, claim under a lease, renew it, and record how an attempt ended.
 // Processes sharing the database share the jobs. Every state change is published as
 // evt.workers.jobProgress after its commit.
-import { and, asc, eq, lt, lte, or, sql } from 'drizzle-orm';
 import type { Bus } from '../../platform/bus/bus';
 import { JOB_TYPES, type JobProgress, type JobStatus, type JobSubmission, type JobView } from '../../platform/bus/subjects';
-import { AppError } from '../../platform/errors';
-import './workers.errors';
+import { WorkersErrors } from './workers.errors';
 import { errorFields, newId, type Clock, type Logger } from '../../platform/runtime';
 import type { Store } from '../../platform/store';
 import { answerJobCommands, type JobQueue, type JobRow, type Outcome } from './queue';
-import { workersTables } from './workers.tables';
+import { createWorkersRepository } from './workers.repository';
 
 export type { JobRow } from './queue';
 
-export const jobNotFound = () => new AppError('WORKERS_JOB_NOT_FOUND', 'No such job');
-export const badJob = (why: string) => new AppError('WORKERS_JOB_INVALID', `The job is refused: ${why}`);
+export const jobNotFound = () => WorkersErrors.WORKERS_JOB_NOT_FOUND('No such job');
+export const badJob = (why: string) => WorkersErrors.WORKERS_JOB_INVALID(`The job is refused: ${why}`);
 
 export const DEFAULT_MAX_ATTEMPTS = 3;
 
@@ -59,9 +57,8 @@ export interface WorkersDeps {
 }
 
 export function createWorkers(deps: WorkersDeps): JobQueue {
-  const { store, clock } = deps;
-  const { orm } = store;
-  const { workersJobs } = workersTables(store.dialect);
+  const { clock } = deps;
+  const jobs = createWorkersRepository(deps.store);
 
   async function announce(row: JobRow | undefined) {
     if (!row) return;
@@ -72,7 +69,7 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
     }
   }
 
-  const byId = async (id: string): Promise<JobRow | undefined> => (await orm.select().from(workersJobs).where(eq(workersJobs.id, id)).limit(1))[0];
+  const byId = jobs.get;
 
   async function submit(input: JobSubmission): Promise<{ job: JobView; deduplicated: boolean }> {
     const maxAttempts = checkSubmission(input);
@@ -82,14 +79,13 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
       runAt: now, leaseOwner: null, leaseUntil: null, cancelRequested: false, progress: {}, error: null,
       createdAt: now, updatedAt: now, startedAt: null, finishedAt: null,
     };
-    // The partial unique index makes "one queued job per key" hold across processes; a conflict on
-    // it inserts nothing (ON CONFLICT DO NOTHING with no target covers partial indexes on both).
-    const [inserted] = await orm.insert(workersJobs).values(row).onConflictDoNothing().returning();
+    // One queued job per key, across processes: a second one inserts nothing.
+    const inserted = await jobs.insert(row);
     if (inserted) {
       await announce(inserted);
       return { job: toJobView(inserted), deduplicated: false };
     }
-    const [pending] = await orm.select().from(workersJobs).where(and(eq(workersJobs.key, row.key!), eq(workersJobs.status, 'queued'))).limit(1);
+    const pending = await jobs.queuedWithKey(row.key!);
     if (!pending) return submit(input); // it was claimed in between: queue ours
     return { job: toJobView(pending), deduplicated: true };
   }
@@ -109,54 +105,20 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
     await existing(id);
     const now = clock.now();
     // A queued job ends here; a running one is flagged and its worker stops it at the next heartbeat.
-    const [ended] = await orm
-      .update(workersJobs)
-      .set({ status: 'cancelled', finishedAt: now, updatedAt: now, error: 'cancelled' })
-      .where(and(eq(workersJobs.id, id), eq(workersJobs.status, 'queued')))
-      .returning();
+    const ended = await jobs.cancelQueued(id, now);
     if (ended) {
       await announce(ended);
       return toJobView(ended);
     }
-    const [flagged] = await orm
-      .update(workersJobs)
-      .set({ cancelRequested: true, updatedAt: now })
-      .where(and(eq(workersJobs.id, id), eq(workersJobs.status, 'running')))
-      .returning();
+    const flagged = await jobs.flagCancel(id, now);
     await announce(flagged);
     return toJobView(flagged ?? (await byId(id))!);
-  }
-
-  /**
-   * The id of the next job to claim: a queued job that is due, or a running one whose lease ran out
-   * (its worker died or hung), oldest first.
-   */
-  function nextDue(now: number) {
-    const next = orm
-      .select({ id: workersJobs.id })
-      .from(workersJobs)
-      .where(or(and(eq(workersJobs.status, 'queued'), lte(workersJobs.runAt, now)), and(eq(workersJobs.status, 'running'), lt(workersJobs.leaseUntil, now))))
-      .orderBy(asc(workersJobs.runAt), asc(workersJobs.createdAt))
-      .limit(1);
-    // Several processes (and connections) claim at once: each claim takes a different job.
-    return store.forClaim(next);
   }
 
   // The claim is one statement, so two workers never take the same job.
   async function claim(workerId: string, leaseMs: number): Promise<JobRow | undefined> {
     const now = clock.now();
-    const [row] = await orm
-      .update(workersJobs)
-      .set({
-        status: 'running',
-        leaseOwner: workerId,
-        leaseUntil: now + leaseMs,
-        attempts: sql`${workersJobs.attempts} + 1`,
-        startedAt: sql`coalesce(${workersJobs.startedAt}, ${now})`,
-        updatedAt: now,
-      })
-      .where(eq(workersJobs.id, nextDue(now)))
-      .returning();
+    const row = await jobs.claimNext(workerId, now + leaseMs, now);
     if (!row) return undefined;
     if (row.attempts > row.maxAttempts) {
       // Taken over once too often: the workers that held it kept dying.
@@ -169,44 +131,32 @@ export function createWorkers(deps: WorkersDeps): JobQueue {
 
   /** Extends the lease; answers whether it is still ours and whether a cancel was asked. */
   async function renew(id: string, workerId: string, leaseMs: number): Promise<{ held: boolean; cancelRequested: boolean }> {
-    const now = clock.now();
-    const [r] = await orm
-      .update(workersJobs)
-      .set({ leaseUntil: now + leaseMs })
-      .where(and(eq(workersJobs.id, id), eq(workersJobs.leaseOwner, workerId), eq(workersJobs.status, 'running')))
-      .returning({ cancelRequested: workersJobs.cancelRequested });
+    const r = await jobs.renew(id, workerId, clock.now() + leaseMs);
     return { held: !!r, cancelRequested: r?.cancelRequested ?? false };
   }
 
   async function progress(id: string, workerId: string, figures: JobProgress) {
-    const [r] = await orm
-      .update(workersJobs)
-      .set({ progress: figures, updatedAt: clock.now() })
-      .where(and(eq(workersJobs.id, id), eq(workersJobs.leaseOwner, workerId), eq(workersJobs.status, 'running')))
-      .returning();
-    await announce(r);
+    await announce(await jobs.setProgress(id, workerId, figures, clock.now()));
   }
 
   /** Records how this worker's attempt ended; nothing happens if the lease went to another worker. */
   async function finish(id: string, workerId: string, outcome: Outcome): Promise<void> {
     const now = clock.now();
-    const mine = and(eq(workersJobs.id, id), eq(workersJobs.leaseOwner, workerId), eq(workersJobs.status, 'running'));
-    const free = { leaseOwner: null, leaseUntil: null, updatedAt: now };
     let row: JobRow | undefined;
     if (outcome.status === 'released') {
-      [row] = await orm.update(workersJobs).set({ ...free, status: 'queued', runAt: now, attempts: sql`${workersJobs.attempts} - 1` }).where(mine).returning();
+      row = await jobs.release(id, workerId, now);
     } else if (outcome.status === 'retry') {
       try {
-        [row] = await orm.update(workersJobs).set({ ...free, status: 'queued', runAt: outcome.runAt, error: outcome.error }).where(mine).returning();
+        row = await jobs.retryAt(id, workerId, outcome.runAt, outcome.error, now);
       } catch (e) {
-        if (!store.isUniqueViolation(e)) throw e;
-        // A newer job with the same key is already queued (the partial unique index refuses a second
-        // one, on both databases): it does what this retry would have done.
-        [row] = await orm.update(workersJobs).set({ ...free, status: 'failed', finishedAt: now, error: `${outcome.error} (superseded by a pending job with the same key)` }).where(mine).returning();
+        if (!jobs.isDuplicateKey(e)) throw e;
+        // A newer job with the same key is already queued (one queued job per key): it does what
+        // this retry would have done.
+        row = await jobs.end(id, workerId, 'failed', `${outcome.error} (superseded by a pending job with the same key)`, now);
       }
     } else {
       const error = outcome.status === 'failed' ? outcome.error : outcome.status === 'cancelled' ? 'cancelled' : null;
-      [row] = await orm.update(workersJobs).set({ ...free, status: outcome.status, finishedAt: now, error }).where(mine).returning();
+      row = await jobs.end(id, workerId, outcome.status, error, now);
     }
     await announce(row);
   }

@@ -1,25 +1,25 @@
 // What every workspace feature (lifecycle, logs, exec, and those to come) shares: reading a workspace
 // the actor may see, its running container, and how an engine failure reads in the API. Features use
 // this and engine/, never each other's service files.
-import { eq, sql } from 'drizzle-orm';
 import { AppError } from '../../platform/errors';
-import './workspaces.errors';
+import { WorkspaceErrors } from './workspaces.errors';
 import type { Store } from '../../platform/store';
 import { canAccess, type Actor } from '../../platform/auth/workspace-token';
 import { EngineError } from './engine/engine';
-import { workspacesTables, type WorkspaceRow } from './workspaces.tables';
+import type { WorkspaceRow } from './workspaces.tables';
+import { createAccessRepository } from './access.repository';
 
-export const workspaceNotFound = () => new AppError('WORKSPACE_NOT_FOUND', 'workspace not found');
+export const workspaceNotFound = () => WorkspaceErrors.WORKSPACE_NOT_FOUND('workspace not found');
 
 /** 503 when no engine answers: the client may retry later; nothing was done. */
 const engineUnavailable = (e: EngineError) =>
-  new AppError('ENGINE_UNAVAILABLE', `no container engine answers; nothing was done (${e.message})`.slice(0, 400));
+  WorkspaceErrors.ENGINE_UNAVAILABLE(`no container engine answers; nothing was done (${e.message})`.slice(0, 400));
 
 /** An engine failure as the API reports it: 503 when no engine answers, else 502 with the engine's message (it names no secret). */
 export function engineFailure(e: unknown): AppError {
   if (e instanceof AppError) return e;
   if (e instanceof EngineError && e.kind === 'unavailable') return engineUnavailable(e);
-  return new AppError('ENGINE_ERROR', `the Docker engine refused the operation: ${e instanceof Error ? e.message : String(e)}`.slice(0, 400));
+  return WorkspaceErrors.ENGINE_ERROR(`the Docker engine refused the operation: ${e instanceof Error ? e.message : String(e)}`.slice(0, 400));
 }
 
 /**
@@ -28,15 +28,9 @@ export function engineFailure(e: unknown): AppError {
  * `used` hears every workspace an actor reached through getOwned (the idle countdown's API activity).
  */
 export function createAccess(store: Store, opts: { engineReady?: (row: WorkspaceRow) => void; used?: (id: string) => void } = {}) {
-  const { workspaces } = workspacesTables(store.dialect);
-  const db = store.orm;
-  // Prepared once: every request reads a workspace by id (building drizzle SQL per call costs more than running it).
-  const byId = db.select().from(workspaces).where(eq(workspaces.id, sql.placeholder('id'))).prepare();
-  const byContainer = db.select({ engine: workspaces.engine }).from(workspaces).where(eq(workspaces.containerId, sql.placeholder('id'))).prepare();
-  const byVolume = db.select({ engine: workspaces.engine }).from(workspaces).where(eq(workspaces.volume, sql.placeholder('name'))).prepare();
-
+  const rows = createAccessRepository(store);
   /** The stored workspace, whoever owns it (for the service's own bookkeeping, never for an actor). */
-  const row = async (id: string): Promise<WorkspaceRow | undefined> => (await byId.execute({ id }))[0];
+  const row = rows.row;
 
   /** The workspace if `actor` may see it (owner or admin), else 404: another actor's workspace looks absent. */
   async function getOwned(actor: Actor, id: string): Promise<WorkspaceRow> {
@@ -61,7 +55,7 @@ export function createAccess(store: Store, opts: { engineReady?: (row: Workspace
     // The engine first: while it does not answer, the stored status may no longer be true.
     const ws = engineReady(await getOwned(actor, id));
     if (ws.status !== 'running' || !ws.containerId) {
-      throw new AppError('WORKSPACE_NOT_RUNNING', `the workspace is ${ws.status}; start it to run commands`, { status: ws.status });
+      throw WorkspaceErrors.WORKSPACE_NOT_RUNNING(`the workspace is ${ws.status}; start it to run commands`, { status: ws.status });
     }
     return ws.containerId;
   }
@@ -72,8 +66,8 @@ export function createAccess(store: Store, opts: { engineReady?: (row: Workspace
     runningContainer,
     engineReady,
     /** The engine recorded for a container or volume: a name, null (the first engine), undefined when no workspace has it. */
-    engineOfContainer: async (id: string): Promise<string | null | undefined> => (await byContainer.execute({ id }))[0]?.engine,
-    engineOfVolume: async (name: string): Promise<string | null | undefined> => (await byVolume.execute({ name }))[0]?.engine,
+    engineOfContainer: rows.engineOfContainer,
+    engineOfVolume: rows.engineOfVolume,
   };
 }
 

@@ -20,14 +20,16 @@
 //     quotas.hold(actor, 'streams', stream.signal);      // the slot goes back when the signal aborts
 //
 // An SSE stream's signal (platform/http/sse.ts) aborts on every end: the client leaving, the events
-// ending, a dropped slow reader, a shutdown. So `hold(actor, 'streams', stream.signal)` right after
-// `sse.open` is all an agent stream needs, plus `release` if it fails before `respond`.
-import { and, count, eq, inArray, ne } from 'drizzle-orm';
+// ending, a dropped slow reader, a shutdown. The held slots are taken by the services, never by a
+// transport: a service that opens a stream does it through `holdingStream(actor, signal, open)` (the
+// slot goes back when the signal aborts, or at once when opening fails), and the exec service takes
+// the exec slots (exec.service.ts), so HTTP routes, MCP tools and agent tools count alike.
 import { AppError } from '../../platform/errors';
-import './workspaces.errors';
+import { WorkspaceErrors } from './workspaces.errors';
 import type { Orm, Store } from '../../platform/store';
 import type { Actor } from '../../platform/auth/workspace-token';
-import { workspacesTables, type WorkspaceRow, type WorkspaceStatus } from './workspaces.tables';
+import type { WorkspaceRow, WorkspaceStatus } from './workspaces.tables';
+import { createQuotasRepository } from './quotas.repository';
 
 export type QuotaName = 'workspaces' | 'running' | 'execs' | 'streams' | 'volumes';
 export type HeldQuota = 'execs' | 'streams';
@@ -59,29 +61,21 @@ export interface QuotaSlot {
 
 /** `sessions` and `dailyTokens` are the agent's own quotas, counted from its tables (agent/agent.usage.ts). */
 export const quotaExceeded = (quota: QuotaName | 'sessions' | 'dailyTokens' | 'processes', limit: number) =>
-  new AppError('QUOTA_EXCEEDED', `quota exceeded: ${quota} (limit ${limit}); free one first`, { quota, limit });
+  WorkspaceErrors.QUOTA_EXCEEDED(`quota exceeded: ${quota} (limit ${limit}); free one first`, { quota, limit });
 
 const NO_SLOT: QuotaSlot = { release() {} };
 
 export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
-  const { store, limits } = deps;
-  const { workspaces, retainedVolumes } = workspacesTables(store.dialect);
+  const { limits } = deps;
+  const counts = createQuotasRepository(deps.store);
   const held = new Map<string, Record<HeldQuota, number>>();
   // Counted through the caller's transaction (`tx`), so the count and the write it guards see one state.
-  const first = async (q: Promise<{ n: number }[]>) => (await q)[0]?.n ?? 0;
-  const countKept = (owner: string, tx: Orm = store.orm) => first(tx.select({ n: count() }).from(retainedVolumes).where(eq(retainedVolumes.owner, owner)));
-  const countOwned = (owner: string, tx: Orm = store.orm) => first(tx.select({ n: count() }).from(workspaces).where(eq(workspaces.owner, owner)));
+  const { countKept, countOwned } = counts;
   /** Running workspaces of `owner`, not counting workspace `except`. */
-  const countRunning = (owner: string, except = '', tx: Orm = store.orm) =>
-    first(
-      tx
-        .select({ n: count() })
-        .from(workspaces)
-        .where(and(eq(workspaces.owner, owner), inArray(workspaces.status, [...RUNNING_STATUSES]), ne(workspaces.id, except))),
-    );
+  const countRunning = (owner: string, except = '', tx?: Orm) => counts.countIn(owner, RUNNING_STATUSES, except, tx);
 
   /** Why `actor` may not create another workspace now, or undefined. */
-  async function noRoomToCreate(actor: Actor, tx: Orm = store.orm): Promise<AppError | undefined> {
+  async function noRoomToCreate(actor: Actor, tx?: Orm): Promise<AppError | undefined> {
     if (actor.admin) return undefined;
     if ((await countOwned(actor.id, tx)) >= limits.workspaces) return quotaExceeded('workspaces', limits.workspaces);
     // A new workspace starts at once: it needs a running place as well.
@@ -91,8 +85,7 @@ export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
 
   /** Runs `write` in a transaction holding `owner`'s quota lock, unless `refusal` (read in the same transaction) says why not. */
   function underLock<T>(owner: string, refusal: (tx: Orm) => Promise<AppError | undefined>, write: (tx: Orm) => Promise<T>): Promise<T> {
-    return store.transaction(async (tx) => {
-      await store.lock(tx, `workspaces-quota:${owner}`);
+    return counts.underOwnerLock(owner, async (tx) => {
       const refused = await refusal(tx);
       if (refused) throw refused;
       return write(tx);
@@ -117,6 +110,13 @@ export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
     };
   }
 
+  function hold(actor: Actor, quota: HeldQuota, signal: AbortSignal): QuotaSlot {
+    const slot = take(actor, quota);
+    if (signal.aborted) slot.release();
+    else signal.addEventListener('abort', () => slot.release(), { once: true });
+    return slot;
+  }
+
   return {
     limits,
 
@@ -138,8 +138,7 @@ export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
      */
     admitRunning<T>(actor: Actor, row: WorkspaceRow, move: (tx: Orm) => Promise<T>): Promise<T> {
       const refusal = async (tx: Orm) => {
-        const [now] = await tx.select({ status: workspaces.status }).from(workspaces).where(eq(workspaces.id, row.id));
-        const status = now?.status ?? row.status;
+        const status = (await counts.statusOf(tx, row.id)) ?? row.status;
         const full = !actor.admin && !(RUNNING_STATUSES as readonly string[]).includes(status) && (await countRunning(row.owner, row.id, tx)) >= limits.running;
         return full ? quotaExceeded('running', limits.running) : undefined;
       };
@@ -159,11 +158,21 @@ export function createQuotas(deps: { store: Store; limits: QuotaLimits }) {
     take,
 
     /** Takes a slot and gives it back when `signal` aborts (at once if it already has). */
-    hold(actor: Actor, quota: HeldQuota, signal: AbortSignal): QuotaSlot {
-      const slot = take(actor, quota);
-      if (signal.aborted) slot.release();
-      else signal.addEventListener('abort', () => slot.release(), { once: true });
-      return slot;
+    hold,
+
+    /**
+     * Opens a stream of `actor` holding one of its stream slots until `signal` (the stream's end,
+     * however it ends) aborts: 429 QUOTA_EXCEEDED before `open` runs when none is left, and the slot
+     * back at once when `open` fails.
+     */
+    async holdingStream<T>(actor: Actor, signal: AbortSignal, open: () => Promise<T> | T): Promise<T> {
+      const slot = hold(actor, 'streams', signal);
+      try {
+        return await open();
+      } catch (e) {
+        slot.release();
+        throw e;
+      }
     },
 
     /** What `actor` holds against each quota (admins: their own counts; they are not limited). */

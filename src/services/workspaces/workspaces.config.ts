@@ -138,7 +138,7 @@ function readEngines(env: Env, subnetPool: string, firewall: FirewallMode): Engi
 }
 
 /** Engine sizes as the engine writes them: a number and an optional k, m or g (e.g. 10m, 20g). */
-/** `APP_WARM_POOL`: `template=count,...` (lifecycle/pool.ts): a built-in's name or a public template's, looked up as the pool fills. */
+/** `APP_WARM_POOL`: `template=count,...` (pool/pool.service.ts): a built-in's name or a public template's, looked up as the pool fills. */
 function readWarmPool(env: Env): Record<string, number> {
   const raw = readString(env, 'APP_WARM_POOL', '').trim();
   const pool: Record<string, number> = {};
@@ -180,7 +180,7 @@ export interface WorkspacesConfig {
   stopGraceSeconds: number;
   /** Default `autoStopMinutes` of a create that gives none (0: never); docs/workspaces.md says why 60. */
   autoStopMinutes: number;
-  /** Warm containers kept per template (APP_WARM_POOL; lifecycle/pool.ts); empty: no pool. */
+  /** Warm containers kept per template (APP_WARM_POOL; pool/pool.service.ts); empty: no pool. */
   warmPool: Record<string, number>;
   /** Pool entries made at once while the pool refills (APP_WARM_POOL_CONCURRENCY). */
   warmPoolConcurrency: number;

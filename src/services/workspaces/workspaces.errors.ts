@@ -1,9 +1,9 @@
 // Every code the workspace API answers with beyond the platform's (platform.errors.ts), and what it
 // means on the wire. The error renderer and the OpenAPI description both read this table: a throw
 // site names a code, never a status. The codes are fixed by the spec (../shared/spec/).
-import { defineErrors } from '../../platform/errors';
+import { defineErrors, errorFactories, joinErrors } from '../../platform/errors';
 import { operationsFor } from '../../platform/http/openapi-errors';
-import { envelopePlatformErrors } from '../../platform/platform.errors';
+import { envelopeErrorTable } from '../../platform/platform.errors';
 
 const own = defineErrors({
   WORKSPACE_NOT_FOUND: { status: 404, description: 'no workspace with this id is yours' },
@@ -50,8 +50,11 @@ const own = defineErrors({
 });
 
 /** The workspace API's table: the platform's envelope codes and the service's own. */
-export const workspaceErrors = { ...envelopePlatformErrors, ...own };
-export type WorkspaceErrorCode = keyof typeof workspaceErrors;
+export const workspaceErrorTable = joinErrors(envelopeErrorTable, own);
+
+/** What the service throws: one factory per code (`WorkspaceErrors.X(message, details)`), no HTTP in them. */
+export const WorkspaceErrors = errorFactories(workspaceErrorTable);
+export type WorkspaceErrorCode = keyof typeof workspaceErrorTable;
 
 /** A route's operationId and the codes it answers beyond the platform's (spread into its `detail`). */
-export const workspaceOperation = operationsFor(workspaceErrors);
+export const workspaceOperation = operationsFor(workspaceErrorTable);

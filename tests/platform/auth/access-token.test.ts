@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { exportJWK, generateKeyPair } from 'jose';
 import { bearerTokenOf, createAccessTokenVerifier, createBusKeySource, importJwks } from '../../../src/platform/auth/access-token';
 import type { IdentityPublicJwk } from '../../../src/platform/bus/identity-shapes';
+import { AppError, meaningOf } from '../../../src/platform/errors';
+import { problemErrorTable } from '../../../src/platform/platform.errors';
 import { identityWithSession, SCAN, type Pair } from '../../helpers/identity';
 import type { TestPlatform } from '../../helpers/platform';
 
@@ -15,7 +17,8 @@ beforeAll(async () => {
 });
 afterAll(() => p.close());
 
-const refusal = (e: unknown) => ({ code: (e as { code?: string }).code, status: (e as { status?: number }).status, message: (e as Error).message });
+/** A refusal as the HTTP adapter renders it: its code, its status from the platform's table, its message. */
+const refusal = (e: unknown) => ({ code: (e as { code?: string }).code, status: e instanceof AppError ? meaningOf(e, problemErrorTable).status : undefined, message: (e as Error).message });
 
 describe('bearerTokenOf', () => {
   test('takes the token of a Bearer header, whatever the scheme\'s case', () => {

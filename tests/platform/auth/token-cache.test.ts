@@ -7,6 +7,7 @@ import { createHs256Verifier, mintToken, signHs256, TokenError, CLOCK_LEEWAY_S }
 import { errorHandling } from '../../../src/platform/http/errors';
 import { workspaceAuth } from '../../../src/platform/http/workspace-auth';
 import { TEST_SECRET } from '../../helpers/platform';
+import { envelopeErrorTable } from '../../../src/platform/platform.errors';
 
 const T0 = Date.UTC(2030, 0, 1);
 const fakeClock = () => {
@@ -88,7 +89,7 @@ describe('createHs256Verifier', () => {
 describe('workspace auth with the token cache', () => {
   const clock = fakeClock();
   const app = new Elysia()
-    .use(errorHandling('envelope', { production: false }))
+    .use(errorHandling('envelope', { production: false, errors: envelopeErrorTable }))
     .use(workspaceAuth({ secret: TEST_SECRET, anonymousLimit: 50, authenticatedLimit: 5, clock }))
     .get('/api/me', ({ actor }) => actor);
   const call = (tok: string) => app.handle(new Request('http://keel.test/api/me', { headers: { authorization: `Bearer ${tok}` } }));

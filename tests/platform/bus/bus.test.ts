@@ -4,13 +4,14 @@ import type { Bus } from '../../../src/platform/bus/bus';
 import { subjectMatches } from '../../../src/platform/bus/bus';
 import { createMemoryBus } from '../../../src/platform/bus/memory';
 import { createNatsBus } from '../../../src/platform/bus/nats';
-import { AppError, defineErrors } from '../../../src/platform/errors';
+import { AppError, defineErrors, errorFactories, meaningOf } from '../../../src/platform/errors';
 import { createLogger } from '../../../src/platform/runtime';
 import { startTestNats, type TestNats } from '../../helpers/nats';
 
 const quiet = createLogger({}, 'error');
-// The answerer's table; the asker learns the status from the answer.
-defineErrors({ SOURCE_NOT_FOUND: { status: 404, description: 'no such asset' } });
+// The answerer's table; the asker, whose table does not know the code, learns the status from the answer.
+const answererTable = defineErrors({ SOURCE_NOT_FOUND: { status: 404, description: 'no such asset' } });
+const answererErrors = errorFactories(answererTable);
 // A server of our own: a user and password (as APP_BUS carries them) and JetStream.
 let nats: TestNats;
 beforeAll(async () => {
@@ -50,7 +51,7 @@ for (const [name, open] of implementations) {
   describe(`${name} bus`, () => {
     test('a query is answered with the reply as JSON', async () => {
       const [server, client] = await open();
-      server.answer('qry.identity.session', async (req) => ({ live: req.sid === 's1', reauth: false }));
+      server.answer('qry.identity.session', async (req) => ({ live: req.sid === 's1', reauth: false }), answererTable);
       await Bun.sleep(50);
       expect(await client.request('qry.identity.session', { sid: 's1', sub: 'a' })).toEqual({ live: true, reauth: false });
     });
@@ -58,20 +59,20 @@ for (const [name, open] of implementations) {
     test('an AppError thrown by the answerer reaches the asker with its code and status', async () => {
       const [server, client] = await open();
       server.answer('qry.sources.resolve', () => {
-        throw new AppError('SOURCE_NOT_FOUND', 'no such asset');
-      });
+        throw answererErrors.SOURCE_NOT_FOUND('no such asset');
+      }, answererTable);
       await Bun.sleep(50);
       const err = await client.request('qry.sources.resolve', { assetId: 'x' }).catch((e) => e);
       expect(err).toBeInstanceOf(AppError);
       expect(err.code).toBe('SOURCE_NOT_FOUND');
-      expect(err.status).toBe(404);
+      expect(meaningOf(err, {}).status).toBe(404);
     });
 
     test('an unexpected answerer failure does not leak its message', async () => {
       const [server, client] = await open();
       server.answer('qry.media.probe', () => {
         throw new Error('/secret/path exploded');
-      });
+      }, answererTable);
       await Bun.sleep(50);
       const err = await client.request('qry.media.probe', { root: 0, path: 'a' }).catch((e) => e);
       expect(err.code).toBe('BUS_HANDLER_FAILED');
@@ -91,7 +92,7 @@ for (const [name, open] of implementations) {
       const off = server.answer('qry.sources.resolve', async () => {
         await Bun.sleep(500);
         return { assetId: 'x', available: false, binding: null };
-      });
+      }, answererTable);
       await Bun.sleep(50);
       const err = await client.request('qry.sources.resolve', { assetId: 'x' }, { timeoutMs: 100 }).catch((e) => e);
       off();

@@ -64,7 +64,7 @@ describe('a server restart', () => {
     a.consume(`restart-${run.slice(0, 8)}`, 'evt.catalog.assetAvailability', (e) => {
       if (e.assetId === run) got.add(e.at);
     });
-    a.answer('qry.sources.resolve', (req) => ({ assetId: req.assetId, available: false, binding: null }));
+    a.answer('qry.sources.resolve', (req) => ({ assetId: req.assetId, available: false, binding: null }), {});
     await Bun.sleep(300);
     const publish = (at: number) => b.publish('evt.catalog.assetAvailability', { assetId: run, root: 0, path: 'p', available: true, at });
 

@@ -3,12 +3,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Elysia, t } from 'elysia';
 import { errorHandling } from '../../../src/platform/http/errors';
+import { envelopeErrorTable, problemErrorTable } from '../../../src/platform/platform.errors';
 
 const envelope = new Elysia()
-  .use(errorHandling('envelope', { production: false }))
+  .use(errorHandling('envelope', { production: false, errors: envelopeErrorTable }))
   .post('/things', ({ body }) => body, { body: t.Object({ name: t.String({ minLength: 1 }) }) });
 const problems = new Elysia()
-  .use(errorHandling('problem', { production: false }))
+  .use(errorHandling('problem', { production: false, errors: problemErrorTable }))
   .post('/scan', ({ body }) => body, { body: t.Object({ path: t.String({ minLength: 1 }) }) });
 
 let base = '';

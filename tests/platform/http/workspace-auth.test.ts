@@ -6,11 +6,12 @@ import { mintToken, signHs256 } from '../../../src/platform/auth/workspace-token
 import { errorHandling } from '../../../src/platform/http/errors';
 import { workspaceAuth } from '../../../src/platform/http/workspace-auth';
 import { TEST_SECRET } from '../../helpers/platform';
+import { envelopeErrorTable } from '../../../src/platform/platform.errors';
 
 // The limiter's clock: the rate-limit test moves it to the next window instead of waiting a minute.
 let now = Date.now();
 const app = new Elysia()
-  .use(errorHandling('envelope', { production: false }))
+  .use(errorHandling('envelope', { production: false, errors: envelopeErrorTable }))
   .use(workspaceAuth({ secret: TEST_SECRET, anonymousLimit: 50, authenticatedLimit: 8, clock: { now: () => now } }))
   .get('/open', () => ({ ok: true }))
   .post('/api/things', ({ body, actor }) => ({ name: body.name, owner: actor.id }), { body: t.Object({ name: t.String({ minLength: 1 }) }) })

@@ -37,3 +37,16 @@ test('service code keeps to what the Store offers on both databases', () => {
   }
   expect(found).toEqual([]);
 });
+
+// Queries live in each feature's <feature>.repository.ts (tables resolved there once); services, routes
+// and the rest build none.
+const QUERIES_ALLOWED = /\.(repository|tables)\.ts$/;
+
+test("no module outside a feature's repository builds queries", () => {
+  const found: string[] = [];
+  for (const file of new Glob('src/services/**/*.ts').scanSync(ROOT)) {
+    if (file.includes('/client/') || QUERIES_ALLOWED.test(file)) continue;
+    if (/from 'drizzle-orm'/.test(readFileSync(join(ROOT, file), 'utf8'))) found.push(file);
+  }
+  expect(found).toEqual([]);
+});

@@ -1,4 +1,4 @@
-// The PostgreSQL change counter is read for many requests at once (coalescedVersion, store.ts): a
+// The PostgreSQL change counter is read for many requests at once (coalescedVersion, platform/store/changes.ts): a
 // request never gets a value read before it arrived, and a burst costs two reads, not one each.
 import { expect, test } from 'bun:test';
 import { coalescedVersion } from '../../../src/platform/store';

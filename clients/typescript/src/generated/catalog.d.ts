@@ -80,7 +80,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One work (404 CATALOG_WORK_NOT_FOUND) */
+        /** One work */
         get: operations["getWork"];
         put?: never;
         post?: never;
@@ -97,7 +97,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Playable assets of a work over its editions: indexed first, then newest (404 CATALOG_WORK_NOT_FOUND) */
+        /** Playable assets of a work over its editions: indexed first, then newest */
         get: operations["listWorkAssets"];
         put?: never;
         post?: never;
@@ -191,7 +191,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A library scan: status and counts (404 CATALOG_SCAN_NOT_FOUND) */
+        /** A library scan: status and counts */
         get: operations["getLibraryScan"];
         put?: never;
         post?: never;
@@ -263,26 +263,6 @@ export interface components {
             /** @description works in the catalog */
             total: number;
             works: components["schemas"]["Work"][];
-        };
-        /** @description RFC 9457 Problem Details (application/problem+json) */
-        Problem: {
-            type: string;
-            title: string;
-            status: number;
-            /** @description stable machine-readable code */
-            code: string;
-            retryable: boolean;
-            /** @description transient, permanent or recoverable */
-            category: string;
-            instance?: string;
-            /** @description validation: body, query, path or headers */
-            on?: string;
-            /** @description validation, outside production only */
-            property?: string;
-            /** @description validation, outside production only */
-            detail?: string;
-        } & {
-            [key: string]: unknown;
         };
         WorkAnswer: {
             work: components["schemas"]["Work"];
@@ -458,6 +438,26 @@ export interface components {
             finishedAt: number | null;
             /** @description why the scan failed (status failed only) */
             error?: string;
+        };
+        /** @description RFC 9457 Problem Details (application/problem+json) */
+        Problem: {
+            type: string;
+            title: string;
+            status: number;
+            /** @description stable machine-readable code */
+            code: string;
+            retryable: boolean;
+            /** @description transient, permanent or recoverable */
+            category: string;
+            instance?: string;
+            /** @description validation: body, query, path or headers */
+            on?: string;
+            /** @description validation, outside production only */
+            property?: string;
+            /** @description validation, outside production only */
+            detail?: string;
+        } & {
+            [key: string]: unknown;
         };
     };
     responses: never;

@@ -236,26 +236,6 @@ export interface components {
             /** @description Unix epoch ms until which the previous key stays in the JWKS */
             previousPublishedUntil: number;
         };
-        /** @description RFC 9457 Problem Details (application/problem+json) */
-        Problem: {
-            type: string;
-            title: string;
-            status: number;
-            /** @description stable machine-readable code */
-            code: string;
-            retryable: boolean;
-            /** @description transient, permanent or recoverable */
-            category: string;
-            instance?: string;
-            /** @description validation: body, query, path or headers */
-            on?: string;
-            /** @description validation, outside production only */
-            property?: string;
-            /** @description validation, outside production only */
-            detail?: string;
-        } & {
-            [key: string]: unknown;
-        };
         CreateActorBody: {
             name: string;
             policies: ("resource:work:read" | "resource:asset:read" | "resource:asset:scan" | "resource:asset:play" | "resource:source:read" | "resource:source:write" | "admin:identity")[];
@@ -319,6 +299,26 @@ export interface components {
         };
         RevokedSession: {
             session: components["schemas"]["Session"];
+        };
+        /** @description RFC 9457 Problem Details (application/problem+json) */
+        Problem: {
+            type: string;
+            title: string;
+            status: number;
+            /** @description stable machine-readable code */
+            code: string;
+            retryable: boolean;
+            /** @description transient, permanent or recoverable */
+            category: string;
+            instance?: string;
+            /** @description validation: body, query, path or headers */
+            on?: string;
+            /** @description validation, outside production only */
+            property?: string;
+            /** @description validation, outside production only */
+            detail?: string;
+        } & {
+            [key: string]: unknown;
         };
     };
     responses: never;

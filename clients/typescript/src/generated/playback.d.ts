@@ -258,26 +258,6 @@ export interface components {
         CreateSessionResponse: {
             session: components["schemas"]["PlaybackSession"];
         };
-        /** @description RFC 9457 Problem Details (application/problem+json) */
-        Problem: {
-            type: string;
-            title: string;
-            status: number;
-            /** @description stable machine-readable code */
-            code: string;
-            retryable: boolean;
-            /** @description transient, permanent or recoverable */
-            category: string;
-            instance?: string;
-            /** @description validation: body, query, path or headers */
-            on?: string;
-            /** @description validation, outside production only */
-            property?: string;
-            /** @description validation, outside production only */
-            detail?: string;
-        } & {
-            [key: string]: unknown;
-        };
         EndedPlaybackSession: {
             id: string;
             assetId: string;
@@ -311,6 +291,26 @@ export interface components {
         };
         ProgressListResponse: {
             items: components["schemas"]["ProgressItem"][];
+        };
+        /** @description RFC 9457 Problem Details (application/problem+json) */
+        Problem: {
+            type: string;
+            title: string;
+            status: number;
+            /** @description stable machine-readable code */
+            code: string;
+            retryable: boolean;
+            /** @description transient, permanent or recoverable */
+            category: string;
+            instance?: string;
+            /** @description validation: body, query, path or headers */
+            on?: string;
+            /** @description validation, outside production only */
+            property?: string;
+            /** @description validation, outside production only */
+            detail?: string;
+        } & {
+            [key: string]: unknown;
         };
     };
     responses: never;

@@ -492,9 +492,7 @@ export interface paths {
          *
          *     With `stream: true` the answer is `text/event-stream` (its events: the 200 response).
          *
-         *     A command in flight takes one of the actor's `APP_QUOTA_EXECS` exec slots; a streaming one also one of its `APP_QUOTA_STREAMS` stream slots. Past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` and nothing runs (admin tokens are exempt).
-         *
-         *     Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING, 429 QUOTA_EXCEEDED, 502 ENGINE_ERROR, 503 ENGINE_UNAVAILABLE.
+         *     A command in flight takes one of the actor's `APP_QUOTA_EXECS` exec slots; a streaming one also one of its `APP_QUOTA_STREAMS` stream slots. Past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` and nothing runs (admin tokens are exempt). A `workdir` that does not exist is refused as a bad field.
          */
         post: operations["execCommand"];
         delete?: never;
@@ -513,8 +511,6 @@ export interface paths {
         /**
          * A file's bytes (Range honoured) or a directory's entries
          * @description Paths are absolute inside the workspace or relative to `/workspace`, resolved in the container's own file system (a symlink there is followed inside the container, never on the host). A file answers its bytes as `application/octet-stream`, streamed; `Range: bytes=a-b` (one range, also `a-` and `-n`) answers 206 with Content-Range, a range past the end 416 `RANGE_NOT_SATISFIABLE`. A directory answers `{entries: [{name, type, size, mode, modifiedAt}]}` sorted by name; symlinks are listed as themselves. A listing is bounded: past 2 MiB of entries (some 10 000 to 60 000, by name length) 413 `OUTPUT_TOO_LARGE`.
-         *
-         *     Errors: 404 FILE_NOT_FOUND or WORKSPACE_NOT_FOUND, 403 PERMISSION_DENIED (the template's user may not read it), 409 WORKSPACE_NOT_RUNNING, 413 OUTPUT_TOO_LARGE, 416 RANGE_NOT_SATISFIABLE.
          */
         get: operations["readWorkspaceFile"];
         /**
@@ -522,14 +518,12 @@ export interface paths {
          * @description The body is the file's bytes, any content type (e.g. `curl -T file` or `--data-binary @file`), with a Content-Length or chunked. It is streamed into the container as the template's user, to a temporary name beside the target that replaces the target only once whole: a refused or broken upload leaves no partial file (missing parent directories it made stay).
          *
          *     Past `APP_FILE_MAX_BYTES` (default 1 GiB), declared or counted: 413 `FILE_TOO_LARGE` and nothing is written.
-         *
-         *     Errors: 404 WORKSPACE_NOT_FOUND, 403 PERMISSION_DENIED, 409 FILE_CONFLICT (a directory stands there, disk full) or WORKSPACE_NOT_RUNNING, 413 FILE_TOO_LARGE.
          */
         put: operations["writeWorkspaceFile"];
         post?: never;
         /**
          * Delete a file, a symlink, or a directory (recursive=true for a non-empty one)
-         * @description A symlink is deleted itself, never what it points at. Errors: 404 FILE_NOT_FOUND, 403 PERMISSION_DENIED, 409 FILE_CONFLICT (a non-empty directory without recursive=true) or WORKSPACE_NOT_RUNNING.
+         * @description A symlink is deleted itself, never what it points at.
          */
         delete: operations["deleteWorkspaceFile"];
         options?: never;
@@ -548,7 +542,7 @@ export interface paths {
         put?: never;
         /**
          * Move or rename a file or directory (parents of the target made)
-         * @description An existing file at `to` is replaced. Errors: 404 FILE_NOT_FOUND (no `from`), 403 PERMISSION_DENIED, 409 FILE_CONFLICT or WORKSPACE_NOT_RUNNING.
+         * @description An existing file at `to` is replaced.
          */
         post: operations["moveWorkspaceFile"];
         delete?: never;
@@ -570,8 +564,6 @@ export interface paths {
         /**
          * Start a command that outlives the request
          * @description `command` runs as `sh -c` as the template's user, in `workdir`, with its stdin open (POST .../stdin). It runs until it ends or is signalled, whoever follows it; its output is kept (the last `APP_PROCESS_OUTPUT_BYTES` of each stream). A running process takes one of the actor's `APP_QUOTA_PROCESSES` slots (default 16; admins exempt); past it 429 `QUOTA_EXCEEDED` with `details: {quota: "processes", limit}`.
-         *
-         *     Errors: 400 INVALID_REQUEST, 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING, 429 QUOTA_EXCEEDED, 502 ENGINE_ERROR, 503 ENGINE_UNAVAILABLE.
          */
         post: operations["startWorkspaceProcess"];
         delete?: never;
@@ -589,7 +581,7 @@ export interface paths {
         };
         /**
          * A process: running, exited (with exitCode and endedAt) or lost
-         * @description `lost`: Keel restarted while the process ran and no longer follows it. Errors: 404 WORKSPACE_NOT_FOUND or PROCESS_NOT_FOUND.
+         * @description `lost`: Keel restarted while the process ran and no longer follows it.
          */
         get: operations["getWorkspaceProcess"];
         put?: never;
@@ -631,7 +623,7 @@ export interface paths {
         put?: never;
         /**
          * Write the raw request body to the process's stdin (eof=true closes it after)
-         * @description Streamed as it arrives (any size, any content type). Errors: 404 PROCESS_NOT_FOUND, 409 PROCESS_NOT_RUNNING.
+         * @description Streamed as it arrives (any size, any content type).
          */
         post: operations["writeWorkspaceProcessStdin"];
         delete?: never;
@@ -649,10 +641,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /**
-         * Send TERM, KILL, INT or HUP to the process and everything it started
-         * @description Errors: 404 PROCESS_NOT_FOUND, 409 PROCESS_NOT_RUNNING.
-         */
+        /** Send TERM, KILL, INT or HUP to the process and everything it started */
         post: operations["signalWorkspaceProcess"];
         delete?: never;
         options?: never;
@@ -712,7 +701,7 @@ export interface paths {
         put?: never;
         /**
          * A link to one of the workspace's ports, on a host name of its own served by Keel on APP_PREVIEW_PORT
-         * @description `url` is `http://<label>.<APP_PREVIEW_DOMAIN>:<APP_PREVIEW_PORT>/` (`APP_PREVIEW_PUBLIC_URL`, such as `https://{label}.preview.example.com`, replaces the form behind a TLS proxy); the label is a secret of 40 lower-case hex digits, different for every preview, so each preview is a browser origin of its own (cookies, storage and service workers stay on it) and an app that loads absolute paths (`/assets/x.js`) works. Keel routes on the `Host` header. The link needs no header: whoever holds it reaches the port over the workspace's own network, with HTTP (bodies streamed) and WebSocket upgrades, until `expiresAt` (`ttlSeconds`, default 3600, at most 7 days) or a revoke; then it answers 410 (`PREVIEW_EXPIRED`, `PREVIEW_REVOKED`) and its open WebSockets are closed (code 1008) within a second; an unknown host answers 404 `PREVIEW_NOT_FOUND`, a link whose workspace has stopped 503 `PREVIEW_UNAVAILABLE` (with Retry-After) until it runs again, a port nothing listens on 502 `PREVIEW_UNREACHABLE`. The workspace's answers pass unchanged but for a `Set-Cookie` `Domain` attribute (removed) and `Service-Worker-Allowed` (dropped). Errors: 404 WORKSPACE_NOT_FOUND; 409 WORKSPACE_NOT_RUNNING (a link is made only for a running workspace); 503 ENGINE_UNAVAILABLE.
+         * @description `url` is `http://<label>.<APP_PREVIEW_DOMAIN>:<APP_PREVIEW_PORT>/` (`APP_PREVIEW_PUBLIC_URL`, such as `https://{label}.preview.example.com`, replaces the form behind a TLS proxy); the label is a secret of 40 lower-case hex digits, different for every preview, so each preview is a browser origin of its own (cookies, storage and service workers stay on it) and an app that loads absolute paths (`/assets/x.js`) works. Keel routes on the `Host` header. The link needs no header: whoever holds it reaches the port over the workspace's own network, with HTTP (bodies streamed) and WebSocket upgrades, until `expiresAt` (`ttlSeconds`, default 3600, at most 7 days) or a revoke; then it answers 410 (`PREVIEW_EXPIRED`, `PREVIEW_REVOKED`) and its open WebSockets are closed (code 1008) within a second; an unknown host answers 404 `PREVIEW_NOT_FOUND`, a link whose workspace has stopped 503 `PREVIEW_UNAVAILABLE` (with Retry-After) until it runs again, a port nothing listens on 502 `PREVIEW_UNREACHABLE`. The workspace's answers pass unchanged but for a `Set-Cookie` `Domain` attribute (removed) and `Service-Worker-Allowed` (dropped). A link is made only for a running workspace.
          */
         post: operations["createWorkspacePreview"];
         delete?: never;
@@ -733,7 +722,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke a preview link at once: 200 `{id, revoked: true}`; the link answers 410 from the next request and its WebSockets are closed
-         * @description Revoking a revoked link answers the same. Errors: 404 WORKSPACE_NOT_FOUND or PREVIEW_NOT_FOUND.
+         * @description Revoking a revoked link answers the same.
          */
         delete: operations["revokeWorkspacePreview"];
         options?: never;
@@ -755,7 +744,7 @@ export interface paths {
          * Create an agent session bound to a workspace
          * @description Answers 201 with `Location: /api/agent/sessions/{id}`. The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn. `toolApproval` (optional) names the tool calls that wait for a person (GET/POST .../approvals); `mcpServers` (optional) adds the tools of those MCP servers as `<name>__<tool>` (URLs as webhook targets; a literal address Keel may not reach is 400).
          *
-         *     Errors: 400 INVALID_REQUEST (bad field, or a model whose provider is not configured: the message and `details.configured` name the configured ones), 404 WORKSPACE_NOT_FOUND, 429 QUOTA_EXCEEDED (`details: {quota: "sessions", limit}`: the caller holds APP_QUOTA_SESSIONS sessions already; admin tokens are exempt).
+         *     A `model` whose provider is not configured is refused: the message and `details.configured` name the configured ones. A caller holding APP_QUOTA_SESSIONS sessions already gets `QUOTA_EXCEEDED` with `details: {quota: "sessions", limit}` (admin tokens are exempt).
          */
         post: operations["createAgentSession"];
         delete?: never;
@@ -804,7 +793,7 @@ export interface paths {
          *
          *     `finishReason`: stop, length, content-filter, tool-calls, other, cancelled, step-limit, token-limit, time-limit, interrupted, error. Limits: 20 model calls per message (APP_AGENT_MAX_STEPS; then finishReason `step-limit`), 1000000 tokens per session (APP_AGENT_MAX_SESSION_TOKENS; `token-limit`), 600000 ms per turn (APP_AGENT_TURN_TIMEOUT_MS; `time-limit`). A limit ends the turn with its done event, never an error.
          *
-         *     Errors: 400 INVALID_REQUEST (bad body; the model's provider not configured), 404 SESSION_NOT_FOUND, 409 SESSION_BUSY (a turn is in flight), 429 QUOTA_EXCEEDED (no turn started: `details.quota` `streams` when the caller's APP_QUOTA_STREAMS slots are taken, `dailyTokens` when the caller has spent APP_AGENT_DAILY_TOKENS tokens this UTC day), 502 UPSTREAM_ERROR (the provider failed: its status and reason, never credentials; with `stream: true` this is the `error` event), 503 SHUTTING_DOWN (Keel is stopping; turns in flight end as `interrupted`).
+         *     A refused turn starts nothing: `QUOTA_EXCEEDED` has `details.quota` `streams` (the caller's APP_QUOTA_STREAMS slots are taken) or `dailyTokens` (the caller has spent APP_AGENT_DAILY_TOKENS tokens this UTC day); a `model` whose provider is not configured is refused. `UPSTREAM_ERROR` carries the provider's status and reason, never credentials (with `stream: true` it is the `error` event). While Keel stops, turns in flight end as `interrupted`.
          */
         post: operations["sendAgentMessage"];
         delete?: never;
@@ -884,7 +873,7 @@ export interface paths {
         put?: never;
         /**
          * Approve or deny a waiting tool call
-         * @description `approve`: the call runs and the turn goes on. `deny`: the call does not run; the model reads a tool result saying it was denied, with `reason`, and the turn goes on. Answers the decided approval. Errors: 404 SESSION_NOT_FOUND, 404 APPROVAL_NOT_FOUND, 409 APPROVAL_DECIDED (decided already, timed out, or its turn ended).
+         * @description `approve`: the call runs and the turn goes on. `deny`: the call does not run; the model reads a tool result saying it was denied, with `reason`, and the turn goes on. Answers the decided approval.
          */
         post: operations["decideAgentApproval"];
         delete?: never;
@@ -902,9 +891,7 @@ export interface paths {
         };
         /**
          * An actor's usage over a time range: tokens by model, command seconds, workspace running minutes
-         * @description Default range: the current UTC day. `from` and `to` take ISO dates (`to=2026-11-30` includes that day) or UTC times. Tokens are those of agent turns that ended in the range (the records APP_AGENT_DAILY_TOKENS sums); execSeconds the wall time of commands that ended in it; runningMinutes the part of the range the actor's workspaces were running. `actor` (admins only) reads another actor's usage.
-         *
-         *     Errors: 400 INVALID_REQUEST (a bad date, or `to` not after `from`), 403 FORBIDDEN (`actor` other than the caller, without an admin token).
+         * @description Default range: the current UTC day. `from` and `to` take ISO dates (`to=2026-11-30` includes that day) or UTC times. Tokens are those of agent turns that ended in the range (the records APP_AGENT_DAILY_TOKENS sums); execSeconds the wall time of commands that ended in it; runningMinutes the part of the range the actor's workspaces were running. `actor` (admins only) reads another actor's usage. `to` must come after `from`.
          */
         get: operations["getUsage"];
         put?: never;
@@ -1132,17 +1119,6 @@ export interface components {
         };
         WorkspaceList: {
             workspaces: components["schemas"]["Workspace"][];
-        };
-        /** @description error envelope */
-        ErrorEnvelope: {
-            error: {
-                /** @description stable machine-readable code, e.g. WORKSPACE_NOT_FOUND */
-                code: string;
-                message: string;
-                details: {
-                    [key: string]: unknown;
-                };
-            };
         };
         /**
          * @description unknown fields are ignored
@@ -2038,6 +2014,17 @@ export interface components {
         };
         /** @description stdout -> info; stderr -> error when the line names an error (error, fatal, panic, exception, traceback, critical), else warn; a JSON object line keeps its own `level` (or lvl, severity, levelname; pino numbers too) and `msg`/`message` */
         LogLevel: "debug" | "info" | "warn" | "error";
+        /** @description error envelope */
+        ErrorEnvelope: {
+            error: {
+                /** @description stable machine-readable code, e.g. WORKSPACE_NOT_FOUND */
+                code: string;
+                message: string;
+                details: {
+                    [key: string]: unknown;
+                };
+            };
+        };
         /** @description One Server-Sent Event of a log follow: `event` is its event line, `data` the JSON of its data line */
         LogEvent: {
             /**

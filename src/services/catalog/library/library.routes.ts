@@ -1,7 +1,6 @@
 // POST /library/scans and GET /library/scans/{id}, behind the Bearer guard (policy resource:asset:scan).
 import { Elysia } from 'elysia';
-import { GUARD_CODES, guardResponses, type BearerGuard } from '../../../platform/http/bearer-guard';
-import { ProblemSchema } from '../../../platform/http/errors';
+import { GUARD_CODES, type BearerGuard } from '../../../platform/http/bearer-guard';
 import { LibraryScanAcceptedSchema, LibraryScanRequestSchema } from '../../../platform/bus/library-shapes';
 import { LibraryScanSchema, ScanIdParams } from './library.model';
 import type { LibraryService } from './library.service';
@@ -20,7 +19,7 @@ export function libraryRoutes(library: LibraryService, guard: BearerGuard) {
         policy: 'resource:asset:scan',
         rateLimit: 'scan',
         body: LibraryScanRequestSchema,
-        response: { 202: LibraryScanAcceptedSchema, 400: ProblemSchema, 404: ProblemSchema, 422: ProblemSchema, ...guardResponses, 504: ProblemSchema },
+        response: { 202: LibraryScanAcceptedSchema },
         detail: { ...op('startLibraryScan', [...GUARD_CODES, 'rate-limited', 'CATALOG_PATH_REFUSED', 'CATALOG_FOLDER_NOT_FOUND', 'CATALOG_NO_MEDIA_ROOTS', 'BUS_NO_ANSWERER', 'BUS_TIMEOUT']),
           summary: 'Queue a library scan of a folder (or of every media root)',
           description:
@@ -35,7 +34,7 @@ export function libraryRoutes(library: LibraryService, guard: BearerGuard) {
     .get('/library/scans/:id', ({ params }) => library.getScan(params.id), {
       policy: 'resource:asset:scan',
       params: ScanIdParams,
-      response: { 200: LibraryScanSchema, 404: ProblemSchema, 422: ProblemSchema, ...guardResponses },
-      detail: { ...op('getLibraryScan', [...GUARD_CODES, 'CATALOG_SCAN_NOT_FOUND']), summary: 'A library scan: status and counts (404 CATALOG_SCAN_NOT_FOUND)' },
+      response: { 200: LibraryScanSchema },
+      detail: { ...op('getLibraryScan', [...GUARD_CODES, 'CATALOG_SCAN_NOT_FOUND']), summary: 'A library scan: status and counts' },
     });
 }

@@ -3,23 +3,21 @@
 // catalog owns assets and their availability; the worker only walks the disk.
 import { realpathSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { and, count, eq, gte, inArray, lt, ne, isNull, or, sql } from 'drizzle-orm';
 import type { Bus } from '../../../platform/bus/bus';
 import type { BusEvents, BusQueries, JobView, LibraryFileStat, LibraryScanAccepted, LibraryScanCounts, LibraryScanRequest, LibraryScanStatus, ScanTarget, WorkerJobs } from '../../../platform/bus/subjects';
 import type { Store } from '../../../platform/store';
 import { AppError } from '../../../platform/errors';
-import '../catalog.errors';
 import { isInside } from '../../../platform/paths';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
 import { checkRelativePath, noMediaRoots, pathRefused } from '../paths';
 import { localSignature } from '../metadata/local-metadata';
 import type { LibraryScanView } from './library.model';
-import { catalogTables } from '../catalog.tables';
-import { libraryTables } from './library.tables';
+import { createLibraryRepository } from './library.repository';
+import { CatalogErrors, catalogErrorTable } from '../catalog.errors';
 
-export const scanNotFound = () => new AppError('CATALOG_SCAN_NOT_FOUND', 'No such library scan');
+export const scanNotFound = () => CatalogErrors.CATALOG_SCAN_NOT_FOUND('No such library scan');
 export const folderNotFound = () =>
-  new AppError('CATALOG_FOLDER_NOT_FOUND', 'No folder exists at the path under the media roots');
+  CatalogErrors.CATALOG_FOLDER_NOT_FOUND('No folder exists at the path under the media roots');
 
 export interface LibraryDeps {
   store: Store;
@@ -31,36 +29,20 @@ export interface LibraryDeps {
   scanFile(input: { path: string; root: number }): Promise<{ asset: { id: string; path: string } }>;
 }
 
-/** Paths per UPDATE when a sweep marks files offline (well under both databases' parameter limits). */
-const OFFLINE_BATCH = 1000;
-
 const ZERO: LibraryScanCounts = { seen: 0, added: 0, changed: 0, unchanged: 0, offline: 0, failed: 0 };
 
 export function createLibrary(deps: LibraryDeps) {
-  const { store, clock } = deps;
-  const db = store.orm;
-  const { libraryFiles, libraryScans } = libraryTables(store.dialect);
-  const { catalogAssets } = catalogTables(store.dialect);
-  const at = (root: number, path: string) => and(eq(libraryFiles.root, root), eq(libraryFiles.path, path));
-
+  const { clock } = deps;
+  const rows = createLibraryRepository(deps.store);
   /** The file row of (root, path), as the last scan left it. */
-  async function fileRow(root: number, path: string) {
-    return (await db.select().from(libraryFiles).where(at(root, path)))[0];
-  }
+  const fileRow = rows.file;
 
   /** Records what a scan found of a file: the asset it is (kept when null: a failed probe), its size and mtime, the outcome. */
   async function recordFile(root: number, path: string, f: { assetId: string | null; sizeBytes: number; mtimeMs: number; scanId: string; outcome: string }) {
-    const row = { root, path, assetId: f.assetId, sizeBytes: f.sizeBytes, mtimeMs: f.mtimeMs, available: true, seenScan: f.scanId, outcome: f.outcome, checkedAt: clock.now() };
-    await db
-      .insert(libraryFiles)
-      .values(row)
-      .onConflictDoUpdate({
-        target: [libraryFiles.root, libraryFiles.path],
-        set: { ...row, assetId: sql`coalesce(excluded.asset_id, ${libraryFiles.assetId})` },
-      });
+    await rows.recordFile({ root, path, assetId: f.assetId, sizeBytes: f.sizeBytes, mtimeMs: f.mtimeMs, available: true, seenScan: f.scanId, outcome: f.outcome, checkedAt: clock.now() });
   }
 
-  const scanRow = async (id: string) => (await db.select().from(libraryScans).where(eq(libraryScans.id, id)))[0];
+  const scanRow = rows.scan;
   async function liveScan(id: unknown) {
     const row = typeof id === 'string' ? await scanRow(id) : undefined;
     if (!row) throw scanNotFound();
@@ -69,8 +51,7 @@ export function createLibrary(deps: LibraryDeps) {
 
   async function countsOf(scanId: string): Promise<LibraryScanCounts> {
     const c = { ...ZERO };
-    const rows = await db.select({ outcome: libraryFiles.outcome, n: count() }).from(libraryFiles).where(eq(libraryFiles.seenScan, scanId)).groupBy(libraryFiles.outcome);
-    for (const { outcome, n } of rows as { outcome: keyof LibraryScanCounts; n: number }[]) {
+    for (const { outcome, n } of (await rows.outcomesOf(scanId)) as { outcome: keyof LibraryScanCounts; n: number }[]) {
       if (outcome in c) c[outcome] += n;
       if (outcome !== 'offline') c.seen += n;
     }
@@ -122,7 +103,7 @@ export function createLibrary(deps: LibraryDeps) {
     const targets = targetsOf(req ?? {});
     const id = newId('scn', clock);
     // The row exists before the job can run; a deduplicated or refused submission takes it away again.
-    await db.insert(libraryScans).values({ id, status: 'queued', targets, createdAt: clock.now() });
+    await rows.insertScan({ id, status: 'queued', targets, createdAt: clock.now() });
     let submitted: BusQueries['cmd.workers.submit']['reply'];
     try {
       submitted = await deps.bus.request('cmd.workers.submit', {
@@ -131,15 +112,15 @@ export function createLibrary(deps: LibraryDeps) {
         payload: { scanId: id, targets },
       });
     } catch (e) {
-      await db.delete(libraryScans).where(eq(libraryScans.id, id));
+      await rows.deleteScan(id);
       throw e;
     }
     if (submitted.deduplicated) {
-      await db.delete(libraryScans).where(eq(libraryScans.id, id));
+      await rows.deleteScan(id);
       const existing = (submitted.job.payload as WorkerJobs['library.scan']).scanId;
       return { id: existing, status: ((await scanRow(existing))?.status ?? 'queued') as LibraryScanStatus };
     }
-    await db.update(libraryScans).set({ jobId: submitted.job.id }).where(eq(libraryScans.id, id));
+    await rows.updateScan(id, { jobId: submitted.job.id });
     return { id, status: 'queued' };
   }
 
@@ -158,10 +139,7 @@ export function createLibrary(deps: LibraryDeps) {
 
   async function begin(scanId: string) {
     const row = await liveScan(scanId);
-    await db
-      .update(libraryScans)
-      .set({ status: 'running', startedAt: row.startedAt ?? clock.now(), error: null, finishedAt: null })
-      .where(eq(libraryScans.id, scanId));
+    await rows.updateScan(scanId, { status: 'running', startedAt: row.startedAt ?? clock.now(), error: null, finishedAt: null });
     return { ok: true as const };
   }
 
@@ -173,17 +151,11 @@ export function createLibrary(deps: LibraryDeps) {
     const returned: BusEvents['evt.catalog.assetAvailability'][] = [];
     const same: string[] = [];
     // One read and one write per batch (at most APP_LIBRARY_BATCH paths), not one per file.
-    await store.transaction(async (tx) => {
-      const paths = files.map((f) => f.path);
-      const f = libraryFiles;
-      const columns = { path: f.path, assetId: f.assetId, sizeBytes: f.sizeBytes, mtimeMs: f.mtimeMs, available: f.available, seenScan: f.seenScan };
-      const rows = paths.length ? await tx.select(columns).from(f).where(and(eq(f.root, root), inArray(f.path, paths))) : [];
-      const known = new Map(rows.map((r) => [r.path, r]));
+    await rows.transaction(async (tx) => {
+      const found = await rows.filesAt(tx, root, files.map((f) => f.path));
+      const known = new Map(found.map((r) => [r.path, r]));
       // The sidecars (.nfo, artwork, subtitles) of each unchanged medium as its last scan saw them.
-      const assetIds = rows.flatMap((r) => (r.assetId ? [r.assetId] : []));
-      const sigs = new Map(
-        assetIds.length ? (await tx.select({ id: catalogAssets.id, sig: catalogAssets.localSig }).from(catalogAssets).where(inArray(catalogAssets.id, assetIds))).map((a) => [a.id, a.sig]) : [],
-      );
+      const sigs = await rows.sidecarSignatures(tx, found.flatMap((r) => (r.assetId ? [r.assetId] : [])));
       let realRoot: string | undefined;
       try {
         realRoot = realpathSync(deps.mediaRoots[root]!);
@@ -200,12 +172,7 @@ export function createLibrary(deps: LibraryDeps) {
           if (!row.available) returned.push({ assetId: row.assetId, root, path: f.path, available: true, at: now });
         } else probe.push(f);
       }
-      if (same.length) {
-        await tx
-          .update(libraryFiles)
-          .set({ seenScan: scanId, outcome: 'unchanged', available: true, checkedAt: now })
-          .where(and(eq(libraryFiles.root, root), inArray(libraryFiles.path, same)));
-      }
+      if (same.length) await rows.markFiles(tx, root, same, { seenScan: scanId, outcome: 'unchanged', available: true, checkedAt: now });
     });
     await publishAvailability(returned);
     return { probe, unchanged: same.length, returned: returned.length };
@@ -215,7 +182,7 @@ export function createLibrary(deps: LibraryDeps) {
   async function index(scanId: string, root: number, file: LibraryFileStat): Promise<BusQueries['cmd.library.index']['reply']> {
     await liveScan(scanId);
     const before = await fileRow(root, file.path);
-    const [existed] = await db.select({ id: catalogAssets.id }).from(catalogAssets).where(and(eq(catalogAssets.root, root), eq(catalogAssets.path, file.path)));
+    const existed = await rows.assetExistsAt(root, file.path);
     let assetId: string;
     let path = file.path;
     try {
@@ -241,28 +208,10 @@ export function createLibrary(deps: LibraryDeps) {
     const spared = (p: string) => skipped.some((d) => p === d || p.startsWith(d + '/'));
     const gone: BusEvents['evt.catalog.assetAvailability'][] = [];
     let offline = 0;
-    await store.transaction(async (tx) => {
+    await rows.transaction(async (tx) => {
       // Rows another scan touched since this one began were seen on disk by it: not this scan's to judge.
-      const rows = await tx
-        .select({ path: libraryFiles.path, assetId: libraryFiles.assetId, available: libraryFiles.available })
-        .from(libraryFiles)
-        .where(
-          and(
-            eq(libraryFiles.root, root),
-            lt(libraryFiles.checkedAt, scan.startedAt ?? now),
-            or(isNull(libraryFiles.seenScan), ne(libraryFiles.seenScan, scanId)),
-            // Below the folder: '/' and '0' are neighbours in byte order, so this is a range of the index.
-            folder === '' ? undefined : and(gte(libraryFiles.path, `${folder}/`), lt(libraryFiles.path, `${folder}0`)),
-          ),
-        );
-      const paths = rows.filter((r) => !spared(r.path));
-      for (let i = 0; i < paths.length; i += OFFLINE_BATCH) {
-        const chunk = paths.slice(i, i + OFFLINE_BATCH).map((r) => r.path);
-        await tx
-          .update(libraryFiles)
-          .set({ available: false, outcome: 'offline', seenScan: scanId, checkedAt: now })
-          .where(and(eq(libraryFiles.root, root), inArray(libraryFiles.path, chunk)));
-      }
+      const paths = (await rows.unseenBelow(tx, root, folder, scanId, scan.startedAt ?? now)).filter((r) => !spared(r.path));
+      await rows.markFiles(tx, root, paths.map((r) => r.path), { available: false, outcome: 'offline', seenScan: scanId, checkedAt: now });
       offline = paths.length;
       for (const r of paths) if (r.available && r.assetId) gone.push({ assetId: r.assetId, root, path: r.path, available: false, at: now });
     });
@@ -273,7 +222,7 @@ export function createLibrary(deps: LibraryDeps) {
   async function finish(scanId: string) {
     await liveScan(scanId);
     const counts = await countsOf(scanId);
-    await db.update(libraryScans).set({ status: 'done', counts, finishedAt: clock.now(), error: null }).where(eq(libraryScans.id, scanId));
+    await rows.updateScan(scanId, { status: 'done', counts, finishedAt: clock.now(), error: null });
     return { counts };
   }
 
@@ -282,21 +231,18 @@ export function createLibrary(deps: LibraryDeps) {
     if (job.type !== 'library.scan' || (job.status !== 'failed' && job.status !== 'cancelled')) return;
     const row = await scanRow((job.payload as WorkerJobs['library.scan']).scanId);
     if (!row || row.status === 'done' || row.status === 'failed') return;
-    await db
-      .update(libraryScans)
-      .set({ status: 'failed', error: job.error ?? job.status, counts: await countsOf(row.id), finishedAt: clock.now() })
-      .where(eq(libraryScans.id, row.id));
+    await rows.updateScan(row.id, { status: 'failed', error: job.error ?? job.status, counts: await countsOf(row.id), finishedAt: clock.now() });
   }
 
   /** Answers the scan job's steps and the bus command that starts a scan; follows the scan jobs' ends. */
   function listen(bus: Bus): () => void {
     const offs = [
-      bus.answer('cmd.library.scan', (req) => startScan(req)),
-      bus.answer('cmd.library.begin', (req) => begin(req.scanId)),
-      bus.answer('cmd.library.compare', (req) => compare(req.scanId, req.root, req.files)),
-      bus.answer('cmd.library.index', (req) => index(req.scanId, req.root, req.file)),
-      bus.answer('cmd.library.sweep', (req) => sweep(req.scanId, req.root, req.folder, req.skipped ?? [])),
-      bus.answer('cmd.library.finish', (req) => finish(req.scanId)),
+      bus.answer('cmd.library.scan', (req) => startScan(req), catalogErrorTable),
+      bus.answer('cmd.library.begin', (req) => begin(req.scanId), catalogErrorTable),
+      bus.answer('cmd.library.compare', (req) => compare(req.scanId, req.root, req.files), catalogErrorTable),
+      bus.answer('cmd.library.index', (req) => index(req.scanId, req.root, req.file), catalogErrorTable),
+      bus.answer('cmd.library.sweep', (req) => sweep(req.scanId, req.root, req.folder, req.skipped ?? []), catalogErrorTable),
+      bus.answer('cmd.library.finish', (req) => finish(req.scanId), catalogErrorTable),
       bus.consume('catalog-library', 'evt.workers.jobProgress', (e) => onJob(e.job)),
     ];
     return () => offs.forEach((off) => off());

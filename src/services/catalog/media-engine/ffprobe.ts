@@ -3,8 +3,7 @@
 // which the process is killed. Nothing else in Keel spawns ffprobe.
 // Confined: ffprobe reads the one file it is given (see `demuxerWhitelist`), nothing it points to.
 import { accessSync, constants } from 'node:fs';
-import { AppError } from '../../../platform/errors';
-import '../catalog.errors';
+import { CatalogErrors } from '../catalog.errors';
 import { createBoundedQueue } from '../../../platform/bounded-queue';
 
 export interface FfprobeOptions {
@@ -60,8 +59,8 @@ export function findFfprobe(explicit: string | undefined, PATH: string | undefin
 }
 
 const busy = () =>
-  new AppError('MEDIA_ENGINE_BUSY', 'too many probes are running or waiting (APP_PROBE_CONCURRENCY, APP_PROBE_QUEUE); retry later');
-const unavailable = (message: string) => new AppError('MEDIA_ENGINE_UNAVAILABLE', message);
+  CatalogErrors.MEDIA_ENGINE_BUSY('too many probes are running or waiting (APP_PROBE_CONCURRENCY, APP_PROBE_QUEUE); retry later');
+const unavailable = (message: string) => CatalogErrors.MEDIA_ENGINE_UNAVAILABLE(message);
 
 /**
  * Demuxers that open other files or URLs named inside the probed file: playlists (hls), concat

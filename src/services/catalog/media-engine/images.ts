@@ -5,8 +5,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
-import { AppError } from '../../../platform/errors';
-import '../catalog.errors';
+import { CatalogErrors } from '../catalog.errors';
 import { createBoundedQueue } from '../../../platform/bounded-queue';
 import { demuxerWhitelist } from './ffprobe';
 
@@ -20,8 +19,8 @@ export interface ImageEngineOptions {
 const IMAGE_DEMUXERS: Record<string, string> = { jpg: 'jpeg_pipe', jpeg: 'jpeg_pipe', png: 'png_pipe', webp: 'webp_pipe' };
 export const IMAGE_TYPES: Record<string, string> = { jpg: 'image/jpeg', jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' };
 
-const imageFailed = () => new AppError('CATALOG_IMAGE_UNREADABLE', 'The image could not be read');
-const busy = () => new AppError('MEDIA_ENGINE_BUSY', 'too many images are being made; retry later');
+const imageFailed = () => CatalogErrors.CATALOG_IMAGE_UNREADABLE('The image could not be read');
+const busy = () => CatalogErrors.MEDIA_ENGINE_BUSY('too many images are being made; retry later');
 
 export function createImageEngine(opts: ImageEngineOptions) {
   const gate = createBoundedQueue({ concurrency: opts.concurrency, maxWaiting: 64 });

@@ -1,8 +1,6 @@
 // The media engine's answer to qry.media.probe: facts of a real ffprobe run, keyframes and the
 // fastHash for a file under a media root. A file that is not a medium is a normal answer.
 import { extname } from 'node:path';
-import { AppError } from '../../../platform/errors';
-import '../catalog.errors';
 import type { Bus } from '../../../platform/bus/bus';
 import { STREAM_TYPES, type ProbeFacts, type ProbeStream } from '../../../platform/bus/media-shapes';
 import type { BusQueries } from '../../../platform/bus/subjects';
@@ -15,11 +13,12 @@ import { openByteSource, type ByteSource } from './file-reader';
 import { NOT_MP4_OR_MATROSKA, nativeProbeWhy } from './native-probe';
 import type { Logger } from '../../../platform/runtime';
 import { mediaTagsOf } from '../metadata/local-metadata';
+import { CatalogErrors, catalogErrorTable } from '../catalog.errors';
 
 type ProbeReply = BusQueries['qry.media.probe']['reply'];
 
 /** A 5xx AppError: retryable and transient. */
-export const probeTimeout = () => new AppError('MEDIA_PROBE_TIMEOUT', 'ffprobe did not finish within APP_PROBE_TIMEOUT_MS; retry later');
+export const probeTimeout = () => CatalogErrors.MEDIA_PROBE_TIMEOUT('ffprobe did not finish within APP_PROBE_TIMEOUT_MS; retry later');
 
 /** Our container name from ffprobe's demuxer list, refined by the brand or the extension. */
 export function containerName(formatName: string, file: string, majorBrand?: string): string {
@@ -166,6 +165,6 @@ export function createProbeAnswerer(deps: {
   return {
     probe,
     /** Registers the answerer; returns the function that unregisters it. */
-    listen: (bus: Bus) => bus.answer('qry.media.probe', probe),
+    listen: (bus: Bus) => bus.answer('qry.media.probe', probe, catalogErrorTable),
   };
 }

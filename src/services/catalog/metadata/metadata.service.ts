@@ -1,22 +1,20 @@
 // Local metadata in a scan: what lies beside a medium (.nfo, artwork, sidecar subtitles and their
 // signature) is read before the scan's transaction, one listing per folder; the work (and an
 // episode's series) is filled inside it, so a scan commits once. The file readers are in
-// local-metadata.ts; this module holds the rules and the queries.
+// local-metadata.ts; this module holds the rules (the queries are catalog.repository.ts's).
 import { realpathSync } from 'node:fs';
-import { and, eq } from 'drizzle-orm';
 import type { MediaTags } from '../../../platform/bus/media-shapes';
 import type { Orm, Store } from '../../../platform/store';
-import { catalogTables, type catalogWorks } from '../catalog.tables';
+import { createCatalogRepository, type WorkRow } from '../catalog.repository';
 import { identify } from '../identify';
 import type { KindRegistry } from '../kinds';
 import { genreKeyOf, searchTextOf } from '../search';
 import { findSidecarSubtitles, localSignature, readLocalMetadata, type FolderCache, type LocalMetadata } from './local-metadata';
 
 type Tx = Orm;
-type WorkRow = typeof catalogWorks.$inferSelect;
 
 export function createLocalMetadata(deps: { store: Store; mediaRoots: string[]; kinds: KindRegistry }) {
-  const { catalogWorks, catalogRelations } = catalogTables(deps.store.dialect);
+  const rows = createCatalogRepository(deps.store);
 
   /** Fills a work from what was found beside its medium: found values replace, absent ones leave what is there. */
   async function applyLocal(tx: Tx, w: WorkRow, meta: LocalMetadata, now: number): Promise<void> {
@@ -32,15 +30,15 @@ export function createLocalMetadata(deps: { store: Store; mediaRoots: string[]; 
     const fields = { ...next, searchText: searchTextOf(next.title, next.originalTitle), genreKey: genreKeyOf(next.genres) };
     const same = (Object.keys(fields) as (keyof typeof fields)[]).every((k) => JSON.stringify(w[k]) === JSON.stringify(fields[k]));
     if (same) return;
-    await tx.update(catalogWorks).set({ ...fields, updatedAt: now }).where(eq(catalogWorks.id, w.id));
+    await rows.updateWork(tx, w.id, { ...fields, updatedAt: now });
   }
 
   /** The series above an episode work (episode <- season <- series), if it has one. */
   async function seriesOf(tx: Tx, episodeId: string): Promise<WorkRow | undefined> {
-    const [season] = await tx.select({ id: catalogRelations.parentWorkId }).from(catalogRelations).where(and(eq(catalogRelations.childWorkId, episodeId), eq(catalogRelations.rel, 'has-episode')));
+    const season = await rows.parentOf(tx, episodeId, 'has-episode');
     if (!season) return undefined;
-    const [series] = await tx.select({ id: catalogRelations.parentWorkId }).from(catalogRelations).where(and(eq(catalogRelations.childWorkId, season.id), eq(catalogRelations.rel, 'has-season')));
-    return series ? (await tx.select().from(catalogWorks).where(eq(catalogWorks.id, series.id)))[0] : undefined;
+    const series = await rows.parentOf(tx, season, 'has-season');
+    return series ? rows.work(series, tx) : undefined;
   }
 
   /** What lies beside a medium, read before the transaction (one listing per folder). */
@@ -65,7 +63,7 @@ export function createLocalMetadata(deps: { store: Store; mediaRoots: string[]; 
 
   /** Reads the .nfo, artwork and tags of a medium into its work (and an episode's series), in the scan's transaction. */
   async function fillWork(tx: Tx, workId: string, beside: ReturnType<typeof besideOf>, now: number) {
-    const [work] = await tx.select().from(catalogWorks).where(eq(catalogWorks.id, workId));
+    const work = await rows.work(workId, tx);
     if (!work) return;
     const found = beside.metadata(work.kind === 'episode');
     if (!found) return;

@@ -6,7 +6,7 @@
 import { Elysia, t } from 'elysia';
 import type { ServiceName } from '../../../platform/config';
 import { INDEX, type ClientFiles } from '../../../platform/http/client-bundle';
-import { AppError } from '../../../platform/errors';
+import { PlaybackErrors } from '../playback.errors';
 
 const SECURITY = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
 
@@ -57,7 +57,7 @@ export function mediaAppRoutes(deps: MediaAppDeps) {
       '/app/assets/:file',
       async ({ params }) => {
         const file = params.file === INDEX ? undefined : (await deps.assets())[params.file];
-        if (!file) throw new AppError('NOT_FOUND', 'no such file of the media web app');
+        if (!file) throw PlaybackErrors['not-found']('No such file of the media web app');
         // Names carry a content hash: a new build is a new name.
         return new Response(file.body, { headers: { 'content-type': file.type, 'cache-control': 'public, max-age=31536000, immutable', ...SECURITY } });
       },

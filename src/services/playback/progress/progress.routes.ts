@@ -1,8 +1,7 @@
 // Watch state over HTTP, behind the Bearer guard (policy resource:asset:play): each actor sees and
 // writes only their own.
 import { Elysia } from 'elysia';
-import { GUARD_CODES, guardResponses, type BearerGuard } from '../../../platform/http/bearer-guard';
-import { ProblemSchema } from '../../../platform/http/errors';
+import { GUARD_CODES, type BearerGuard } from '../../../platform/http/bearer-guard';
 import { playbackOperation as op } from '../playback.errors';
 import { ProgressAssetParams, ProgressItemResponse, ProgressListQuery, ProgressListResponse, PutProgressBody } from './progress.model';
 import type { ProgressService } from './progress.service';
@@ -14,7 +13,7 @@ export function progressRoutes(progress: ProgressService, guard: BearerGuard) {
       policy: 'resource:asset:play',
       params: ProgressAssetParams,
       body: PutProgressBody,
-      response: { 200: ProgressItemResponse, 400: ProblemSchema, 404: ProblemSchema, 422: ProblemSchema, ...guardResponses, 504: ProblemSchema },
+      response: { 200: ProgressItemResponse },
       detail: {
         ...op('putPlaybackProgress', [...GUARD_CODES, 'PLAYBACK_ASSET_NOT_FOUND', 'BUS_NO_ANSWERER', 'BUS_TIMEOUT', 'BUS_UNAVAILABLE']),
         tags: ['progress'],
@@ -28,7 +27,7 @@ export function progressRoutes(progress: ProgressService, guard: BearerGuard) {
     .get('/progress', async ({ query, principal }) => ({ items: await progress.list(principal, { inProgress: query.inProgress, limit: query.limit }) }), {
       policy: 'resource:asset:play',
       query: ProgressListQuery,
-      response: { 200: ProgressListResponse, 400: ProblemSchema, 422: ProblemSchema, ...guardResponses },
+      response: { 200: ProgressListResponse },
       detail: {
         ...op('listPlaybackProgress', [...GUARD_CODES]),
         tags: ['progress'],

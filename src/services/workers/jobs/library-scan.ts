@@ -6,8 +6,7 @@
 import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createBoundedQueue, type BoundedQueue } from '../../../platform/bounded-queue';
-import { AppError } from '../../../platform/errors';
-import '../workers.errors';
+import { WorkersErrors } from '../workers.errors';
 import { isInside } from '../../../platform/paths';
 import { crawl } from '../crawl';
 import type { JobHandler } from './index';
@@ -20,7 +19,7 @@ export interface LibraryScanDeps {
 }
 
 /** Not worth retrying at once: the operator (or the next scheduled scan) has to act. */
-const rootProblem = (message: string) => new AppError('LIBRARY_ROOT_UNAVAILABLE', message);
+const rootProblem = (message: string) => WorkersErrors.LIBRARY_ROOT_UNAVAILABLE(message);
 
 /** The real path of the folder to walk; throws the reason a scan of it must not go on. */
 export function checkTarget(mediaRoots: string[], root: number, folder: string): string {

@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, realpathSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { PlaybackSegmentJob } from '../../../platform/bus/subjects';
-import { AppError } from '../../../platform/errors';
+import { WorkersErrors } from '../workers.errors';
 import { isInside } from '../../../platform/paths';
 import type { JobHandler } from './index';
 
@@ -16,7 +16,8 @@ export interface PlaybackSegmentDeps {
   timeoutMs: number;
 }
 
-export const failed = (message: string, retryable = true) => new AppError(retryable ? 'PLAYBACK_FFMPEG_FAILED' : 'PLAYBACK_SOURCE_UNREADABLE', message);
+export const failed = (message: string, retryable = true) =>
+  retryable ? WorkersErrors.PLAYBACK_FFMPEG_FAILED(message) : WorkersErrors.PLAYBACK_SOURCE_UNREADABLE(message);
 
 /** Runs ffmpeg, killed when `signal` aborts or after `timeoutMs`: its exit code, the signal that ended it, its stderr. */
 export async function runFfmpeg(deps: Pick<PlaybackSegmentDeps, 'ffmpegPath' | 'timeoutMs'>, args: string[], signal: AbortSignal) {

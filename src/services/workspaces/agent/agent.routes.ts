@@ -1,11 +1,8 @@
 // HTTP wiring of agent sessions: JSON answers, and the SSE answers (message stream, event log) made
 // by the platform's SSE adapter from the service's AsyncIterable of events (each with its `id:`).
 import { Elysia } from 'elysia';
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
 import { lastEventId, type Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import { strictObjects } from '../../../platform/http/strict-objects';
 import {
   AgentEventStream,
@@ -29,13 +26,12 @@ import {
 } from './agent.model';
 import type { AgentService } from './agent.service';
 import type { AgentConfig } from './agent.config';
-import type { Quotas } from '../quotas';
-import { workspaceOperation as op } from '../workspaces.errors';
+import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 
 /** `Last-Event-ID` (wins) or `?after=N`; 0 replays the whole log. */
 function resumePoint(header: string | undefined, after: number | undefined): number {
   if (header === undefined) return after ?? 0;
-  if (!/^\d{1,15}$/.test(header)) throw new AppError('INVALID_REQUEST', 'Last-Event-ID must be an event id (a whole number)', { header: 'last-event-id' });
+  if (!/^\d{1,15}$/.test(header)) throw WorkspaceErrors.INVALID_REQUEST('Last-Event-ID must be an event id (a whole number)', { header: 'last-event-id' });
   return Number(header);
 }
 
@@ -44,7 +40,7 @@ function resumePoint(header: string | undefined, after: number | undefined): num
  * and the turn's memory; a slow client holds back only itself), and no shutdown event: the turn then
  * ends as `interrupted` in the log, which a client resumes from once Keel is back.
  */
-export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentService; config: AgentConfig; sse: Sse; quotas: Quotas }) {
+export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentService; config: AgentConfig; sse: Sse }) {
   const { agent } = deps;
   const limits =
     `Limits: ${deps.config.maxSteps} model calls per message (APP_AGENT_MAX_STEPS; then finishReason \`step-limit\`), ` +
@@ -61,24 +57,24 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
       body: CreateSessionBody,
       // `context: false` would otherwise be cleaned into `{}` before the check (strict-objects.ts).
       transform: strictObjects(CreateSessionBody),
-      response: { 201: Session, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
+      response: { 201: Session },
       detail: { ...op('createAgentSession', ['WORKSPACE_NOT_FOUND', 'QUOTA_EXCEEDED']),
         tags: ['agent'],
         summary: 'Create an agent session bound to a workspace',
         description:
           'Answers 201 with `Location: /api/agent/sessions/{id}`. The session belongs to the caller; `workspaceId` must be a workspace the caller may see. `context` (optional) is shown to the model on every turn. `toolApproval` (optional) names the tool calls that wait for a person (GET/POST .../approvals); `mcpServers` (optional) adds the tools of those MCP servers as `<name>__<tool>` (URLs as webhook targets; a literal address Keel may not reach is 400).\n\n' +
-          'Errors: 400 INVALID_REQUEST (bad field, or a model whose provider is not configured: the message and `details.configured` name the configured ones), 404 WORKSPACE_NOT_FOUND, ' +
-          '429 QUOTA_EXCEEDED (`details: {quota: "sessions", limit}`: the caller holds APP_QUOTA_SESSIONS sessions already; admin tokens are exempt).',
+          'A `model` whose provider is not configured is refused: the message and `details.configured` name the configured ones. ' +
+          'A caller holding APP_QUOTA_SESSIONS sessions already gets `QUOTA_EXCEEDED` with `details: {quota: "sessions", limit}` (admin tokens are exempt).',
       },
     })
     .get('/api/agent/sessions', async ({ actor, query }) => ({ sessions: await agent.list(actor, query) }), {
       query: ListQuery,
-      response: { 200: SessionList, 400: ErrorEnvelope, 401: ErrorEnvelope },
+      response: { 200: SessionList },
       detail: { ...op('listAgentSessions'), tags: ['agent'], summary: "The caller's sessions (admins: all), oldest first, without messages; `workspaceId` narrows to one workspace" },
     })
     .get('/api/agent/sessions/:id', ({ params, actor }) => agent.get(actor, params.id), {
       params: SessionParams,
-      response: { 200: Session, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      response: { 200: Session },
       detail: { ...op('getAgentSession', ['SESSION_NOT_FOUND']),
         tags: ['agent'],
         summary: 'A session with its full history',
@@ -87,38 +83,26 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     })
     .delete('/api/agent/sessions/:id', ({ params, actor }) => agent.remove(actor, params.id), {
       params: SessionParams,
-      response: { 200: DeleteAnswer, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      response: { 200: DeleteAnswer },
       detail: { ...op('deleteAgentSession', ['SESSION_NOT_FOUND']), tags: ['agent'], summary: 'Delete a session, its messages and its event log (a turn in flight is cancelled first)' },
     })
     .post(
       '/api/agent/sessions/:id/messages',
       async ({ params, body, actor, request }) => {
-        // A slot of the actor's stream quota for every turn, streaming or not, taken before the turn
-        // starts (a refused one, 429, starts nothing) and held until the turn has ended and its stream
-        // closed: a client that leaves does not stop the turn, so it must not free the slot either.
-        const slot = deps.quotas.take(actor, 'streams');
-        let turn: Awaited<ReturnType<AgentService['send']>>;
-        try {
-          turn = await agent.send(actor, params.id, body.message);
-        } catch (e) {
-          slot.release();
-          throw e;
-        }
         if (body.stream) {
           const stream = deps.sse.open(request);
-          const closed = new Promise<void>((resolve) => (stream.signal.aborted ? resolve() : stream.signal.addEventListener('abort', () => resolve(), { once: true })));
-          void Promise.all([turn.result, closed]).finally(slot.release);
+          const turn = await agent.send(actor, params.id, body.message, stream.signal);
           // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
           return stream.respond(turn.follow(stream.signal)) as unknown as AssistantReplyT;
         }
-        const { reply, error } = await turn.result.finally(slot.release);
+        const { reply, error } = await (await agent.send(actor, params.id, body.message)).result;
         if (error) throw error;
         return reply;
       },
       {
         params: SessionParams,
         body: SendMessageBody,
-        response: { 200: AssistantReply, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 500: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        response: { 200: AssistantReply },
         detail: { ...op('sendAgentMessage', ['SESSION_NOT_FOUND', 'SESSION_BUSY', 'WORKSPACE_NOT_RUNNING', 'QUOTA_EXCEEDED', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'SHUTTING_DOWN']),
           tags: ['agent'],
           summary: 'Send a message; the assistant may act in the workspace through tools',
@@ -131,11 +115,10 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
             'each command a tool runs holds one of its APP_QUOTA_EXECS slots until it is gone (past it the tool result is an `error` with `code: QUOTA_EXCEEDED` and the turn goes on); ' +
             'a turn starts only while the caller has spent fewer than APP_AGENT_DAILY_TOKENS tokens this UTC day over all its sessions.\n\n' +
             `\`finishReason\`: ${FINISH_REASONS.join(', ')}. ${limits}\n\n` +
-            'Errors: 400 INVALID_REQUEST (bad body; the model\'s provider not configured), 404 SESSION_NOT_FOUND, 409 SESSION_BUSY (a turn is in flight), ' +
-            '429 QUOTA_EXCEEDED (no turn started: `details.quota` `streams` when the caller\'s APP_QUOTA_STREAMS slots are taken, ' +
-            '`dailyTokens` when the caller has spent APP_AGENT_DAILY_TOKENS tokens this UTC day), ' +
-            '502 UPSTREAM_ERROR (the provider failed: its status and reason, never credentials; with `stream: true` this is the `error` event), ' +
-            '503 SHUTTING_DOWN (Keel is stopping; turns in flight end as `interrupted`).',
+            'A refused turn starts nothing: `QUOTA_EXCEEDED` has `details.quota` `streams` (the caller\'s APP_QUOTA_STREAMS slots are taken) or `dailyTokens` ' +
+            '(the caller has spent APP_AGENT_DAILY_TOKENS tokens this UTC day); a `model` whose provider is not configured is refused. ' +
+            '`UPSTREAM_ERROR` carries the provider\'s status and reason, never credentials (with `stream: true` it is the `error` event). ' +
+            'While Keel stops, turns in flight end as `interrupted`.',
           responses: { 200: AgentEventStream('The Assistant reply; with `stream: true` a text/event-stream') },
         },
       },
@@ -145,19 +128,12 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
       async ({ params, query, actor, request }) => {
         const after = resumePoint(lastEventId(request), query.after);
         const stream = deps.sse.open(request);
-        const slot = deps.quotas.hold(actor, 'streams', stream.signal);
-        try {
-          return stream.respond(await agent.events(actor, params.id, after, stream.signal));
-        } catch (e) {
-          slot.release();
-          throw e;
-        }
+        return stream.respond(await agent.events(actor, params.id, after, stream.signal));
       },
       {
         params: SessionParams,
         query: EventsQuery,
-        response: { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
-        detail: { ...op('streamAgentEvents', ['SESSION_NOT_FOUND', 'QUOTA_EXCEEDED']),
+detail: { ...op('streamAgentEvents', ['SESSION_NOT_FOUND', 'QUOTA_EXCEEDED']),
           tags: ['agent'],
           summary: "Replay the session's events and follow the turn in flight",
           description:
@@ -170,7 +146,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     )
     .post('/api/agent/sessions/:id/cancel', ({ params, actor }) => agent.cancel(actor, params.id), {
       params: SessionParams,
-      response: { 200: CancelAnswer, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      response: { 200: CancelAnswer },
       detail: { ...op('cancelAgentTurn', ['SESSION_NOT_FOUND']),
         tags: ['agent'],
         summary: 'Stop the turn in flight',
@@ -182,7 +158,7 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     .get('/api/agent/sessions/:id/approvals', async ({ params, query, actor }) => ({ approvals: await agent.approvals(actor, params.id, query.status === 'all') }), {
       params: SessionParams,
       query: ApprovalsQuery,
-      response: { 200: ApprovalList, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope },
+      response: { 200: ApprovalList },
       detail: { ...op('listAgentApprovals', ['SESSION_NOT_FOUND']),
         tags: ['agent'],
         summary: 'Tool calls waiting for a decision (toolApproval)',
@@ -194,13 +170,13 @@ export function agentRoutes(deps: { auth: WorkspaceAuthPlugin; agent: AgentServi
     .post('/api/agent/sessions/:id/approvals/:aid', ({ params, body, actor }) => agent.decide(actor, params.id, params.aid, body), {
       params: ApprovalParams,
       body: DecisionBody,
-      response: { 200: Approval, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope },
+      response: { 200: Approval },
       detail: { ...op('decideAgentApproval', ['SESSION_NOT_FOUND', 'APPROVAL_NOT_FOUND', 'APPROVAL_DECIDED']),
         tags: ['agent'],
         summary: 'Approve or deny a waiting tool call',
         description:
           '`approve`: the call runs and the turn goes on. `deny`: the call does not run; the model reads a tool result saying it was denied, with `reason`, and the turn goes on. ' +
-          'Answers the decided approval. Errors: 404 SESSION_NOT_FOUND, 404 APPROVAL_NOT_FOUND, 409 APPROVAL_DECIDED (decided already, timed out, or its turn ended).',
+          'Answers the decided approval.',
       },
     });
 }

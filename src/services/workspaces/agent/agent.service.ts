@@ -2,12 +2,12 @@
 // list, get (with the turn in flight as far as it went), delete, send (a turn admitted under the
 // daily token limit, its two messages stored), cancel, and the decisions on tool calls. No HTTP here;
 // running a turn is the turn runner's job (turn-runner.ts), and followers get an AsyncIterable of events.
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
 import type { TargetPolicy } from '../../../platform/net/address-policy';
 import type { Access } from '../access';
+import type { Quotas } from '../quotas';
 import type { AgentConfig } from './agent.config';
 import type { AgentEvent, Approval, CreateSessionInput, DecisionInput, Message, Session, SessionListEntry } from './agent.model';
 import type { AgentRepository } from './agent.repository';
@@ -15,7 +15,7 @@ import type { AgentMessageRow, AgentSessionRow } from './agent.tables';
 import { createApprovals, parsePolicy } from './approvals';
 import { checkMcpServers } from './mcp-client';
 import type { Providers } from './providers/providers';
-import type { TakeExecSlot, WorkspaceFiles, WorkspaceShell } from './tools';
+import type { WorkspaceFiles, WorkspaceShell } from './tools';
 import { createAgentUsage } from './agent.usage';
 import type { LiveTurn } from './agent.live';
 import { createTurnRunner, usageOf, type AdmittedTurn, type StartedTurn } from './turn-runner';
@@ -26,9 +26,9 @@ export interface AgentServiceDeps {
   shell: WorkspaceShell;
   /** The files feature: read_file, write_file and list_directory stream through it. */
   files: WorkspaceFiles;
-  /** An exec slot of the actor's quota for each command a tool runs. */
-  takeExecSlot: TakeExecSlot;
   access: Pick<Access, 'getOwned'>;
+  /** A turn, and a stream following a session's events, hold one of the actor's stream slots. */
+  quotas: Pick<Quotas, 'take' | 'holdingStream'>;
   config: AgentConfig;
   clock: Clock;
   log: Logger;
@@ -38,7 +38,7 @@ export interface AgentServiceDeps {
   mcpPolicy: TargetPolicy;
 }
 
-const notFound = () => new AppError('SESSION_NOT_FOUND', 'agent session not found');
+const notFound = () => WorkspaceErrors.SESSION_NOT_FOUND('agent session not found');
 
 export function createAgentService(deps: AgentServiceDeps) {
   const { repository, clock, config } = deps;
@@ -123,17 +123,36 @@ export function createAgentService(deps: AgentServiceDeps) {
     /**
      * Starts a turn and answers at once: `result` settles when it ends, `follow` yields its events from
      * the first. The turn runs to its end whoever listens (a client that leaves stops nothing).
+     * Every turn, streaming or not, holds one of the actor's stream slots, taken before it starts (a
+     * refused one, 429, starts nothing) and given back once it has ended and `stream` (the signal of
+     * the stream that follows it, if one does) has aborted: a client that leaves does not stop the
+     * turn, so it does not free the slot either.
      */
-    async send(actor: Actor, id: string, message: string): Promise<StartedTurn> {
-      const row = await owned(actor, id);
-      deps.providers.check(row.model);
-      return turns.start(actor, row, message, () => admitTurn(actor, id, message));
+    async send(actor: Actor, id: string, message: string, stream?: AbortSignal): Promise<StartedTurn> {
+      const slot = deps.quotas.take(actor, 'streams');
+      let turn: StartedTurn;
+      try {
+        const row = await owned(actor, id);
+        deps.providers.check(row.model);
+        turn = await turns.start(actor, row, message, () => admitTurn(actor, id, message));
+      } catch (e) {
+        slot.release();
+        throw e;
+      }
+      const closed = stream && new Promise<void>((resolve) => (stream.aborted ? resolve() : stream.addEventListener('abort', () => resolve(), { once: true })));
+      void Promise.all([turn.result, closed]).finally(slot.release);
+      return turn;
     },
 
-    /** The session's events after `after`, then the turn in flight until its end (at once when none). */
-    async events(actor: Actor, id: string, after: number, signal: AbortSignal): Promise<AsyncIterable<AgentEvent>> {
-      await owned(actor, id);
-      return turns.follow(id, after, signal);
+    /**
+     * The session's events after `after`, then the turn in flight until its end (at once when none),
+     * holding one of the actor's stream slots until `signal` aborts (429 first when none is left).
+     */
+    events(actor: Actor, id: string, after: number, signal: AbortSignal): Promise<AsyncIterable<AgentEvent>> {
+      return deps.quotas.holdingStream(actor, signal, async () => {
+        await owned(actor, id);
+        return turns.follow(id, after, signal);
+      });
     },
 
     async cancel(actor: Actor, id: string): Promise<{ id: string; cancelled: boolean }> {

@@ -3,12 +3,12 @@
 // later, through any Keel process, and after a restart. A decision, the timeout
 // (APP_AGENT_APPROVAL_TIMEOUT) or the end of the turn settles each one exactly once (the first wins).
 import type { ToolSet } from 'ai';
-import { AppError } from '../../../platform/errors';
 import { errorFields, isoNow, type Clock, type Logger } from '../../../platform/runtime';
 import type { Approval, DecisionInput, ToolApproval } from './agent.model';
 import type { AgentRepository } from './agent.repository';
 import type { AgentApprovalRow } from './agent.tables';
 import type { Decision, PendingCall } from './agent.turn';
+import { WorkspaceErrors } from '../workspaces.errors';
 
 /** Why a turn stopped while calls waited: `suspended` (Keel stops) leaves them pending for the restart. */
 export const SUSPENDED = 'suspended';
@@ -127,13 +127,13 @@ export function createApprovals(deps: { repository: AgentRepository; clock: Cloc
     /** A person's decision; the session was checked to be the caller's. */
     async decide(sessionId: string, aid: string, by: string, input: DecisionInput): Promise<Approval> {
       const row = await repository.approval(aid);
-      if (!row || row.sessionId !== sessionId) throw new AppError('APPROVAL_NOT_FOUND', 'approval not found in this session');
+      if (!row || row.sessionId !== sessionId) throw WorkspaceErrors.APPROVAL_NOT_FOUND('approval not found in this session');
       if (row.status !== 'pending' || !waiting.has(sessionId)) {
-        throw new AppError('APPROVAL_DECIDED', 'this approval is not waiting for a decision any more', { id: aid, status: row.status });
+        throw WorkspaceErrors.APPROVAL_DECIDED('this approval is not waiting for a decision any more', { id: aid, status: row.status });
       }
       const status = input.decision === 'approve' ? 'approved' : 'denied';
       if (!(await settle(aid, status, input.decision === 'deny' ? (input.reason ?? null) : null, by))) {
-        throw new AppError('APPROVAL_DECIDED', 'this approval is not waiting for a decision any more', { id: aid, status: (await repository.approval(aid))?.status ?? 'denied' });
+        throw WorkspaceErrors.APPROVAL_DECIDED('this approval is not waiting for a decision any more', { id: aid, status: (await repository.approval(aid))?.status ?? 'denied' });
       }
       return approvalView((await repository.approval(aid))!);
     },

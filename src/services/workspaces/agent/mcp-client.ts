@@ -7,10 +7,10 @@
 // APP_AGENT_MCP_TIMEOUT_MS, is a clear result the model reads, never a failed turn.
 import { createMCPClient, type MCPClient } from '@ai-sdk/mcp';
 import type { ToolSet } from 'ai';
-import { AppError } from '../../../platform/errors';
 import { literalRefusal, REFUSAL_TEXT, type Resolver, type TargetPolicy } from '../../../platform/net/address-policy';
 import { createPinnedFetch } from '../../../platform/net/pinned-fetch';
 import type { McpServer } from './agent.model';
+import { WorkspaceErrors } from '../workspaces.errors';
 
 const port = (u: URL) => Number(u.port || (u.protocol === 'https:' ? 443 : 80));
 
@@ -18,18 +18,18 @@ const port = (u: URL) => Number(u.port || (u.protocol === 'https:' ? 443 : 80));
 export function checkMcpServers(servers: McpServer[], policy: TargetPolicy) {
   const seen = new Set<string>();
   servers.forEach((s, i) => {
-    if (seen.has(s.name)) throw new AppError('INVALID_REQUEST', 'mcpServers names must be unique', { field: `mcpServers/${i}/name` });
+    if (seen.has(s.name)) throw WorkspaceErrors.INVALID_REQUEST('mcpServers names must be unique', { field: `mcpServers/${i}/name` });
     seen.add(s.name);
     let url: URL;
     try {
       url = new URL(s.url);
     } catch {
-      throw new AppError('INVALID_REQUEST', 'an MCP server url must be an absolute http(s) URL', { field: `mcpServers/${i}/url` });
+      throw WorkspaceErrors.INVALID_REQUEST('an MCP server url must be an absolute http(s) URL', { field: `mcpServers/${i}/url` });
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AppError('INVALID_REQUEST', 'an MCP server url must be http:// or https://', { field: `mcpServers/${i}/url` });
-    if (url.username || url.password) throw new AppError('INVALID_REQUEST', 'put MCP server credentials in headers, not in the url', { field: `mcpServers/${i}/url` });
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw WorkspaceErrors.INVALID_REQUEST('an MCP server url must be http:// or https://', { field: `mcpServers/${i}/url` });
+    if (url.username || url.password) throw WorkspaceErrors.INVALID_REQUEST('put MCP server credentials in headers, not in the url', { field: `mcpServers/${i}/url` });
     const refused = literalRefusal(url.hostname.replace(/^\[|\]$/g, ''), policy, port(url));
-    if (refused) throw new AppError('INVALID_REQUEST', `an MCP server url may not be ${REFUSAL_TEXT[refused]}`, { field: `mcpServers/${i}/url` });
+    if (refused) throw WorkspaceErrors.INVALID_REQUEST(`an MCP server url may not be ${REFUSAL_TEXT[refused]}`, { field: `mcpServers/${i}/url` });
   });
 }
 

@@ -12,8 +12,14 @@ import { textOrBase64 } from '../files/text-or-base64';
 import { EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS } from '../exec/exec.model';
 
 /** What the tools need of the exec feature: run one command to its end (the exec service's `run`). */
+/**
+ * What the tools need of the exec feature (its service): a command holds one of the actor's exec
+ * slots (APP_QUOTA_EXECS) until it is gone, as POST .../exec does, and so does a file tool's helper
+ * (`withExecSlot`); past the quota 429 QUOTA_EXCEEDED, which the tool hands to the model as its result.
+ */
 export interface WorkspaceShell {
   run(actor: Actor, workspaceId: string, input: ExecInput, signal?: AbortSignal): Promise<ExecResult>;
+  withExecSlot<T>(actor: Actor, op: () => Promise<T>): Promise<T>;
 }
 
 /** What the file tools need of the files feature (its service, as GET/PUT .../files use it). */
@@ -29,12 +35,6 @@ export interface WorkspaceFiles {
   readMaxBytes: number;
   write(actor: Actor, workspaceId: string, path: string, body: ReadableStream<Uint8Array> | null, declaredLength: number | null): Promise<{ path: string; size: number }>;
 }
-
-/**
- * Takes one of the actor's exec slots (APP_QUOTA_EXECS) for one command, as POST .../exec does; throws
- * 429 QUOTA_EXCEEDED when none is left, which the tool hands to the model as its result.
- */
-export type TakeExecSlot = (actor: Actor) => { release(): void };
 
 /** Characters of each output stream handed back to the model (a file's read: APP_TOOL_READ_MAX_BYTES). */
 export const TOOL_OUTPUT_MAX_CHARS = 16_384;
@@ -92,27 +92,13 @@ function refusal(e: unknown): { error: string; code?: string } {
 }
 
 /** The tool set of one turn: `actor` is the caller of the turn, `workspaceId` the session's workspace. */
-export function workspaceTools(shell: WorkspaceShell, files: WorkspaceFiles, takeExecSlot: TakeExecSlot, actor: Actor, workspaceId: string): ToolSet {
-  // Every command a tool runs holds an exec slot until it is gone, so turns cannot run more commands
-  // at once than the actor's exec calls could.
-  const run = async (input: ExecInput, signal?: AbortSignal) => {
-    const slot = takeExecSlot(actor);
-    try {
-      return await shell.run(actor, workspaceId, input, signal);
-    } finally {
-      slot.release();
-    }
-  };
+export function workspaceTools(shell: WorkspaceShell, files: WorkspaceFiles, actor: Actor, workspaceId: string): ToolSet {
+  // Every command a tool runs holds an exec slot until it is gone (the exec service takes it), so
+  // turns cannot run more commands at once than the actor's exec calls could.
+  const run = (input: ExecInput, signal?: AbortSignal) => shell.run(actor, workspaceId, input, signal);
 
   /** A file operation holds an exec slot too: it runs a helper in the container (files.service.ts). */
-  const withSlot = async <T>(op: () => Promise<T>): Promise<T> => {
-    const slot = takeExecSlot(actor);
-    try {
-      return await op();
-    } finally {
-      slot.release();
-    }
-  };
+  const withSlot = <T>(op: () => Promise<T>): Promise<T> => shell.withExecSlot(actor, op);
 
   return {
     run_command: tool({

@@ -6,8 +6,8 @@
 // Each turn has one writer (`flushSoon`): its events are numbered when they happen (`nextSeq`, here
 // only), stored one batch after another in that order, and handed to followers once stored. So the
 // log is always a gap-free prefix of the turn's events, and what a client saw is what is stored.
-import { AppError, toEnvelope } from '../../../platform/errors';
-import '../workspaces.errors';
+import { toEnvelope } from '../../../platform/errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, type Clock, type Logger, errorFields } from '../../../platform/runtime';
 import type { TargetPolicy } from '../../../platform/net/address-policy';
@@ -19,7 +19,7 @@ import { readParts, runTurn, storedParts, systemPrompt, toModelMessages, zeroUsa
 import { parsePolicy, SUSPENDED, withApproval, type Approvals } from './approvals';
 import { connectMcpServers } from './mcp-client';
 import type { Providers } from './providers/providers';
-import { workspaceTools, type TakeExecSlot, type WorkspaceFiles, type WorkspaceShell } from './tools';
+import { workspaceTools, type WorkspaceFiles, type WorkspaceShell } from './tools';
 import type { AgentUsage } from './agent.usage';
 import { followEvents, replayTurn } from './agent.log';
 import { newLiveTurn, type LiveTurn, type TurnEnd } from './agent.live';
@@ -30,8 +30,6 @@ export interface TurnRunnerDeps {
   shell: WorkspaceShell;
   /** The files feature: read_file, write_file and list_directory stream through it. */
   files: WorkspaceFiles;
-  /** An exec slot of the actor's quota for each command a tool runs. */
-  takeExecSlot: TakeExecSlot;
   usage: AgentUsage;
   approvals: Approvals;
   config: AgentConfig;
@@ -92,13 +90,13 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
       } catch (e) {
         deps.log.error('agent turn failed unexpectedly', { session: live.sessionId, ...errorFields(e) });
         failed = true;
-        outcome = { content: live.content, toolCalls: live.toolCalls, parts: [], usage: live.usage, finishReason: 'error', error: new AppError('INTERNAL_ERROR', 'the turn failed inside Keel') };
+        outcome = { content: live.content, toolCalls: live.toolCalls, parts: [], usage: live.usage, finishReason: 'error', error: WorkspaceErrors.INTERNAL_ERROR('the turn failed inside Keel') };
       }
       if (!failed && live.controller.signal.reason === SUSPENDED) {
         await suspend(deps, live, outcome);
         release(live);
         const reply: AssistantReply = { id: live.messageId, role: 'assistant', content: outcome.content, finishReason: 'interrupted', usage: outcome.usage, toolCalls: outcome.toolCalls };
-        return { reply, error: new AppError('SHUTTING_DOWN', 'Keel is stopping; the turn waits for approval and goes on once Keel is back') };
+        return { reply, error: WorkspaceErrors.SHUTTING_DOWN('Keel is stopping; the turn waits for approval and goes on once Keel is back') };
       }
       return finish(deps, live, outcome, release);
     })();
@@ -151,8 +149,8 @@ export function createTurnRunner(deps: TurnRunnerDeps) {
      */
     async start(actor: Actor, row: AgentSessionRow, message: string, admit: () => Promise<AdmittedTurn>): Promise<StartedTurn> {
       const id = row.id;
-      if (closing) throw new AppError('SHUTTING_DOWN', 'Keel is shutting down; send the message again once it is back');
-      if (turns.has(id) || starting.has(id)) throw new AppError('SESSION_BUSY', 'a turn is in flight in this session; wait for its done event or cancel it', { sessionId: id });
+      if (closing) throw WorkspaceErrors.SHUTTING_DOWN('Keel is shutting down; send the message again once it is back');
+      if (turns.has(id) || starting.has(id)) throw WorkspaceErrors.SESSION_BUSY('a turn is in flight in this session; wait for its done event or cancel it', { sessionId: id });
       // Marked busy in the same step as the check.
       const started = (async (): Promise<StartedTurn> => {
         const { messageId, afterEventId, history } = await admit();
@@ -231,7 +229,7 @@ async function execute(deps: TurnRunnerDeps, live: LiveTurn, row: AgentSessionRo
       system: systemPrompt(row.workspaceId, JSON.parse(row.context) as AgentContext, mcp.notes),
       history: toModelMessages(history),
       message,
-      tools: withApproval({ ...mcp.tools, ...workspaceTools(deps.shell, deps.files, deps.takeExecSlot, actor, row.workspaceId) }, parsePolicy(row.toolApproval)),
+      tools: withApproval({ ...mcp.tools, ...workspaceTools(deps.shell, deps.files, actor, row.workspaceId) }, parsePolicy(row.toolApproval)),
       resume,
       async awaitDecisions(calls) {
         clearTimeout(timer);

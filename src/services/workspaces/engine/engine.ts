@@ -9,7 +9,7 @@ export const LABEL_OWNER = 'dev.keel.owner';
 export const LABEL_INSTANCE = 'dev.keel.instance';
 export const LABEL_TEMPLATE = 'dev.keel.template';
 export const LABEL_SNAPSHOT = 'dev.keel.snapshot';
-/** On a warm pool entry (lifecycle/pool.ts): its template. The entry keeps it after a claim (labels are fixed); the row says who owns it. */
+/** On a warm pool entry (pool/pool.service.ts): its template. The entry keeps it after a claim (labels are fixed); the row says who owns it. */
 export const LABEL_POOL = 'dev.keel.pool';
 
 /**

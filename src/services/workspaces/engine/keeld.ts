@@ -5,6 +5,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { EngineError, type ExecHandle, type StdStream, type TtyHandle } from './engine';
+import { socketWriter } from './socket-writer';
 
 export const KEELD_PORT = 49983;
 /** Where keeld's volume is mounted, read-only, in every workspace container. */
@@ -47,14 +48,15 @@ export class KeeldUnreachable extends Error {
   }
 }
 
-function frame(kind: number, payload?: Uint8Array): Buffer {
-  const n = payload?.byteLength ?? 0;
-  const b = Buffer.allocUnsafe(5 + n);
+/** A frame's header, for a payload of `length` bytes written after it. */
+function header(kind: number, length: number): Buffer {
+  const b = Buffer.allocUnsafe(5);
   b[0] = kind;
-  b.writeUInt32BE(n, 1);
-  if (payload) b.set(payload, 5);
+  b.writeUInt32BE(length, 1);
   return b;
 }
+
+const frame = (kind: number, payload: Uint8Array) => Buffer.concat([header(kind, payload.byteLength), payload]);
 
 /** Cuts keeld's bytes into frames; a frame split across reads is joined once whole. */
 function frameReader(onFrame: (kind: number, payload: Buffer) => void) {
@@ -151,34 +153,18 @@ function open(target: KeeldTarget, request: object, onOutput: (kind: number, byt
 
 /** Stdin frames with the socket's backpressure: write waits while more than STDIN_QUEUE bytes wait to be sent. */
 function stdinWriter(socket: Socket) {
-  const closed = () => new EngineError('the process closed its input', 'failed');
+  const raw = socketWriter(socket, STDIN_QUEUE);
+  // The header apart, so the piece is sent as it is, never copied.
   const send = (piece: Uint8Array): Promise<void> => {
-    if (socket.destroyed) return Promise.reject(closed());
-    // The header apart, so the piece is sent as it is, never copied.
-    const head = Buffer.allocUnsafe(5);
-    head[0] = F.stdin;
-    head.writeUInt32BE(piece.byteLength, 1);
-    socket.write(head);
-    socket.write(piece);
-    if (socket.writableLength <= STDIN_QUEUE) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const done = (e?: Error) => {
-        socket.off('drain', ok);
-        socket.off('close', gone);
-        e ? reject(e) : resolve();
-      };
-      const ok = () => done();
-      const gone = () => done(closed());
-      socket.on('drain', ok);
-      socket.on('close', gone);
-    });
+    if (!socket.destroyed) socket.write(header(F.stdin, piece.byteLength));
+    return raw.write(piece);
   };
   return {
     async write(bytes: Uint8Array): Promise<void> {
       for (let off = 0; off < bytes.byteLength; off += STDIN_PIECE) await send(bytes.subarray(off, off + STDIN_PIECE));
     },
     // An EOF frame, not a half-close: keeld takes the connection's end as the client gone.
-    end: () => void (socket.destroyed || socket.write(frame(F.eof))),
+    end: () => void (socket.destroyed || socket.write(header(F.eof, 0))),
   };
 }
 

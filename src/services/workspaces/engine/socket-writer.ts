@@ -1,12 +1,16 @@
-// The stdin of an engine exec: writes to its hijacked socket with backpressure.
+// The stdin of an exec (the engine's hijacked socket, keeld's connection): writes with backpressure.
 import { EngineError } from './engine';
 
-/** Writes to an exec's hijacked socket, waiting for 'drain' when the engine is behind (uploads stay bounded in memory). */
-export function socketWriter(stream: NodeJS.WritableStream & { destroyed?: boolean }) {
+/**
+ * Writes to an exec's socket, waiting for 'drain' when the other side is behind (uploads stay bounded
+ * in memory): past the stream's high-water mark, or past `queueBytes` queued when given.
+ */
+export function socketWriter(stream: NodeJS.WritableStream & { destroyed?: boolean; writableLength?: number }, queueBytes?: number) {
   return {
     write(bytes: Uint8Array): Promise<void> {
       if (stream.destroyed) return Promise.reject(new EngineError('the process closed its input', 'failed'));
-      if (stream.write(bytes)) return Promise.resolve();
+      const below = stream.write(bytes);
+      if (queueBytes === undefined ? below : (stream.writableLength ?? 0) <= queueBytes) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
         const done = (e?: Error) => {
           stream.off('drain', ok);

@@ -97,6 +97,13 @@ export function withDaemon(inner: Engine, deps: DaemonDeps): Engine {
     return t;
   }
 
+  /** The container's processes start through the engine for DIRECT_MS, said once in the log. */
+  function useEngine(id: string, reason: string): null {
+    direct.set(id, Date.now() + DIRECT_MS);
+    log.warn("the workspace daemon does not answer; the container's processes start through the engine for a minute", { container: id.slice(0, 12), reason });
+    return null;
+  }
+
   /** A failed keeld: starts it again when nothing listens, else leaves the container to the engine for a while. */
   async function recover(id: string, e: KeeldUnreachable): Promise<KeeldTarget | null> {
     forget(id);
@@ -105,11 +112,7 @@ export function withDaemon(inner: Engine, deps: DaemonDeps): Engine {
     // The container answered, but not as keeld (nothing listens, a reset): keeld is gone, and is started
     // again (a second one that finds the port taken just exits). A refusal (a token this keeld does not
     // take) or silence (an address this host cannot reach) is left to the engine.
-    if (!restartable(e) || (restarted.get(id) ?? 0) > Date.now() - RESTART_EVERY_MS) {
-      direct.set(id, Date.now() + DIRECT_MS);
-      log.warn("the workspace daemon does not answer; the container's processes start through the engine for a minute", { container: id.slice(0, 12), reason: e.message });
-      return null;
-    }
+    if (!restartable(e) || (restarted.get(id) ?? 0) > Date.now() - RESTART_EVERY_MS) return useEngine(id, e.message);
     restarted.set(id, Date.now());
     log.warn('the workspace daemon was gone from its container; started it again', { container: id.slice(0, 12) });
     const h = await inner.execStart(id, { cmd: [KEELD_PATH, 'serve', '--detach', '--verifier', keeldVerifier(target.token)] }, () => {});
@@ -131,11 +134,13 @@ export function withDaemon(inner: Engine, deps: DaemonDeps): Engine {
         try {
           return await run(again);
         } catch (e2) {
-          if (!(e2 instanceof KeeldUnreachable) || !restartable(e2)) break;
+          // Anything but "not reached" may have started the process: it is the caller's, never run twice.
+          if (!(e2 instanceof KeeldUnreachable)) throw e2;
+          if (!restartable(e2)) break;
           await Bun.sleep(20);
         }
       }
-      if (again) direct.set(id, Date.now() + DIRECT_MS);
+      if (again) useEngine(id, 'it did not answer once started again');
       return fallback();
     }
   }

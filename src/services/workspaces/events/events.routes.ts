@@ -2,25 +2,20 @@
 import { Elysia } from 'elysia';
 import { lastEventId, type Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import { EVENTS_BACKLOG, EVENTS_SHUTDOWN, EventsStream } from './events.model';
 import type { WorkspaceEvents } from './events.service';
-import type { Quotas } from '../quotas';
 import { workspaceOperation as op } from '../workspaces.errors';
 
-export function eventsRoutes(deps: { auth: WorkspaceAuthPlugin; events: WorkspaceEvents; sse: Sse; quotas: Quotas }) {
+export function eventsRoutes(deps: { auth: WorkspaceAuthPlugin; events: WorkspaceEvents; sse: Sse }) {
   return new Elysia({ name: 'workspaces.events' }).use(deps.auth).get(
     '/api/events',
     ({ actor, request }) => {
       const stream = deps.sse.open(request);
-      // One of the actor's stream slots (APP_QUOTA_STREAMS) while it is open, like a log follow.
-      deps.quotas.hold(actor, 'streams', stream.signal);
       const events = deps.events.follow(actor, lastEventId(request), stream.signal);
       return stream.respond(events, { shutdownEvent: EVENTS_SHUTDOWN, backlog: EVENTS_BACKLOG });
     },
     {
-      response: { 401: ErrorEnvelope, 429: ErrorEnvelope },
-      detail: { ...op('streamEvents', ['QUOTA_EXCEEDED']),
+detail: { ...op('streamEvents', ['QUOTA_EXCEEDED']),
         tags: ['events'],
         summary: 'Your workspace events as a live SSE stream (admins: all), resumable with Last-Event-ID',
         description:

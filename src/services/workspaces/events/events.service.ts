@@ -9,6 +9,7 @@ import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import type { SseEvent } from '../../../platform/http/sse';
 import { createInbox } from '../../../platform/inbox';
 import type { Clock } from '../../../platform/runtime';
+import type { Quotas } from '../quotas';
 
 /** Events kept for resumption: minutes of a busy Keel, enough to bridge a reconnect. */
 export const EVENT_RING_SIZE = 1000;
@@ -22,6 +23,7 @@ export interface WorkspaceEvents {
   /**
    * The events `actor` may see (admins: all): after `lastEventId` when it can be resumed from, else a
    * `reset`; then `ready` (the stream is live from here) and each new event as it is published.
+   * Holds one of the actor's stream slots until `signal` aborts (429 at once when none is left).
    */
   follow(actor: Actor, lastEventId: string | undefined, signal: AbortSignal): AsyncGenerator<SseEvent>;
   /** Open followers, for tests and operators. */
@@ -30,7 +32,7 @@ export interface WorkspaceEvents {
   listen(bus: Bus): () => void;
 }
 
-export function createWorkspaceEvents(deps: { clock: Clock; ringSize?: number }): WorkspaceEvents {
+export function createWorkspaceEvents(deps: { clock: Clock; quotas: Pick<Quotas, 'hold'>; ringSize?: number }): WorkspaceEvents {
   const size = deps.ringSize ?? EVENT_RING_SIZE;
   const ring: Entry[] = [];
   let next = Math.floor(deps.clock.now()) * 1000;
@@ -54,7 +56,7 @@ export function createWorkspaceEvents(deps: { clock: Clock; ringSize?: number })
     return ring.filter((e) => e.id > n);
   }
 
-  async function* follow(actor: Actor, lastEventId: string | undefined, signal: AbortSignal): AsyncGenerator<SseEvent> {
+  async function* stream(actor: Actor, lastEventId: string | undefined, signal: AbortSignal): AsyncGenerator<SseEvent> {
     const inbox = createInbox<SseEvent>(signal);
     const visible = (e: Entry) => canAccess(actor, e.payload.owner);
     // Replay and subscribe in one synchronous step: no event can fall between the two.
@@ -76,7 +78,10 @@ export function createWorkspaceEvents(deps: { clock: Clock; ringSize?: number })
   }
 
   return {
-    follow,
+    follow(actor, lastEventId, signal) {
+      deps.quotas.hold(actor, 'streams', signal);
+      return stream(actor, lastEventId, signal);
+    },
     get followers() {
       return listeners.size;
     },

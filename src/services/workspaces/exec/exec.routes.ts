@@ -1,52 +1,34 @@
 // HTTP wiring of command execution: a JSON result, or SSE output with `stream: true`.
-import { AppError, toEnvelope } from '../../../platform/errors';
-import '../workspaces.errors';
+import { toEnvelope } from '../../../platform/errors';
 import { Elysia } from 'elysia';
 import type { Sse } from '../../../platform/http/sse';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXEC_TIMEOUT_MAX_MS, EXIT_TIMED_OUT, ExecBody, ExecEventStream, ExecResult, type ExecResult as ExecResultT } from './exec.model';
 import type { ExecService } from './exec.service';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import type { Quotas } from '../quotas';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import { IdParams } from '../lifecycle/lifecycle.model';
-import { workspaceOperation as op } from '../workspaces.errors';
+import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 
-const SHUTDOWN_EVENT = { event: 'error', data: toEnvelope(new AppError('SHUTTING_DOWN', 'Keel is shutting down; the command was stopped')) };
+const SHUTDOWN_EVENT = { event: 'error', data: toEnvelope(WorkspaceErrors.SHUTTING_DOWN('Keel is shutting down; the command was stopped')) };
 
-export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; sse: Sse; quotas: Quotas }) {
+export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService; sse: Sse }) {
   return new Elysia({ name: 'workspaces.exec' })
     .use(deps.auth)
     .post(
       '/api/workspaces/:id/exec',
       async ({ params, body, actor, request }) => {
-        // An exec slot of the actor's quota for as long as the command runs (a killed one: until the
-        // kill is done); a streaming exec also holds a stream slot while the stream is open.
-        const execSlot = deps.quotas.take(actor, 'execs');
         if (body.stream) {
           const stream = deps.sse.open(request);
-          let streamSlot: { release(): void } | undefined;
-          try {
-            streamSlot = deps.quotas.hold(actor, 'streams', stream.signal);
-            const events = await deps.exec.stream(actor, params.id, body, stream.signal, execSlot.release);
-            // Ending the stream kills the command, as a disconnect does; the client learns why. No backlog:
-            // a slow client slows the command down. The cast only satisfies the JSON 200 schema's type.
-            return stream.respond(events, { shutdownEvent: SHUTDOWN_EVENT }) as unknown as ExecResultT;
-          } catch (e) {
-            streamSlot?.release();
-            execSlot.release();
-            throw e;
-          }
+          const events = await deps.exec.stream(actor, params.id, body, stream.signal);
+          // Ending the stream kills the command, as a disconnect does; the client learns why. No backlog:
+          // a slow client slows the command down. The cast only satisfies the JSON 200 schema's type.
+          return stream.respond(events, { shutdownEvent: SHUTDOWN_EVENT }) as unknown as ExecResultT;
         }
-        try {
-          return await deps.exec.run(actor, params.id, body, request.signal);
-        } finally {
-          execSlot.release();
-        }
+        return deps.exec.run(actor, params.id, body, request.signal);
       },
       {
         params: IdParams,
         body: ExecBody,
-        response: { 200: ExecResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        response: { 200: ExecResult },
         detail: { ...op('execCommand', ['WORKSPACE_NOT_FOUND', 'WORKSPACE_NOT_RUNNING', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           tags: ['exec'],
           responses: { 200: ExecEventStream },
@@ -59,8 +41,8 @@ export function execRoutes(deps: { auth: WorkspaceAuthPlugin; exec: ExecService;
             'invalid UTF-8 becomes U+FFFD. A client that disconnects kills the command.\n\n' +
             'With `stream: true` the answer is `text/event-stream` (its events: the 200 response).\n\n' +
             'A command in flight takes one of the actor\'s `APP_QUOTA_EXECS` exec slots; a streaming one also one of its `APP_QUOTA_STREAMS` stream slots. ' +
-            'Past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` and nothing runs (admin tokens are exempt).\n\n' +
-            'Errors: 400 INVALID_REQUEST (missing command, bad field, workdir that does not exist), 404 WORKSPACE_NOT_FOUND, 409 WORKSPACE_NOT_RUNNING, 429 QUOTA_EXCEEDED, 502 ENGINE_ERROR, 503 ENGINE_UNAVAILABLE.',
+            'Past either: 429 `QUOTA_EXCEEDED` with `details: {quota, limit}` and nothing runs (admin tokens are exempt). ' +
+            'A `workdir` that does not exist is refused as a bad field.',
         },
       },
     );

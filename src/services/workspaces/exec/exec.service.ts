@@ -1,14 +1,17 @@
 // Command execution in a running workspace: `sh -c` with a workdir, env and timeout. A small wrapper
 // reports the command's pid first (an engine exec process leads its own process group), so at the
-// timeout, or when the client goes away, Keel kills the whole group through a second exec.
-import { AppError, toEnvelope } from '../../../platform/errors';
-import '../workspaces.errors';
+// timeout, or when the client goes away, Keel kills the whole group through a second exec. Every
+// command holds one of its actor's exec slots (APP_QUOTA_EXECS) until it is gone, taken here whoever
+// asks (the HTTP route, an MCP tool, an agent's tool), so they all count alike.
+import { toEnvelope } from '../../../platform/errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import type { SseEvent } from '../../../platform/http/sse';
 import { createInbox } from '../../../platform/inbox';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, type Engine, type ExecHandle, type StdStream } from '../engine/engine';
 import { EXEC_OUTPUT_MAX_BYTES, EXEC_TIMEOUT_DEFAULT_MS, EXIT_TIMED_OUT, type ExecExit, type ExecInput, type ExecResult } from './exec.model';
 import { engineFailure, type Access } from '../access';
+import type { Quotas } from '../quotas';
 
 /** Output bytes of a streaming exec waiting for its client past which the command is held back, and below which it runs again. */
 const STREAM_PAUSE_BYTES = 1024 * 1024;
@@ -70,6 +73,7 @@ interface Running {
 export function createExecService(deps: {
   engine: Engine;
   access: Pick<Access, 'runningContainer'>;
+  quotas: Pick<Quotas, 'take' | 'holdingStream'>;
   /** Each command's wall time once it is gone, counted against its caller (usage reports). */
   onExecEnd?: (actor: Actor, workspaceId: string, ms: number) => void;
 }) {
@@ -124,7 +128,7 @@ export function createExecService(deps: {
     try {
       handle = await engine.execStart(containerId, { cmd: ['sh', '-c', WRAPPER, 'keel-exec', input.workdir ?? '', input.command], env }, onChunk);
     } catch (e) {
-      if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw new AppError('WORKSPACE_NOT_RUNNING', 'the workspace is not running; start it to run commands', {});
+      if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw WorkspaceErrors.WORKSPACE_NOT_RUNNING('the workspace is not running; start it to run commands', {});
       throw engineFailure(e);
     }
     const h = handle;
@@ -150,7 +154,7 @@ export function createExecService(deps: {
     });
     const finished = h.done.then(async (): Promise<ExecExit | never> => {
       if (expired) return timedOut;
-      if (noWorkdir) throw new AppError('INVALID_REQUEST', 'workdir does not exist in the workspace', { field: 'workdir' });
+      if (noWorkdir) throw WorkspaceErrors.INVALID_REQUEST('workdir does not exist in the workspace', { field: 'workdir' });
       // The output can end a moment before the engine records the exit.
       let code: number | null = null;
       for (let i = 0; i < 20 && code === null; i++) {
@@ -256,47 +260,76 @@ export function createExecService(deps: {
     }
   }
 
+  /** Runs `op` holding one of the actor's exec slots (429 QUOTA_EXCEEDED first when none is left). */
+  async function withExecSlot<T>(actor: Actor, op: () => Promise<T>): Promise<T> {
+    const slot = deps.quotas.take(actor, 'execs');
+    try {
+      return await op();
+    } finally {
+      slot.release();
+    }
+  }
+
+  /** Runs to completion (or the timeout) and answers the Exec result; the slot is taken by the caller. */
+  async function runCommand(actor: Actor, id: string, input: ExecInput, signal?: AbortSignal): Promise<ExecResult> {
+    const containerId = await runningContainer(actor, id);
+    const out = { stdout: cappedBuffer(EXEC_OUTPUT_MAX_BYTES), stderr: cappedBuffer(EXEC_OUTPUT_MAX_BYTES) };
+    const r = await launch(containerId, input, (s, b) => out[s].push(b));
+    const onAbort = () => void r.kill();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    // The client may have left while the command was being started: no abort event will come.
+    if (signal?.aborted) onAbort();
+    try {
+      const exit = await r.exit;
+      deps.onExecEnd?.(actor, id, exit.duration);
+      return {
+        exitCode: exit.exitCode,
+        stdout: out.stdout.text(),
+        stderr: out.stderr.text(),
+        duration: exit.duration,
+        timedOut: exit.timedOut,
+        stdoutTruncated: out.stdout.truncated,
+        stderrTruncated: out.stderr.truncated,
+      };
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
   return {
     /** Runs to completion (or the timeout) and answers the Exec result. A client that leaves kills the command. */
-    async run(actor: Actor, id: string, input: ExecInput, signal?: AbortSignal): Promise<ExecResult> {
-      const containerId = await runningContainer(actor, id);
-      const out = { stdout: cappedBuffer(EXEC_OUTPUT_MAX_BYTES), stderr: cappedBuffer(EXEC_OUTPUT_MAX_BYTES) };
-      const r = await launch(containerId, input, (s, b) => out[s].push(b));
-      const onAbort = () => void r.kill();
-      signal?.addEventListener('abort', onAbort, { once: true });
-      // The client may have left while the command was being started: no abort event will come.
-      if (signal?.aborted) onAbort();
+    run(actor: Actor, id: string, input: ExecInput, signal?: AbortSignal): Promise<ExecResult> {
+      return withExecSlot(actor, () => runCommand(actor, id, input, signal));
+    },
+
+    /**
+     * Checks quotas, access and state now (errors are ordinary responses), then yields, as they are
+     * read: `stdout`/`stderr` events as output arrives, then one `exit` or `error` event. When `signal`
+     * aborts (client gone, shutdown) the command's process group is killed. Holds an exec slot until
+     * the command is gone and a stream slot until `signal` aborts (429 first when either is full).
+     */
+    async stream(actor: Actor, id: string, input: ExecInput, signal: AbortSignal): Promise<AsyncIterable<SseEvent>> {
+      const execSlot = deps.quotas.take(actor, 'execs');
       try {
-        const exit = await r.exit;
-        deps.onExecEnd?.(actor, id, exit.duration);
-        return {
-          exitCode: exit.exitCode,
-          stdout: out.stdout.text(),
-          stderr: out.stderr.text(),
-          duration: exit.duration,
-          timedOut: exit.timedOut,
-          stdoutTruncated: out.stdout.truncated,
-          stderrTruncated: out.stderr.truncated,
-        };
-      } finally {
-        signal?.removeEventListener('abort', onAbort);
+        return await deps.quotas.holdingStream(actor, signal, async () => {
+          const containerId = await runningContainer(actor, id);
+          const started = performance.now();
+          return streamOutput(containerId, input, signal, () => {
+            execSlot.release();
+            deps.onExecEnd?.(actor, id, performance.now() - started);
+          });
+        });
+      } catch (e) {
+        execSlot.release();
+        throw e;
       }
     },
 
     /**
-     * Checks access and state now (errors are ordinary responses), then yields, as they are read:
-     * `stdout`/`stderr` events as output arrives, then one `exit` or `error` event. When `signal`
-     * aborts (client gone, shutdown) the command's process group is killed. `onGone` (once) tells when
-     * the command is gone, so a quota slot can be held until then.
+     * Runs `op` (a helper in the container run for an agent's tool: a file read, write or listing)
+     * holding one of the actor's exec slots, as a command would.
      */
-    async stream(actor: Actor, id: string, input: ExecInput, signal: AbortSignal, onGone: () => void = () => {}): Promise<AsyncIterable<SseEvent>> {
-      const containerId = await runningContainer(actor, id);
-      const started = performance.now();
-      return streamOutput(containerId, input, signal, () => {
-        onGone();
-        deps.onExecEnd?.(actor, id, performance.now() - started);
-      });
-    },
+    withExecSlot,
 
     /** Exec processes Keel is waiting on. */
     get active() {

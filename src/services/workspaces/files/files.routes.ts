@@ -1,10 +1,8 @@
 // HTTP wiring of a workspace's files: bytes (with Range) or a listing, streamed uploads, delete, move.
 import { Elysia } from 'elysia';
-import { AppError } from '../../../platform/errors';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import { IdParams } from '../lifecycle/lifecycle.model';
-import { workspaceOperation as op } from '../workspaces.errors';
+import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 import { DirectoryListing, FileBytes, UploadBody, FileDeleted, FileDeleteQuery, FileMoveBody, FileMoved, FilePathQuery, FileWritten } from './files.model';
 import type { FilesService } from './files.service';
 
@@ -33,8 +31,6 @@ export function parseRange(header: string | null, size: number): { start: number
   return { start, length: end - start + 1 };
 }
 
-const ERRORS = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope };
-
 export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesService }) {
   const { files } = deps;
   return new Elysia({ name: 'workspaces.files' })
@@ -46,7 +42,7 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
         if (found.kind === 'directory') return { entries: found.entries };
         const range = parseRange(request.headers.get('range'), found.size);
         if (range === 'unsatisfiable') {
-          throw new AppError('RANGE_NOT_SATISFIABLE', 'the range lies outside the file', { size: found.size }, { headers: { 'content-range': `bytes */${found.size}` } });
+          throw WorkspaceErrors.RANGE_NOT_SATISFIABLE('the range lies outside the file', { size: found.size }, { headers: { 'content-range': `bytes */${found.size}` } });
         }
         const body = await files.open(found.containerId, found.path, range);
         const headers: Record<string, string> = { 'content-type': 'application/octet-stream', 'accept-ranges': 'bytes' };
@@ -59,7 +55,7 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
       {
         params: IdParams,
         query: FilePathQuery,
-        response: { 200: DirectoryListing, ...ERRORS, 413: ErrorEnvelope, 416: ErrorEnvelope },
+        response: { 200: DirectoryListing },
         detail: {
           tags: ['files'],
           ...op('readWorkspaceFile', ['WORKSPACE_NOT_FOUND', 'FILE_NOT_FOUND', 'PERMISSION_DENIED', 'WORKSPACE_NOT_RUNNING', 'FILE_CONFLICT', 'OUTPUT_TOO_LARGE', 'RANGE_NOT_SATISFIABLE', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
@@ -69,8 +65,7 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
             'Paths are absolute inside the workspace or relative to `/workspace`, resolved in the container\'s own file system (a symlink there is followed inside the container, never on the host). ' +
             'A file answers its bytes as `application/octet-stream`, streamed; `Range: bytes=a-b` (one range, also `a-` and `-n`) answers 206 with Content-Range, a range past the end 416 `RANGE_NOT_SATISFIABLE`. ' +
             'A directory answers `{entries: [{name, type, size, mode, modifiedAt}]}` sorted by name; symlinks are listed as themselves. ' +
-            'A listing is bounded: past 2 MiB of entries (some 10 000 to 60 000, by name length) 413 `OUTPUT_TOO_LARGE`.\n\n' +
-            "Errors: 404 FILE_NOT_FOUND or WORKSPACE_NOT_FOUND, 403 PERMISSION_DENIED (the template's user may not read it), 409 WORKSPACE_NOT_RUNNING, 413 OUTPUT_TOO_LARGE, 416 RANGE_NOT_SATISFIABLE.",
+            'A listing is bounded: past 2 MiB of entries (some 10 000 to 60 000, by name length) 413 `OUTPUT_TOO_LARGE`.',
         },
       },
     )
@@ -85,7 +80,7 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
       {
         params: IdParams,
         query: FilePathQuery,
-        response: { 200: FileWritten, ...ERRORS, 413: ErrorEnvelope },
+        response: { 200: FileWritten },
         detail: {
           tags: ['files'],
           requestBody: UploadBody,
@@ -95,8 +90,7 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
             'The body is the file\'s bytes, any content type (e.g. `curl -T file` or `--data-binary @file`), with a Content-Length or chunked. ' +
             'It is streamed into the container as the template\'s user, to a temporary name beside the target that replaces the target only once whole: ' +
             'a refused or broken upload leaves no partial file (missing parent directories it made stay).\n\n' +
-            'Past `APP_FILE_MAX_BYTES` (default 1 GiB), declared or counted: 413 `FILE_TOO_LARGE` and nothing is written.\n\n' +
-            'Errors: 404 WORKSPACE_NOT_FOUND, 403 PERMISSION_DENIED, 409 FILE_CONFLICT (a directory stands there, disk full) or WORKSPACE_NOT_RUNNING, 413 FILE_TOO_LARGE.',
+            'Past `APP_FILE_MAX_BYTES` (default 1 GiB), declared or counted: 413 `FILE_TOO_LARGE` and nothing is written.',
         },
       },
     )
@@ -106,12 +100,12 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
       {
         params: IdParams,
         query: FileDeleteQuery,
-        response: { 200: FileDeleted, ...ERRORS },
+        response: { 200: FileDeleted },
         detail: {
           tags: ['files'],
           ...op('deleteWorkspaceFile', ['WORKSPACE_NOT_FOUND', 'FILE_NOT_FOUND', 'PERMISSION_DENIED', 'WORKSPACE_NOT_RUNNING', 'FILE_CONFLICT', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           summary: 'Delete a file, a symlink, or a directory (recursive=true for a non-empty one)',
-          description: 'A symlink is deleted itself, never what it points at. Errors: 404 FILE_NOT_FOUND, 403 PERMISSION_DENIED, 409 FILE_CONFLICT (a non-empty directory without recursive=true) or WORKSPACE_NOT_RUNNING.',
+          description: 'A symlink is deleted itself, never what it points at.',
         },
       },
     )
@@ -121,12 +115,12 @@ export function filesRoutes(deps: { auth: WorkspaceAuthPlugin; files: FilesServi
       {
         params: IdParams,
         body: FileMoveBody,
-        response: { 200: FileMoved, ...ERRORS },
+        response: { 200: FileMoved },
         detail: {
           tags: ['files'],
           ...op('moveWorkspaceFile', ['WORKSPACE_NOT_FOUND', 'FILE_NOT_FOUND', 'PERMISSION_DENIED', 'WORKSPACE_NOT_RUNNING', 'FILE_CONFLICT', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           summary: 'Move or rename a file or directory (parents of the target made)',
-          description: 'An existing file at `to` is replaced. Errors: 404 FILE_NOT_FOUND (no `from`), 403 PERMISSION_DENIED, 409 FILE_CONFLICT or WORKSPACE_NOT_RUNNING.',
+          description: 'An existing file at `to` is replaced.',
         },
       },
     );

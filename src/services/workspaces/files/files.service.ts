@@ -11,6 +11,7 @@ import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, settledExitCode, type Engine, type ExecHandle } from '../engine/engine';
 import { engineFailure, type Access } from '../access';
 import type { FileEntry } from './files.model';
+import { WorkspaceErrors } from '../workspaces.errors';
 
 /** The directory relative paths start at (the templates' working directory and volume). */
 export const WORKSPACE_DIR = '/workspace';
@@ -68,21 +69,21 @@ if [ -d "$1" ] && [ ! -L "$1" ]; then if [ "$2" = 1 ]; then exec rm -rf -- "$1";
 const MOVE = `[ -e "$1" ] || [ -L "$1" ] || exit ${EXIT_MISSING}
 mkdir -p -- "$(dirname -- "$2")" && exec mv -f -- "$1" "$2"`;
 
-const notFound = () => new AppError('FILE_NOT_FOUND', 'no such file or directory in the workspace');
+const notFound = () => WorkspaceErrors.FILE_NOT_FOUND('no such file or directory in the workspace');
 export const outputTooLarge = (max: number) =>
-  new AppError('OUTPUT_TOO_LARGE', `the answer would be larger than ${max} bytes (a directory of too many entries); list a narrower directory`, { limit: max });
-export const tooLarge = (max: number) => new AppError('FILE_TOO_LARGE', `files are limited to ${max} bytes (APP_FILE_MAX_BYTES); nothing was written`, { limit: max });
+  WorkspaceErrors.OUTPUT_TOO_LARGE(`the answer would be larger than ${max} bytes (a directory of too many entries); list a narrower directory`, { limit: max });
+export const tooLarge = (max: number) => WorkspaceErrors.FILE_TOO_LARGE(`files are limited to ${max} bytes (APP_FILE_MAX_BYTES); nothing was written`, { limit: max });
 
 /** A helper's failure as the API reports it; the helper's own message is not echoed (it repeats the path). */
 function helperFailure(exitCode: number | null, stderr: string, what: string): AppError {
   if (exitCode === EXIT_MISSING || /No such file/.test(stderr)) return notFound();
   if (/Permission denied|Read-only file system|Operation not permitted/.test(stderr)) {
-    return new AppError('PERMISSION_DENIED', `the workspace's user may not ${what} this path`);
+    return WorkspaceErrors.PERMISSION_DENIED(`the workspace's user may not ${what} this path`);
   }
-  if (/Directory not empty/.test(stderr)) return new AppError('FILE_CONFLICT', 'the directory is not empty; pass recursive=true to delete it with its content');
-  if (/Is a directory|Not a directory|File exists/.test(stderr)) return new AppError('FILE_CONFLICT', `cannot ${what} this path: a directory stands where a file is expected, or the reverse`);
-  if (/No space left|Disk quota/.test(stderr)) return new AppError('FILE_CONFLICT', "the workspace's disk is full");
-  return new AppError('FILE_CONFLICT', `the workspace refused to ${what} this path`);
+  if (/Directory not empty/.test(stderr)) return WorkspaceErrors.FILE_CONFLICT('the directory is not empty; pass recursive=true to delete it with its content');
+  if (/Is a directory|Not a directory|File exists/.test(stderr)) return WorkspaceErrors.FILE_CONFLICT(`cannot ${what} this path: a directory stands where a file is expected, or the reverse`);
+  if (/No space left|Disk quota/.test(stderr)) return WorkspaceErrors.FILE_CONFLICT("the workspace's disk is full");
+  return WorkspaceErrors.FILE_CONFLICT(`the workspace refused to ${what} this path`);
 }
 
 /** The absolute path a request names: absolute as given, or relative to /workspace; `..` is the container's business. */
@@ -135,7 +136,7 @@ export function createFilesService(deps: {
 
   function execFailure(e: unknown): AppError {
     if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) {
-      return new AppError('WORKSPACE_NOT_RUNNING', 'the workspace is not running; start it to reach its files', {});
+      return WorkspaceErrors.WORKSPACE_NOT_RUNNING('the workspace is not running; start it to reach its files', {});
     }
     return engineFailure(e);
   }
@@ -290,7 +291,7 @@ export function createFilesService(deps: {
       if (declaredLength !== null && declaredLength > deps.maxBytes) throw tooLarge(deps.maxBytes);
       const containerId = await deps.access.runningContainer(actor, workspaceId);
       const abs = resolvePath(path);
-      if (abs === '/') throw new AppError('FILE_CONFLICT', 'cannot write the root directory');
+      if (abs === '/') throw WorkspaceErrors.FILE_CONFLICT('cannot write the root directory');
       const tmp = posix.join(posix.dirname(abs), `.keel-upload-${randomBytes(6).toString('hex')}`);
       // Through the workspace's daemon when it has one: the body passes to it untouched, and it keeps the limit.
       const direct = await engine.upload(containerId, tmp, body, deps.maxBytes).catch((e) => {
@@ -338,7 +339,7 @@ export function createFilesService(deps: {
     async remove(actor: Actor, workspaceId: string, path: string, recursive: boolean) {
       const containerId = await deps.access.runningContainer(actor, workspaceId);
       const abs = resolvePath(path);
-      if (abs === '/') throw new AppError('FILE_CONFLICT', 'cannot delete the root directory');
+      if (abs === '/') throw WorkspaceErrors.FILE_CONFLICT('cannot delete the root directory');
       const r = await helper(containerId, REMOVE, [abs, recursive ? '1' : '0']);
       if (r.exitCode !== 0) throw helperFailure(r.exitCode, r.stderr, 'delete');
       return { path: abs, deleted: true as const };

@@ -1,7 +1,6 @@
 // HTTP wiring of the template registry: GET /api/templates (what the dashboard's create form offers).
 import { Elysia } from 'elysia';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import { TemplateList } from './templates.model';
 import type { TemplatesService } from './templates.service';
 import { workspaceOperation as op } from '../workspaces.errors';
@@ -10,7 +9,7 @@ export function templatesRoutes(deps: { auth: WorkspaceAuthPlugin; templates: Te
   return new Elysia({ name: 'workspaces.templates', detail: { tags: ['workspaces'] } })
     .use(deps.auth)
     .get('/api/templates', ({ actor }) => deps.templates.list(actor), {
-      response: { 200: TemplateList, 401: ErrorEnvelope, 429: ErrorEnvelope },
+      response: { 200: TemplateList },
       detail: { ...op('listTemplates'),
         summary: 'The templates a workspace can be created from',
         description:

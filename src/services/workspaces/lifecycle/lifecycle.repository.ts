@@ -124,12 +124,6 @@ export function createLifecycleRepository(deps: {
       return (await db.select({ a: workspaces.port, b: workspaces.sshPort, c: workspaces.rdpPort }).from(workspaces)).flatMap((r) => [r.a, r.b, r.c]);
     },
 
-    /** Which of these templates (registry names) a workspace row still names. */
-    async templatesInUse(names: string[]): Promise<Set<string>> {
-      if (!names.length) return new Set();
-      return new Set((await db.selectDistinct({ t: workspaces.template }).from(workspaces).where(inArray(workspaces.template, names))).map((r) => r.t));
-    },
-
     nameTaken: async (name: string): Promise<boolean> => (await db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.name, name)).limit(1)).length > 0,
 
     async ids(): Promise<string[]> {

@@ -1,7 +1,6 @@
 // HTTP wiring of the workspace lifecycle: routes, schemas and status codes only; the rules live in lifecycle.service.ts.
 import { Elysia } from 'elysia';
 import { conditionalGet, type ResponseCache } from '../../../platform/http/response-cache';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import type { Lifecycle } from './lifecycle.service';
 import { listScope } from './views';
@@ -34,7 +33,7 @@ const TRANSITIONS =
 /** What start, stop and restart share: the id in, the in-progress status out, 409 for a move not allowed. */
 const transition = {
   params: IdParams,
-  response: { 200: ActionResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope },
+  response: { 200: ActionResult },
 };
 
 const listConditional = conditionalGet('the list');
@@ -55,7 +54,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       {
         query: ListQuery,
         headers: listConditional.headers,
-        response: { 200: WorkspaceList, 400: ErrorEnvelope, 401: ErrorEnvelope, 429: ErrorEnvelope },
+        response: { 200: WorkspaceList },
         detail: { ...op('listWorkspaces'),
           responses: listConditional.responses,
           summary: 'List your workspaces (admins: all), oldest first, optionally filtered by status and type',
@@ -76,7 +75,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       },
       {
         body: CreateWorkspaceBody,
-        response: { 201: CreatedWorkspace, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        response: { 201: CreatedWorkspace },
         detail: { ...op('createWorkspace', ['WORKSPACE_EXISTS', 'PORT_UNAVAILABLE', 'TEMPLATE_NOT_FOUND', 'TEMPLATE_NOT_READY', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE', 'CLONE_QUEUE_FULL', 'ISOLATION_UNAVAILABLE']),
           summary: 'Create a workspace',
           description:
@@ -100,7 +99,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     )
     .get('/api/workspaces/:id', ({ actor, params }) => ws.get(actor, params.id), {
       params: IdParams,
-      response: { 200: WorkspaceWithStats, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
+      response: { 200: WorkspaceWithStats },
       detail: { ...op('getWorkspace', ['WORKSPACE_NOT_FOUND']), summary: 'A workspace with its URLs and live stats (cpu, memory used / limit, disk used / total)' },
     })
     .post('/api/workspaces/:id/start', ({ actor, params }) => ws.start(actor, params.id), {
@@ -124,7 +123,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     })
     .post('/api/workspaces/:id/pause', ({ actor, params }) => ws.pause(actor, params.id), {
       ...transition,
-      response: { ...transition.response, 502: ErrorEnvelope, 503: ErrorEnvelope },
+      response: { ...transition.response },
       detail: { ...op('pauseWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
         summary: 'Pause a running workspace (docker pause)',
         description:
@@ -135,7 +134,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     })
     .post('/api/workspaces/:id/resume', ({ actor, params }) => ws.resume(actor, params.id), {
       ...transition,
-      response: { ...transition.response, 502: ErrorEnvelope, 503: ErrorEnvelope },
+      response: { ...transition.response },
       detail: { ...op('resumeWorkspace', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
         summary: 'Resume a paused workspace (docker unpause)',
         description:
@@ -144,7 +143,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
       },
     })
     .get('/api/quotas', ({ actor }) => ws.quotas(actor), {
-      response: { 200: QuotaView, 401: ErrorEnvelope, 429: ErrorEnvelope },
+      response: { 200: QuotaView },
       detail: { ...op('getQuotas'),
         summary: "The caller's quotas and what it uses of each",
         description:
@@ -155,7 +154,7 @@ export function workspacesRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: 
     .delete('/api/workspaces/:id', ({ actor, params, query }) => ws.remove(actor, params.id, query.volumes ?? false), {
       params: IdParams,
       query: DeleteQuery,
-      response: { 200: DeleteResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+      response: { 200: DeleteResult },
       detail: { ...op('deleteWorkspace', ['WORKSPACE_NOT_FOUND', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
         summary: 'Delete a workspace (volumes=true: its volume too)',
         description:

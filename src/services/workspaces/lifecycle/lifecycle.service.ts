@@ -1,8 +1,7 @@
 // The workspace lifecycle as one service object for the routes: it composes the parts in this folder
 // (reservations, provisioning, the state machine, reconciliation, stats, views) over one engine, one
 // database and one bus. No Elysia and no dockerode here.
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import { createBoundedQueue } from '../../../platform/bounded-queue';
 import type { Bus } from '../../../platform/bus/bus';
 import type { Store } from '../../../platform/store';
@@ -19,12 +18,12 @@ import { createReservations } from './ports';
 import { createProvisioner } from './provision';
 import { createReconciler } from './reconcile';
 import { createLifecycleRepository } from './lifecycle.repository';
-import { repoUrlProblem, type RepoRequest } from './repo-clone';
+import { repoUrlProblem, type RepoRequest } from '../clones/repo-clone';
 import { createStateMachine } from './state-machine';
 import { createStats } from './stats';
-import { createActivity } from './activity';
-import { createSnapshots, snapshotNotFound } from './snapshots';
-import { createWarmPool, type WarmPool } from './pool';
+import type { Activity } from '../activity';
+import { createSnapshots, snapshotNotFound } from '../snapshots/snapshots.service';
+import { createWarmPool, type WarmPool } from '../pool/pool.service';
 import { createTaskQueue } from './task-queue';
 import { DEFAULT_TEMPLATE, type Template, type TemplateRegistry } from '../images/templates';
 import { createdView, workspaceView, type CreatedView } from './views';
@@ -45,6 +44,8 @@ export interface LifecycleDeps {
   /** The engines themselves: placement, which one answers, each one's settings. */
   engines: Engines;
   access: Access;
+  /** When each workspace was last used (../activity.ts); the lifecycle runs its idle sweep. */
+  activity: Activity;
   quotas: Quotas;
   /** The templates a workspace can be created from (images/templates.ts). */
   templates: TemplateRegistry;
@@ -68,10 +69,10 @@ export interface LifecycleDeps {
 const CLOSE_WAIT_MS = 15_000;
 
 const cloneQueueFull = () =>
-  new AppError('CLONE_QUEUE_FULL', 'too many repo clones are running or waiting; nothing was created, retry later');
+  WorkspaceErrors.CLONE_QUEUE_FULL('too many repo clones are running or waiting; nothing was created, retry later');
 
 export function createLifecycle(deps: LifecycleDeps) {
-  const { engine, access, log, instance, quotas, templates } = deps;
+  const { engine, access, activity, log, instance, quotas, templates } = deps;
   const [portLo, portHi] = deps.settings.workspacePortRange;
   const clonePolicy: TargetPolicy = { denyPrivate: deps.settings.clone.denyPrivate, deny: deps.cloneDeny };
   // One queue for every actor's clones: a bounded number run, a bounded number wait, the rest are refused.
@@ -125,7 +126,6 @@ export function createLifecycle(deps: LifecycleDeps) {
   }
 
   const machine = createStateMachine({ engine, records, access, queue, provisioner, stats, templates, settings: deps.settings, log, quotas, destroy });
-  const activity = createActivity({ clock: deps.clock, log, awake: records.awake, stopIdle: machine.stopIdle });
   const reconciler = createReconciler({ engine, records, access, queue, machine, log, instance, firewall, removeNetwork: provisioner.removeNetwork, engineUp: (row) => engines.isUp(row.engine), pooled: () => pool.ids() });
 
   /** The warm path of create: the entry's row stored `running` (name and quotas checked in the same step), or null. */
@@ -179,14 +179,14 @@ export function createLifecycle(deps: LifecycleDeps) {
       if (input.template && !input.snapshot && deps.resolveTemplate) input = { ...input, template: await deps.resolveTemplate(actor, input.template) };
       const template = templates.get(input.template ?? DEFAULT_TEMPLATE);
       if (!template) {
-        throw new AppError('INVALID_REQUEST', 'unknown template', { property: '/template', known: templates.names() });
+        throw WorkspaceErrors.INVALID_REQUEST('unknown template', { property: '/template', known: templates.names() });
       }
       if (input.port !== undefined && !actor.admin && (input.port < portLo || input.port > portHi)) {
-        throw new AppError('INVALID_REQUEST', `port must be within APP_WORKSPACE_PORT_RANGE (${portLo}-${portHi})`, { property: '/port', range: `${portLo}-${portHi}` });
+        throw WorkspaceErrors.INVALID_REQUEST(`port must be within APP_WORKSPACE_PORT_RANGE (${portLo}-${portHi})`, { property: '/port', range: `${portLo}-${portHi}` });
       }
       if (input.repo) {
         const problem = repoUrlProblem(input.repo.url, clonePolicy);
-        if (problem) throw new AppError('INVALID_REQUEST', problem, { property: '/repo/url' });
+        if (problem) throw WorkspaceErrors.INVALID_REQUEST(problem, { property: '/repo/url' });
       }
       await quotas.checkCreate(actor);
       // A create a warm entry can serve (no port, repo or snapshot) claims one; with none ready it goes cold.
@@ -202,7 +202,7 @@ export function createLifecycle(deps: LifecycleDeps) {
         });
         const isolation = await firewall.of(placed).status();
         if (!isolation.active && engines.settingsOf(placed).firewall === 'required') {
-          throw new AppError('ISOLATION_UNAVAILABLE', `workspace network isolation is unavailable, so no workspace is created: ${isolation.reason}`, { setting: 'APP_WORKSPACE_FIREWALL' });
+          throw WorkspaceErrors.ISOLATION_UNAVAILABLE(`workspace network isolation is unavailable, so no workspace is created: ${isolation.reason}`, { setting: 'APP_WORKSPACE_FIREWALL' });
         }
         const row = await reservations.reserve(actor, input, template, engines.names.length > 1 ? placed : null);
         records.relay();
@@ -233,14 +233,6 @@ export function createLifecycle(deps: LifecycleDeps) {
     pause: async (actor: Actor, id: string) => machine.freeze(access.engineReady(await access.getOwned(actor, id)), 'pause'),
     resume: async (actor: Actor, id: string) => machine.freeze(access.engineReady(await access.getOwned(actor, id)), 'resume'),
 
-    /**
-     * Records use of a workspace now, resetting its idle countdown (autoStopMinutes). API calls on a
-     * workspace, exec, logs and agent turns count already (they go through access); a feature that
-     * sees use outside them (terminal input, preview traffic, file changes) calls this. Cheap (an
-     * in-memory write), safe to call per request; an unknown id is harmless.
-     */
-    touch: (id: string) => activity.touch(id),
-
     snapshots: {
       list: async (actor: Actor) => (await snapshots.list(actor)).map(snapshots.view),
       get: async (actor: Actor, id: string) => snapshots.view(await snapshots.getOwned(actor, id)),
@@ -261,16 +253,16 @@ export function createLifecycle(deps: LifecycleDeps) {
     async fork(actor: Actor, id: string, input: { name: string; count: number }): Promise<{ workspaces: CreatedView[] }> {
       const names = Array.from({ length: input.count }, (_, i) => `${input.name}-${i + 1}`);
       for (const n of names) {
-        if (n.length > 63) throw new AppError('INVALID_REQUEST', 'name plus the "-<n>" suffix must fit in 63 characters', { property: '/name' });
-        if (await records.nameTaken(n)) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name already exists', { name: n });
+        if (n.length > 63) throw WorkspaceErrors.INVALID_REQUEST('name plus the "-<n>" suffix must fit in 63 characters', { property: '/name' });
+        if (await records.nameTaken(n)) throw WorkspaceErrors.WORKSPACE_EXISTS('a workspace with this name already exists', { name: n });
       }
       if (!actor.admin) {
         const used = await quotas.usage(actor);
         if (used.workspaces + input.count > quotas.limits.workspaces) {
-          throw new AppError('QUOTA_EXCEEDED', `a fork of ${input.count} would pass APP_QUOTA_WORKSPACES`, { quota: 'workspaces', limit: quotas.limits.workspaces });
+          throw WorkspaceErrors.QUOTA_EXCEEDED(`a fork of ${input.count} would pass APP_QUOTA_WORKSPACES`, { quota: 'workspaces', limit: quotas.limits.workspaces });
         }
         if (used.running + input.count > quotas.limits.running) {
-          throw new AppError('QUOTA_EXCEEDED', `a fork of ${input.count} would pass APP_QUOTA_RUNNING`, { quota: 'running', limit: quotas.limits.running });
+          throw WorkspaceErrors.QUOTA_EXCEEDED(`a fork of ${input.count} would pass APP_QUOTA_RUNNING`, { quota: 'running', limit: quotas.limits.running });
         }
       }
       const source = await access.getOwned(actor, id);
@@ -279,9 +271,6 @@ export function createLifecycle(deps: LifecycleDeps) {
       for (const name of names) made.push(await lifecycle.create(actor, { name, snapshot: snap.id, type: source.type, autoStopMinutes: source.autoStopMinutes }));
       return { workspaces: made };
     },
-
-    /** Which of these template versions (registry names) a workspace still names: their images stay. */
-    templatesInUse: (names: string[]) => records.templatesInUse(names),
 
     /** A public template's ready version changed or it went: the warm pool follows. */
     refreshPool: () => pool.refresh(),
@@ -360,7 +349,7 @@ export function createLifecycle(deps: LifecycleDeps) {
       await reconciler.watch();
       await reconciler.reconcileAll({ startUp: true });
       await snapshots.reconcile();
-      activity.start();
+      activity.start({ awake: records.awake, stopIdle: machine.stopIdle });
       // After reconciliation removed a previous run's entries (they belong to no row).
       pool.start();
     },

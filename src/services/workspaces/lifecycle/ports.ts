@@ -1,12 +1,12 @@
 // Names and host ports of workspaces: a port is free when no workspace reserves it and no process on
 // the host holds it (network/host-ports.ts). A reservation is the inserted row.
 import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import type { Orm, Store } from '../../../platform/store';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock } from '../../../platform/runtime';
 import { allocatePorts, hostPortFree } from '../network/host-ports';
-import { scrubUrls } from './repo-clone';
+import { scrubUrls } from '../clones/repo-clone';
 import type { Template } from '../images/templates';
 import type { CreateWorkspaceInput } from './lifecycle.model';
 import type { Quotas } from '../quotas';
@@ -63,22 +63,22 @@ export function createReservations(deps: {
    */
   async function reserve(actor: Actor, input: CreateWorkspaceInput, template: Template, engine: string | null = null, warm?: WarmEntry): Promise<WorkspaceRow> {
     if (await repository.nameTaken(input.name)) {
-      throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists', { property: '/name' });
+      throw WorkspaceErrors.WORKSPACE_EXISTS('a workspace with this name exists', { property: '/name' });
     }
     if (warm) return insert(actor, input, template, warm.engine, warm);
     const reserved = await taken();
     if (input.port !== undefined) {
       if (reserved.has(input.port)) {
-        throw new AppError('PORT_UNAVAILABLE', 'the requested port is used by another workspace', { port: input.port });
+        throw WorkspaceErrors.PORT_UNAVAILABLE('the requested port is used by another workspace', { port: input.port });
       }
       if (!(await hostPortFree(input.port))) {
-        throw new AppError('PORT_UNAVAILABLE', 'the requested port is in use on the host', { port: input.port });
+        throw WorkspaceErrors.PORT_UNAVAILABLE('the requested port is in use on the host', { port: input.port });
       }
       reserved.add(input.port);
     }
     const auto = await allocatePorts(portRange, reserved, input.port === undefined ? 3 : 2, portHint);
     if (!auto) {
-      throw new AppError('PORT_UNAVAILABLE', 'no free port is left in APP_WORKSPACE_PORT_RANGE', { range: `${lo}-${hi}` });
+      throw WorkspaceErrors.PORT_UNAVAILABLE('no free port is left in APP_WORKSPACE_PORT_RANGE', { range: `${lo}-${hi}` });
     }
     portHint = (auto[auto.length - 1]! - lo + 1) % (hi - lo + 1);
     const [port, sshPort, rdpPort] = input.port === undefined ? auto : [input.port, ...auto];
@@ -122,8 +122,8 @@ export function createReservations(deps: {
     } catch (e) {
       if (e instanceof AppError) throw e;
       // The checks above run alone in this process; a unique violation means another Keel shares the database.
-      if (deps.store.isUniqueViolation(e, { table: 'workspaces_workspaces', column: 'name' })) throw new AppError('WORKSPACE_EXISTS', 'a workspace with this name exists');
-      if (deps.store.isUniqueViolation(e)) throw new AppError('PORT_UNAVAILABLE', 'the port was taken meanwhile; retry');
+      if (deps.store.isUniqueViolation(e, { table: 'workspaces_workspaces', column: 'name' })) throw WorkspaceErrors.WORKSPACE_EXISTS('a workspace with this name exists');
+      if (deps.store.isUniqueViolation(e)) throw WorkspaceErrors.PORT_UNAVAILABLE('the port was taken meanwhile; retry');
       throw e;
     }
     return row;

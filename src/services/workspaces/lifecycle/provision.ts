@@ -4,7 +4,7 @@
 import { errorFields, type Logger } from '../../../platform/runtime';
 import { EngineError, LABEL_INSTANCE, LABEL_POOL, LABEL_MANAGED, LABEL_OWNER, LABEL_TEMPLATE, LABEL_WORKSPACE, type Engine } from '../engine/engine';
 import { buildTemplateImage, templateImage } from '../images/template-image';
-import { CloneError, cloneRepo, scrubUrls, type RepoRequest } from './repo-clone';
+import { CloneError, cloneRepo, scrubUrls, type RepoRequest } from '../clones/repo-clone';
 import { tarDirectory } from '../images/tar';
 import { MiB, MOUNT_PATH } from './stats';
 import { supervisorScript } from './supervisor';
@@ -115,12 +115,19 @@ export function createProvisioner(deps: {
 
   /**
    * The workspace's container: the recorded one while the engine has it, else a new one from the
-   * template. Its network and firewall rules are ensured first, every time, so no container starts
-   * unguarded (rules are lost when the host reboots; a container made before networks existed, on
-   * the engine's default bridge, is made again on its own network).
+   * template. Its network and firewall rules are ensured every time, and the rules are in place
+   * before this returns, so no container starts unguarded (rules are lost when the host reboots; a
+   * container made before networks existed, on the engine's default bridge, is made again on its own
+   * network). The rules are applied while the container is made: only its start needs them.
    */
   async function ensureContainer(row: WorkspaceRow, template: Template, pooled = false): Promise<string> {
-    await networks.ensure(row, labels(row, pooled));
+    const network = networks.ensure(row, labels(row, pooled));
+    const [, containerId] = await Promise.all([network.then((net) => networks.protect(row.id, net)), containerOn(network, row, template, pooled)]);
+    return containerId;
+  }
+
+  /** ensureContainer's container; the image and the orphans are seen to while `network` is made. */
+  async function containerOn(network: Promise<unknown>, row: WorkspaceRow, template: Template, pooled: boolean): Promise<string> {
     if (row.containerId) {
       const state = await engine.inspect(row.containerId);
       if (state && state.networks.length === 1 && state.networks[0] === networkName(row.id)) return row.containerId;
@@ -139,6 +146,7 @@ export function createProvisioner(deps: {
         await engine.remove(orphan.id);
       }
     }
+    await network;
     const containerId = await engine.createContainer({
       name: `keel-${row.name}-${row.id.slice(-6)}`,
       image: snapshotImage ?? imageOf(template),

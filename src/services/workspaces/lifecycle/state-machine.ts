@@ -3,8 +3,7 @@
 // workspace's queue and answers; the queued call ends by settling the status from what the engine
 // reports, or in `failed` with the reason. Start, stop, restart, create and their resumption after a
 // crash of Keel all take that one path (`run`).
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Logger } from '../../../platform/runtime';
 import { engineFailure, workspaceNotFound } from '../access';
@@ -15,7 +14,7 @@ import type { Access } from '../access';
 import type { Stats } from './stats';
 import type { TaskQueue } from './task-queue';
 import type { Template, TemplateRegistry } from '../images/templates';
-import type { RepoRequest } from './repo-clone';
+import type { RepoRequest } from '../clones/repo-clone';
 import type { Quotas } from '../quotas';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow, WorkspaceStatus } from '../workspaces.tables';
@@ -146,7 +145,7 @@ export function createStateMachine(deps: {
    */
   async function transition(row: WorkspaceRow, operation: string, allowed: readonly WorkspaceStatus[], to: WorkspaceStatus, actor?: Actor) {
     const refuse = (status: WorkspaceStatus) =>
-      new AppError('INVALID_TRANSITION', `cannot ${operation} a workspace that is ${status}`, { status, operation, allowedFrom: [...allowed] });
+      WorkspaceErrors.INVALID_TRANSITION(`cannot ${operation} a workspace that is ${status}`, { status, operation, allowedFrom: [...allowed] });
     if (!allowed.includes(row.status)) throw refuse(row.status);
     const move = (tx?: Parameters<LifecycleRepository['moveStatus']>[3]) => records.moveStatus(row.id, allowed, to, tx);
     if (!(await (actor ? deps.quotas.admitRunning(actor, row, move) : move()))) {
@@ -168,7 +167,7 @@ export function createStateMachine(deps: {
 
     async start(actor: Actor, row: WorkspaceRow): Promise<{ id: string; status: WorkspaceStatus }> {
       if (row.status === 'failed' && !row.provisioned) {
-        throw new AppError('INVALID_TRANSITION', 'this workspace failed during creation and cannot start; delete it and create it again', { status: row.status, operation: 'start', reason: row.reason ?? '' });
+        throw WorkspaceErrors.INVALID_TRANSITION('this workspace failed during creation and cannot start; delete it and create it again', { status: row.status, operation: 'start', reason: row.reason ?? '' });
       }
       await transition(row, 'start', ALLOWED_FROM.start, 'starting', actor);
       void run(row.id, work.start, 'running');
@@ -202,7 +201,7 @@ export function createStateMachine(deps: {
     async freeze(row: WorkspaceRow, operation: 'pause' | 'resume'): Promise<{ id: string; status: WorkspaceStatus }> {
       const allowed = ALLOWED_FROM[operation];
       const refuse = (status: WorkspaceStatus) =>
-        new AppError('INVALID_TRANSITION', `cannot ${operation} a workspace that is ${status}`, { status, operation, allowedFrom: [...allowed] });
+        WorkspaceErrors.INVALID_TRANSITION(`cannot ${operation} a workspace that is ${status}`, { status, operation, allowedFrom: [...allowed] });
       if (!(allowed as readonly string[]).includes(row.status)) throw refuse(row.status);
       let failure: unknown;
       let status: WorkspaceStatus = row.status;

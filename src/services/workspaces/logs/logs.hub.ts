@@ -42,9 +42,11 @@ interface Channel {
   workspaceId: string;
   containerId: string;
   followers: Set<Follower>;
-  /** When each follower last took something (clock ms): one behind that long is dropped. */
+  /** When each follower last took something, or when the stream last paused (clock ms): one behind that long is dropped. */
   tookAt: Map<Follower, number>;
   handle?: LogStreamHandle;
+  /** True while the engine stream is being opened (the container ran when it was asked for). */
+  attaching: boolean;
   /** The engine stream waits for a follower behind; `stall` checks, meanwhile, who is stuck. */
   paused: boolean;
   stall?: ReturnType<typeof setTimeout>;
@@ -96,6 +98,10 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
   /** Stops reading the engine stream until every follower took what it has (the chunk in hand still arrives). */
   const pause = (ch: Channel) => {
     ch.paused = true;
+    // The stall rule counts from here: a follower is told of what it takes (`taken`) only once it had
+    // fallen behind and caught up again, so one that kept up until now has its clock start now.
+    const now = deps.clock.now();
+    for (const f of ch.followers) ch.tookAt.set(f, now);
     ch.handle?.pause();
     ch.stall = setTimeout(() => checkStall(ch), FOLLOWER_STALL_MS);
   };
@@ -152,7 +158,13 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
 
   const attach = async (ch: Channel, sinceSeconds?: number) => {
     const parse = pieceParser();
-    const handle = await deps.engine.logStream(ch.containerId, { follow: true, tail: sinceSeconds === undefined ? 0 : 'all', sinceSeconds }, (s, piece) => dispatch(ch, parse, s, piece));
+    ch.attaching = true;
+    let handle: LogStreamHandle;
+    try {
+      handle = await deps.engine.logStream(ch.containerId, { follow: true, tail: sinceSeconds === undefined ? 0 : 'all', sinceSeconds }, (s, piece) => dispatch(ch, parse, s, piece));
+    } finally {
+      ch.attaching = false;
+    }
     if (ch.closed) return handle.close();
     ch.handle = handle;
     if (ch.paused) handle.pause();
@@ -239,6 +251,7 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
           followers: new Set(),
           tookAt: new Map(),
           paused: false,
+          attaching: false,
           ready: Promise.resolve(),
           last: { stdout: { key: '', message: '' }, stderr: { key: '', message: '' } },
           openedAt: Math.floor(deps.clock.now() / 1000),
@@ -276,10 +289,10 @@ export function createLogHub(deps: { engine: Engine; log: Logger; clock: Clock }
       return { taken, leave };
     },
 
-    /** True while the workspace's engine stream is open (so its container runs). */
+    /** True while the workspace's engine stream is open or being opened (so its container runs). */
     isLive(containerId: string): boolean {
       const ch = channels.get(containerId);
-      return !!ch && !ch.closed && ch.handle !== undefined;
+      return !!ch && !ch.closed && (ch.handle !== undefined || ch.attaching);
     },
 
     stats() {

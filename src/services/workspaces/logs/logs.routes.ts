@@ -1,19 +1,15 @@
 // HTTP wiring of workspace logs (JSON and live SSE) and of the stream counters admins read.
 import { Elysia } from 'elysia';
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
 import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { LOG_TAIL_MAX, type LogEntry, LogsEventStream, LogsQuery, LogsResponse, StreamStats } from './logs.model';
 import type { LogsService } from './logs.service';
 import type { ExecService } from '../exec/exec.service';
-import type { Quotas } from '../quotas';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import { jsonList } from '../../../platform/http/json-list';
 import { IdParams } from '../lifecycle/lifecycle.model';
-import { workspaceOperation as op } from '../workspaces.errors';
+import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 
-export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; sse: Sse; quotas: Quotas }) {
+export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService; exec: ExecService; sse: Sse }) {
   return new Elysia({ name: 'workspaces.logs' })
     .use(deps.auth)
     .get(
@@ -21,18 +17,11 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
       async ({ params, query, actor, request }) => {
         if (query.follow) {
           const stream = deps.sse.open(request);
-          // A stream slot of the actor's quota, given back when the stream ends however it ends.
-          const slot = deps.quotas.hold(actor, 'streams', stream.signal);
-          try {
-            const events = await deps.logs.follow(actor, params.id, query, stream.signal);
-            // No backlog rule: events are read as the client reads, and the hub paces the shared engine
-            // stream by what each follower left unread (logs.hub.ts drops one that stalls it).
-            // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
-            return stream.respond(events, { shutdownEvent: { event: 'end', data: { reason: 'shutdown' } } }) as unknown as { logs: LogEntry[] };
-          } catch (e) {
-            slot.release();
-            throw e;
-          }
+          const events = await deps.logs.follow(actor, params.id, query, stream.signal);
+          // No backlog rule: events are read as the client reads, and the hub paces the shared engine
+          // stream by what each follower left unread (logs.hub.ts drops one that stalls it).
+          // A Response passes through Elysia unvalidated; the cast only satisfies the JSON 200 schema's type.
+          return stream.respond(events, { shutdownEvent: { event: 'end', data: { reason: 'shutdown' } } }) as unknown as { logs: LogEntry[] };
         }
         // Up to tail x 64 KiB: past 1 MiB, read from the engine and written entry by entry as the client
         // takes them (json-list.ts, logs.read.ts); the cast as for SSE above.
@@ -41,7 +30,7 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
       {
         params: IdParams,
         query: LogsQuery,
-        response: { 200: LogsResponse, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        response: { 200: LogsResponse },
         detail: { ...op('getWorkspaceLogs', ['WORKSPACE_NOT_FOUND', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           tags: ['logs'],
           responses: { 200: LogsEventStream },
@@ -57,11 +46,11 @@ export function logsRoutes(deps: { auth: WorkspaceAuthPlugin; logs: LogsService;
     .get(
       '/api/system/streams',
       ({ actor }) => {
-        if (!actor.admin) throw new AppError('FORBIDDEN', 'only admins may read stream counters');
+        if (!actor.admin) throw WorkspaceErrors.FORBIDDEN('only admins may read stream counters');
         return { ...deps.logs.stats(), execs: deps.exec.active };
       },
       {
-        response: { 200: StreamStats, 401: ErrorEnvelope, 403: ErrorEnvelope },
+        response: { 200: StreamStats },
         detail: { ...op('getStreamStats', ['FORBIDDEN']),
           tags: ['logs'],
           summary: 'Open engine log streams, log followers and running execs (admins)',

@@ -7,7 +7,6 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Elysia, t } from 'elysia';
 import type { Actor } from '../../../platform/auth/workspace-token';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import { VERSION } from '../../../platform/http/health';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { workspaceOperation as op } from '../workspaces.errors';
@@ -35,7 +34,7 @@ export function mcpRoutes(deps: McpToolDeps & { auth: WorkspaceAuthPlugin }) {
     .use(deps.auth)
     .post('/mcp', ({ actor, request, body }) => handle(actor, request, body), {
       body: t.Unknown({ description: 'a JSON-RPC 2.0 message (or batch) of the Model Context Protocol' }),
-      response: { 200: t.Unknown({ description: 'the JSON-RPC answer' }), 401: ErrorEnvelope, 429: ErrorEnvelope },
+      response: { 200: t.Unknown({ description: 'the JSON-RPC answer' }) },
       detail: {
         ...op('mcp'),
         tags: ['mcp'],

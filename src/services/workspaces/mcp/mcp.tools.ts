@@ -4,7 +4,7 @@
 // with `isError` and the HTTP API's error envelope, never a protocol error.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { AppError, isAppError, toEnvelope } from '../../../platform/errors';
+import { isAppError, toEnvelope } from '../../../platform/errors';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { ExecBody } from '../exec/exec.model';
 import type { ExecService } from '../exec/exec.service';
@@ -14,14 +14,13 @@ import type { FilesService } from '../files/files.service';
 import type { ProcessesService } from '../processes/processes.service';
 import { PreviewBody } from '../previews/previews.model';
 import type { PreviewsService } from '../previews/previews.service';
-import type { Quotas } from '../quotas';
 import type { TemplatesService } from '../images/templates.service';
 import { computerTools, ListDirectoryInput, ProcessRef, ReadFileInput, SignalInput, StartProcessInput, WriteFileInput } from './mcp.computer';
+import { WorkspaceErrors } from '../workspaces.errors';
 
 export interface McpToolDeps {
   workspaces: Lifecycle;
   exec: ExecService;
-  quotas: Quotas;
   files: FilesService;
   processes: ProcessesService;
   previews: PreviewsService;
@@ -72,15 +71,10 @@ export function mcpTools(deps: McpToolDeps): Record<string, McpTool> {
     exec: define({
       description: 'Run a shell command (`sh -c`) in a running workspace and answer {exitCode, stdout, stderr, duration, timedOut}',
       input: ExecInput,
-      async run(a, i) {
-        // One of the actor's exec slots for as long as the command runs, as POST .../exec takes.
-        const slot = deps.quotas.take(a, 'execs');
-        try {
-          const { id, ...body } = i as { id: string } & Static<typeof ExecBody>;
-          return await deps.exec.run(a, id, { ...body, timeout: body.timeout ?? Value.Default(ExecBody.properties.timeout, undefined) } as never);
-        } finally {
-          slot.release();
-        }
+      run(a, i) {
+        // The exec service takes one of the actor's exec slots for as long as the command runs.
+        const { id, ...body } = i as { id: string } & Static<typeof ExecBody>;
+        return deps.exec.run(a, id, { ...body, timeout: body.timeout ?? Value.Default(ExecBody.properties.timeout, undefined) } as never);
       },
     }),
     read_file: define({
@@ -153,11 +147,11 @@ const text = (value: unknown, isError = false): ToolResult => ({ content: [{ typ
 /** Checks the input, runs the tool for `actor`; errors become results with the HTTP error envelope. */
 export async function callTool(tools: Record<string, McpTool>, actor: Actor, name: string, args: unknown): Promise<ToolResult> {
   const tool = tools[name];
-  if (!tool) return text(toEnvelope(new AppError('INVALID_REQUEST', 'no such tool', { tools: Object.keys(tools) })), true);
+  if (!tool) return text(toEnvelope(WorkspaceErrors.INVALID_REQUEST('no such tool', { tools: Object.keys(tools) })), true);
   const input = Value.Default(tool.input, structuredClone(args ?? {}));
   if (!Value.Check(tool.input, input)) {
     const e = Value.Errors(tool.input, input).First();
-    return text(toEnvelope(new AppError('INVALID_REQUEST', `invalid input at ${e?.path || '/'}: ${e?.message ?? 'invalid'}`, { field: e?.path ?? '/' })), true);
+    return text(toEnvelope(WorkspaceErrors.INVALID_REQUEST(`invalid input at ${e?.path || '/'}: ${e?.message ?? 'invalid'}`, { field: e?.path ?? '/' })), true);
   }
   try {
     return text(await tool.run(actor, input));

@@ -35,11 +35,14 @@ export function createWorkspaceNetworks(deps: { engine: Engine; engines: Engines
   }
 
   return {
-    /** The workspace's network, made if absent, with its firewall rules in place (both idempotent). */
+    /** The workspace's network, made if absent (idempotent); its rules are protect()'s. */
     async ensure(row: WorkspaceRow, labels: Record<string, string>): Promise<NetworkInfo> {
-      const net = (await engine.inspectNetwork(networkName(row.id))) ?? (await make(row, labels));
-      await firewall.protect({ workspaceId: row.id, bridge: net.bridge, subnet: net.subnet });
-      return net;
+      return (await engine.inspectNetwork(networkName(row.id))) ?? (await make(row, labels));
+    },
+
+    /** The network's firewall rules, in place (idempotent): before any container on it starts. */
+    protect(workspaceId: string, net: NetworkInfo): Promise<void> {
+      return firewall.protect({ workspaceId, bridge: net.bridge, subnet: net.subnet });
     },
 
     /** Removes the network (its container must be gone) and its rules. */

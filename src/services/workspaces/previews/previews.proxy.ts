@@ -6,11 +6,13 @@
 // revoked or expires). The answer passes unchanged but for what would reach past its own origin: a
 // cookie's Domain attribute and Service-Worker-Allowed. Errors are the workspace API's envelope.
 import type { Server, ServerWebSocket } from 'bun';
-import { AppError, toEnvelope } from '../../../platform/errors';
+import { AppError } from '../../../platform/errors';
+import { render } from '../../../platform/http/errors';
 import type { Clock, Logger } from '../../../platform/runtime';
 import type { PreviewRelays } from './previews.relays';
 import { LABEL, type PreviewLink, type PreviewsService } from './previews.service';
 import type { PreviewTargets } from './previews.targets';
+import { WorkspaceErrors, workspaceErrorTable } from '../workspaces.errors';
 
 /** Headers that belong to one hop, never forwarded (RFC 9110 7.6.1), plus the host we replace. */
 const HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'host'];
@@ -26,8 +28,8 @@ interface Relay {
   leave?: () => void;
 }
 
-const fail = (e: AppError) => new Response(JSON.stringify(toEnvelope(e)), { status: e.status, headers: { 'content-type': 'application/json', ...e.headers } });
-const notFound = () => fail(new AppError('PREVIEW_NOT_FOUND', 'no such preview'));
+const fail = (e: AppError) => render(e, 'envelope', undefined, workspaceErrorTable);
+const notFound = () => fail(WorkspaceErrors.PREVIEW_NOT_FOUND('no such preview'));
 
 /** The label of a preview's Host (`<label>.<domain>[:port]`), or undefined. */
 function labelOf(host: string | null): string | undefined {
@@ -77,7 +79,7 @@ export function createPreviewProxy(deps: { previews: PreviewsService; targets: P
       const data: Relay = { target: `ws://${addr}:${link.port}${path}`, protocols, link, queued: [] };
       // A client that asked for subprotocols needs one chosen in the answer; the workspace's server is asked for the same list.
       if (srv.upgrade(req, { data, headers: protocols[0] ? { 'sec-websocket-protocol': protocols[0] } : undefined })) return undefined;
-      return fail(new AppError('INVALID_REQUEST', 'the WebSocket upgrade was refused'));
+      return fail(WorkspaceErrors.INVALID_REQUEST('the WebSocket upgrade was refused'));
     }
 
     // The request's own headers, edited in place (Bun's are mutable): no copy per page.
@@ -100,7 +102,7 @@ export function createPreviewProxy(deps: { previews: PreviewsService; targets: P
     } catch {
       // The container may have gone or moved: its address is looked up again on the next request.
       targets.forget(link.workspaceId);
-      return fail(new AppError('PREVIEW_UNREACHABLE', `nothing answers on the workspace's port ${link.port}`));
+      return fail(WorkspaceErrors.PREVIEW_UNREACHABLE(`nothing answers on the workspace's port ${link.port}`));
     }
   }
 

@@ -2,14 +2,10 @@
 // served by the preview listener (previews.proxy.ts), each on a host name of its own.
 import { Elysia } from 'elysia';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import { IdParams } from '../lifecycle/lifecycle.model';
 import { workspaceOperation as op } from '../workspaces.errors';
 import { PREVIEW_TTL_DEFAULT_S, PreviewBody, PreviewList, PreviewParams, PreviewRevoked, PreviewView } from './previews.model';
 import type { PreviewsService } from './previews.service';
-
-const ERRORS = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope };
-const CREATE_ERRORS = { ...ERRORS, 409: ErrorEnvelope, 503: ErrorEnvelope };
 
 export function previewsRoutes(deps: { auth: WorkspaceAuthPlugin; previews: PreviewsService }) {
   const { previews } = deps;
@@ -24,7 +20,7 @@ export function previewsRoutes(deps: { auth: WorkspaceAuthPlugin; previews: Prev
       {
         params: IdParams,
         body: PreviewBody,
-        response: { 201: PreviewView, ...CREATE_ERRORS },
+        response: { 201: PreviewView },
         detail: {
           tags: ['previews'],
           ...op('createWorkspacePreview', ['WORKSPACE_NOT_FOUND', 'WORKSPACE_NOT_RUNNING', 'ENGINE_UNAVAILABLE']),
@@ -37,23 +33,23 @@ export function previewsRoutes(deps: { auth: WorkspaceAuthPlugin; previews: Prev
             'then it answers 410 (`PREVIEW_EXPIRED`, `PREVIEW_REVOKED`) and its open WebSockets are closed (code 1008) within a second; an unknown host answers 404 `PREVIEW_NOT_FOUND`, ' +
             'a link whose workspace has stopped 503 `PREVIEW_UNAVAILABLE` (with Retry-After) until it runs again, a port nothing listens on 502 `PREVIEW_UNREACHABLE`. ' +
             "The workspace's answers pass unchanged but for a `Set-Cookie` `Domain` attribute (removed) and `Service-Worker-Allowed` (dropped). " +
-            'Errors: 404 WORKSPACE_NOT_FOUND; 409 WORKSPACE_NOT_RUNNING (a link is made only for a running workspace); 503 ENGINE_UNAVAILABLE.',
+            'A link is made only for a running workspace.',
         },
       },
     )
     .get('/api/workspaces/:id/previews', async ({ params, actor }) => ({ previews: await previews.list(actor, params.id) }), {
       params: IdParams,
-      response: { 200: PreviewList, ...ERRORS },
+      response: { 200: PreviewList },
       detail: { ...op('listWorkspacePreviews', ['WORKSPACE_NOT_FOUND']), tags: ['previews'], summary: "The workspace's preview links, newest first (revoked ones marked)" },
     })
     .delete('/api/workspaces/:id/previews/:pid', ({ params, actor }) => previews.revoke(actor, params.id, params.pid), {
       params: PreviewParams,
-      response: { 200: PreviewRevoked, ...ERRORS },
+      response: { 200: PreviewRevoked },
       detail: {
         tags: ['previews'],
         ...op('revokeWorkspacePreview', ['WORKSPACE_NOT_FOUND', 'PREVIEW_NOT_FOUND']),
         summary: 'Revoke a preview link at once: 200 `{id, revoked: true}`; the link answers 410 from the next request and its WebSockets are closed',
-        description: 'Revoking a revoked link answers the same. Errors: 404 WORKSPACE_NOT_FOUND or PREVIEW_NOT_FOUND.',
+        description: 'Revoking a revoked link answers the same.',
       },
     });
 }

@@ -14,6 +14,7 @@ import { PREVIEW_TTL_DEFAULT_S } from './previews.model';
 import { KEELD_PORT } from '../engine/keeld';
 import { createPreviewsRepository } from './previews.repository';
 import type { PreviewRow } from './previews.tables';
+import { WorkspaceErrors } from '../workspaces.errors';
 
 /** Activity is written at most this often per workspace (a page load is dozens of requests). */
 const ACTIVITY_WRITE_MS = 1000;
@@ -64,9 +65,9 @@ export function createPreviewsService(deps: {
     async create(actor: Actor, workspaceId: string, input: { port: number; ttlSeconds?: number }) {
       const ws = deps.access.engineReady(await deps.access.getOwned(actor, workspaceId));
       // A link to a workspace that does not run would only answer 503: refused up front (CONTRACT.md).
-      if (ws.status !== 'running') throw new AppError('WORKSPACE_NOT_RUNNING', `the workspace is ${ws.status}; start it to preview it`, { status: ws.status });
+      if (ws.status !== 'running') throw WorkspaceErrors.WORKSPACE_NOT_RUNNING(`the workspace is ${ws.status}; start it to preview it`, { status: ws.status });
       // keeld answers only Keel's token; a preview would put it in front of anyone holding the link.
-      if (input.port === KEELD_PORT) throw new AppError('INVALID_REQUEST', `port ${KEELD_PORT} is Keel's workspace daemon; it is not previewed`, { property: '/port' });
+      if (input.port === KEELD_PORT) throw WorkspaceErrors.INVALID_REQUEST(`port ${KEELD_PORT} is Keel's workspace daemon; it is not previewed`, { property: '/port' });
       const label = randomBytes(20).toString('hex');
       const now = clock.now();
       const row: PreviewRow = {
@@ -93,7 +94,7 @@ export function createPreviewsService(deps: {
     async revoke(actor: Actor, workspaceId: string, id: string) {
       await deps.access.getOwned(actor, workspaceId);
       const found = await repo.find(workspaceId, id);
-      if (!found) throw new AppError('PREVIEW_NOT_FOUND', 'preview not found');
+      if (!found) throw WorkspaceErrors.PREVIEW_NOT_FOUND('preview not found');
       await repo.revoke(id, iso());
       revokes++;
       const kept = links.get(found.tokenHash);
@@ -109,14 +110,14 @@ export function createPreviewsService(deps: {
       while (!link) {
         const before = revokes;
         const row = await repo.byTokenHash(hashed);
-        if (!row) return { ok: false, error: new AppError('PREVIEW_NOT_FOUND', 'no such preview') };
+        if (!row) return { ok: false, error: WorkspaceErrors.PREVIEW_NOT_FOUND('no such preview') };
         // A revoke that ran while this read was in flight may have found nothing kept to mark: read again.
         if (revokes !== before) continue;
         link = links.get(hashed) ?? { id: row.id, workspaceId: row.workspaceId, port: row.port, expiresAtMs: Date.parse(row.expiresAt), revoked: !!row.revokedAt };
         keep(hashed, link);
       }
-      if (link.revoked) return { ok: false, error: new AppError('PREVIEW_REVOKED', 'this preview link was revoked') };
-      if (link.expiresAtMs <= clock.now()) return { ok: false, error: new AppError('PREVIEW_EXPIRED', 'this preview link has expired') };
+      if (link.revoked) return { ok: false, error: WorkspaceErrors.PREVIEW_REVOKED('this preview link was revoked') };
+      if (link.expiresAtMs <= clock.now()) return { ok: false, error: WorkspaceErrors.PREVIEW_EXPIRED('this preview link has expired') };
       return { ok: true, link };
     },
 

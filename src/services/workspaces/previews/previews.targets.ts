@@ -9,6 +9,7 @@ import { AppError } from '../../../platform/errors';
 import type { Clock } from '../../../platform/runtime';
 import type { Access } from '../access';
 import type { Engine } from '../engine/engine';
+import { WorkspaceErrors } from '../workspaces.errors';
 
 const TTL_MS = 1000;
 
@@ -19,8 +20,8 @@ export function createPreviewTargets(deps: { access: Pick<Access, 'row'>; engine
 
   async function find(workspaceId: string): Promise<Target> {
     const ws = await deps.access.row(workspaceId);
-    if (!ws) return new AppError('PREVIEW_NOT_FOUND', 'no such preview');
-    const stopped = () => new AppError('PREVIEW_UNAVAILABLE', `the workspace is ${ws.status}; the preview answers once it runs`, { status: ws.status });
+    if (!ws) return WorkspaceErrors.PREVIEW_NOT_FOUND('no such preview');
+    const stopped = () => WorkspaceErrors.PREVIEW_UNAVAILABLE(`the workspace is ${ws.status}; the preview answers once it runs`, { status: ws.status });
     if (ws.status !== 'running' || !ws.containerId) return stopped();
     const state = await deps.engine.inspect(ws.containerId).catch(() => null);
     if (!state?.running || !state.address) return stopped();

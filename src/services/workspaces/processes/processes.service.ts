@@ -4,17 +4,17 @@
 // nothing. The row (what ran, how it ended) is stored: a restart of Keel marks rows it no longer
 // follows as `lost`, never "running". A small wrapper reports the command's pid first, so signals
 // reach its whole process group.
-import { and, desc, eq } from 'drizzle-orm';
-import { AppError } from '../../../platform/errors';
 import type { Store } from '../../../platform/store';
 import type { SseEvent } from '../../../platform/http/sse';
 import { newId, type Clock } from '../../../platform/runtime';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, type Engine, type ExecHandle, type StdStream } from '../engine/engine';
 import { engineFailure, type Access } from '../access';
-import { quotaExceeded } from '../quotas';
-import { processesTables, type ProcessRow } from './processes.tables';
+import { quotaExceeded, type Quotas } from '../quotas';
+import type { ProcessRow } from './processes.tables';
+import { createProcessesRepository } from './processes.repository';
 import type { ProcessInput, ProcessView } from './processes.model';
+import { WorkspaceErrors } from '../workspaces.errors';
 
 const MARK_PID = '\x1ekeel-pid ';
 const MARK_NO_WORKDIR = '\x1ekeel-no-workdir';
@@ -53,10 +53,16 @@ export interface ProcessesSettings {
   outputBytes: number;
 }
 
-export function createProcessesService(deps: { store: Store; engine: Engine; access: Pick<Access, 'getOwned' | 'runningContainer'>; clock: Clock; settings: ProcessesSettings }) {
+export function createProcessesService(deps: {
+  store: Store;
+  engine: Engine;
+  access: Pick<Access, 'getOwned' | 'runningContainer'>;
+  quotas: Pick<Quotas, 'holdingStream'>;
+  clock: Clock;
+  settings: ProcessesSettings;
+}) {
   const { engine, clock, settings } = deps;
-  const db = deps.store.orm;
-  const { workspaceProcesses } = processesTables(deps.store.dialect);
+  const rows = createProcessesRepository(deps.store);
   const live = new Map<string, Live>();
   const ended: string[] = [];
   /** Running processes per actor (admins are not counted). */
@@ -77,15 +83,15 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
   /** The process row if its workspace is the actor's (another actor's answers 404 WORKSPACE_NOT_FOUND first). */
   async function owned(actor: Actor, workspaceId: string, pid: string): Promise<ProcessRow> {
     await deps.access.getOwned(actor, workspaceId);
-    const [row] = await db.select().from(workspaceProcesses).where(and(eq(workspaceProcesses.id, pid), eq(workspaceProcesses.workspaceId, workspaceId)));
-    if (!row) throw new AppError('PROCESS_NOT_FOUND', 'process not found');
+    const row = await rows.get(workspaceId, pid);
+    if (!row) throw WorkspaceErrors.PROCESS_NOT_FOUND('process not found');
     return row;
   }
 
   async function running(actor: Actor, workspaceId: string, pid: string): Promise<Live> {
     const row = await owned(actor, workspaceId, pid);
     const p = live.get(row.id);
-    if (row.status !== 'running' || !p || p.exit) throw new AppError('PROCESS_NOT_RUNNING', `the process is ${row.status === 'running' ? 'ending' : row.status}`, { status: row.status });
+    if (row.status !== 'running' || !p || p.exit) throw WorkspaceErrors.PROCESS_NOT_RUNNING(`the process is ${row.status === 'running' ? 'ending' : row.status}`, { status: row.status });
     return p;
   }
 
@@ -105,7 +111,7 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
   async function finish(p: Live, exitCode: number, release: () => void) {
     p.exit = { exitCode };
     // A row left `running` by a failed write is marked lost at the next start.
-    await db.update(workspaceProcesses).set({ status: 'exited', exitCode, endedAt: iso() }).where(eq(workspaceProcesses.id, p.id)).catch(() => undefined);
+    await rows.exited(p.id, exitCode, iso()).catch(() => undefined);
     release();
     ended.push(p.id);
     while (ended.length > ENDED_KEPT) live.delete(ended.shift()!);
@@ -174,11 +180,11 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
         handle = await engine.execStart(containerId, { cmd: ['sh', '-c', WRAPPER, 'keel-process', input.workdir ?? '', input.command], env, stdin: true }, onChunk);
       } catch (e) {
         release();
-        if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw new AppError('WORKSPACE_NOT_RUNNING', 'the workspace is not running; start it to run processes', {});
+        if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw WorkspaceErrors.WORKSPACE_NOT_RUNNING('the workspace is not running; start it to run processes', {});
         throw engineFailure(e);
       }
       const startedAt = iso();
-      await db.insert(workspaceProcesses).values({ id, workspaceId, owner: actor.id, name: input.name ?? null, command: input.command, status: 'running', startedAt });
+      await rows.insert({ id, workspaceId, owner: actor.id, name: input.name ?? null, command: input.command, status: 'running', startedAt });
       const made: Live = { id, workspaceId, containerId, handle, seq: 0, kept: { stdout: [], stderr: [] }, keptBytes: { stdout: 0, stderr: 0 }, waiters: new Set() };
       p = made;
       live.set(id, made);
@@ -206,7 +212,7 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
 
     async list(actor: Actor, workspaceId: string): Promise<ProcessView[]> {
       await deps.access.getOwned(actor, workspaceId);
-      return (await db.select().from(workspaceProcesses).where(eq(workspaceProcesses.workspaceId, workspaceId)).orderBy(desc(workspaceProcesses.startedAt)).limit(500)).map(view);
+      return (await rows.list(workspaceId, 500)).map(view);
     },
 
     get: async (actor: Actor, workspaceId: string, pid: string): Promise<ProcessView> => view(await owned(actor, workspaceId, pid)),
@@ -222,40 +228,43 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
     /**
      * The output as SSE events (ids in order across both streams): what is kept after `after`, then
      * as written, then one `exit`. Checks ownership now; the events come as the client reads.
+     * Holds one of the actor's stream slots until `signal` aborts (429 first when none is left).
      */
-    async follow(actor: Actor, workspaceId: string, pid: string, after: number, signal: AbortSignal): Promise<AsyncIterable<SseEvent>> {
-      const row = await owned(actor, workspaceId, pid);
-      const p = live.get(pid);
-      return (async function* () {
-        if (!p) {
-          // Forgotten (or lost in a restart): only how it ended is known.
-          yield { id: 1, event: 'exit', data: row.status === 'lost' ? { exitCode: null, status: 'lost' } : { exitCode: row.exitCode } };
-          return;
-        }
-        let last = after;
-        for (;;) {
-          const next = [...p.kept.stdout, ...p.kept.stderr].filter((e) => e.id > last).sort((a, b) => a.id - b.id);
-          for (const e of next) {
-            last = e.id;
-            yield { id: e.id, event: e.stream, data: { data: e.data } };
-          }
-          if (p.exit && next.length === 0) {
-            yield { id: p.seq + 1, event: 'exit', data: { exitCode: p.exit.exitCode } };
+    follow(actor: Actor, workspaceId: string, pid: string, after: number, signal: AbortSignal): Promise<AsyncIterable<SseEvent>> {
+      return deps.quotas.holdingStream(actor, signal, async () => {
+        const row = await owned(actor, workspaceId, pid);
+        const p = live.get(pid);
+        return (async function* () {
+          if (!p) {
+            // Forgotten (or lost in a restart): only how it ended is known.
+            yield { id: 1, event: 'exit', data: row.status === 'lost' ? { exitCode: null, status: 'lost' } : { exitCode: row.exitCode } };
             return;
           }
-          if (next.length > 0) continue;
-          if (signal.aborted) return;
-          await new Promise<void>((resolve) => {
-            const done = () => {
-              p.waiters.delete(done);
-              signal.removeEventListener('abort', done);
-              resolve();
-            };
-            p.waiters.add(done);
-            signal.addEventListener('abort', done, { once: true });
-          });
-        }
-      })();
+          let last = after;
+          for (;;) {
+            const next = [...p.kept.stdout, ...p.kept.stderr].filter((e) => e.id > last).sort((a, b) => a.id - b.id);
+            for (const e of next) {
+              last = e.id;
+              yield { id: e.id, event: e.stream, data: { data: e.data } };
+            }
+            if (p.exit && next.length === 0) {
+              yield { id: p.seq + 1, event: 'exit', data: { exitCode: p.exit.exitCode } };
+              return;
+            }
+            if (next.length > 0) continue;
+            if (signal.aborted) return;
+            await new Promise<void>((resolve) => {
+              const done = () => {
+                p.waiters.delete(done);
+                signal.removeEventListener('abort', done);
+                resolve();
+              };
+              p.waiters.add(done);
+              signal.addEventListener('abort', done, { once: true });
+            });
+          }
+        })();
+      });
     },
 
     /** Writes a request body to the process's stdin as it arrives; `eof` closes stdin after it. */
@@ -271,7 +280,7 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
         }
         if (eof) p.handle.stdin!.end();
       } catch {
-        throw new AppError('PROCESS_NOT_RUNNING', 'the process closed its input or ended');
+        throw WorkspaceErrors.PROCESS_NOT_RUNNING('the process closed its input or ended');
       }
       return { id: pid, bytes };
     },
@@ -281,7 +290,7 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
       const p = await running(actor, workspaceId, pid);
       // The wrapper reports the pid within milliseconds of the start; a signal sent at once waits for it.
       for (let i = 0; i < 100 && !p.pid && !p.exit; i++) await Bun.sleep(20);
-      if (!p.pid || p.pid <= 1) throw new AppError('PROCESS_NOT_RUNNING', 'the process has not started yet; try again');
+      if (!p.pid || p.pid <= 1) throw WorkspaceErrors.PROCESS_NOT_RUNNING('the process has not started yet; try again');
       try {
         await engine.execCollect(p.containerId, ['kill', `-${signal}`, `-${p.pid}`]);
       } catch (e) {
@@ -292,7 +301,7 @@ export function createProcessesService(deps: { store: Store; engine: Engine; acc
 
     /** At start-up: rows a previous run left `running` are processes nobody follows any more. */
     async markLost(): Promise<number> {
-      return (await db.update(workspaceProcesses).set({ status: 'lost', endedAt: iso() }).where(eq(workspaceProcesses.status, 'running')).returning({ id: workspaceProcesses.id })).length;
+      return rows.markAllLost(iso());
     },
 
     /** Stops reading every process (Keel shutting down); the processes themselves are the engine's. */

@@ -3,8 +3,8 @@
 // the tar the engine builds from. `FROM keel/minimal` and `FROM keel/bun-typescript` name the
 // built-in templates' images, whatever tags this Keel gives them.
 import { pack } from 'tar-stream';
-import { AppError } from '../../../platform/errors';
 import { parseIpLiteral } from '../../../platform/net/address-policy';
+import { WorkspaceErrors } from '../workspaces.errors';
 
 /** Built-in base names a Dockerfile may use, and the built-in template each is. */
 export const BUILTIN_BASES: Record<string, 'minimal' | 'bun-typescript'> = { 'keel/minimal': 'minimal', 'keel/bun-typescript': 'bun-typescript' };
@@ -79,7 +79,7 @@ function imageRefs(dockerfile: string): { line: number; image: string }[] {
       if (!named) continue;
       // As the engine reads a name: Docker Hub's spellings of a local name are that name.
       const image = expand(named).replace(/^(?:(?:index|registry-1)\.)?docker\.io\//i, '').replace(/^library\//i, '');
-      if (image.includes('$')) throw new AppError('INVALID_REQUEST', `the Dockerfile's line ${l.line} is refused: an image named by a variable without an ARG default Keel can read`, { property: '/dockerfile', line: l.line });
+      if (image.includes('$')) throw WorkspaceErrors.INVALID_REQUEST(`the Dockerfile's line ${l.line} is refused: an image named by a variable without an ARG default Keel can read`, { property: '/dockerfile', line: l.line });
       out.push({ line: l.line, image });
     }
   }
@@ -89,10 +89,10 @@ function imageRefs(dockerfile: string): { line: number; image: string }[] {
 /** The Dockerfile with its built-in bases named by this Keel's image tags; a refused step is 400 naming its line. */
 export function checkDockerfile(dockerfile: string, baseImage: (builtin: 'minimal' | 'bun-typescript') => string): { text: string; bases: ('minimal' | 'bun-typescript')[] } {
   const lines = logicalLines(dockerfile);
-  if (!lines.some((l) => /^FROM\s/i.test(l.text))) throw new AppError('INVALID_REQUEST', 'the Dockerfile has no FROM line', { property: '/dockerfile' });
+  if (!lines.some((l) => /^FROM\s/i.test(l.text))) throw WorkspaceErrors.INVALID_REQUEST('the Dockerfile has no FROM line', { property: '/dockerfile' });
   for (const l of lines) {
     for (const [re, why] of REFUSED) {
-      if (re.test(l.text)) throw new AppError('INVALID_REQUEST', `the Dockerfile's line ${l.line} is refused: ${why}`, { property: '/dockerfile', line: l.line });
+      if (re.test(l.text)) throw WorkspaceErrors.INVALID_REQUEST(`the Dockerfile's line ${l.line} is refused: ${why}`, { property: '/dockerfile', line: l.line });
     }
   }
   // The engine pulls from a named registry on the host's network: one at an address literal or on the
@@ -100,7 +100,7 @@ export function checkDockerfile(dockerfile: string, baseImage: (builtin: 'minima
   for (const { line, image } of imageRefs(dockerfile)) {
     const host = registryHost(image);
     if (host && (parseIpLiteral(host) || /^localhost$|\.localhost$|\.local$/i.test(host))) {
-      throw new AppError('INVALID_REQUEST', `the Dockerfile's line ${line} is refused: images are pulled from registries by name, not from an address or this host`, { property: '/dockerfile', line });
+      throw WorkspaceErrors.INVALID_REQUEST(`the Dockerfile's line ${line} is refused: images are pulled from registries by name, not from an address or this host`, { property: '/dockerfile', line });
     }
   }
   const bases = new Set<'minimal' | 'bun-typescript'>();
@@ -164,9 +164,9 @@ export function ownWorkspace(dockerfile: string, owner: string): string {
 /** A context path: relative, inside the context, no empty or dot segments. */
 function checkPath(path: string): string {
   const segments = path.split('/');
-  if (segments[0] === KEEL_ROOT) throw new AppError('INVALID_REQUEST', `a files path may not start with ${KEEL_ROOT}/ (Keel's part of the context)`, { property: '/files' });
+  if (segments[0] === KEEL_ROOT) throw WorkspaceErrors.INVALID_REQUEST(`a files path may not start with ${KEEL_ROOT}/ (Keel's part of the context)`, { property: '/files' });
   if (path.startsWith('/') || path.length > 1024 || segments.some((s) => s === '..' || s === '' || s === '.') || path.includes('\0')) {
-    throw new AppError('INVALID_REQUEST', 'a files path must be relative and stay inside the build context (no leading /, no .. or empty segments)', { property: '/files' });
+    throw WorkspaceErrors.INVALID_REQUEST('a files path must be relative and stay inside the build context (no leading /, no .. or empty segments)', { property: '/files' });
   }
   return path;
 }
@@ -177,7 +177,7 @@ export function contextFiles(files: Record<string, string>, maxBytes: number): [
   return Object.entries(files).map(([path, value]) => {
     const bytes = value.startsWith('base64:') ? Buffer.from(value.slice(7), 'base64') : Buffer.from(value, 'utf8');
     total += bytes.byteLength;
-    if (total > maxBytes) throw new AppError('INVALID_REQUEST', `the build context is larger than APP_TEMPLATE_CONTEXT_BYTES (${maxBytes} bytes)`, { property: '/files', limit: maxBytes });
+    if (total > maxBytes) throw WorkspaceErrors.INVALID_REQUEST(`the build context is larger than APP_TEMPLATE_CONTEXT_BYTES (${maxBytes} bytes)`, { property: '/files', limit: maxBytes });
     return [checkPath(path), bytes];
   });
 }

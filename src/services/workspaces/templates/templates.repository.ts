@@ -1,12 +1,20 @@
-// Every query of the templates feature: templates (per owner, public ones) and their builds.
-import { and, asc, count, eq, isNotNull, isNull, ne, or } from 'drizzle-orm';
+// Every query of the templates feature: templates (per owner, public ones), their builds, and which
+// versions workspace rows still name (the workspaces table, read only).
+import { and, asc, count, eq, inArray, isNotNull, isNull, ne, or } from 'drizzle-orm';
 import type { Store } from '../../../platform/store';
 import { templatesTables, type TemplateBuildRow, type TemplateRow } from './templates.tables';
+import { workspacesTables } from '../workspaces.tables';
 
 export function createTemplatesRepository(store: Store) {
   const db = store.orm;
   const { templates, builds } = templatesTables(store.dialect);
+  const { workspaces } = workspacesTables(store.dialect);
   return {
+    /** Which of these versions (registry names) a workspace row still names. */
+    async versionsInUse(names: string[]): Promise<Set<string>> {
+      if (!names.length) return new Set();
+      return new Set((await db.selectDistinct({ t: workspaces.template }).from(workspaces).where(inArray(workspaces.template, names))).map((r) => r.t));
+    },
     /** The caller's templates and the public ones, oldest first. */
     usable: (owner: string): Promise<TemplateRow[]> => db.select().from(templates).where(and(or(eq(templates.owner, owner), eq(templates.public, true)), isNull(templates.deletedAt))).orderBy(asc(templates.createdAt)),
     everyTemplate: (): Promise<TemplateRow[]> => db.select().from(templates).orderBy(asc(templates.createdAt)),

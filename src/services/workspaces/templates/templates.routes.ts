@@ -1,13 +1,11 @@
 // HTTP wiring of the templates people bring: create (202, a build starts), read, rebuild, delete, and a
 // build's log (JSON, or followed as SSE). The rules live in templates.service.ts.
 import { Elysia } from 'elysia';
-import { BodyTooLarge, boundedText, ErrorEnvelope } from '../../../platform/http/errors';
+import { BodyTooLarge, boundedText } from '../../../platform/http/errors';
 import type { Sse } from '../../../platform/http/sse';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import type { Quotas } from '../quotas';
-import { workspaceOperation as op } from '../workspaces.errors';
+import { WorkspaceErrors, workspaceOperation as op } from '../workspaces.errors';
 import { Value } from '@sinclair/typebox/value';
-import { AppError } from '../../../platform/errors';
 import { JsonRefusal, parseJsonBody } from '../../../platform/json';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import type { Template } from '../images/templates';
@@ -20,8 +18,6 @@ const CREATE_EXAMPLE = {
   files: { 'tools/hello': '#!/bin/sh\necho hello\n' },
   readyCommand: 'test -x /opt/tools/hello',
 };
-
-const ERRORS = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope };
 
 /**
  * POST /api/templates carries a build context of up to APP_TEMPLATE_CONTEXT_BYTES: past the platform's
@@ -42,23 +38,22 @@ async function readCreateBody(request: Request, contextBytes: number): Promise<C
   try {
     value = parseJsonBody(text);
   } catch (e) {
-    throw new AppError('INVALID_REQUEST', e instanceof JsonRefusal ? e.message : 'the request body is not valid JSON');
+    throw WorkspaceErrors.INVALID_REQUEST(e instanceof JsonRefusal ? e.message : 'the request body is not valid JSON');
   }
   if (!Value.Check(CreateTemplateBody, value)) {
     // The schema's words, never the value received.
     const first = [...Value.Errors(CreateTemplateBody, value)][0];
-    throw new AppError('INVALID_REQUEST', `invalid body: ${first?.path || '/'} ${first?.message ?? ''}`.trim(), { errors: [{ in: 'body', property: first?.path || '/', detail: first?.message }] });
+    throw WorkspaceErrors.INVALID_REQUEST(`invalid body: ${first?.path || '/'} ${first?.message ?? ''}`.trim(), { errors: [{ in: 'body', property: first?.path || '/', detail: first?.message }] });
   }
   return value;
 }
 
-const tooLarge = (contextBytes: number) => new AppError('PAYLOAD_TOO_LARGE', `a template's body is limited by its build context, at most APP_TEMPLATE_CONTEXT_BYTES (${contextBytes} bytes)`, { limit: contextBytes });
+const tooLarge = (contextBytes: number) => WorkspaceErrors.PAYLOAD_TOO_LARGE(`a template's body is limited by its build context, at most APP_TEMPLATE_CONTEXT_BYTES (${contextBytes} bytes)`, { limit: contextBytes });
 
 export function customTemplatesRoutes(deps: {
   auth: WorkspaceAuthPlugin;
   templates: CustomTemplates;
   sse: Sse;
-  quotas: Quotas;
   contextBytes: number;
   /** The caller's snapshot (else 404 SNAPSHOT_NOT_FOUND): its image and its workspace's template. */
   snapshotSource: (actor: Actor, id: string) => Promise<{ image: string; template: Template | undefined }>;
@@ -71,7 +66,7 @@ export function customTemplatesRoutes(deps: {
       set.status = 202;
       return templates.create(actor, body);
     }, {
-      response: { 202: BuildAccepted, ...ERRORS, 403: ErrorEnvelope, 409: ErrorEnvelope, 413: ErrorEnvelope },
+      response: { 202: BuildAccepted },
       detail: { ...op('createTemplate', ['FORBIDDEN', 'TEMPLATE_EXISTS', 'QUOTA_EXCEEDED', 'PAYLOAD_TOO_LARGE']),
         // Read by the route itself (a context past the platform's JSON limit): the schema is written here.
         requestBody: { required: true, content: { 'application/json': { schema: CreateTemplateBody as unknown as Record<string, unknown>, example: CREATE_EXAMPLE } } },
@@ -89,7 +84,7 @@ export function customTemplatesRoutes(deps: {
     }, {
       params: TemplateParams,
       body: SnapshotTemplateBody,
-      response: { 202: BuildAccepted, ...ERRORS, 409: ErrorEnvelope },
+      response: { 202: BuildAccepted },
       detail: { ...op('createTemplateFromSnapshot', ['SNAPSHOT_NOT_FOUND', 'TEMPLATE_EXISTS', 'QUOTA_EXCEEDED']),
         tags: ['templates'],
         summary: 'A template of one of your snapshots (its file system; answered as POST /api/templates)',
@@ -98,7 +93,7 @@ export function customTemplatesRoutes(deps: {
     })
     .get('/api/templates/:id', ({ actor, params }) => templates.get(actor, params.id), {
       params: TemplateParams,
-      response: { 200: TemplateView, ...ERRORS },
+      response: { 200: TemplateView },
       detail: { ...op('getTemplate', ['TEMPLATE_NOT_FOUND']), summary: 'A template you may use: its status (ready, or failed with the failing step as reason) and version' },
     })
     .post('/api/templates/:id/builds', async ({ actor, params, set }) => {
@@ -106,44 +101,36 @@ export function customTemplatesRoutes(deps: {
       return templates.rebuild(actor, params.id);
     }, {
       params: TemplateParams,
-      response: { 202: BuildAccepted, ...ERRORS, 409: ErrorEnvelope },
+      response: { 202: BuildAccepted },
       detail: { ...op('rebuildTemplate', ['TEMPLATE_NOT_FOUND', 'TEMPLATE_BUILDING']), summary: 'Build the template again as a new version; running workspaces keep theirs' },
     })
     .delete('/api/templates/:id', ({ actor, params }) => templates.remove(actor, params.id), {
       params: TemplateParams,
-      response: { 200: TemplateDeleted, ...ERRORS },
+      response: { 200: TemplateDeleted },
       detail: { ...op('deleteTemplate', ['TEMPLATE_NOT_FOUND']), summary: 'Delete your template; workspaces made from it keep working' },
     })
     .get('/api/templates/:id/builds/:buildId/logs', async ({ actor, params, query, request }) => {
       if (!query.follow) {
         const lines = [];
         let done: { status: string; reason?: string } = { status: 'building' };
-        await templates.build(actor, params.id, params.buildId);
-        for await (const e of templates.follow(params.buildId, request.signal, false)) {
+        for await (const e of await templates.buildLog(actor, params.id, params.buildId, request.signal, false)) {
           if (e.line) lines.push(e.line);
           if (e.done) done = e.done;
         }
         return { status: done.status as 'building', reason: done.reason ?? null, lines };
       }
       const stream = deps.sse.open(request);
-      const slot = deps.quotas.hold(actor, 'streams', stream.signal);
-      try {
-        // Checked before the stream opens, so an unknown build is a 404, not an empty stream.
-        await templates.build(actor, params.id, params.buildId);
-        const events = templates.follow(params.buildId, stream.signal, true);
-        return stream.respond(
-          (async function* () {
-            for await (const e of events) yield e.line ? { data: e.line } : { event: 'done', data: e.done };
-          })(),
-        ) as unknown as { status: 'building'; reason: null; lines: [] };
-      } catch (e) {
-        slot.release();
-        throw e;
-      }
+      // Checked before the stream opens, so an unknown build is a 404, not an empty stream.
+      const events = await templates.buildLog(actor, params.id, params.buildId, stream.signal, true);
+      return stream.respond(
+        (async function* () {
+          for await (const e of events) yield e.line ? { data: e.line } : { event: 'done', data: e.done };
+        })(),
+      ) as unknown as { status: 'building'; reason: null; lines: [] };
     }, {
       params: BuildParams,
       query: BuildLogQuery,
-      response: { 200: BuildLog, ...ERRORS },
+      response: { 200: BuildLog },
       detail: { ...op('readTemplateBuildLog', ['TEMPLATE_NOT_FOUND', 'BUILD_NOT_FOUND', 'QUOTA_EXCEEDED']),
         summary: "A build's output: what it wrote so far, or followed live (follow=true, SSE)",
         responses: { 200: BuildLogStream },

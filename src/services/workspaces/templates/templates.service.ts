@@ -6,7 +6,6 @@
 // cancel); templates.images.ts: the images on the engines (building, registering, collecting).
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { canAccess } from '../../../platform/auth/workspace-token';
-import { AppError } from '../../../platform/errors';
 import { errorFields, newId, type Clock, type Logger } from '../../../platform/runtime';
 import type { Engine } from '../engine/engine';
 import type { Template, TemplateRegistry } from '../images/templates';
@@ -15,6 +14,8 @@ import { createTemplateImages, templateKey as key, versionImage as imageRef, typ
 import type { TemplatesRepository } from './templates.repository';
 import type { TemplateBuildRow, TemplateRow } from './templates.tables';
 import type { CreateTemplateInput, TemplateView } from './templates.model';
+import { WorkspaceErrors } from '../workspaces.errors';
+import type { Quotas } from '../quotas';
 
 /** What a build keeps of its output: the last lines, at most this many bytes. */
 const LOG_MAX_BYTES = 1024 * 1024;
@@ -28,10 +29,13 @@ export interface BuildLine {
 interface Live {
   lines: BuildLine[];
   bytes: number;
-  followers: Set<(e: { line?: BuildLine; done?: { status: string; reason?: string } }) => void>;
+  followers: Set<(e: BuildLogEntry) => void>;
   /** Aborted by a delete of the template: the build stops and its slot goes to the next. */
   cancel: AbortController;
 }
+
+/** One entry of a build's log: a line, or its end. */
+export type BuildLogEntry = { line?: BuildLine; done?: { status: string; reason?: string } };
 
 export function createCustomTemplates(deps: {
   repo: TemplatesRepository;
@@ -42,6 +46,7 @@ export function createCustomTemplates(deps: {
   log: Logger;
   /** Which of these versions (registry names) a workspace still names (their images are kept). */
   inUse?: (names: string[]) => Promise<Set<string>>;
+  quotas: Pick<Quotas, 'holdingStream'>;
 }) {
   const { repo, registry, engine, settings, log } = deps;
   const images = createTemplateImages({ repo, registry, engine, settings, log, inUse: deps.inUse });
@@ -53,7 +58,7 @@ export function createCustomTemplates(deps: {
     if (t.public) for (const f of changed) f();
   };
   const iso = () => new Date(deps.clock.now()).toISOString();
-  const notFound = () => new AppError('TEMPLATE_NOT_FOUND', 'no such template');
+  const notFound = () => WorkspaceErrors.TEMPLATE_NOT_FOUND('no such template');
 
   function view(t: TemplateRow): TemplateView {
     return {
@@ -63,7 +68,7 @@ export function createCustomTemplates(deps: {
     };
   }
 
-  function emit(buildId: string, e: { line?: BuildLine; done?: { status: string; reason?: string } }) {
+  function emit(buildId: string, e: BuildLogEntry) {
     for (const f of live.get(buildId)?.followers ?? []) f(e);
   }
 
@@ -113,6 +118,61 @@ export function createCustomTemplates(deps: {
     return { id: newId('bld', deps.clock), templateId, version, status: 'building', reason: null, log: '', image: imageRef(templateId, version), startedAt: iso(), endedAt: null };
   }
 
+  /** A build of a template the caller may use (else 404). */
+  async function ownedBuild(actor: Actor, id: string, buildId: string): Promise<TemplateBuildRow> {
+    const t = await repo.get(id);
+    if (!t || !(t.public || canAccess(actor, t.owner))) throw notFound();
+    const b = await repo.build(buildId);
+    if (!b || b.templateId !== id) throw WorkspaceErrors.BUILD_NOT_FOUND('no such build of this template');
+    return b;
+  }
+
+  /**
+   * A build's lines so far (the stored log once it ended), then, with `wait`, each new one as it is
+   * written; last its end (`building` when not waiting for a build in flight). Check access first (ownedBuild).
+   */
+  async function* buildLines(buildId: string, signal: AbortSignal, wait: boolean): AsyncGenerator<BuildLogEntry> {
+    const state = live.get(buildId);
+    if (!state) {
+      const ended = (await repo.build(buildId))!;
+      for (const l of ended.log ? ended.log.split('\n') : []) {
+        const space = l.indexOf(' ');
+        yield { line: { timestamp: l.slice(0, space), message: l.slice(space + 1) } };
+      }
+      yield { done: { status: ended.status, ...(ended.reason ? { reason: ended.reason } : {}) } };
+      return;
+    }
+    if (!wait) {
+      for (const line of [...state.lines]) yield { line };
+      yield { done: { status: 'building' } };
+      return;
+    }
+    const queue: BuildLogEntry[] = state.lines.map((line) => ({ line }));
+    let wake: (() => void) | undefined;
+    const follower = (e: (typeof queue)[number]) => {
+      queue.push(e);
+      wake?.();
+    };
+    state.followers.add(follower);
+    try {
+      while (!signal.aborted) {
+        const e = queue.shift();
+        if (e) {
+          yield e;
+          if (e.done) return;
+          continue;
+        }
+        await new Promise<void>((r) => {
+          wake = r;
+          signal.addEventListener('abort', () => r(), { once: true });
+        });
+        wake = undefined;
+      }
+    } finally {
+      state.followers.delete(follower);
+    }
+  }
+
   return {
     /** Ready versions join the registry; a build a crash cut short runs again. */
     async start(): Promise<void> {
@@ -144,12 +204,12 @@ export function createCustomTemplates(deps: {
 
     /** `allowImage`: an image of Keel's own the Dockerfile may start from (a snapshot the caller owns, fromSnapshot). */
     async create(actor: Actor, input: CreateTemplateInput, allowImage?: string): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
-      if (!NAME.test(input.name)) throw new AppError('INVALID_REQUEST', 'name must be 1-63 characters: lowercase letters, digits, . _ -', { property: '/name' });
-      if (input.public && !actor.admin) throw new AppError('FORBIDDEN', 'only admins make public templates');
+      if (!NAME.test(input.name)) throw WorkspaceErrors.INVALID_REQUEST('name must be 1-63 characters: lowercase letters, digits, . _ -', { property: '/name' });
+      if (input.public && !actor.admin) throw WorkspaceErrors.FORBIDDEN('only admins make public templates');
       // The operator's bounds on what a template gives its workspaces (admins included: they are the host's).
       const { maxCpus, maxMemoryMb } = settings.templates;
-      if (input.cpu !== undefined && input.cpu > maxCpus) throw new AppError('INVALID_REQUEST', `cpu may be at most ${maxCpus} (APP_TEMPLATE_MAX_CPUS)`, { property: '/cpu', limit: maxCpus });
-      if (input.memoryMb !== undefined && input.memoryMb > maxMemoryMb) throw new AppError('INVALID_REQUEST', `memoryMb may be at most ${maxMemoryMb} (APP_TEMPLATE_MAX_MEMORY_MB)`, { property: '/memoryMb', limit: maxMemoryMb });
+      if (input.cpu !== undefined && input.cpu > maxCpus) throw WorkspaceErrors.INVALID_REQUEST(`cpu may be at most ${maxCpus} (APP_TEMPLATE_MAX_CPUS)`, { property: '/cpu', limit: maxCpus });
+      if (input.memoryMb !== undefined && input.memoryMb > maxMemoryMb) throw WorkspaceErrors.INVALID_REQUEST(`memoryMb may be at most ${maxMemoryMb} (APP_TEMPLATE_MAX_MEMORY_MB)`, { property: '/memoryMb', limit: maxMemoryMb });
       // Checked now, so a bad Dockerfile or context is a 400, not a failed build.
       checkDockerfile(input.dockerfile, (b) => b);
       // Keel's images of other actors are not bases: only the caller's own (or public) template versions.
@@ -158,12 +218,12 @@ export function createCustomTemplates(deps: {
         const m = /^keel-template:(tpl_\w+)-v\d+$/i.exec(image);
         const t = m ? await repo.get(m[1]!) : undefined;
         if (t && !t.deletedAt && (t.public || canAccess(actor, t.owner))) continue;
-        throw new AppError('INVALID_REQUEST', `the Dockerfile's line ${line} is refused: it names an image of Keel's that is not yours (start from keel/minimal, keel/bun-typescript, a registry image, or one of your templates' keel-template:<id>-v<n>)`, { property: '/dockerfile', line });
+        throw WorkspaceErrors.INVALID_REQUEST(`the Dockerfile's line ${line} is refused: it names an image of Keel's that is not yours (start from keel/minimal, keel/bun-typescript, a registry image, or one of your templates' keel-template:<id>-v<n>)`, { property: '/dockerfile', line });
       }
       contextFiles(input.files ?? {}, settings.templates.contextBytes);
-      if (registry.isBuiltIn(input.name) || (await repo.byName(actor.id, input.name))) throw new AppError('TEMPLATE_EXISTS', 'a template of this name exists', { property: '/name' });
+      if (registry.isBuiltIn(input.name) || (await repo.byName(actor.id, input.name))) throw WorkspaceErrors.TEMPLATE_EXISTS('a template of this name exists', { property: '/name' });
       if (!actor.admin && (await repo.countOf(actor.id)) >= settings.templates.quota) {
-        throw new AppError('QUOTA_EXCEEDED', `you hold ${settings.templates.quota} templates (APP_QUOTA_TEMPLATES); delete one first`, { quota: 'templates', limit: settings.templates.quota });
+        throw WorkspaceErrors.QUOTA_EXCEEDED(`you hold ${settings.templates.quota} templates (APP_QUOTA_TEMPLATES); delete one first`, { quota: 'templates', limit: settings.templates.quota });
       }
       const now = iso();
       const id = newId('tpl', deps.clock);
@@ -177,7 +237,7 @@ export function createCustomTemplates(deps: {
       try {
         await repo.create(row, build);
       } catch (e) {
-        if (await repo.byName(actor.id, input.name)) throw new AppError('TEMPLATE_EXISTS', 'a template of this name exists', { property: '/name' });
+        if (await repo.byName(actor.id, input.name)) throw WorkspaceErrors.TEMPLATE_EXISTS('a template of this name exists', { property: '/name' });
         throw e;
       }
       void run(row, build);
@@ -205,7 +265,7 @@ export function createCustomTemplates(deps: {
     async rebuild(actor: Actor, id: string): Promise<{ id: string; name: string; status: 'building'; buildId: string; createdAt: string }> {
       const t = await owned(actor, id);
       if (t.deletedAt) throw notFound();
-      if (live.has(t.buildId)) throw new AppError('TEMPLATE_BUILDING', 'a build of this template is running', { buildId: t.buildId });
+      if (live.has(t.buildId)) throw WorkspaceErrors.TEMPLATE_BUILDING('a build of this template is running', { buildId: t.buildId });
       const last = (await repo.builds(id)).at(-1);
       const build = newBuild(id, (last?.version ?? 0) + 1);
       await repo.startBuild(id, build, iso());
@@ -262,68 +322,26 @@ export function createCustomTemplates(deps: {
       const t = (await repo.byName(actor.id, name)) ?? (await repo.publicByName(name));
       if (!t || t.deletedAt) {
         // Another actor's private template is theirs (404); a name no one has is the spec's 400.
-        if (await repo.existsNamed(name)) throw new AppError('TEMPLATE_NOT_FOUND', 'no template of this name that you may use', { property: '/template' });
-        throw new AppError('INVALID_REQUEST', 'unknown template', { property: '/template', known: registry.names() });
+        if (await repo.existsNamed(name)) throw WorkspaceErrors.TEMPLATE_NOT_FOUND('no template of this name that you may use', { property: '/template' });
+        throw WorkspaceErrors.INVALID_REQUEST('unknown template', { property: '/template', known: registry.names() });
       }
-      if (t.version === 0) throw new AppError('TEMPLATE_NOT_READY', 'the template has no built version yet', { property: '/template', status: t.status });
+      if (t.version === 0) throw WorkspaceErrors.TEMPLATE_NOT_READY('the template has no built version yet', { property: '/template', status: t.status });
       // Its image is being built again (gone from the engine at start-up): not ready until it is back.
-      if (!registry.get(key(t.id, t.version))) throw new AppError('TEMPLATE_NOT_READY', "the template's image is being made again; retry shortly", { property: '/template', status: 'building' });
+      if (!registry.get(key(t.id, t.version))) throw WorkspaceErrors.TEMPLATE_NOT_READY("the template's image is being made again; retry shortly", { property: '/template', status: 'building' });
       return key(t.id, t.version);
     },
 
-    /** A build of a template the caller may use (else 404). */
-    async build(actor: Actor, id: string, buildId: string): Promise<TemplateBuildRow> {
-      const t = await repo.get(id);
-      if (!t || !(t.public || canAccess(actor, t.owner))) throw notFound();
-      const b = await repo.build(buildId);
-      if (!b || b.templateId !== id) throw new AppError('BUILD_NOT_FOUND', 'no such build of this template');
-      return b;
-    },
-
     /**
-     * A build's lines so far (the stored log once it ended), then, with `wait`, each new one as it is
-     * written; last its end (`building` when not waiting for a build in flight). Call build() first.
+     * A build's log for `actor` (404 first for a template or build it may not see): its lines so far,
+     * then, with `wait`, each new one as it is written, holding one of the actor's stream slots until
+     * `signal` aborts (429 first when none is left); last its end (`building` when not waiting).
      */
-    async *follow(buildId: string, signal: AbortSignal, wait: boolean): AsyncGenerator<{ line?: BuildLine; done?: { status: string; reason?: string } }> {
-      const state = live.get(buildId);
-      if (!state) {
-        const ended = (await repo.build(buildId))!;
-        for (const l of ended.log ? ended.log.split('\n') : []) {
-          const space = l.indexOf(' ');
-          yield { line: { timestamp: l.slice(0, space), message: l.slice(space + 1) } };
-        }
-        yield { done: { status: ended.status, ...(ended.reason ? { reason: ended.reason } : {}) } };
-        return;
-      }
-      if (!wait) {
-        for (const line of [...state.lines]) yield { line };
-        yield { done: { status: 'building' } };
-        return;
-      }
-      const queue: { line?: BuildLine; done?: { status: string; reason?: string } }[] = state.lines.map((line) => ({ line }));
-      let wake: (() => void) | undefined;
-      const follower = (e: (typeof queue)[number]) => {
-        queue.push(e);
-        wake?.();
+    buildLog(actor: Actor, id: string, buildId: string, signal: AbortSignal, wait: boolean): Promise<AsyncIterable<BuildLogEntry>> {
+      const open = async () => {
+        await ownedBuild(actor, id, buildId);
+        return buildLines(buildId, signal, wait);
       };
-      state.followers.add(follower);
-      try {
-        while (!signal.aborted) {
-          const e = queue.shift();
-          if (e) {
-            yield e;
-            if (e.done) return;
-            continue;
-          }
-          await new Promise<void>((r) => {
-            wake = r;
-            signal.addEventListener('abort', () => r(), { once: true });
-          });
-          wake = undefined;
-        }
-      } finally {
-        state.followers.delete(follower);
-      }
+      return wait ? deps.quotas.holdingStream(actor, signal, open) : open();
     },
   };
 }

@@ -2,7 +2,6 @@
 // attaches to it, authorised by its single-use ticket instead of a header (browsers send none there).
 import { Elysia } from 'elysia';
 import type { ServerWebSocket } from 'bun';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
 import { IdParams } from '../lifecycle/lifecycle.model';
 import { workspaceOperation as op } from '../workspaces.errors';
@@ -13,8 +12,6 @@ const ATTACH_PATH = /^\/api\/workspaces\/[^/]+\/terminals\/[^/]+$/;
 
 /** GET .../terminals/{tid} carries its ticket instead of a Bearer header: the auth hook lets it through to the ticket check. */
 export const ticketAuthorised = (request: Request) => request.method === 'GET' && ATTACH_PATH.test(new URL(request.url).pathname);
-
-const ERRORS = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope };
 
 /** A text frame that resizes: {"type":"resize","cols":N,"rows":N} (Elysia has parsed the JSON already). */
 function resizeOf(message: unknown): { cols: number; rows: number } | null {
@@ -38,7 +35,7 @@ export function terminalsRoutes(deps: { auth: WorkspaceAuthPlugin; terminals: Te
       {
         params: IdParams,
         body: TerminalBody,
-        response: { 201: TerminalTicket, ...ERRORS },
+        response: { 201: TerminalTicket },
         detail: {
           tags: ['terminals'],
           ...op('openWorkspaceTerminal', ['WORKSPACE_NOT_FOUND', 'WORKSPACE_NOT_RUNNING', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
@@ -55,7 +52,7 @@ export function terminalsRoutes(deps: { auth: WorkspaceAuthPlugin; terminals: Te
       return terminals.ticket(actor, params.id, params.tid);
     }, {
       params: TerminalParams,
-      response: { 201: TerminalTicket, ...ERRORS },
+      response: { 201: TerminalTicket },
       detail: {
         tags: ['terminals'],
         ...op('ticketWorkspaceTerminal', ['WORKSPACE_NOT_FOUND', 'TERMINAL_NOT_FOUND']),

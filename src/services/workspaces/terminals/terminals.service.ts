@@ -5,12 +5,12 @@
 // of its actor's APP_QUOTA_STREAMS slots for as long as it lives. Terminals live in this process
 // only: a restart of Keel ends them.
 import { randomBytes } from 'node:crypto';
-import { AppError } from '../../../platform/errors';
 import { newId, type Clock } from '../../../platform/runtime';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { EngineError, type Engine, type TtyHandle } from '../engine/engine';
 import { engineFailure, type Access } from '../access';
 import type { QuotaSlot, Quotas } from '../quotas';
+import { WorkspaceErrors } from '../workspaces.errors';
 
 export const TICKET_MS = 60_000;
 export const DETACHED_MS = 10 * 60_000;
@@ -88,7 +88,7 @@ export function createTerminalsService(deps: {
   async function owned(actor: Actor, workspaceId: string, tid: string): Promise<Terminal> {
     await deps.access.getOwned(actor, workspaceId);
     const term = terminals.get(tid);
-    if (!term || term.workspaceId !== workspaceId) throw new AppError('TERMINAL_NOT_FOUND', 'terminal not found');
+    if (!term || term.workspaceId !== workspaceId) throw WorkspaceErrors.TERMINAL_NOT_FOUND('terminal not found');
     return term;
   }
 
@@ -111,7 +111,7 @@ export function createTerminalsService(deps: {
         handle = await engine.execTty(containerId, { cmd, env: ['TERM=xterm-256color'], cols: input.cols ?? 80, rows: input.rows ?? 24 }, onData);
       } catch (e) {
         slot.release();
-        if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw new AppError('WORKSPACE_NOT_RUNNING', 'the workspace is not running; start it to open a terminal', {});
+        if (e instanceof EngineError && (e.kind === 'conflict' || e.kind === 'not-found')) throw WorkspaceErrors.WORKSPACE_NOT_RUNNING('the workspace is not running; start it to open a terminal', {});
         throw engineFailure(e);
       }
       const made: Terminal = { id, workspaceId, owner: actor.id, handle, slot, ring: [], ringBytes: 0, ended: false };
@@ -135,9 +135,9 @@ export function createTerminalsService(deps: {
     redeem(workspaceId: string, tid: string, ticket: string): string {
       const found = tickets.get(ticket);
       tickets.delete(ticket);
-      if (!found || found.expiresAt <= clock.now() || found.terminalId !== tid) throw new AppError('UNAUTHORIZED', 'the terminal ticket is unknown, used or expired; ask for a new one');
+      if (!found || found.expiresAt <= clock.now() || found.terminalId !== tid) throw WorkspaceErrors.UNAUTHORIZED('the terminal ticket is unknown, used or expired; ask for a new one');
       const term = terminals.get(tid);
-      if (!term || term.workspaceId !== workspaceId) throw new AppError('TERMINAL_NOT_FOUND', 'terminal not found');
+      if (!term || term.workspaceId !== workspaceId) throw WorkspaceErrors.TERMINAL_NOT_FOUND('terminal not found');
       return tid;
     },
 

@@ -2,8 +2,7 @@
 // signs in itself and calls the API with a Bearer token. The policy allows this origin only, no
 // inline script or style, no framing.
 import { Elysia, t } from 'elysia';
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import { INDEX, type UiAsset } from './ui.assets';
 
 export const UI_CSP = [
@@ -20,7 +19,7 @@ export const UI_CSP = [
 const SECURITY = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' };
 
 export function uiRoutes(deps: { assets: () => Promise<Record<string, UiAsset>> }) {
-  const notFound = () => new AppError('NOT_FOUND', 'no such dashboard file');
+  const notFound = () => WorkspaceErrors.NOT_FOUND('no such dashboard file');
   return new Elysia({ name: 'workspaces.ui' })
     .get(
       '/ui',

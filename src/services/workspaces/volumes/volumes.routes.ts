@@ -1,7 +1,6 @@
 // HTTP wiring of kept volumes: routes, schemas and status codes only; the rules live in volumes.service.ts.
 import { Elysia } from 'elysia';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import type { Volumes } from './volumes.service';
 import { KeptVolumeList, VolumeDeleted, VolumeListQuery, VolumeParams } from './volumes.model';
 import { workspaceOperation as op } from '../workspaces.errors';
@@ -17,12 +16,12 @@ export function volumesRoutes(deps: { auth: WorkspaceAuthPlugin; volumes: Volume
     .use(deps.auth)
     .get('/api/volumes', async ({ actor, query }) => ({ volumes: await vols.list(actor, query) }), {
       query: VolumeListQuery,
-      response: { 200: KeptVolumeList, 400: ErrorEnvelope, 401: ErrorEnvelope, 429: ErrorEnvelope },
+      response: { 200: KeptVolumeList },
       detail: { ...op('listVolumes'), summary: 'List your kept volumes (admins: all, or one actor\'s with ?actor=), oldest first', description: KEPT },
     })
     .delete('/api/volumes/:ref', ({ actor, params }) => vols.remove(actor, params.ref), {
       params: VolumeParams,
-      response: { 200: VolumeDeleted, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+      response: { 200: VolumeDeleted },
       detail: { ...op('deleteVolume', ['VOLUME_NOT_FOUND', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
         summary: 'Remove a kept volume, by name or by the id of the workspace it belonged to',
         description: `Removes the volume from the engine (its data is gone) and frees its place in the quota. ${KEPT} 502 \`ENGINE_ERROR\` when the engine refuses (the volume stays listed), 503 \`ENGINE_UNAVAILABLE\` when none answers.`,

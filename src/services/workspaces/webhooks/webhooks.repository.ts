@@ -28,7 +28,7 @@ export function createWebhooksRepository(store: Store) {
   const first = async <T>(q: Promise<T[]>): Promise<T | undefined> => (await q)[0];
 
   return {
-    /** One transaction (platform/store.ts): committed when `body` resolves, rolled back when it throws. */
+    /** One transaction (platform/store/store.ts): committed when `body` resolves, rolled back when it throws. */
     transaction: <T>(body: (tx: Orm) => Promise<T>): Promise<T> => store.transaction(body),
 
     /**

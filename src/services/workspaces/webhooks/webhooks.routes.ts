@@ -1,7 +1,6 @@
 // HTTP wiring of webhooks: routes, schemas and status codes only; the rules live in webhooks.service.ts.
 import { Elysia } from 'elysia';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import { ErrorEnvelope } from '../../../platform/http/errors';
 import type { WebhooksService } from './webhooks.service';
 import { workspaceOperation as op } from '../workspaces.errors';
 import {
@@ -26,8 +25,6 @@ const SIGNING =
   'retried on APP_WEBHOOK_RETRY_SCHEDULE; 410 disables the webhook; Retry-After on 429/503 delays the next attempt. Deliveries of one ' +
   'workspace arrive in order. See docs/webhooks.md.';
 
-const owned = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope };
-
 export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: WebhooksService }) {
   const wh = deps.webhooks;
   return new Elysia({ name: 'workspaces.webhooks', detail: { tags: ['webhooks'] } })
@@ -42,7 +39,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
       },
       {
         body: CreateWebhookBody,
-        response: { 201: Webhook, 400: ErrorEnvelope, 401: ErrorEnvelope, 429: ErrorEnvelope },
+        response: { 201: Webhook },
         detail: { ...op('createWebhook', ['QUOTA_EXCEEDED']),
           summary: 'Register a webhook for workspace events',
           description:
@@ -56,18 +53,18 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
       },
     )
     .get('/api/webhooks', async ({ actor }) => ({ webhooks: await wh.list(actor) }), {
-      response: { 200: WebhookList, 401: ErrorEnvelope, 429: ErrorEnvelope },
+      response: { 200: WebhookList },
       detail: { ...op('listWebhooks'), summary: 'List your webhooks (admins: all), oldest first, with their active state' },
     })
     .get('/api/webhooks/:id', ({ actor, params }) => wh.get(actor, params.id), {
       params: WebhookParams,
-      response: { 200: Webhook, ...owned },
+      response: { 200: Webhook },
       detail: { ...op('getWebhook', ['WEBHOOK_NOT_FOUND']), summary: 'A webhook and its state', description: "404 `WEBHOOK_NOT_FOUND` when absent or another actor's." },
     })
     .patch('/api/webhooks/:id', ({ actor, params, body }) => wh.update(actor, params.id, body), {
       params: WebhookParams,
       body: PatchWebhookBody,
-      response: { 200: Webhook, ...owned },
+      response: { 200: Webhook },
       detail: { ...op('updateWebhook', ['WEBHOOK_NOT_FOUND']),
         summary: 'Change a webhook: url, events, secret, active',
         description:
@@ -77,7 +74,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
     })
     .delete('/api/webhooks/:id', ({ actor, params }) => wh.remove(actor, params.id), {
       params: WebhookParams,
-      response: { 200: DeleteWebhookResult, ...owned },
+      response: { 200: DeleteWebhookResult },
       detail: { ...op('deleteWebhook', ['WEBHOOK_NOT_FOUND']), summary: 'Delete a webhook with its delivery log' },
     })
     .post(
@@ -88,7 +85,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
       },
       {
         params: WebhookParams,
-        response: { 202: Delivery, ...owned, 409: ErrorEnvelope },
+        response: { 202: Delivery },
         detail: { ...op('pingWebhook', ['WEBHOOK_NOT_FOUND', 'WEBHOOK_INACTIVE', 'QUOTA_EXCEEDED']),
           summary: 'Send a ping event to the webhook',
           description:
@@ -101,7 +98,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
     .get('/api/webhooks/:id/deliveries', async ({ actor, params, query }) => ({ deliveries: await wh.deliveries(actor, params.id, query) }), {
       params: WebhookParams,
       query: DeliveryQuery,
-      response: { 200: DeliveryList, ...owned },
+      response: { 200: DeliveryList },
       detail: { ...op('listWebhookDeliveries', ['WEBHOOK_NOT_FOUND']),
         summary: 'The delivery log of a webhook, newest first',
         description: 'Each delivery with its status, attempts, the last answer (status, error, duration) and its times. Page with `before` and `limit` (default 50).',
@@ -109,7 +106,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
     })
     .get('/api/webhooks/:id/deliveries/:deliveryId', ({ actor, params }) => wh.delivery(actor, params.id, params.deliveryId), {
       params: DeliveryParams,
-      response: { 200: DeliveryDetail, ...owned },
+      response: { 200: DeliveryDetail },
       detail: { ...op('getWebhookDelivery', ['WEBHOOK_NOT_FOUND', 'DELIVERY_NOT_FOUND']), summary: 'One delivery with its payload and every attempt', description: '404 `DELIVERY_NOT_FOUND` when the webhook has no such delivery.' },
     })
     .post(
@@ -120,7 +117,7 @@ export function webhooksRoutes(deps: { auth: WorkspaceAuthPlugin; webhooks: Webh
       },
       {
         params: DeliveryParams,
-        response: { 202: Delivery, ...owned, 409: ErrorEnvelope },
+        response: { 202: Delivery },
         detail: { ...op('redeliverWebhookDelivery', ['WEBHOOK_NOT_FOUND', 'DELIVERY_NOT_FOUND', 'WEBHOOK_INACTIVE', 'DELIVERY_IN_FLIGHT', 'QUOTA_EXCEEDED']),
           summary: 'Send a delivery again, with the same delivery id',
           description:

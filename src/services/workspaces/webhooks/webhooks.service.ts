@@ -1,7 +1,6 @@
 // Webhook rules: registrations owned by their creator (another actor's is 404), validation of
 // targets and event names, the delivery log, ping and redelivery. Recording deliveries and sending them is the outbox's job (intake.ts, dispatcher.ts).
-import { AppError } from '../../../platform/errors';
-import '../workspaces.errors';
+import { WorkspaceErrors } from '../workspaces.errors';
 import type { Orm } from '../../../platform/store';
 import { canAccess, type Actor } from '../../../platform/auth/workspace-token';
 import { isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
@@ -31,12 +30,12 @@ export interface WebhooksServiceDeps {
   policy: TargetPolicy;
 }
 
-const notFound = () => new AppError('WEBHOOK_NOT_FOUND', 'webhook not found');
-const deliveryNotFound = () => new AppError('DELIVERY_NOT_FOUND', 'delivery not found');
-const invalid = (message: string, property: string) => new AppError('INVALID_REQUEST', message, { property });
+const notFound = () => WorkspaceErrors.WEBHOOK_NOT_FOUND('webhook not found');
+const deliveryNotFound = () => WorkspaceErrors.DELIVERY_NOT_FOUND('delivery not found');
+const invalid = (message: string, property: string) => WorkspaceErrors.INVALID_REQUEST(message, { property });
 /** The workspace API's quota answer (quotas.ts has the same shape); `quota` names what is full. */
 const quotaExceeded = (quota: 'webhooks' | 'pendingDeliveries', limit: number, message: string) =>
-  new AppError('QUOTA_EXCEEDED', `quota exceeded: ${quota} (limit ${limit}); ${message}`, { quota, limit });
+  WorkspaceErrors.QUOTA_EXCEEDED(`quota exceeded: ${quota} (limit ${limit}); ${message}`, { quota, limit });
 
 /** The one view of a registration: never the secret. */
 export function webhookView(r: RegistrationRow): WebhookView {
@@ -77,7 +76,7 @@ function checkEvents(events: string[]): string[] {
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
     if (e !== '*' && !known.has(e)) {
-      throw new AppError('INVALID_REQUEST', `events/${i} is not a known event name`, { property: `/events/${i}`, known: [...WEBHOOK_EVENTS, '*'] });
+      throw WorkspaceErrors.INVALID_REQUEST(`events/${i} is not a known event name`, { property: `/events/${i}`, known: [...WEBHOOK_EVENTS, '*'] });
     }
   }
   return events.includes('*') ? ['*'] : [...new Set(events)];
@@ -124,7 +123,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
 
   function requireActive(reg: RegistrationRow) {
     if (!reg.active) {
-      throw new AppError('WEBHOOK_INACTIVE', 'the webhook is disabled; turn it on with PATCH {"active": true} first', { disabledReason: reg.disabledReason ?? 'manual' });
+      throw WorkspaceErrors.WEBHOOK_INACTIVE('the webhook is disabled; turn it on with PATCH {"active": true} first', { disabledReason: reg.disabledReason ?? 'manual' });
     }
   }
 
@@ -211,7 +210,7 @@ export function createWebhooksService(deps: WebhooksServiceDeps) {
       const d = await getDelivery(actor, id, deliveryId);
       // An ended delivery becomes pending again: it needs a place, checked in the transaction that moves it.
       if ((await outbox.redeliver(d.seq, (tx) => requireRoom(reg, tx))) === 'in-flight') {
-        throw new AppError('DELIVERY_IN_FLIGHT', 'an attempt of this delivery is in flight; redeliver it once that attempt ends');
+        throw WorkspaceErrors.DELIVERY_IN_FLIGHT('an attempt of this delivery is in flight; redeliver it once that attempt ends');
       }
       const now = await repository.deliveryBySeq(d.seq);
       if (!now) throw deliveryNotFound(); // its webhook was deleted meanwhile

@@ -1,7 +1,9 @@
 // The rate-limit algorithms (platform/http/rate-limit.ts) on a clock the test moves, and the
 // media services' 429 refusal.
 import { describe, expect, test } from 'bun:test';
+import { headersOf, meaningOf } from '../../../../src/platform/errors';
 import { createFixedWindow, createTokenBucket, rateLimited } from '../../../../src/platform/http/rate-limit';
+import { problemErrorTable } from '../../../../src/platform/platform.errors';
 
 const clockAt = (start: number) => {
   const c = { t: start, now: () => c.t };
@@ -61,5 +63,9 @@ describe('fixed window', () => {
 });
 
 test('rateLimited is a retryable 429 rate-limited with Retry-After', () => {
-  expect(rateLimited(3, 20)).toMatchObject({ code: 'rate-limited', status: 429, retryable: true, headers: { 'retry-after': '3' }, details: { limit: 20, retryAfter: 3 } });
+  const e = rateLimited(3, 20);
+  expect(e).toMatchObject({ code: 'rate-limited', details: { limit: 20, retryAfter: 3 } });
+  const meaning = meaningOf(e, problemErrorTable);
+  expect(meaning).toMatchObject({ status: 429, retryable: true });
+  expect(headersOf(e, meaning)).toEqual({ 'retry-after': '3' });
 });

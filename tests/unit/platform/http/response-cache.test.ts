@@ -14,6 +14,7 @@ import { errorHandling } from '../../../../src/platform/http/errors';
 import { createResponseCache, etagMatches } from '../../../../src/platform/http/response-cache';
 import { workspaceAuth } from '../../../../src/platform/http/workspace-auth';
 import { TEST_SECRET } from '../../../helpers/platform';
+import { envelopeErrorTable } from '../../../../src/platform/platform.errors';
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-response-cache-'));
 const file = join(dir, 'test.db');
@@ -31,7 +32,7 @@ let builds = 0;
 const notes = createResponseCache({ version: dbVersion(db), cacheControl: 'private, no-cache', vary: 'Authorization' });
 const listOf = db.prepare<{ text: string }, [string]>('SELECT text FROM notes WHERE owner = ? ORDER BY rowid');
 const app = new Elysia()
-  .use(errorHandling('envelope', { production: false }))
+  .use(errorHandling('envelope', { production: false, errors: envelopeErrorTable }))
   .use(workspaceAuth({ secret: TEST_SECRET, authenticatedLimit: 1000 }))
   .get('/api/notes', ({ actor, request, set }) =>
     notes.answer(request, set, `sub:${actor.id}`, 'all', () => {
@@ -143,7 +144,7 @@ let earlyBuilds = 0;
 const items = createResponseCache({ version: dbVersion(db), cacheControl: 'private, no-cache', vary: 'Authorization' });
 const EARLY_LIMIT = 50;
 const earlyApp = new Elysia()
-  .use(errorHandling('envelope', { production: false }))
+  .use(errorHandling('envelope', { production: false, errors: envelopeErrorTable }))
   .use(
     workspaceAuth({
       secret: TEST_SECRET,

@@ -2,7 +2,7 @@
 // resumption from Last-Event-ID, a heartbeat only while idle, the end of a stream (client gone,
 // shutdown, slow reader) running the producer's `finally`, and backpressure without a backlog.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { createSse, encodeEvent, HEARTBEAT_MAX_MS, lastEventId, type SseItem } from '../../../../src/platform/http/sse';
+import { createSse, encodeEvent, HEARTBEAT_MAX_MS, lastEventId, type SseItem, type SseWriter } from '../../../../src/platform/http/sse';
 import { createInbox } from '../../../../src/platform/inbox';
 import { loadStreamsConfig } from '../../../../src/services/workspaces/streams.config';
 import { waitFor } from '../../../helpers/wait';
@@ -270,5 +270,85 @@ describe('backlog', () => {
     const frames = await sseReader(res).collect(() => false, 30_000);
     expect(frames.at(-1)).toEqual({ event: 'dropped', data: '{"reason":"slow-reader"}' });
     expect(frames.slice(0, -1).every((f) => f.data === JSON.stringify(big.data))).toBe(true);
+  });
+});
+
+describe('splice', () => {
+  /** A live source the test drives: it keeps the writer it is given until `stop` resolves it. */
+  function source() {
+    const state = { out: undefined as SseWriter | undefined, taken: 0, stop: () => {} };
+    const splice = {
+      attach(out: SseWriter) {
+        state.out = out;
+        return new Promise<void>((resolve) => {
+          state.stop = resolve;
+          out.signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+      },
+      taken() {
+        state.taken++;
+      },
+    };
+    return { state, splice };
+  }
+
+  test('a spliced source writes frames straight to the client; once it is done the events go on', async () => {
+    const { state, splice } = source();
+    routes['/splice'] = (req) => {
+      const s = sse().open(req);
+      return s.respond(
+        (async function* () {
+          yield { data: 'before' };
+          yield splice;
+          yield { event: 'end', data: { reason: 'done' } };
+        })(),
+      );
+    };
+    const r = sseReader(await fetch(url('/splice')));
+    expect(await r.nextEvent()).toEqual({ data: '"before"' });
+    await waitFor('splice attached', async () => state.out !== undefined, 5000);
+    // Written synchronously, one after the other: the frames arrive in order, nothing in between.
+    for (let i = 0; i < 3; i++) state.out!.write(encodeEvent({ data: i }));
+    for (let i = 0; i < 3; i++) expect(await r.nextEvent()).toEqual({ data: String(i) });
+    state.stop();
+    expect(await r.collect(() => false)).toEqual([{ event: 'end', data: '{"reason":"done"}' }]);
+    expect(await r.next()).toBeNull();
+  });
+
+  test('unread counts what the client has not taken, taken says when it caught up; the client gone aborts the writer and runs finally', async () => {
+    const { state, splice } = source();
+    routes['/splice-slow'] = (req, probe) => {
+      const s = sse().open(req);
+      return s.respond(
+        (async function* () {
+          try {
+            yield splice;
+          } finally {
+            probe.finallyRan = true;
+          }
+        })(),
+      );
+    };
+    const abort = new AbortController();
+    const res = await fetch(url('/splice-slow'), { signal: abort.signal });
+    await waitFor('splice attached', async () => state.out !== undefined, 5000);
+    // The client reads nothing: past what the socket holds, the bytes stay unread in the stream.
+    const frame = encodeEvent({ data: 'y'.repeat(64 * 1024) });
+    for (let i = 0; i < 400 && state.out!.unread < 1024 * 1024; i++) {
+      state.out!.write(frame);
+      await Bun.sleep(1);
+    }
+    expect(state.out!.unread).toBeGreaterThanOrEqual(1024 * 1024);
+    const takenBefore = state.taken;
+    // The client reads again: once it has what was pushed back on, nothing is unread and taken is called.
+    const reader = res.body!.getReader();
+    const reading = (async () => {
+      while (!(await reader.read()).done);
+    })().catch(() => undefined);
+    await waitFor('caught up', async () => state.taken > takenBefore && state.out!.unread === 0, 10_000);
+    abort.abort();
+    await reading;
+    await waitFor('producer finally', async () => probes.get('/splice-slow')!.finallyRan, 5000);
+    expect(state.out!.signal.aborted).toBe(true);
   });
 });

@@ -6,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AppError } from '../../../../src/platform/errors';
+import { AppError, meaningOf } from '../../../../src/platform/errors';
+import { workspaceErrorTable } from '../../../../src/services/workspaces/workspaces.errors';
 import { createMemoryBus } from '../../../../src/platform/bus/memory';
 import type { WorkspaceEventPayload } from '../../../../src/platform/bus/subjects';
 import { sqliteStore } from '../../../../src/platform/store';
@@ -14,6 +15,7 @@ import { openDb } from '../../../../src/platform/db';
 import { createLogger, systemClock } from '../../../../src/platform/runtime';
 import { EngineError } from '../../../../src/services/workspaces/engine/engine';
 import { createAccess } from '../../../../src/services/workspaces/access';
+import { createActivity } from '../../../../src/services/workspaces/activity';
 import { createEngines } from '../../../../src/services/workspaces/engine/engines';
 import { createQuotas } from '../../../../src/services/workspaces/quotas';
 import { createLifecycle, type Lifecycle } from '../../../../src/services/workspaces/lifecycle/lifecycle.service';
@@ -52,7 +54,7 @@ async function startLifecycle() {
     log,
     checkSeconds: 60,
   });
-  lifecycle = createLifecycle({ store, bus, log, clock: systemClock, settings, engine: engines.routed, engines, access, quotas, templates: createTemplateRegistry(), instance: 'keel_unit', snapshotDir: join(dataDir, 'snapshots'), codeKey: Buffer.alloc(32, 7) });
+  lifecycle = createLifecycle({ store, bus, log, clock: systemClock, settings, engine: engines.routed, engines, access, activity: createActivity({ clock: systemClock, log }), quotas, templates: createTemplateRegistry(), instance: 'keel_unit', snapshotDir: join(dataDir, 'snapshots'), codeKey: Buffer.alloc(32, 7) });
   await lifecycle.startUp();
 }
 
@@ -127,14 +129,14 @@ describe('create', () => {
     const w = await createRunning();
     const e = await refusal(() => lifecycle.start(alice, w.id));
     expect(e.code).toBe('INVALID_TRANSITION');
-    expect(e.status).toBe(409);
+    expect(meaningOf(e, workspaceErrorTable).status).toBe(409);
     expect(e.message).toContain('delete it and create it again');
   });
 
   test('no engine answering refuses the create with 503 and stores nothing', async () => {
     engine.setUnavailable(true);
     const e = await refusal(() => lifecycle.create(alice, { name: 'demo', template: 'minimal' } as Parameters<Lifecycle['create']>[1]));
-    expect(e.status).toBe(503);
+    expect(meaningOf(e, workspaceErrorTable).status).toBe(503);
     expect(await lifecycle.list(alice, {})).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { APICallError, RetryError, wrapLanguageModel, type LanguageModelMiddleware } from 'ai';
 import { AppError } from '../../../../platform/errors';
-import '../../workspaces.errors';
+import { WorkspaceErrors } from '../../workspaces.errors';
 import type { ProviderSettings } from '../agent.config';
 
 export const PROVIDER_NAMES = ['openai', 'anthropic'] as const;
@@ -35,12 +35,12 @@ export function createProviders(settings: ProviderSettings) {
       const provider = model.slice(0, slash);
       const name = model.slice(slash + 1);
       if (slash <= 0 || !name) {
-        throw new AppError('INVALID_REQUEST', 'model must be `provider/name`, e.g. openai/gpt-4o-mini', { property: '/model', configured });
+        throw WorkspaceErrors.INVALID_REQUEST('model must be `provider/name`, e.g. openai/gpt-4o-mini', { property: '/model', configured });
       }
       if (!(configured as string[]).includes(provider)) {
         const list = configured.length ? configured.join(', ') : 'none (set OPENAI_API_KEY, OPENAI_BASE_URL or ANTHROPIC_API_KEY)';
         // The received name is not repeated (nothing a client sent comes back in an error).
-        throw new AppError('INVALID_REQUEST', `the model's provider is not configured; configured providers: ${list}`, { property: '/model', configured });
+        throw WorkspaceErrors.INVALID_REQUEST(`the model's provider is not configured; configured providers: ${list}`, { property: '/model', configured });
       }
       return { provider: provider as ProviderName, name };
     },
@@ -68,7 +68,7 @@ export function createProviders(settings: ProviderSettings) {
       } else reason = last instanceof Error ? last.message : String(last);
       reason = scrubReason(reason).slice(0, REASON_MAX);
       const provider = model.slice(0, model.indexOf('/'));
-      return new AppError('UPSTREAM_ERROR', `the model provider failed${status ? ` (HTTP ${status})` : ''}: ${reason}`, { provider, ...(status ? { status } : {}), attempts });
+      return WorkspaceErrors.UPSTREAM_ERROR(`the model provider failed${status ? ` (HTTP ${status})` : ''}: ${reason}`, { provider, ...(status ? { status } : {}), attempts });
     },
   };
 }

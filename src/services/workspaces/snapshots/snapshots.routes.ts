@@ -2,10 +2,9 @@
 // and lifecycle.service.ts.
 import { Elysia } from 'elysia';
 import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth';
-import type { Lifecycle } from './lifecycle.service';
-import { ErrorEnvelope } from '../../../platform/http/errors';
+import type { Lifecycle } from '../lifecycle/lifecycle.service';
 import { workspaceOperation as op } from '../workspaces.errors';
-import { IdParams } from './lifecycle.model';
+import { IdParams } from '../lifecycle/lifecycle.model';
 import { CreateSnapshotBody, ForkBody, ForkResult, Snapshot, SnapshotDeleted, SnapshotIdParams, SnapshotList } from './snapshots.model';
 
 const QUOTA = 'A non-admin actor holds at most APP_QUOTA_SNAPSHOTS (20) snapshots: past it 429 `QUOTA_EXCEEDED` with `details: {quota: "snapshots", limit}`.';
@@ -25,7 +24,7 @@ export function snapshotsRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: L
       {
         params: IdParams,
         body: CreateSnapshotBody,
-        response: { 201: Snapshot, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        response: { 201: Snapshot },
         detail: {
           ...op('createSnapshot', ['WORKSPACE_NOT_FOUND', 'INVALID_TRANSITION', 'QUOTA_EXCEEDED', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE']),
           summary: "Snapshot a workspace: its container's file system and its volume",
@@ -46,7 +45,7 @@ export function snapshotsRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: L
       {
         params: IdParams,
         body: ForkBody,
-        response: { 201: ForkResult, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 429: ErrorEnvelope, 502: ErrorEnvelope, 503: ErrorEnvelope },
+        response: { 201: ForkResult },
         detail: {
           ...op('forkWorkspace', ['WORKSPACE_NOT_FOUND', 'WORKSPACE_EXISTS', 'INVALID_TRANSITION', 'QUOTA_EXCEEDED', 'PORT_UNAVAILABLE', 'ENGINE_ERROR', 'ENGINE_UNAVAILABLE', 'ISOLATION_UNAVAILABLE']),
           summary: 'Fork a workspace into 1-10 new ones from one snapshot of it',
@@ -58,17 +57,17 @@ export function snapshotsRoutes(deps: { auth: WorkspaceAuthPlugin; workspaces: L
       },
     )
     .get('/api/snapshots', async ({ actor }) => ({ snapshots: await ws.snapshots.list(actor) }), {
-      response: { 200: SnapshotList, 401: ErrorEnvelope, 429: ErrorEnvelope },
+      response: { 200: SnapshotList },
       detail: { ...op('listSnapshots'), summary: 'List your snapshots (admins: all), oldest first' },
     })
     .get('/api/snapshots/:id', ({ actor, params }) => ws.snapshots.get(actor, params.id), {
       params: SnapshotIdParams,
-      response: { 200: Snapshot, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
+      response: { 200: Snapshot },
       detail: { ...op('getSnapshot', ['SNAPSHOT_NOT_FOUND']), summary: 'A snapshot (another actor\'s: 404 `SNAPSHOT_NOT_FOUND`)' },
     })
     .delete('/api/snapshots/:id', ({ actor, params }) => ws.snapshots.remove(actor, params.id), {
       params: SnapshotIdParams,
-      response: { 200: SnapshotDeleted, 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 429: ErrorEnvelope },
+      response: { 200: SnapshotDeleted },
       detail: {
         ...op('deleteSnapshot', ['SNAPSHOT_NOT_FOUND']),
         summary: 'Delete a snapshot: gone from the list at once, its quota slot free',

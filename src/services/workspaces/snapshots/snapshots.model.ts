@@ -1,7 +1,7 @@
 // The snapshot and fork schemas of the workspace API: the single source of validation, types and OpenAPI.
 import { t } from 'elysia';
 import { Type } from '@sinclair/typebox';
-import { CreatedWorkspace, NAME_PATTERN } from './lifecycle.model';
+import { CreatedWorkspace, NAME_PATTERN } from '../lifecycle/lifecycle.model';
 
 export const CreateSnapshotBody = t.Object(
   { name: t.String({ pattern: NAME_PATTERN, minLength: 1, maxLength: 63, description: 'a label for you; need not be unique' }) },

@@ -3,22 +3,27 @@
 // workspace touches it, and a write per request would cost more than the feature saves. After a
 // restart of Keel a workspace counts from the later of its last settle (`updatedAt`) and the start-up,
 // so a restart never stops anything early.
-import { errorFields, type Clock, type Logger } from '../../../platform/runtime';
-import type { WorkspaceRow } from '../workspaces.tables';
+//
+// A module of the service, not of the lifecycle: access, terminals and previews record use here, and
+// the lifecycle hands it the sweep's two callbacks when it starts (no late-bound cycle through it).
+import { errorFields, type Clock, type Logger } from '../../platform/runtime';
+import type { WorkspaceRow } from './workspaces.tables';
 
 /** The sweep runs at least this often, and at most once a second (short autoStopMinutes, tests). */
 const MAX_SWEEP_MS = 30_000;
 const MIN_SWEEP_MS = 1_000;
 
-export function createActivity(deps: {
-  clock: Clock;
-  log: Logger;
+/** What the sweep asks the lifecycle, given at start(). */
+export interface IdleSweep {
   /** Workspaces running or on their way to, whoever owns them. */
   awake(): Promise<WorkspaceRow[]>;
   /** Stops a workspace found idle (the state machine's idle stop; refused quietly if its status moved). */
   stopIdle(row: WorkspaceRow): Promise<void>;
-}) {
+}
+
+export function createActivity(deps: { clock: Clock; log: Logger }) {
   const { clock, log } = deps;
+  let sweeper: IdleSweep | undefined;
   const last = new Map<string, number>();
   const startedAt = clock.now();
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -31,11 +36,11 @@ export function createActivity(deps: {
     const now = clock.now();
     let shortest = Infinity;
     // Those on their way to running count for the period: their countdown starts soon.
-    for (const row of await deps.awake()) {
+    for (const row of (await sweeper?.awake()) ?? []) {
       if (!(row.autoStopMinutes > 0)) continue;
       const limitMs = row.autoStopMinutes * 60_000;
       shortest = Math.min(shortest, limitMs);
-      if (row.status === 'running' && now - lastUse(row) >= limitMs) await deps.stopIdle(row);
+      if (row.status === 'running' && now - lastUse(row) >= limitMs) await sweeper!.stopIdle(row);
     }
     // A sixth of the shortest limit: a workspace stops at most ~17 % after its time, never before.
     return period(shortest);
@@ -61,9 +66,9 @@ export function createActivity(deps: {
 
   return {
     /**
-     * Records use of a workspace now: it resets the idle countdown. Lifecycle calls it for every API
-     * call on the workspace (through access), exec, logs and agent turns; features that see use Keel's
-     * API does not (terminal input, preview traffic, file writes) call `Lifecycle.touch(id)`.
+     * Records use of a workspace now: it resets the idle countdown. Access calls it for every API
+     * call on the workspace (exec, logs and agent turns included); features that see use Keel's API
+     * does not (terminal input, preview traffic) call it themselves.
      */
     touch(id: string) {
       last.set(id, clock.now());
@@ -80,7 +85,9 @@ export function createActivity(deps: {
     forget(id: string) {
       last.delete(id);
     },
-    start() {
+    /** Starts the idle sweep over what `sweep` reports (the lifecycle's start-up). */
+    start(sweep: IdleSweep) {
+      sweeper = sweep;
       if (!timer) schedule(MIN_SWEEP_MS);
     },
     stop() {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBoundedQueue } from '../../../src/platform/bounded-queue';
 import type { Resolver, TargetPolicy } from '../../../src/platform/net/address-policy';
-import { cloneRepo, CloneError } from '../../../src/services/workspaces/lifecycle/repo-clone';
+import { cloneRepo, CloneError } from '../../../src/services/workspaces/clones/repo-clone';
 import { bareRepo, gitDaemon, gitHttpServer, type GitHttpServer } from '../../helpers/git';
 
 let root = '';

@@ -5,7 +5,6 @@
 // the snapshot is 404 and cannot be created from), and the objects go with it unless workspaces made
 // from it still exist: they need its image (a container made again) and, until provisioned, its
 // archive. Those are removed when the last such workspace is deleted (release).
-import { asc, count, eq, isNotNull, sql } from 'drizzle-orm';
 import { createReadStream, createWriteStream, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -16,14 +15,16 @@ import type { Actor } from '../../../platform/auth/workspace-token';
 import { errorFields, isoNow, newId, type Clock, type Logger } from '../../../platform/runtime';
 import { engineFailure, type Access } from '../access';
 import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_OWNER, LABEL_SNAPSHOT, type Engine } from '../engine/engine';
-import { MOUNT_PATH } from './stats';
-import type { TaskQueue } from './task-queue';
-import { workspacesTables, type SnapshotRow } from '../workspaces.tables';
+import { MOUNT_PATH } from '../lifecycle/stats';
+import type { TaskQueue } from '../lifecycle/task-queue';
+import type { SnapshotRow } from '../workspaces.tables';
+import { WorkspaceErrors } from '../workspaces.errors';
+import { createSnapshotsRepository } from './snapshots.repository';
 
 /** Statuses a workspace can be snapshotted from: its container exists and is not being changed. */
 const SNAPSHOT_FROM = ['running', 'paused', 'stopped'] as const;
 
-export const snapshotNotFound = () => new AppError('SNAPSHOT_NOT_FOUND', 'snapshot not found');
+export const snapshotNotFound = () => WorkspaceErrors.SNAPSHOT_NOT_FOUND('snapshot not found');
 
 export function createSnapshots(deps: {
   store: Store;
@@ -39,19 +40,16 @@ export function createSnapshots(deps: {
   quota: number;
 }) {
   const { store, engine, log, instance, dir } = deps;
-  const db = store.orm;
-  const { snapshots, workspaces } = workspacesTables(store.dialect);
+  const records = createSnapshotsRepository(store);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const archive = (id: string) => join(dir, `${id}.tar`);
   const imageRef = (id: string) => `keel-snapshot:${id}`;
-  const byId = db.select().from(snapshots).where(eq(snapshots.id, sql.placeholder('id'))).prepare();
-  const countOf = async (owner: string, tx = db) => (await tx.select({ n: count() }).from(snapshots).where(eq(snapshots.owner, owner)))[0]?.n ?? 0;
 
   const overQuota = () =>
-    new AppError('QUOTA_EXCEEDED', `at most ${deps.quota} snapshots per actor (APP_QUOTA_SNAPSHOTS); delete one first`, { quota: 'snapshots', limit: deps.quota });
+    WorkspaceErrors.QUOTA_EXCEEDED(`at most ${deps.quota} snapshots per actor (APP_QUOTA_SNAPSHOTS); delete one first`, { quota: 'snapshots', limit: deps.quota });
 
   async function getOwned(actor: Actor, id: string): Promise<SnapshotRow> {
-    const [row] = await byId.execute({ id });
+    const row = await records.get(id);
     if (!row || (!actor.admin && row.owner !== actor.id)) throw snapshotNotFound();
     return row;
   }
@@ -62,14 +60,9 @@ export function createSnapshots(deps: {
     rmSync(archive(id), { force: true });
   }
 
-  /** Ids of snapshots that workspaces were made from (listed or deleted). */
-  const snapshotsInUse = async () =>
-    new Set((await db.selectDistinct({ id: workspaces.snapshotId }).from(workspaces).where(isNotNull(workspaces.snapshotId))).map((r) => r.id!));
-  const inUse = async (id: string) => (await db.select({ id: workspaces.id }).from(workspaces).where(eq(workspaces.snapshotId, id)).limit(1)).length > 0;
-
   /** A deleted snapshot's image and archive, removed unless a workspace made from it still exists. */
   async function removeIfUnused(id: string) {
-    if (await inUse(id)) return;
+    if (await records.inUse(id)) return;
     await removeObjects(id, imageRef(id));
   }
 
@@ -79,10 +72,7 @@ export function createSnapshots(deps: {
     view,
     getOwned,
 
-    async list(actor: Actor) {
-      const q = db.select().from(snapshots);
-      return (actor.admin ? q : q.where(eq(snapshots.owner, actor.id))).orderBy(asc(snapshots.createdAt), asc(snapshots.id));
-    },
+    list: (actor: Actor) => records.list(actor.admin ? undefined : actor.id),
 
     /**
      * Commits the workspace's container and archives its volume, on the workspace's queue (behind any
@@ -92,9 +82,9 @@ export function createSnapshots(deps: {
     async create(actor: Actor, workspaceId: string, name: string): Promise<SnapshotRow> {
       const ws = await deps.access.getOwned(actor, workspaceId);
       const refuse = (status: string) =>
-        new AppError('INVALID_TRANSITION', `cannot snapshot a workspace that is ${status}`, { status, operation: 'snapshot', allowedFrom: [...SNAPSHOT_FROM] });
+        WorkspaceErrors.INVALID_TRANSITION(`cannot snapshot a workspace that is ${status}`, { status, operation: 'snapshot', allowedFrom: [...SNAPSHOT_FROM] });
       if (!(SNAPSHOT_FROM as readonly string[]).includes(ws.status)) throw refuse(ws.status);
-      if (!actor.admin && (await countOf(ws.owner)) >= deps.quota) throw overQuota();
+      if (!actor.admin && (await records.countOf(ws.owner)) >= deps.quota) throw overQuota();
       let result: SnapshotRow | undefined;
       let failure: unknown;
       await deps.queue.enqueue(ws.id, async () => {
@@ -110,15 +100,12 @@ export function createSnapshots(deps: {
           await pipeline(await engine.getArchive(row.containerId, MOUNT_PATH), createWriteStream(archive(id), { mode: 0o600 }));
           const sizeBytes = ((await engine.imageSize(image)) ?? 0) + (await stat(archive(id))).size;
           // The quota again, under the owner's lock in the transaction of the insert: two snapshots at once cannot overshoot.
-          result = await store.transaction(async (tx) => {
-            await store.lock(tx, `snapshots-quota:${row.owner}`);
-            if (!actor.admin && (await countOf(row.owner, tx)) >= deps.quota) throw overQuota();
-            const [inserted] = await tx
-              .insert(snapshots)
-              .values({ id, name, owner: row.owner, workspaceId: row.id, template: row.template, image, sizeBytes, createdAt: isoNow(deps.clock) })
-              .returning();
-            return inserted!;
-          });
+          const inserted = await records.insertWithin(
+            { id, name, owner: row.owner, workspaceId: row.id, template: row.template, image, sizeBytes, createdAt: isoNow(deps.clock) },
+            actor.admin ? null : deps.quota,
+          );
+          if (!inserted) throw overQuota();
+          result = inserted;
         } catch (e) {
           await removeObjects(id, image).catch(() => {});
           failure = e instanceof AppError ? e : engineFailure(e);
@@ -135,7 +122,7 @@ export function createSnapshots(deps: {
      */
     async remove(actor: Actor, id: string): Promise<{ id: string; deleted: true }> {
       const row = await getOwned(actor, id);
-      await db.delete(snapshots).where(eq(snapshots.id, id));
+      await records.delete(id);
       await removeIfUnused(row.id).catch((e) => log.warn('snapshot objects not removed; the next start-up removes them', { snapshot: row.id, ...errorFields(e) }));
       return { id, deleted: true };
     },
@@ -145,7 +132,7 @@ export function createSnapshots(deps: {
      * workspace (a snapshot still listed keeps them for its owner).
      */
     async release(snapshotId: string): Promise<void> {
-      if ((await byId.execute({ id: snapshotId }))[0]) return;
+      if (await records.get(snapshotId)) return;
       await removeIfUnused(snapshotId);
     },
 
@@ -154,7 +141,7 @@ export function createSnapshots(deps: {
      * workspace exists; null once it is gone from the engine.
      */
     async image(snapshotId: string): Promise<string | null> {
-      const row = (await byId.execute({ id: snapshotId }))[0];
+      const row = await records.get(snapshotId);
       if (row) return row.image;
       return (await engine.imageSize(imageRef(snapshotId))) === null ? null : imageRef(snapshotId);
     },
@@ -177,15 +164,15 @@ export function createSnapshots(deps: {
         return;
       }
       const onEngine = new Set(images.map((i) => i.snapshotId));
-      for (const row of await db.select().from(snapshots)) {
+      for (const row of await records.list()) {
         if (onEngine.has(row.id)) continue;
         log.warn('removing a snapshot whose image is gone from the engine', { snapshot: row.id });
         rmSync(archive(row.id), { force: true });
-        await db.delete(snapshots).where(eq(snapshots.id, row.id));
+        await records.delete(row.id);
       }
       // Kept: what a listed snapshot holds, and what a deleted one's workspaces still run from.
-      const known = new Set((await db.select({ id: snapshots.id }).from(snapshots)).map((r) => r.id));
-      for (const id of await snapshotsInUse()) known.add(id);
+      const known = new Set((await records.list()).map((r) => r.id));
+      for (const id of await records.inUseIds()) known.add(id);
       for (const i of images) {
         if (known.has(i.snapshotId)) continue;
         log.warn('removing a snapshot image no snapshot owns', { image: i.ref });

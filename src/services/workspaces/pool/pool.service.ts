@@ -6,7 +6,7 @@
 // nothing is ever reused after a claim, so a workspace never carries anything of another.
 //
 // The id is pre-allocated: the container's env is fixed at creation and KEEL_CODE_SECRET is
-// HMAC(key, workspace id) (code-secret.ts), so the entry is made under the id the workspace gets
+// HMAC(key, workspace id) (lifecycle/code-secret.ts), so the entry is made under the id the workspace gets
 // when claimed. What is fixed at creation and cannot follow the claim: the hostname and
 // KEEL_WORKSPACE_NAME (`warm-<id tail>`), the container's name and its owner label (empty, with
 // LABEL_POOL); the row is what says who owns the workspace (docs/workspaces.md, "Warm pool").
@@ -28,9 +28,9 @@ import { templateImage } from '../images/template-image';
 import type { Template, TemplateRegistry } from '../images/templates';
 import type { WorkspacesConfig } from '../workspaces.config';
 import type { WorkspaceRow } from '../workspaces.tables';
-import type { Provisioner } from './provision';
-import { volumeOf, type WarmEntry } from './ports';
-import { MiB } from './stats';
+import type { Provisioner } from '../lifecycle/provision';
+import { volumeOf, type WarmEntry } from '../lifecycle/ports';
+import { MiB } from '../lifecycle/stats';
 
 /** After a failed entry, the template's refill waits this long (an engine in trouble is not hammered). */
 const RETRY_MS = 5_000;
