@@ -200,6 +200,13 @@ function mp4Stream(m: Mp4View, trak: Box, index: number, movieScale: number, fil
   const mdhd = m.child(mdia!, 'mdhd') ?? unsure('mdhd');
   const hdlr = m.child(mdia!, 'hdlr') ?? unsure('hdlr');
   const stbl = m.path(mdia!, ['minf', 'stbl']) ?? unsure('stbl');
+  // The data is in this file: one self-contained 'url ' reference (ffmpeg refuses a bad dref, and
+  // would follow one that names another file).
+  const dref = m.path(mdia!, ['minf', 'dinf', 'dref']);
+  if (dref) {
+    const entry = m.u32(dref.start + 4) === 1 ? [...m.boxes(dref.start + 8, dref.end)][0] : undefined;
+    if (!entry || entry.type !== 'url ' || (m.u32(entry.start) & 1) !== 1) unsure('dref');
+  }
   if (m.u8(mdhd.start) > 1 || m.u8(tkhd!.start) > 1) unsure('mdhd or tkhd version');
   const mv1 = m.u8(mdhd.start) === 1;
   const timescale = m.u32(mdhd.start + (mv1 ? 20 : 12));
