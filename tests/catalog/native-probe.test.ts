@@ -123,6 +123,16 @@ const CASES: { name: string; native: boolean; make: (out: string) => void }[] = 
     },
   },
   {
+    name: 'shifted-audio-chunk.mp4', // the audio's first chunk offset moved into its frame: no AAC frame starts there
+    native: false,
+    make: (o) => {
+      const b = Buffer.from(readFileSync(join(dir, 'h264-aac-faststart.mp4')));
+      const stco = b.indexOf('stco', b.indexOf('soun'));
+      b.writeUInt32BE(b.readUInt32BE(stco + 12) + 30, stco + 12);
+      writeFileSync(o, b);
+    },
+  },
+  {
     name: 'bad-box-size.mp4', // a trak's size points past its moov
     native: false,
     make: (o) => {

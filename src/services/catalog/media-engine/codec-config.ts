@@ -324,3 +324,44 @@ export function ac3Frame(b: Uint8Array): { channels: number; sampleRate: number;
   const lfe = bits.u(1);
   return { channels: AC3_CHANNELS[acmod]! + lfe, sampleRate: AC3_RATES[fscod]!, bitRate: AC3_KBPS[frmsizecod >> 1]! * 1000 };
 }
+
+/**
+ * An AAC frame must start, after any fill or data elements (ffmpeg's encoder puts its name in one),
+ * with the element its channel configuration starts with (a channel pair for stereo, else a single
+ * channel), instance 0: ffprobe decodes that frame, and bytes that are no such frame (a chunk offset
+ * pointing elsewhere) can make it report other channels.
+ */
+export function checkAacFrameStart(frame: Uint8Array, channels: number) {
+  let pos = 0;
+  const u = (n: number) => {
+    let v = 0;
+    for (let i = 0; i < n; i++, pos++) {
+      const byte = frame[pos >> 3] ?? unsure('first AAC frame too short');
+      v = v * 2 + ((byte >> (7 - (pos & 7))) & 1);
+    }
+    return v;
+  };
+  for (let n = 0; n < 8; n++) {
+    const element = u(3);
+    if (element === 6) {
+      // FIL: a 4-bit count, 15 escaping to 14 + an 8-bit count; then that many bytes.
+      let count = u(4);
+      if (count === 15) count += u(8) - 1;
+      pos += count * 8;
+      continue;
+    }
+    if (element === 4) {
+      // DSE: instance, byte-align flag, 8-bit count (255 adds another 8-bit count), then the bytes.
+      u(4);
+      const align = u(1);
+      let count = u(8);
+      if (count === 255) count += u(8);
+      if (align) pos = (pos + 7) & ~7;
+      pos += count * 8;
+      continue;
+    }
+    if (element !== (channels === 2 ? 1 : 0) || u(4) !== 0) unsure('first AAC frame');
+    return;
+  }
+  unsure('first AAC frame');
+}

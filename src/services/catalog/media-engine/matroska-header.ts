@@ -2,7 +2,7 @@
 // Segment's Info, Tracks and Tags (found as ffmpeg finds them) and the first Cluster's block headers.
 import type { ByteSource } from './file-reader';
 import type { FfprobeJson, FfprobeStreamJson } from './ffprobe';
-import { aacConfig, ac3Frame, avcProfile, hevcProfile } from './codec-config';
+import { aacConfig, ac3Frame, avcProfile, checkAacFrameStart, hevcProfile } from './codec-config';
 import { readVint } from './matroska-cues';
 import { AV_TIME_BASE, MAX_HEADER_BYTES, formatTimes, unsure } from './native-unsure';
 
@@ -278,7 +278,8 @@ export async function probeMatroska(src: ByteSource): Promise<FfprobeJson> {
     }
     const trackNumber = get(MKV.TrackNumber) ? uint(tracks, get(MKV.TrackNumber)!) : unsure('TrackNumber');
     numbers.push(trackNumber);
-    if (known.type === 'video' || known.codec === 'ac3') videoNumbers.add(trackNumber);
+    // Tracks whose first block is read (AC-3) or checked (AAC): ffprobe decodes their first frame.
+    if (known.type === 'video' || known.codec === 'ac3' || known.codec === 'aac') videoNumbers.add(trackNumber);
     trackOf.set(s, { number: trackNumber, audio: get(MKV.Audio) });
     const uid = get(MKV.TrackUID);
     if (uid) byUid.set(uint(tracks, uid), s);
@@ -288,6 +289,9 @@ export async function probeMatroska(src: ByteSource): Promise<FfprobeJson> {
   if (new Set(numbers).size !== numbers.length) unsure('track numbers repeated');
   // ffprobe's profile and level come from decoding the video: its blocks must be there to decode.
   const firstBlocks = await blocksOf(src, found.get(MKV.Cluster)![0]!, videoNumbers);
+  for (const s of streams) {
+    if (s.codec_name === 'aac') checkAacFrameStart(await src.read(firstBlocks.get(trackOf.get(s)!.number)!, 1024), s.channels!);
+  }
   for (const s of ac3Tracks) {
     const { number, audio } = trackOf.get(s)!;
     const frame = ac3Frame(await src.read(firstBlocks.get(number)!, 16));
@@ -367,7 +371,7 @@ async function blocksOf(src: ByteSource, clusterPos: number, wanted: Set<number>
     }
     p += h.len + h.size;
   }
-  if (left.size > 0) unsure('no block of a video or AC-3 track in the first Cluster');
+  if (left.size > 0) unsure('no block of a video, AAC or AC-3 track in the first Cluster');
   return firsts;
 }
 

@@ -1,7 +1,7 @@
 // The MP4/M4A header reader: ffprobe's answer for the fields the index holds, from the moov box.
 import type { ByteSource } from './file-reader';
 import type { FfprobeJson, FfprobeStreamJson } from './ffprobe';
-import { aacConfig, ac3Frame, avcProfile, hevcProfile } from './codec-config';
+import { aacConfig, ac3Frame, avcProfile, checkAacFrameStart, hevcProfile } from './codec-config';
 import { AV_TIME_BASE, MAX_HEADER_BYTES, formatTimes, rescale, unsure } from './native-unsure';
 
 interface Box {
@@ -147,15 +147,21 @@ export async function probeMp4(src: ByteSource): Promise<FfprobeJson> {
   if (movieScale === 0) unsure('movie timescale');
 
   let mediaBytes = 0;
-  const ac3: [FfprobeStreamJson, number][] = [];
+  const firstFrames: [FfprobeStreamJson, number][] = [];
   const streams = traks.map((trak, index) => {
     const s = mp4Stream(m, trak, index, movieScale, src.size);
     mediaBytes += s.dataSize;
-    if (s.firstFrameAt !== undefined) ac3.push([s.stream, s.firstFrameAt]);
+    if (s.firstFrameAt !== undefined) firstFrames.push([s.stream, s.firstFrameAt]);
     return s.stream;
   });
-  for (const [s, at] of ac3) {
-    const frame = ac3Frame(await src.read(at, 16));
+  // Audio whose answer ffprobe takes from decoding the first frame: read (AC-3) or checked (AAC) here.
+  for (const [s, at] of firstFrames) {
+    const head = await src.read(at, 1024);
+    if (s.codec_name === 'aac') {
+      checkAacFrameStart(head, s.channels!);
+      continue;
+    }
+    const frame = ac3Frame(head);
     Object.assign(s, { channels: frame.channels, sample_rate: String(frame.sampleRate), bit_rate: String(frame.bitRate) });
   }
   // The samples must be in the file: a file cut short is judged by ffprobe.
@@ -338,6 +344,7 @@ function mp4Stream(m: Mp4View, trak: Box, index: number, movieScale: number, fil
     if (objectType !== 0x40) unsure('mp4a object type');
     const { channels, sampleRate } = aacConfig(asc);
     Object.assign(s, { codec_name: 'aac', channels, sample_rate: String(sampleRate) });
+    return { stream: s, dataSize, firstFrameAt: co64 ? m.u64(chunks.start + 8) : m.u32(chunks.start + 8) };
   } else {
     if (entry.type !== 'tx3g') unsure('subtitle codec');
     s.codec_name = 'mov_text';
