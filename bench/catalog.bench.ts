@@ -1,9 +1,10 @@
 // Catalog benchmarks, one run, each against a baseline measured in the same run:
-//  1. POST /scan of a small MKV (through HTTP, Bearer guard, bus, ffprobe, Cues, SQLite) against a
-//     bare `ffprobe -show_format -show_streams` of the same file.
+//  1. POST /scan of a small MKV and of a small MP4 (through HTTP, Bearer guard, bus, the native
+//     header reader or ffprobe, Cues or stss, SQLite) against a bare `ffprobe -show_format
+//     -show_streams` of the same file, and the same scan with the native reader off (ffprobe only).
 //  2. Keyframe index of a ~1 GiB MKV from its Cues against the ffprobe packet scan (results must agree).
 //  3. GET /works?pageSize=200 over 100,000 works (rows bulk-inserted), against GET /health.
-// `bun run bench catalog` (or `bun bench/catalog.bench.ts`).
+// `bun run bench catalog` (or `bun bench/catalog.bench.ts`; `BENCH_CATALOG=scan` runs the scan rows only).
 import { Database } from 'bun:sqlite';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import { startPlatform } from '../src/main';
 import { mintToken } from '../src/platform/auth/workspace-token';
 import { createFfprobe } from '../src/services/catalog/media-engine/ffprobe';
 import { containerIndexKeyframes } from '../src/services/catalog/media-engine/keyframes';
+import { createProbeAnswerer } from '../src/services/catalog/media-engine/probe.answerer';
 import { mediaFixtures } from '../tests/helpers/media';
 import { load, printTable, round, summarize } from './lib';
 import type { ActorWithKey, TokenPair } from '../clients/typescript/src';
@@ -44,39 +46,60 @@ async function scanToken(identity: string, name: string): Promise<string> {
   return accessToken;
 }
 
-async function scanVsFfprobe(root: string, catalog: string, identity: string) {
-  const fx = mediaFixtures();
-  Bun.spawnSync(['cp', fx.mkvSubs, join(root, 'Bench Movie (2020).mkv')]);
-  const file = join(root, 'Bench Movie (2020).mkv');
+/** Scans of `name` (two fresh actors, 20 scans each, the first two ignored) against bare ffprobe runs, interleaved. */
+async function scanVsFfprobe(root: string, catalog: string, identity: string, from: string, name: string, label: string) {
+  Bun.spawnSync(['cp', from, join(root, name)]);
+  const file = join(root, name);
   const N = 20; // the scan budget is 20 per actor in a burst: one fresh actor per 20 scans
   const scans: number[] = [];
+  const bare: number[] = [];
+  const ffprobeOnce = async () => {
+    const p = Bun.spawn(['ffprobe', '-v', 'error', '-show_format', '-show_streams', '-of', 'json', file], { stdout: 'pipe' });
+    await new Response(p.stdout).text();
+    await p.exited;
+  };
   for (let round_ = 0; round_ < 2; round_++) {
-    const token = await scanToken(identity, `bench-${round_}`);
+    const token = await scanToken(identity, `bench-${label}-${round_}`);
     for (let i = 0; i < N; i++) {
       const [res, ms] = await time(() =>
         fetch(catalog + '/scan', {
           method: 'POST',
           headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ path: 'Bench Movie (2020).mkv' }),
+          body: JSON.stringify({ path: name }),
         }),
       );
       if (res.status !== 200) throw new Error(`scan answered ${res.status}`);
-      await res.arrayBuffer();
-      if (round_ > 0 || i > 1) scans.push(ms); // the first two warm up
+      const body = (await res.json()) as { indexed: boolean };
+      if (!body.indexed) throw new Error(`${name} was not indexed`);
+      const [, bareMs] = await time(ffprobeOnce);
+      if (round_ > 0 || i > 1) {
+        scans.push(ms); // the first two warm up
+        bare.push(bareMs);
+      }
     }
-  }
-  const bare: number[] = [];
-  for (let i = 0; i < 30; i++) {
-    const [, ms] = await time(async () => {
-      const p = Bun.spawn(['ffprobe', '-v', 'error', '-show_format', '-show_streams', '-of', 'json', file], { stdout: 'pipe' });
-      await new Response(p.stdout).text();
-      await p.exited;
-    });
-    if (i > 1) bare.push(ms);
   }
   const s = summarize(scans);
   const b = summarize(bare);
-  return { scanMedianMs: round(s.medianMs), scanP99Ms: round(s.p99Ms), ffprobeMedianMs: round(b.medianMs), ratioMedian: round(s.medianMs / b.medianMs) };
+  return { file: label, scanMedianMs: round(s.medianMs), scanP99Ms: round(s.p99Ms), ffprobeMedianMs: round(b.medianMs), ratioMedian: round(s.medianMs / b.medianMs) };
+}
+
+/** The probe answer alone (no HTTP, no SQLite): the native reader against ffprobe, same file, same process. */
+async function probeAlone(root: string, name: string, label: string) {
+  const ffprobe = createFfprobe({ binary: 'ffprobe', concurrency: 2, probeSizeBytes: 10_000_000, analyzeDurationUs: 10_000_000, timeoutMs: 30_000 });
+  const native = createProbeAnswerer({ mediaRoots: [root], ffprobe });
+  const only = createProbeAnswerer({ mediaRoots: [root], ffprobe, native: false });
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let i = 0; i < 32; i++) {
+    const [ra, msA] = await time(() => native.probe({ root: 0, path: name }));
+    const [rb, msB] = await time(() => only.probe({ root: 0, path: name }));
+    if (JSON.stringify(ra) !== JSON.stringify(rb)) throw new Error(`${name}: the native answer differs from ffprobe's`);
+    if (i > 1) {
+      a.push(msA);
+      b.push(msB);
+    }
+  }
+  return { file: label, nativeMedianMs: round(summarize(a).medianMs, 2), ffprobeOnlyMedianMs: round(summarize(b).medianMs), same: true };
 }
 
 async function largeMkvKeyframes() {
@@ -149,13 +172,20 @@ export async function run(): Promise<Record<string, unknown>> {
     APP_SERVICES: 'catalog,identity', APP_CATALOG_PORT: '0', APP_IDENTITY_PORT: '0', APP_MEDIA_ROOTS: root,
   });
   try {
-    const scan = await scanVsFfprobe(root, p.urls.catalog!, p.urls.identity!);
-    printTable('POST /scan vs bare ffprobe (small MKV, ms)', [scan]);
+    const fx = mediaFixtures();
+    const scan = [
+      await scanVsFfprobe(root, p.urls.catalog!, p.urls.identity!, fx.mkvSubs, 'Bench Movie (2020).mkv', 'MKV (H.264, AAC, 2 subtitles)'),
+      await scanVsFfprobe(root, p.urls.catalog!, p.urls.identity!, fx.mp4Subs, 'Bench Film (2021).mp4', 'MP4 (H.264, AAC, mov_text)'),
+    ];
+    printTable('POST /scan vs bare ffprobe, interleaved (ms)', scan);
+    const probe = [await probeAlone(root, 'Bench Movie (2020).mkv', 'MKV'), await probeAlone(root, 'Bench Film (2021).mp4', 'MP4')];
+    printTable('The probe alone: native reader vs ffprobe only (same answers, ms)', probe);
+    if (process.env.BENCH_CATALOG === 'scan') return { scan, probe };
     const keyframes = await largeMkvKeyframes();
     printTable('Keyframe index of a large MKV: Cues vs packet scan', [keyframes]);
     const works = await worksListing(dataDir, p.urls.catalog!);
     printTable('GET /works?pageSize=200 over 100,000 works', [works]);
-    return { scan, keyframes, works };
+    return { scan, probe, keyframes, works };
   } finally {
     await p.stop();
     rmSync(dataDir, { recursive: true, force: true });

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test
 import { rmSync } from 'node:fs';
 import type { JobView } from '../../src/platform/bus/subjects';
 import { getLibraryScan, postLibraryScan, waitForScan } from '../helpers/library';
-import { catalogToken, mediaFixtures, tempMediaRoot } from '../helpers/media';
+import { catalogToken, mediaFixtures, playbackFixtures, tempMediaRoot } from '../helpers/media';
 import { startTestNats, type TestNats } from '../helpers/nats';
 import { freePort } from '../../scripts/machine';
 import { BUN, startKeel, type KeelProcess } from '../helpers/process';
@@ -50,10 +50,12 @@ async function jobOf(pred: (j: JobView) => boolean): Promise<JobView> {
 
 beforeAll(async () => {
   const fx = mediaFixtures();
+  // The scans must take a while: MPEG-4 Part 2 files, which the native header reader leaves to ffprobe.
+  const slow = playbackFixtures().transcode;
   root = tempMediaRoot();
-  for (let i = 1; i <= BIG; i++) root.place(`big/clip ${i}.mp4`, fx.mp4);
+  for (let i = 1; i <= BIG; i++) root.place(`big/clip ${i}.mkv`, slow);
   // Never scanned before the second test: every file is probed, which keeps the worker busy.
-  for (let i = 1; i <= 24; i++) root.place(`busy/clip ${i}.mp4`, fx.mp4);
+  for (let i = 1; i <= 24; i++) root.place(`busy/clip ${i}.mkv`, slow);
   root.place('small/Heat (1995).mkv', fx.mkv);
   nats = await startTestNats();
   // The catalog and identity in this process; the workers in processes of their own.

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JobView } from '../../src/platform/bus/subjects';
 import { getLibraryScan, postLibraryScan, waitForScan } from '../helpers/library';
-import { catalogToken, mediaFixtures, tempMediaRoot } from '../helpers/media';
+import { catalogToken, playbackFixtures, tempMediaRoot } from '../helpers/media';
 import { startTestNats, type TestNats } from '../helpers/nats';
 import { freshPostgresDatabase, onPostgres, startTestPlatform, type TestPlatform } from '../helpers/platform';
 import { BUN, startKeel, type KeelProcess } from '../helpers/process';
@@ -61,10 +61,11 @@ async function jobOf(pred: (j: JobView) => boolean): Promise<JobView> {
 }
 
 beforeAll(async () => {
-  const fx = mediaFixtures();
+  // The scans must take a while: MPEG-4 Part 2 files, which the native header reader leaves to ffprobe.
+  const slow = playbackFixtures().transcode;
   root = tempMediaRoot();
-  for (let i = 1; i <= BIG; i++) root.place(`big/clip ${i}.mp4`, fx.mp4);
-  for (let f = 1; f <= FOLDERS; f++) for (let i = 1; i <= 2; i++) root.place(`many/f${f}/clip ${i}.mp4`, fx.mp4);
+  for (let i = 1; i <= BIG; i++) root.place(`big/clip ${i}.mkv`, slow);
+  for (let f = 1; f <= FOLDERS; f++) for (let i = 1; i <= 2; i++) root.place(`many/f${f}/clip ${i}.mkv`, slow);
   if (onPostgres()) database = await freshPostgresDatabase();
   else sharedDir = mkdtempSync(join(tmpdir(), 'keel-shared-workers-'));
   nats = await startTestNats();

@@ -37,7 +37,7 @@ export function createCatalogService(deps: ServiceDeps, cfg: CatalogConfig): Ser
     analyzeDurationUs: cfg.probeAnalyzeUs,
     timeoutMs: cfg.probeTimeoutMs,
   });
-  const answerer = createProbeAnswerer({ mediaRoots: cfg.mediaRoots, ffprobe });
+  const answerer = createProbeAnswerer({ mediaRoots: cfg.mediaRoots, ffprobe, log: deps.log.child({ component: 'media-engine' }) });
   const playable = createPlayableAnswerer({ store: deps.store });
   const images = createImageEngine({
     ffmpegPath: cfg.ffmpegPath,

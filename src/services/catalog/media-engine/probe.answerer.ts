@@ -9,6 +9,9 @@ import { capabilitiesOf } from './capabilities';
 import { fastHash } from './fast-hash';
 import type { Ffprobe, FfprobeJson, FfprobeStreamJson } from './ffprobe';
 import { keyframes } from './keyframes';
+import { openByteSource, type ByteSource } from './file-reader';
+import { NOT_MP4_OR_MATROSKA, nativeProbeWhy } from './native-probe';
+import type { Logger } from '../../../platform/runtime';
 import { mediaTagsOf } from '../metadata/local-metadata';
 import { CatalogErrors, catalogErrorTable } from '../catalog.errors';
 
@@ -84,7 +87,36 @@ export function mediumVerdict(json: FfprobeJson): string | null {
   return null;
 }
 
-export function createProbeAnswerer(deps: { mediaRoots: string[]; ffprobe: Ffprobe }) {
+/**
+ * Format and streams of a file: from the container's own headers when the native reader is sure
+ * (MP4 and Matroska with the codecs it knows), else from ffprobe.
+ */
+async function formatAndStreams(file: string, ffprobe: Ffprobe, native: boolean, log?: Logger): ReturnType<Ffprobe['formatAndStreams']> {
+  if (native) {
+    let src: ByteSource | undefined;
+    try {
+      src = await openByteSource(file);
+      const verdict = await nativeProbeWhy(src);
+      if (verdict.json) return { ok: true, json: verdict.json };
+      // Which rule sent an MP4 or Matroska file to ffprobe (the reason, never the path).
+      if (verdict.why !== NOT_MP4_OR_MATROSKA) log?.debug('media probe: native reader unsure, ffprobe asked', { why: verdict.why });
+    } catch {
+      // Unreadable here too: ffprobe gives its own verdict.
+    } finally {
+      await src?.close().catch(() => {});
+    }
+  }
+  return ffprobe.formatAndStreams(file);
+}
+
+export function createProbeAnswerer(deps: {
+  mediaRoots: string[];
+  ffprobe: Ffprobe;
+  /** Off: ffprobe answers every file (the tests compare the two). */
+  native?: boolean;
+  log?: Logger;
+}) {
+  const native = deps.native ?? true;
   async function probe(request: BusQueries['qry.media.probe']['request']): Promise<ProbeReply> {
     // The bus is a boundary of its own: check the shape and confine again, whoever asks.
     if (typeof request?.path !== 'string' || !Number.isInteger(request.root) || request.root < 0) {
@@ -104,7 +136,7 @@ export function createProbeAnswerer(deps: { mediaRoots: string[]; ffprobe: Ffpro
     }
     const { hash, sizeBytes } = hashed;
     if (sizeBytes === 0) return { medium: false, sizeBytes, fastHash: hash, reason: 'empty file' };
-    const probed = await deps.ffprobe.formatAndStreams(file);
+    const probed = await formatAndStreams(file, deps.ffprobe, native, deps.log);
     // A timeout says nothing about the file: a retryable problem, so an index is never lost to a busy machine.
     if (!probed.ok && probed.reason === 'probe timed out') throw probeTimeout();
     if (!probed.ok) return { medium: false, sizeBytes, fastHash: hash, reason: probed.reason };
