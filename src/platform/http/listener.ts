@@ -1,0 +1,79 @@
+// A service's port, bound in the first milliseconds of start-up (before the service's modules load):
+// GET /health answers at once, every other request waits until the service's app takes the port.
+// No Elysia here: importing it would cost the very time this saves.
+import type { Server } from 'bun';
+import pkg from '../../../package.json';
+import type { Clock } from '../runtime';
+
+/** What the listener needs of an Elysia app: its handler, and the `server` field its upgrades and IPs read. */
+export interface ListeningApp {
+  fetch: (request: Request) => Response | Promise<Response>;
+  server: Server<any> | null;
+  /** Builds the app's handler once (Elysia's listen does the same before it serves). */
+  compile(): unknown;
+}
+
+export interface Listener {
+  server: Server<any>;
+  /** Hands every request from now on (and those that waited) to the app. */
+  attach(app: ListeningApp): void;
+  /** Start-up failed: the requests that waited get a 503 and the port closes. */
+  abandon(): Promise<void>;
+}
+
+/**
+ * Elysia's own WebSocket handler (elysia/ws): each socket carries its route's handlers in `ws.data`.
+ * Set here at bind time because the handler of a server cannot be swapped for another later.
+ */
+const websocket = {
+  open: (ws: any) => ws.data.open?.(ws),
+  message: (ws: any, message: unknown) => ws.data.message?.(ws, message),
+  drain: (ws: any) => ws.data.drain?.(ws),
+  close: (ws: any, code: number, reason: string) => ws.data.close?.(ws, code, reason),
+  ping: (ws: any) => ws.data.ping?.(ws),
+  pong: (ws: any) => ws.data.pong?.(ws),
+};
+
+/** The liveness answer of platform/http/health.ts, given before the app exists (same fields, same schema). */
+const healthAnswer = (clock: Clock) =>
+  Response.json({ status: 'ok', timestamp: clock.now(), uptime: process.uptime(), version: pkg.version });
+
+/**
+ * Binds `hostname:port` (0 picks a free one) with the options Elysia's own `listen` would use, so the
+ * service keeps the same server, port and limits once its app is attached.
+ */
+export function openListener(opts: { hostname: string; port: number; maxRequestBodySize: number; clock: Clock }): Listener {
+  let handle: ((request: Request) => Response | Promise<Response>) | undefined;
+  let ready!: () => void;
+  let failed = false;
+  const attached = new Promise<void>((resolve) => (ready = resolve));
+  const server = Bun.serve({
+    hostname: opts.hostname,
+    port: opts.port,
+    maxRequestBodySize: opts.maxRequestBodySize,
+    // As Elysia's listen: 30 s idle timeout, development error pages outside production.
+    idleTimeout: 30,
+    development: process.env.NODE_ENV !== 'production',
+    websocket,
+    fetch(request) {
+      if (handle) return handle(request);
+      if (request.method === 'GET' && new URL(request.url).pathname === '/health') return healthAnswer(opts.clock);
+      return attached.then(() => (failed ? new Response(null, { status: 503 }) : handle!(request)));
+    },
+  });
+  return {
+    server,
+    attach(app) {
+      // Compiled before `server` is set: Elysia's compile would otherwise reload the server itself.
+      app.compile();
+      app.server = server;
+      handle = app.fetch;
+      ready();
+    },
+    async abandon() {
+      failed = true;
+      ready();
+      await server.stop(true);
+    },
+  };
+}
