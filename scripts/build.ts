@@ -4,6 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { buildUiAssets } from '../src/services/workspaces/ui/ui.assets';
 import { buildMediaAppAssets } from '../src/services/playback/app/app.assets';
+import { deferRarelyUsedModules } from '../src/lazy-modules';
 
 const root = join(import.meta.dir, '..');
 const commit = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim() || 'unknown';
@@ -23,6 +24,8 @@ const result = await Bun.build({
   // Optional native add-ons of ssh2 (under dockerode): loaded in a try, absent when their install
   // scripts are not allowed (package.json allowScripts), and not needed for a unix-socket engine.
   external: ['cpu-features'],
+  // dockerode's gRPC and SSH parts run on first use, as from source (src/lazy-modules.ts).
+  plugins: [deferRarelyUsedModules({ bundling: true })],
 });
 if (!result.success) {
   for (const log of result.logs) console.error(log);

@@ -9,6 +9,10 @@ import { createLogger, systemClock } from './platform/runtime';
 import type { Store } from './platform/store';
 import type { Bus } from './platform/bus';
 import type { Service, ServiceDefinition, ServiceDeps } from './platform/service';
+import { deferRarelyUsedModules } from './lazy-modules';
+
+// Before any service module loads: dockerode's gRPC and SSH parts load on first use (lazy-modules.ts).
+Bun.plugin(deferRarelyUsedModules({ bundling: false }));
 
 /**
  * The largest libraries, each loaded in a turn of the event loop of its own before the services'
