@@ -14,8 +14,10 @@ const RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 5);
 const SETTLE_MS = Number(process.env.BENCH_STARTUP_SETTLE_MS ?? 5000);
 const BINARY = process.env.BENCH_STARTUP_BINARY;
 const ROOT = join(import.meta.dir, '..');
-const SERVICES = ['identity', 'workspaces', 'catalog', 'sources', 'workers', 'playback'] as const;
-const PORT_VARS: Record<(typeof SERVICES)[number], string> = {
+const ALL = ['identity', 'workspaces', 'catalog', 'sources', 'workers', 'playback'] as const;
+/** The services started (APP_SERVICES), every one unless BENCH_STARTUP_SERVICES names some. */
+const SERVICES = (process.env.BENCH_STARTUP_SERVICES?.split(',') ?? [...ALL]) as (typeof ALL)[number][];
+const PORT_VARS: Record<(typeof ALL)[number], string> = {
   identity: 'APP_IDENTITY_PORT',
   workspaces: 'APP_WORKSPACES_PORT',
   catalog: 'APP_CATALOG_PORT',
@@ -132,6 +134,7 @@ export async function run(): Promise<Record<string, unknown>> {
     runs: RUNS,
     settleMs: SETTLE_MS,
     what: BINARY ? `binary ${BINARY}` : 'bun src/main.ts',
+    services: SERVICES.join(','),
     keelHealthMs: m((k) => k.healthMs),
     keelSlowestHealthMs: m((k) => k.slowestHealthMs),
     keelReadyMs: m((k) => k.readyMs),

@@ -43,7 +43,9 @@ const definitions: Record<ServiceName, () => Promise<ServiceDefinition<any>>> = 
 const STREAMED_BODY_BYTES: Partial<Record<ServiceName, number>> = { workspaces: Number.MAX_SAFE_INTEGER };
 
 /** Lets the event loop answer what arrived (a /health) before the next slow step of start-up. */
-const yieldToRequests = () => new Promise<void>((resolve) => setImmediate(resolve));
+const yieldToRequests = async () => {
+  for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+};
 
 export interface Platform {
   urls: Partial<Record<ServiceName, string>>;
