@@ -71,9 +71,10 @@ export function openListener(opts: { hostname: string; port: number; maxRequestB
       ready();
     },
     async abandon() {
+      if (handle) return void (await server.stop(true)); // an app's streams may be open: cut, as at any failed start
       failed = true;
       ready();
-      await server.stop(true);
+      await server.stop(false); // lets the waiting requests' 503 out
     },
   };
 }
