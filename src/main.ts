@@ -73,7 +73,7 @@ export async function startPlatform(env: Record<string, string | undefined>): Pr
   let stepStarted = performance.now();
   const step = (name: string) => {
     const now = performance.now();
-    log.debug('start-up step', { step: name, ms: Math.round((now - stepStarted) * 10) / 10, sinceStart: Math.round(process.uptime() * 1000) });
+    log.debug('start-up step', { step: name, ms: Math.round((now - stepStarted) * 10) / 10, sinceStart: Math.round(process.uptime() * 1000), rssMiB: Math.round(process.memoryUsage.rss() / 104857.6) / 10 });
     stepStarted = now;
   };
   // Ports first: /health answers while the rest loads; other requests wait for their app (listener.ts).
