@@ -34,7 +34,16 @@ function freePorts(n: number): number[] {
   return ports;
 }
 
-const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
+/**
+ * Resident memory of `pid` in MiB: all of it, and its anonymous part (heaps, JIT code: the process's
+ * own). The rest is file pages, nearly all of them the Bun executable's code, shared by every Bun
+ * process on the host and counted in each one's RSS.
+ */
+function memory(pid: number) {
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1]);
+  return { rssMiB: kb('Rss') / 1024, anonMiB: kb('Anonymous') / 1024 };
+}
 
 /**
  * Knocks at each port's /health every 2 ms from `t0` until `until()` and a first answer from each:
@@ -95,7 +104,7 @@ async function keelRun() {
     const { first, slowest } = await pollHealth(servicePorts, t0, () => listening === SERVICES.length, () => proc.exitCode !== null);
     if (proc.exitCode !== null || first.size < SERVICES.length) throw new Error(`keel did not start: ${err.slice(-1500)}`);
     await Bun.sleep(SETTLE_MS);
-    return { healthMs: Math.max(...first.values()), slowestHealthMs: slowest, readyMs, rssMiB: rssMiB(proc.pid) };
+    return { healthMs: Math.max(...first.values()), slowestHealthMs: slowest, readyMs, ...memory(proc.pid) };
   } finally {
     proc.kill('SIGTERM');
     await proc.exited;
@@ -112,7 +121,7 @@ async function bareRun(portCount: number) {
   try {
     const { first } = await pollHealth(ports.slice(0, 1), t0, () => true, () => proc.exitCode !== null);
     await Bun.sleep(SETTLE_MS);
-    return { healthMs: first.get(ports[0]!) ?? NaN, rssMiB: rssMiB(proc.pid) };
+    return { healthMs: first.get(ports[0]!) ?? NaN, ...memory(proc.pid) };
   } finally {
     proc.kill('SIGTERM');
     await proc.exited;
@@ -123,11 +132,14 @@ export async function run(): Promise<Record<string, unknown>> {
   const keel: Awaited<ReturnType<typeof keelRun>>[] = [];
   const bareStart: number[] = [];
   const bareRss: number[] = [];
+  const bareAnon: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     keel.push(await keelRun());
     bareStart.push((await bareRun(1)).healthMs);
     // As many ports as Keel listens on: its six services and the preview listener.
-    bareRss.push((await bareRun(SERVICES.length + 1)).rssMiB);
+    const bare = await bareRun(SERVICES.length + 1);
+    bareRss.push(bare.rssMiB);
+    bareAnon.push(bare.anonMiB);
   }
   const m = (f: (k: (typeof keel)[number]) => number) => round(median(keel.map(f)), 1);
   const result = {
@@ -139,8 +151,10 @@ export async function run(): Promise<Record<string, unknown>> {
     keelSlowestHealthMs: m((k) => k.slowestHealthMs),
     keelReadyMs: m((k) => k.readyMs),
     keelIdleRssMiB: m((k) => k.rssMiB),
+    keelIdleAnonMiB: m((k) => k.anonMiB),
     bareStartHealthMs: round(median(bareStart), 1),
     bareServeRssMiB: round(median(bareRss), 1),
+    bareServeAnonMiB: round(median(bareAnon), 1),
     healthRatio: round(median(keel.map((k) => k.healthMs)) / median(bareStart)),
     rssRatio: round(median(keel.map((k) => k.rssMiB)) / median(bareRss)),
   };
@@ -150,9 +164,10 @@ export async function run(): Promise<Record<string, unknown>> {
       'slowest /health (ms)': result.keelSlowestHealthMs,
       'all listening (ms)': result.keelReadyMs,
       'idle RSS (MiB)': result.keelIdleRssMiB,
+      'of which anonymous (MiB)': result.keelIdleAnonMiB,
     },
     'bare Bun process, 1 port': { 'last first /health (ms)': result.bareStartHealthMs },
-    [`bare Bun.serve, ${SERVICES.length + 1} ports`]: { 'idle RSS (MiB)': result.bareServeRssMiB },
+    [`bare Bun.serve, ${SERVICES.length + 1} ports`]: { 'idle RSS (MiB)': result.bareServeRssMiB, 'of which anonymous (MiB)': result.bareServeAnonMiB },
   });
   console.log(`/health: ${result.healthRatio}x a bare Bun process start; idle RSS: ${result.rssRatio}x a bare Bun.serve (aims: 150 ms, 60 MB)`);
   return result;
