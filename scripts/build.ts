@@ -19,6 +19,9 @@ const result = await Bun.build({
   compile: { outfile },
   target: 'bun',
   minify: true,
+  // Chunks per dynamic import: the entry binds the services' ports before the rest is even parsed
+  // (one bundle is parsed whole first: /health answered after ~130 ms instead of ~20 ms).
+  splitting: true,
   sourcemap: 'linked',
   define: { KEEL_COMMIT: JSON.stringify(commit), KEEL_UI_ASSETS: JSON.stringify(JSON.stringify(ui)), KEEL_MEDIA_APP_ASSETS: JSON.stringify(JSON.stringify(mediaApp)) },
   // Optional native add-ons of ssh2 (under dockerode): loaded in a try, absent when their install
