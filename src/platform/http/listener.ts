@@ -5,12 +5,10 @@ import type { Server } from 'bun';
 import pkg from '../../../package.json';
 import type { Clock } from '../runtime';
 
-/** What the listener needs of an Elysia app: its handler, and the `server` field its upgrades and IPs read. */
+/** What the listener needs of an Elysia app: its handler and its own `listen`. */
 export interface ListeningApp {
   fetch: (request: Request) => Response | Promise<Response>;
-  server: Server<any> | null;
-  /** Builds the app's handler once (Elysia's listen does the same before it serves). */
-  compile(): unknown;
+  listen(options: { hostname: string; port: number; maxRequestBodySize: number }): unknown;
 }
 
 export interface Listener {
@@ -64,10 +62,20 @@ export function openListener(opts: { hostname: string; port: number; maxRequestB
   return {
     server,
     attach(app) {
-      // Compiled before `server` is set: Elysia's compile would otherwise reload the server itself.
-      app.compile();
-      app.server = server;
-      handle = app.fetch;
+      // Elysia's own listen, on this server: it builds Bun's routes (its router in Bun's, as always)
+      // and hands them to Bun.serve, which here reloads the bound server instead of binding another.
+      const serve = Bun.serve;
+      Bun.serve = ((options: Parameters<typeof Bun.serve>[0]) => {
+        // Elysia's options name the same port, limits and timeout this server was bound with.
+        server.reload(options as unknown as Parameters<typeof server.reload>[0]);
+        return server;
+      }) as typeof Bun.serve;
+      try {
+        app.listen({ hostname: opts.hostname, port: server.port!, maxRequestBodySize: opts.maxRequestBodySize });
+      } finally {
+        Bun.serve = serve;
+      }
+      handle = (request) => app.fetch(request); // the requests that waited
       ready();
     },
     async abandon() {

@@ -60,3 +60,13 @@ test('a POST to /health is not the probe: it waits for the app like any request'
   l.attach(new Elysia().post('/health', () => 'posted'));
   expect(await (await waiting).text()).toBe('posted');
 });
+
+test('once attached, a route answers whatever the Host header names, a short one included', async () => {
+  const l = open();
+  l.attach(new Elysia().get('/api/things/:id', ({ params }) => `thing ${params.id}`));
+  for (const host of ['x', 'keel.example:8080']) {
+    const res = await fetch(url(l, '/api/things/7'), { headers: { host } });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('thing 7');
+  }
+});
