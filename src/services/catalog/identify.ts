@@ -6,7 +6,7 @@ import type { KindPlugin } from './kinds';
 
 type FilenameParse = typeof import('@ctrl/video-filename-parser').filenameParse;
 let parser: FilenameParse | undefined;
-/** The release-name parser (~6 MB resident) loads with the first name read, not with Keel; `require` keeps identify() synchronous. */
+/** The release-name parser (6 MB resident loaded alone) loads with the first name read, not with Keel; `require` keeps identify() synchronous. */
 const filenameParse: FilenameParse = (name, isTv) =>
   (parser ??= (require('@ctrl/video-filename-parser') as typeof import('@ctrl/video-filename-parser')).filenameParse)(name, isTv);
 
