@@ -11,6 +11,9 @@
 /** Deepest nesting of arrays and objects a body may have. Keel's deepest schema (exec `env`) is 2. */
 export const MAX_JSON_DEPTH = 32;
 
+/** Largest request body any route accepts (the exec body with its env is the largest, ~2 MiB). */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
 /** Keys that turn into prototype writes once a parsed object is copied or merged. */
 export const RESERVED_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 

@@ -21,11 +21,6 @@ export interface ServiceDeps {
 export interface Service {
   // The concrete route types do not matter to main.ts, only that it can listen.
   app: Elysia<any, any, any, any, any, any, any>;
-  /**
-   * The largest body a route of this service streams (uploads); main.ts lets Bun accept it. JSON
-   * bodies keep MAX_BODY_BYTES, checked before routing (platform/http/errors.ts).
-   */
-  maxRequestBodySize?: number;
   /** Background work begun after the app listens (engine events, delivery loops). */
   start?(): Promise<void> | void;
   /** Ends background work; called on shutdown before the database closes. */

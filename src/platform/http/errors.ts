@@ -5,7 +5,7 @@
 import { Elysia, t, ValidationError } from 'elysia';
 import { AppError, headersOf, meaningOf, toEnvelope, toProblem, type ErrorTable } from '../errors';
 import { EnvelopeErrors, ProblemErrors } from '../platform.errors';
-import { isJsonMediaType, JsonRefusal, MAX_JSON_DEPTH, parseJsonBody } from '../json';
+import { isJsonMediaType, JsonRefusal, MAX_BODY_BYTES, MAX_JSON_DEPTH, parseJsonBody } from '../json';
 import { createLogger, errorFields, type Logger } from '../runtime';
 
 export type ErrorStyle = 'envelope' | 'problem';
@@ -230,8 +230,7 @@ export function headNotEnabled() {
   });
 }
 
-/** Largest request body any route accepts (the exec body with its env is the largest, ~2 MiB). */
-export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+export { MAX_BODY_BYTES };
 
 /**
  * Requests whose body the route streams itself (file uploads, process stdin): they escape

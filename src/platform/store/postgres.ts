@@ -3,7 +3,7 @@
 import { SQL } from 'bun';
 import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { drizzle as drizzlePostgres } from 'drizzle-orm/bun-sql';
+import type { BunSQLDatabase } from 'drizzle-orm/bun-sql';
 import { postgresMigrations } from '../../../drizzle/migrations';
 import { causes, onWrites, type Orm, type Store } from './store';
 import { listenForChanges } from './changes';
@@ -17,6 +17,8 @@ const MIGRATION_LOCK = 0x6b65656c; // "keel"
  */
 export async function openPostgresStore(url: string): Promise<Store> {
   const client = new SQL(url, { max: 10, idleTimeout: 60 });
+  // The PostgreSQL driver's ORM loads only when a PostgreSQL URL is configured.
+  const { drizzle: drizzlePostgres } = await import('drizzle-orm/bun-sql');
   const orm = drizzlePostgres({ client });
   try {
     const lock = await client.reserve();
@@ -115,7 +117,7 @@ function sqlState(e: unknown): string | undefined {
 }
 
 /** drizzle's own migrator fed from the embedded copy (as db.ts does for SQLite). */
-async function migrate(orm: ReturnType<typeof drizzlePostgres>) {
+async function migrate(orm: BunSQLDatabase) {
   const metas = postgresMigrations.map((m) => ({
     sql: m.sql.split('--> statement-breakpoint'),
     bps: m.breakpoints,
@@ -133,7 +135,7 @@ async function migrate(orm: ReturnType<typeof drizzlePostgres>) {
  * new value). One row per table keeps writers to different tables off each other's row lock.
  * Checked at every start, so a table a later migration adds gets its trigger too.
  */
-async function countChanges(orm: ReturnType<typeof drizzlePostgres>) {
+async function countChanges(orm: BunSQLDatabase) {
   await orm.execute(sql`CREATE TABLE IF NOT EXISTS keel_changes (table_name text PRIMARY KEY, n bigint NOT NULL)`);
   await orm.execute(
     sql.raw(`CREATE OR REPLACE FUNCTION keel_changed() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -1,8 +1,14 @@
 // Identification from the path: content-type plugins first, then the release-name rules of the
 // core (`@ctrl/video-filename-parser`): `Show.S01E03.*` -> episode, `Title (Year)` / `Title.Year.*`
 // -> movie. The movie rule also looks at the parent folder (`Title (Year)/movie.mkv`).
-import { filenameParse, type ParsedShow } from '@ctrl/video-filename-parser';
+import type { ParsedShow } from '@ctrl/video-filename-parser';
 import type { KindPlugin } from './kinds';
+
+type FilenameParse = typeof import('@ctrl/video-filename-parser').filenameParse;
+let parser: FilenameParse | undefined;
+/** The release-name parser (6 MB resident loaded alone) loads with the first name read, not with Keel; `require` keeps identify() synchronous. */
+const filenameParse: FilenameParse = (name, isTv) =>
+  (parser ??= (require('@ctrl/video-filename-parser') as typeof import('@ctrl/video-filename-parser')).filenameParse)(name, isTv);
 
 export interface IdentifyContext {
   /** Path segments relative to the media root. */

@@ -276,9 +276,6 @@ export function createWorkspacesService(deps: WorkspacesDeps, { settings, stream
   return {
     app,
     workspaces,
-    // Bun lets any body through: uploads are counted by their route (413 FILE_TOO_LARGE), every other
-    // body by the platform's limit as it is read (413 PAYLOAD_TOO_LARGE), both in the envelope.
-    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     async start() {
       // Subscriptions before the first await: main.ts calls start() right after the app listens, so no
       // event of a request is missed (webhook deliveries, the event stream's ring).

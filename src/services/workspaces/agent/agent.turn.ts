@@ -1,11 +1,12 @@
 // One turn: the model called through the AI SDK with the workspace tools, its stream turned into
 // the session's events (`delta`, `tool`) as it arrives, the progress stored at each tool result and
 // step, and the reason it ended decided once: the provider's, a cancel, a limit, or a failure.
-import { stepCountIs, streamText, type ModelMessage, type StopCondition, type ToolSet } from 'ai';
+import type { ModelMessage, StopCondition, ToolSet } from 'ai';
 import type { AppError } from '../../../platform/errors';
 import type { AgentContext, FinishReason, ToolCall, Usage } from './agent.model';
 import type { AgentMessageRow } from './agent.tables';
 import type { Providers } from './providers/providers';
+import { loadAiSdk } from './providers/ai-sdk';
 
 /** A tool call the model made that waits for a person's decision (`decision` once given). */
 export interface PendingCall {
@@ -74,6 +75,8 @@ export const zeroUsage = (): Usage => ({ promptTokens: 0, completionTokens: 0, t
 const PROVIDER_REASONS = new Set<string>(['stop', 'length', 'content-filter', 'tool-calls', 'other']);
 
 export async function runTurn(providers: Providers, input: TurnInput): Promise<TurnOutcome> {
+  // The AI SDK loads with the first turn, not with Keel (providers/ai-sdk.ts).
+  const { stepCountIs, streamText } = (await loadAiSdk()).ai;
   const p: TurnProgress = input.resume ?? { content: '', toolCalls: [], parts: [], usage: zeroUsage() };
   const inputs = new Map<string, unknown>();
   let steps = 0;
@@ -110,7 +113,7 @@ export async function runTurn(providers: Providers, input: TurnInput): Promise<T
       const stepsLeft = input.maxSteps - steps;
       if (stepsLeft <= 0) break;
       const result = streamText({
-        model: providers.model(input.model, {
+        model: await providers.model(input.model, {
           idleTimeoutMs: input.providerIdleTimeoutMs,
           onCallUsage(u) {
             p.usage.promptTokens += u.promptTokens;

@@ -5,7 +5,7 @@
 // request goes through the pinned fetch (platform/net/pinned-fetch.ts), which resolves a name once,
 // checks it and connects to that address (a name that rebinds cannot move it). A server that cannot be reached, or a call that fails or outlives
 // APP_AGENT_MCP_TIMEOUT_MS, is a clear result the model reads, never a failed turn.
-import { createMCPClient, type MCPClient } from '@ai-sdk/mcp';
+import type { MCPClient } from '@ai-sdk/mcp';
 import type { ToolSet } from 'ai';
 import { literalRefusal, REFUSAL_TEXT, type Resolver, type TargetPolicy } from '../../../platform/net/address-policy';
 import { createPinnedFetch } from '../../../platform/net/pinned-fetch';
@@ -57,6 +57,8 @@ export async function connectMcpServers(servers: McpServer[], policy: TargetPoli
   await Promise.all(
     servers.map(async (s) => {
       try {
+        // The MCP client loads with the first turn that names a server, not with Keel.
+        const { createMCPClient } = await import('@ai-sdk/mcp');
         const client = await within(createMCPClient({ transport: { type: 'http', url: s.url, headers: s.headers, fetch: pinnedFetch as unknown as typeof fetch }, clientName: 'keel' }), timeoutMs, 'connecting');
         clients.push(client);
         const listed = await within(client.tools(), timeoutMs, 'listing its tools');

@@ -19,7 +19,7 @@ import { readParts, runTurn, storedParts, systemPrompt, toModelMessages, zeroUsa
 import { parsePolicy, SUSPENDED, withApproval, type Approvals } from './approvals';
 import { connectMcpServers } from './mcp-client';
 import type { Providers } from './providers/providers';
-import { workspaceTools, type WorkspaceFiles, type WorkspaceShell } from './tools';
+import type { WorkspaceFiles, WorkspaceShell } from './tools';
 import type { AgentUsage } from './agent.usage';
 import { followEvents, replayTurn } from './agent.log';
 import { newLiveTurn, type LiveTurn, type TurnEnd } from './agent.live';
@@ -213,6 +213,8 @@ async function execute(deps: TurnRunnerDeps, live: LiveTurn, row: AgentSessionRo
   const budget = config.maxSessionTokens - row.totalTokens;
   // The session has spent its tokens: the turn ends at once, without a provider call.
   if (budget <= 0 && !resume) return { content: '', toolCalls: [], parts: [], usage: zeroUsage(), finishReason: 'token-limit' };
+  // The tools build on the AI SDK, which loads with the first turn, not with Keel (providers/ai-sdk.ts).
+  const { workspaceTools } = await import('./tools');
   // The turn's time limit counts the time it runs, not the time a person takes to decide.
   let left = config.turnTimeoutMs;
   let since = clock.now();

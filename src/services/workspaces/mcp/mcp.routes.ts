@@ -2,9 +2,6 @@
 // answers), built with the official SDK. The Bearer token, rate limit and ownership are the HTTP
 // API's (the auth plugin runs first); the tools are mcp.tools.ts. No server-sent stream to open and no
 // session to end: GET and DELETE answer 405, as the transport's specification allows.
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Elysia, t } from 'elysia';
 import type { Actor } from '../../../platform/auth/workspace-token';
 import { VERSION } from '../../../platform/http/health';
@@ -12,11 +9,17 @@ import type { WorkspaceAuthPlugin } from '../../../platform/http/workspace-auth'
 import { workspaceOperation as op } from '../workspaces.errors';
 import { callTool, mcpTools, toolList, type McpToolDeps } from './mcp.tools';
 
+/** The MCP SDK (~25 MB resident) loads with the first /mcp request, not with Keel (docs/benchmarks.md, start-up). */
+let sdk: Promise<[typeof import('@modelcontextprotocol/sdk/server/index.js'), typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'), typeof import('@modelcontextprotocol/sdk/types.js')]> | undefined;
+const loadSdk = () =>
+  (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/index.js'), import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'), import('@modelcontextprotocol/sdk/types.js')]));
+
 export function mcpRoutes(deps: McpToolDeps & { auth: WorkspaceAuthPlugin }) {
   const tools = mcpTools(deps);
   const list = toolList(tools);
 
   async function handle(actor: Actor, request: Request, body: unknown): Promise<Response> {
+    const [{ Server }, { WebStandardStreamableHTTPServerTransport }, { CallToolRequestSchema, ListToolsRequestSchema }] = await loadSdk();
     const server = new Server({ name: 'keel', version: VERSION }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: list }));
     server.setRequestHandler(CallToolRequestSchema, async (req) => callTool(tools, actor, req.params.name, req.params.arguments));

@@ -1,9 +1,8 @@
 // The only module that talks to model APIs: it turns `provider/name` into an AI SDK model and a
 // provider's failure into UPSTREAM_ERROR with the provider's reason (credentials scrubbed).
 // OpenAI goes through Chat Completions (`.chat()`), the API every compatible server implements.
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createOpenAI } from '@ai-sdk/openai';
-import { APICallError, RetryError, wrapLanguageModel, type LanguageModelMiddleware } from 'ai';
+import type { APICallError, LanguageModelMiddleware } from 'ai';
+import { aiSdkIfLoaded, loadAiSdk } from './ai-sdk';
 import { AppError } from '../../../../platform/errors';
 import { WorkspaceErrors } from '../../workspaces.errors';
 import type { ProviderSettings } from '../agent.config';
@@ -15,8 +14,13 @@ const REASON_MAX = 500;
 
 export function createProviders(settings: ProviderSettings) {
   const configured = PROVIDER_NAMES.filter((p) => settings[p]);
-  const openai = settings.openai && createOpenAI({ apiKey: settings.openai.apiKey, baseURL: settings.openai.baseURL });
-  const anthropic = settings.anthropic && createAnthropic({ apiKey: settings.anthropic.apiKey, baseURL: settings.anthropic.baseURL });
+  // Each provider's client is made by the first turn that uses it (the SDK loads then: ai-sdk.ts).
+  let clients: Promise<{ openai?: ReturnType<typeof import('@ai-sdk/openai').createOpenAI>; anthropic?: ReturnType<typeof import('@ai-sdk/anthropic').createAnthropic> }> | undefined;
+  const providerClients = () =>
+    (clients ??= loadAiSdk().then((sdk) => ({
+      openai: settings.openai && sdk.openai.createOpenAI({ apiKey: settings.openai.apiKey, baseURL: settings.openai.baseURL }),
+      anthropic: settings.anthropic && sdk.anthropic.createAnthropic({ apiKey: settings.anthropic.apiKey, baseURL: settings.anthropic.baseURL }),
+    })));
   const secrets = [settings.openai?.apiKey, settings.anthropic?.apiKey].filter((s): s is string => !!s && s.length >= 4);
 
   /** Removes configured keys and anything shaped like a key from a provider's message. */
@@ -50,19 +54,23 @@ export function createProviders(settings: ProviderSettings) {
      * SDK reports a step's usage only after its tools ran, and a turn cancelled during a tool must
      * still count the call that asked for it.
      */
-    model(model: string, opts: { idleTimeoutMs: number; onCallUsage: (u: CallUsage) => void }) {
+    async model(model: string, opts: { idleTimeoutMs: number; onCallUsage: (u: CallUsage) => void }) {
       const { provider, name } = this.check(model);
-      return wrapLanguageModel({ model: provider === 'openai' ? openai!.chat(name) : anthropic!(name), middleware: callWatch(opts) });
+      const [{ openai, anthropic }, sdk] = await Promise.all([providerClients(), loadAiSdk()]);
+      return sdk.ai.wrapLanguageModel({ model: provider === 'openai' ? openai!.chat(name) : anthropic!(name), middleware: callWatch(opts) });
     },
 
     /** A provider failure as the API reports it: 502 UPSTREAM_ERROR, the provider's status and reason. */
     failure(e: unknown, model: string): AppError {
       if (e instanceof AppError) return e;
-      const last = RetryError.isInstance(e) ? e.lastError : e;
-      const attempts = RetryError.isInstance(e) ? e.errors.length : 1;
+      // Not loaded: no provider call was made, so the error is none of the SDK's.
+      const sdk = aiSdkIfLoaded()?.ai;
+      const retried = sdk?.RetryError.isInstance(e) ? e : undefined;
+      const last = retried ? retried.lastError : e;
+      const attempts = retried ? retried.errors.length : 1;
       let status: number | undefined;
       let reason: string;
-      if (APICallError.isInstance(last)) {
+      if (sdk?.APICallError.isInstance(last)) {
         status = last.statusCode;
         reason = providerMessage(last) ?? last.message;
       } else reason = last instanceof Error ? last.message : String(last);
