@@ -3,6 +3,7 @@
 // benches call it; a build newer than every source file is kept.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const DAEMON_DIR = join(import.meta.dir, '..', 'daemon');
@@ -14,7 +15,8 @@ export function buildDaemon(): string {
   if (existsSync(DAEMON_BINARY) && statSync(DAEMON_BINARY).mtimeMs >= newest) return DAEMON_BINARY;
   const r = spawnSync('go', ['build', '-trimpath', '-ldflags=-s -w', '-o', DAEMON_BINARY, '.'], {
     cwd: DAEMON_DIR,
-    env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=mod', GO111MODULE: 'on' },
+    // Go wants a cache (and a GOPATH) under $HOME; a CI without HOME gets them in the temp dir.
+    env: { GOCACHE: join(tmpdir(), 'keel-go-cache'), GOPATH: join(tmpdir(), 'keel-go'), ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=mod', GO111MODULE: 'on' },
     encoding: 'utf8',
   });
   if (r.status !== 0) throw new Error(`building the workspace daemon (go build in daemon/) failed: ${(r.stderr || r.error?.message || '').trim().slice(-500)}`);

@@ -3,26 +3,15 @@
 import type { ByteSource } from './file-reader';
 import type { FfprobeJson, FfprobeStreamJson } from './ffprobe';
 import { aacConfig, ac3Frame, avcProfile, checkAacFrameStart, hevcProfile } from './codec-config';
-import { readVint } from './matroska-cues';
+import { ID, readVint } from './matroska-cues';
 import { AV_TIME_BASE, MAX_HEADER_BYTES, formatTimes, unsure } from './native-unsure';
 
 const MKV = {
-  EBML: 0x1a45dfa3,
+  ...ID,
   DocType: 0x4282,
-  Segment: 0x18538067,
-  SeekHead: 0x114d9b74,
-  Seek: 0x4dbb,
-  SeekID: 0x53ab,
-  SeekPosition: 0x53ac,
-  Info: 0x1549a966,
-  TimecodeScale: 0x2ad7b1,
   Duration: 0x4489,
   Title: 0x7ba9,
-  Tracks: 0x1654ae6b,
-  TrackEntry: 0xae,
-  TrackNumber: 0xd7,
   TrackUID: 0x73c5,
-  TrackType: 0x83,
   FlagDefault: 0x88,
   FlagEnabled: 0xb9,
   DefaultDuration: 0x23e383,
@@ -46,8 +35,6 @@ const MKV = {
   TagString: 0x4487,
   TagLanguage: 0x447a,
   TagDefault: 0x4484,
-  Cluster: 0x1f43b675,
-  Cues: 0x1c53bb6b,
   Chapters: 0x1043a770,
   Attachments: 0x1941a469,
   Void: 0xec,
