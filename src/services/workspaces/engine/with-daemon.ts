@@ -170,7 +170,7 @@ export function withDaemon(inner: Engine, deps: DaemonDeps): Engine {
     start: (id) => (forget(id), inner.start(id)),
     restart: (id, grace) => (forget(id), inner.restart(id, grace)),
     stop: (id, grace) => (forget(id), inner.stop(id, grace)),
-    remove: (id) => (forget(id), direct.delete(id), restarted.delete(id), inner.remove(id)),
+    remove: (id) => (forget(id), direct.delete(id), restarted.delete(id), paused.delete(id), inner.remove(id)),
     async pause(id) {
       paused.add(id);
       await inner.pause(id).catch((e) => {
