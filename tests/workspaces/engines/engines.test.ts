@@ -122,7 +122,7 @@ describe('an engine down and back', () => {
 
   test("when b answers again its workspace is reconciled (its container did not survive the engine) and starts on b", async () => {
     expect((await getWorkspace(p, onB.id)).body.status).toBe('running');
-    await startSecondEngine();
+    await startSecondEngine(120_000);
     await waitStatus(p, onB.id, 'stopped', { as: 'admin', timeoutMs: 60_000 });
     const start = await p.api('workspaces', `/api/workspaces/${onB.id}/start`, { method: 'POST' });
     expect(start.status).toBe(200);
@@ -130,5 +130,5 @@ describe('an engine down and back', () => {
     expect(await engineOf(onB.id)).toBe('b');
     const res = await exec(onB.id, 'echo back');
     expect(res.status).toBe(200);
-  }, 150_000);
+  }, 240_000);
 });

@@ -114,7 +114,7 @@ export function withDaemon(inner: Engine, deps: DaemonDeps): Engine {
     // take) or silence (an address this host cannot reach) is left to the engine.
     if (!restartable(e) || (restarted.get(id) ?? 0) > Date.now() - RESTART_EVERY_MS) return useEngine(id, e.message);
     restarted.set(id, Date.now());
-    log.warn('the workspace daemon was gone from its container; started it again', { container: id.slice(0, 12) });
+    log.warn('the workspace daemon did not answer; starting it again in its container', { container: id.slice(0, 12) });
     const h = await inner.execStart(id, { cmd: [KEELD_PATH, 'serve', '--detach', '--verifier', keeldVerifier(target.token)] }, () => {});
     await h.done;
     return target;
