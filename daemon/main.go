@@ -9,6 +9,7 @@
 //
 //	keeld init --verifier HEX -- CMD...   start the server detached, then become CMD (the container's command)
 //	keeld serve [--detach] --verifier HEX  the server; --detach starts it in a new session and returns
+//	                                       (exit code 3: a server listens already)
 //
 // Keel proves itself with a token whose SHA-256 is the verifier; the token itself is never in the
 // container (its command line, environment, files or logs): only Keel, which derives it, has it.
@@ -16,13 +17,19 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // Port is where the server listens on the container's addresses. Keel's previews refuse it.
 const Port = 49983
+
+// AlreadyRunning is `serve --detach`'s exit code when a server listens already: Keel, which could
+// not reach it, learns that the container's address is what it cannot reach, not the daemon.
+const AlreadyRunning = 3
 
 func main() {
 	if len(os.Args) < 2 {
@@ -96,6 +103,10 @@ func check(v string) string {
 // detach starts `keeld serve` in a session of its own, its output discarded, and waits only for the
 // fork: the server is re-parented to the container's init once this process is gone.
 func detach(verifier string) error {
+	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", Port), 500*time.Millisecond); err == nil {
+		c.Close()
+		os.Exit(AlreadyRunning)
+	}
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return err

@@ -140,6 +140,14 @@ describe('recovery', () => {
     expect(put.status).toBeLessThan(300);
     expect((await run(alice, 'cat /workspace/after.txt')).stdout).toBe('after the kill');
   });
+
+  test('a start of keeld where one listens already starts nothing and says so (exit 3), which Keel reads as an address it cannot reach', async () => {
+    const count = async () => (await run(alice, `for d in /proc/[0-9]*; do cat $d/comm 2>/dev/null; done | grep -c '^keeld$'`)).stdout.trim();
+    expect(await count()).toBe('1');
+    const r = await run(alice, `/.keel/keeld serve --detach --verifier ${'0'.repeat(64)}; echo "exit $?"`);
+    expect(r.stdout).toBe('exit 3\n');
+    expect(await count()).toBe('1');
+  });
 });
 
 describe('APP_WORKSPACE_DAEMON=off', () => {

@@ -11,13 +11,13 @@
 // When keeld does not answer (a container made before keeld, a daemon killed, an engine whose
 // container addresses this host cannot reach), the call goes to the engine's exec, logged once per
 // container and minute; a daemon gone from a running container is started again through the
-// engine's exec.
+// engine's exec, and one found running there makes the whole engine go through its exec for a while.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../../../platform/runtime';
 import { tarArchive } from '../images/tar';
-import { EngineError, type Engine, type ExecHandle, type TtyHandle } from './engine';
+import { EngineError, settledExitCode, type Engine, type ExecHandle, type TtyHandle } from './engine';
 import { collector } from './exec-collect';
 import { KEELD_MOUNT, KEELD_PATH, KEELD_PORT, KeeldUnreachable, LABEL_DAEMON, keeldExec, keeldPing, keeldSignal, keeldToken, keeldTty, keeldVerifier, type KeeldTarget } from './keeld';
 
@@ -25,6 +25,10 @@ import { KEELD_MOUNT, KEELD_PATH, KEELD_PORT, KeeldUnreachable, LABEL_DAEMON, ke
 const DIRECT_MS = 60_000;
 /** At most one restart of a container's keeld in this period. */
 const RESTART_EVERY_MS = 10_000;
+/** How long an engine whose containers' keeld runs but cannot be reached from here uses the engine's exec. */
+const UNROUTED_MS = 10 * 60_000;
+/** `keeld serve --detach`'s exit code when a keeld listens already (daemon/main.go). */
+const ALREADY_RUNNING = 3;
 
 const filesUrl = (t: KeeldTarget, query: URLSearchParams) => `http://${t.address}:${KEELD_PORT}/files?${query}`;
 
@@ -49,6 +53,12 @@ export function withDaemon(inner: Engine, deps: DaemonDeps): Engine {
   /** Containers whose keeld could not be reached, until when the engine's exec serves them. */
   const direct = new Map<string, number>();
   const restarted = new Map<string, number>();
+  /**
+   * Until when this engine's containers are not reached through keeld: one ran already where Keel could
+   * not reach it, so the engine's container addresses are not routed to this host (an engine on another
+   * machine or network namespace), which holds for all of them.
+   */
+  let unroutedUntil = 0;
 
   const build = () =>
     (volume ??= deps.binary().then(async (bytes) => {
@@ -78,7 +88,7 @@ export function withDaemon(inner: Engine, deps: DaemonDeps): Engine {
 
   /** The container's keeld, or null when it has none or cannot be used now (not running, paused, unreachable). */
   function targetOf(id: string): Promise<KeeldTarget | null> {
-    if (paused.has(id) || (direct.get(id) ?? 0) > Date.now()) return Promise.resolve(null);
+    if (paused.has(id) || unroutedUntil > Date.now() || (direct.get(id) ?? 0) > Date.now()) return Promise.resolve(null);
     let t = targets.get(id);
     if (!t) {
       t = inner.inspect(id).then((state) => {
@@ -117,7 +127,10 @@ export function withDaemon(inner: Engine, deps: DaemonDeps): Engine {
     log.warn('the workspace daemon did not answer; starting it again in its container', { container: id.slice(0, 12) });
     const h = await inner.execStart(id, { cmd: [KEELD_PATH, 'serve', '--detach', '--verifier', keeldVerifier(target.token)] }, () => {});
     await h.done;
-    return target;
+    if ((await settledExitCode(h)) !== ALREADY_RUNNING) return target;
+    unroutedUntil = Date.now() + UNROUTED_MS;
+    log.warn("the workspace daemon runs, but this host cannot reach its engine's containers: their processes start through the engine for ten minutes", { container: id.slice(0, 12) });
+    return null;
   }
 
   /** `run` through keeld, else through the engine (`fallback`). */
