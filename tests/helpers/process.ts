@@ -1,8 +1,10 @@
 // Runs Keel as a separate process (source or compiled binary) and reads the service URLs it logs.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Subprocess } from 'bun';
+import { mintToken } from '../../src/platform/auth/workspace-token';
+import { keelInstance, removeInstanceObjects } from './docker';
 import { freePortsEnv, TEST_SECRET } from './platform';
 
 export const ROOT = join(import.meta.dir, '..', '..');
@@ -56,4 +58,51 @@ export async function startKeel(cmd: string[], env: Record<string, string>, serv
       return await proc.exited;
     },
   };
+}
+
+/**
+ * The workspaces service in a Keel process of its own, on a data dir of its own, for the tests that
+ * kill it (SIGKILL: a crash) and start it again on the same data and settings. Calls are alice's.
+ */
+export function killableWorkspaces(name: string, env: Record<string, string>) {
+  const dataDir = mkdtempSync(join(tmpdir(), `keel-${name}-`));
+  const headers = { authorization: `Bearer ${mintToken(TEST_SECRET, { sub: 'alice', ttlSeconds: 900 })}`, 'content-type': 'application/json' };
+  let keel: KeelProcess | undefined;
+  let instance = '';
+  const url = (path: string) => {
+    if (!keel) throw new Error('Keel is not running');
+    return keel.urls.workspaces + path;
+  };
+  const self = {
+    dataDir,
+    headers,
+    /** The engine objects' instance label (known once Keel has started). */
+    get instance() {
+      return instance;
+    },
+    async start() {
+      keel = await startKeel([BUN, 'src/main.ts'], { ...env, APP_DATA_DIR: dataDir }, ['workspaces']);
+      instance = keelInstance(dataDir);
+    },
+    async kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL') {
+      keel?.proc.kill(signal);
+      await keel?.proc.exited;
+      keel = undefined;
+    },
+    async call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+      const res = await fetch(url(path), { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: res.status, body: await res.json() };
+    },
+    /** A request sent and not waited for: the one a kill cuts. */
+    send(method: string, path: string, body?: unknown) {
+      void fetch(url(path), { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }).catch(() => {});
+    },
+    /** Kills Keel, then removes its engine objects and its data dir. */
+    async cleanup() {
+      await self.kill();
+      if (instance) await removeInstanceObjects(instance);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return self;
 }

@@ -4,22 +4,16 @@
 // removed, while another instance's objects and a volume a delete kept are left alone.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Database } from 'bun:sqlite';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mintToken } from '../../../src/platform/auth/workspace-token';
-import { docker, inspect, keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';
-import { requireTestEnv, TEST_SECRET } from '../../helpers/platform';
-import { BUN, startKeel, type KeelProcess } from '../../helpers/process';
+import { docker, inspect, removeInstanceObjects, waitFor } from '../../helpers/docker';
+import { requireTestEnv } from '../../helpers/platform';
+import { killableWorkspaces } from '../../helpers/process';
 
 requireTestEnv('DOCKER_HOST');
-const dataDir = mkdtempSync(join(tmpdir(), 'keel-crash-'));
-const env = { APP_DATA_DIR: dataDir, APP_WORKSPACE_PORT_RANGE: '23600-23699', APP_WORKSPACE_CLONE_TIMEOUT: '600' };
-const headers = { authorization: `Bearer ${mintToken(TEST_SECRET, { sub: 'alice', ttlSeconds: 900 })}`, 'content-type': 'application/json' };
+const keel = killableWorkspaces('crash', { APP_WORKSPACE_PORT_RANGE: '23600-23699', APP_WORKSPACE_CLONE_TIMEOUT: '600' });
+const { call, dataDir } = keel;
 const OTHER_INSTANCE = `keel_crash_test_other_${process.pid}`;
 
-let keel: KeelProcess | undefined;
-let instance = '';
 // A server that accepts connections and never answers: a repo clone from it hangs until Keel dies.
 const silent = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } });
 const ids: Record<string, string> = {};
@@ -28,10 +22,6 @@ let statusAtCrash: Record<string, string> = {};
 let kept = { volume: '' };
 const strays = { container: '', volume: '', otherContainer: '', otherVolume: '' };
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(keel!.urls.workspaces + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: res.status, body: await res.json() };
-}
 const view = async (id: string) => (await call('GET', `/api/workspaces/${id}`)).body;
 const waitStatus = (id: string, status: string) => waitFor(`${id} to be ${status}`, async () => ((await view(id)).status === status ? view(id) : null), 60_000);
 
@@ -54,8 +44,7 @@ function rowsById(): Record<string, { status: string; containerId: string | null
 const image = () => inspect('container', containers['to-stop']!)?.Config.Image ?? 'keel/minimal:1';
 
 beforeAll(async () => {
-  keel = await startKeel([BUN, 'src/main.ts'], env, ['workspaces']);
-  instance = keelInstance(dataDir);
+  await keel.start();
   for (const name of ['to-stop', 'to-restart', 'to-start', 'kept-volume']) {
     const w = await createRunning(name);
     ids[name] = w.id;
@@ -80,9 +69,7 @@ beforeAll(async () => {
   ids.cloning = answers[1]!.body.id;
   // Killed as soon as every operation is accepted: each engine call takes far longer than that, and the
   // first test checks the kill did land mid-way (else the rest would not test recovery at all).
-  keel.proc.kill('SIGKILL');
-  await keel.proc.exited;
-  keel = undefined;
+  await keel.kill();
   const rows = rowsById();
   statusAtCrash = Object.fromEntries(Object.entries(ids).map(([name, id]) => [name, rows[id]?.status ?? 'absent']));
 
@@ -90,20 +77,19 @@ beforeAll(async () => {
   // does not exist (what a crash between engine call and row could leave), and the same with
   // another instance's label, which this Keel must never touch.
   const labels = (inst: string, ws: string) => ['--label', 'dev.keel.managed=true', '--label', `dev.keel.instance=${inst}`, '--label', `dev.keel.workspace=${ws}`];
-  strays.volume = docker('volume', 'create', ...labels(instance, 'ws_never_stored')).stdout;
+  strays.volume = docker('volume', 'create', ...labels(keel.instance, 'ws_never_stored')).stdout;
   strays.otherVolume = docker('volume', 'create', ...labels(OTHER_INSTANCE, 'ws_other')).stdout;
-  strays.container = docker('create', ...labels(instance, 'ws_never_stored'), image(), 'sleep', '300').stdout;
+  strays.container = docker('create', ...labels(keel.instance, 'ws_never_stored'), image(), 'sleep', '300').stdout;
   strays.otherContainer = docker('create', ...labels(OTHER_INSTANCE, 'ws_other'), image(), 'sleep', '300').stdout;
 
-  keel = await startKeel([BUN, 'src/main.ts'], env, ['workspaces']);
+  await keel.start();
 }, 180_000);
 
 afterAll(async () => {
-  await keel?.stop();
+  await keel.kill('SIGTERM');
   silent.stop(true);
-  if (instance) await removeInstanceObjects(instance);
+  await keel.cleanup();
   await removeInstanceObjects(OTHER_INSTANCE);
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe('operations cut short by SIGKILL', () => {

@@ -5,33 +5,20 @@
 // gone; entries of the killed run that nobody claimed are removed (containers, volumes, networks) and
 // the pool is made again, serving the next create at once.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { mintToken } from '../../../src/platform/auth/workspace-token';
-import { docker, inspect, keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';
-import { ownPortRange, requireTestEnv, TEST_SECRET } from '../../helpers/platform';
-import { BUN, startKeel, type KeelProcess } from '../../helpers/process';
+import { docker, inspect, waitFor } from '../../helpers/docker';
+import { ownPortRange, requireTestEnv } from '../../helpers/platform';
+import { killableWorkspaces } from '../../helpers/process';
 
 requireTestEnv('DOCKER_HOST');
-const dataDir = mkdtempSync(join(tmpdir(), 'keel-pool-crash-'));
-const env = { APP_DATA_DIR: dataDir, APP_WORKSPACE_PORT_RANGE: ownPortRange(), APP_AUTO_STOP_MINUTES: '0', APP_WARM_POOL: 'minimal=1' };
-const headers = { authorization: `Bearer ${mintToken(TEST_SECRET, { sub: 'alice', ttlSeconds: 900 })}`, 'content-type': 'application/json' };
-
-let keel: KeelProcess | undefined;
-let instance = '';
+const keel = killableWorkspaces('pool-crash', { APP_WORKSPACE_PORT_RANGE: ownPortRange(), APP_AUTO_STOP_MINUTES: '0', APP_WARM_POOL: 'minimal=1' });
+const call = keel.call;
 /** Pool containers of the killed run, by the workspace id each was made for. */
 let before: { id: string; workspace: string }[] = [];
 /** A workspace whose claim was answered before the kill. */
 let done: any;
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(keel!.urls.workspaces + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: res.status, body: await res.json() };
-}
-
 function pooled(): { id: string; workspace: string }[] {
-  const out = docker('ps', '-a', '--no-trunc', '--filter', `label=dev.keel.instance=${instance}`, '--filter', 'label=dev.keel.pool=minimal', '--format', '{{.ID}} {{.Label "dev.keel.workspace"}}').stdout;
+  const out = docker('ps', '-a', '--no-trunc', '--filter', `label=dev.keel.instance=${keel.instance}`, '--filter', 'label=dev.keel.pool=minimal', '--format', '{{.ID}} {{.Label "dev.keel.workspace"}}').stdout;
   return out.split('\n').filter(Boolean).map((l) => {
     const [id, workspace] = l.split(' ');
     return { id: id!, workspace: workspace! };
@@ -49,8 +36,7 @@ async function entryReady(): Promise<boolean> {
 }
 
 beforeAll(async () => {
-  keel = await startKeel([BUN, 'src/main.ts'], env, ['workspaces']);
-  instance = keelInstance(dataDir);
+  await keel.start();
   await waitFor('the warm entry to be ready', entryReady, 120_000, 250);
   done = (await call('POST', '/api/workspaces', { name: 'warm-done', template: 'minimal' })).body;
   expect(done.status).toBe('running');
@@ -58,19 +44,13 @@ beforeAll(async () => {
   const owned = await ownedIds();
   // The claim takes this entry and starts the refill, so a second entry may be half made when the kill lands.
   before = pooled().filter((c) => !owned.has(c.workspace));
-  void fetch(keel.urls.workspaces + '/api/workspaces', { method: 'POST', headers, body: JSON.stringify({ name: 'warm-cut', template: 'minimal' }) }).catch(() => {});
+  keel.send('POST', '/api/workspaces', { name: 'warm-cut', template: 'minimal' });
   await Bun.sleep(10);
-  keel.proc.kill('SIGKILL');
-  await keel.proc.exited;
-  keel = await startKeel([BUN, 'src/main.ts'], env, ['workspaces']);
+  await keel.kill();
+  await keel.start();
 }, 240_000);
 
-afterAll(async () => {
-  keel?.proc.kill('SIGKILL');
-  await keel?.proc.exited;
-  if (instance) await removeInstanceObjects(instance);
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => keel.cleanup());
 
 test('the create cut short is a running workspace in the entry it claimed, or nothing at all', async () => {
   const list = (await call('GET', '/api/workspaces')).body.workspaces as any[];

@@ -2,38 +2,21 @@
 // data dir: the build is never left `building`. It runs again from its stored Dockerfile and
 // context and ends ready, and a workspace starts from it.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { mintToken } from '../../../src/platform/auth/workspace-token';
-import { docker, keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';
-import { requireTestEnv, TEST_SECRET } from '../../helpers/platform';
-import { BUN, startKeel, type KeelProcess } from '../../helpers/process';
+import { docker, waitFor } from '../../helpers/docker';
+import { requireTestEnv } from '../../helpers/platform';
+import { killableWorkspaces } from '../../helpers/process';
 
 requireTestEnv('DOCKER_HOST');
-const dataDir = mkdtempSync(join(tmpdir(), 'keel-templates-crash-'));
-const env = { APP_DATA_DIR: dataDir, APP_WORKSPACE_PORT_RANGE: '27950-27979', APP_AUTO_STOP_MINUTES: '0' };
-const headers = { authorization: `Bearer ${mintToken(TEST_SECRET, { sub: 'alice', ttlSeconds: 900 })}`, 'content-type': 'application/json' };
-let keel: KeelProcess | undefined;
-let instance = '';
+const keel = killableWorkspaces('templates-crash', { APP_WORKSPACE_PORT_RANGE: '27950-27979', APP_AUTO_STOP_MINUTES: '0' });
+const call = keel.call;
 let templateId = '';
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(keel!.urls.workspaces + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: res.status, body: await res.json() };
-}
-
-beforeAll(async () => {
-  keel = await startKeel([BUN, 'src/main.ts'], env, ['workspaces']);
-  instance = keelInstance(dataDir);
-}, 120_000);
+beforeAll(() => keel.start(), 120_000);
 
 afterAll(async () => {
-  keel?.proc.kill('SIGKILL');
-  await keel?.proc.exited;
+  await keel.kill();
   for (const ref of docker('images', '--format', '{{.Repository}}:{{.Tag}}', 'keel-template').stdout.split('\n').filter((r) => templateId && r.includes(templateId))) docker('rmi', '-f', ref);
-  if (instance) await removeInstanceObjects(instance);
-  rmSync(dataDir, { recursive: true, force: true });
+  await keel.cleanup();
 });
 
 test('kill -9 mid-build: after the restart the build runs again and ends ready, never stuck in building', async () => {
@@ -44,10 +27,9 @@ test('kill -9 mid-build: after the restart the build runs again and ends ready, 
   // Mid-build: the RUN step has started (the stamp keeps the engine's cache from answering at once).
   await waitFor('the RUN step', async () => ((await call('GET', `/api/templates/${id}/builds/${buildId}/logs`)).body.lines as { message: string }[]).some((l) => /RUN sleep 3/.test(l.message)) || null, 60_000);
   expect((await call('GET', `/api/templates/${id}`)).body.status).toBe('building');
-  keel!.proc.kill('SIGKILL');
-  await keel!.proc.exited;
+  await keel.kill();
 
-  keel = await startKeel([BUN, 'src/main.ts'], env, ['workspaces']);
+  await keel.start();
   const t = await waitFor('the build to end', async () => {
     const v = (await call('GET', `/api/templates/${id}`)).body;
     return v.status === 'building' ? null : v;

@@ -2,38 +2,21 @@
 // Keel builds the current version again from its stored Dockerfile and context, in the background (a
 // create meanwhile is 409 TEMPLATE_NOT_READY, never 400 or 5xx), and workspaces start from it again.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { mintToken } from '../../../src/platform/auth/workspace-token';
-import { docker, keelInstance, removeInstanceObjects, waitFor } from '../../helpers/docker';
-import { requireTestEnv, TEST_SECRET } from '../../helpers/platform';
-import { BUN, startKeel, type KeelProcess } from '../../helpers/process';
+import { docker, waitFor } from '../../helpers/docker';
+import { requireTestEnv } from '../../helpers/platform';
+import { killableWorkspaces } from '../../helpers/process';
 
 requireTestEnv('DOCKER_HOST');
-const dataDir = mkdtempSync(join(tmpdir(), 'keel-templates-restart-'));
-const env = { APP_DATA_DIR: dataDir, APP_WORKSPACE_PORT_RANGE: '27980-27999', APP_AUTO_STOP_MINUTES: '0' };
-const headers = { authorization: `Bearer ${mintToken(TEST_SECRET, { sub: 'alice', ttlSeconds: 900 })}`, 'content-type': 'application/json' };
-let keel: KeelProcess | undefined;
-let instance = '';
+const keel = killableWorkspaces('templates-restart', { APP_WORKSPACE_PORT_RANGE: '27980-27999', APP_AUTO_STOP_MINUTES: '0' });
+const call = keel.call;
 let templateId = '';
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(keel!.urls.workspaces + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: res.status, body: await res.json() };
-}
-
-beforeAll(async () => {
-  keel = await startKeel([BUN, 'src/main.ts'], env, ['workspaces']);
-  instance = keelInstance(dataDir);
-}, 120_000);
+beforeAll(() => keel.start(), 120_000);
 
 afterAll(async () => {
-  keel?.proc.kill('SIGKILL');
-  await keel?.proc.exited;
+  await keel.kill();
   if (templateId) docker('rmi', '-f', `keel-template:${templateId}-v1`);
-  if (instance) await removeInstanceObjects(instance);
-  rmSync(dataDir, { recursive: true, force: true });
+  await keel.cleanup();
 });
 
 test('an image gone while Keel was down is built again at start-up; creates are 409 until it is back, then run', async () => {
@@ -46,12 +29,11 @@ test('an image gone while Keel was down is built again at start-up; creates are 
   templateId = created.body.id;
   const image = `keel-template:${templateId}-v1`;
   await waitFor('the build', async () => ((await call('GET', `/api/templates/${templateId}`)).body.status === 'ready' ? true : null), 90_000);
-  keel!.proc.kill('SIGTERM');
-  await keel!.proc.exited;
+  await keel.kill('SIGTERM');
   // Pruned meanwhile, layers and all (nothing else uses them: the stamp is fresh).
   expect(docker('rmi', '-f', image).code).toBe(0);
 
-  keel = await startKeel([BUN, 'src/main.ts'], env, ['workspaces']);
+  await keel.start();
   const answers = new Set<number>();
   const ws = await waitFor('a create accepted', async () => {
     const r = await call('POST', '/api/workspaces', { name: 'after-prune', template: 'kept' });
