@@ -5,11 +5,9 @@
 // that rebinds to an address Keel keeps out of reach (127.0.0.2 here, denied like Keel's own ports)
 // never reaches it.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Resolver, TargetPolicy } from '../../../src/platform/net/address-policy';
 import { connectMcpServers } from '../../../src/services/workspaces/agent/mcp-client';
+import { startCalcServer } from '../../helpers/mcp-calc';
 
 let calc: ReturnType<typeof Bun.serve>;
 let inside: ReturnType<typeof Bun.serve>;
@@ -19,24 +17,7 @@ const policy: TargetPolicy = { denyPrivate: false, deny: { cidrs: ['127.0.0.2/32
 
 beforeAll(() => {
   for (let attempt = 0; ; attempt++) {
-    calc = Bun.serve({
-      hostname: '127.0.0.1',
-      port: 0,
-      async fetch(request) {
-        calcHosts.push(request.headers.get('host'));
-        const server = new Server({ name: 'calc', version: '1.0.0' }, { capabilities: { tools: {} } });
-        server.setRequestHandler(ListToolsRequestSchema, async () => ({
-          tools: [{ name: 'add', description: 'a + b', inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } }],
-        }));
-        server.setRequestHandler(CallToolRequestSchema, async (req) => {
-          const { a, b } = req.params.arguments as { a: number; b: number };
-          return { content: [{ type: 'text', text: `sum=${a + b}` }] };
-        });
-        const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-        await server.connect(transport);
-        return transport.handleRequest(request);
-      },
-    });
+    calc = startCalcServer((request) => calcHosts.push(request.headers.get('host')));
     try {
       // The same port on an address the policy refuses: what a rebinding name would be moved to.
       inside = Bun.serve({ hostname: '127.0.0.2', port: calc.port, fetch: () => (insideHits++, new Response('inside')) });

@@ -3,9 +3,7 @@
 // provider; the session's approval policy applies to them; a server that is down is a clear note or
 // tool result, never a failed turn; URLs Keel may not reach (metadata, Keel's own port) are refused.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startCalcServer } from '../../helpers/mcp-calc';
 import { sseReader } from '../../helpers/sse';
 import { parse, readAll, send, startAgentRig, type AgentRig } from './agent-helpers';
 
@@ -13,30 +11,8 @@ let rig: AgentRig;
 let mcp: ReturnType<typeof Bun.serve>;
 const seenHeaders: (string | null)[] = [];
 
-/** A small MCP server: `add` sums two numbers. */
-function startCalc() {
-  return Bun.serve({
-    hostname: '127.0.0.1',
-    port: 0,
-    async fetch(request) {
-      seenHeaders.push(request.headers.get('x-calc-key'));
-      const server = new Server({ name: 'calc', version: '1.0.0' }, { capabilities: { tools: {} } });
-      server.setRequestHandler(ListToolsRequestSchema, async () => ({
-        tools: [{ name: 'add', description: 'a + b', inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } }],
-      }));
-      server.setRequestHandler(CallToolRequestSchema, async (req) => {
-        const { a, b } = req.params.arguments as { a: number; b: number };
-        return { content: [{ type: 'text', text: `sum=${a + b}` }] };
-      });
-      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      await server.connect(transport);
-      return transport.handleRequest(request);
-    },
-  });
-}
-
 beforeAll(async () => {
-  mcp = startCalc();
+  mcp = startCalcServer((request) => seenHeaders.push(request.headers.get('x-calc-key')));
   rig = await startAgentRig('agent-mcp', { APP_AGENT_MCP_TIMEOUT_MS: '5000' }, { running: false });
 }, 120_000);
 afterAll(async () => {
