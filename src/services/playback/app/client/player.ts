@@ -117,16 +117,17 @@ export async function playerFor(stage: HTMLElement, assetId: string, page: Abort
       resumeNote.textContent = `Resuming at ${duration(kept.positionMs)}`;
     }
     let saved = -1;
-    const save = () => {
+    // The timer skips a move under a second; a pause or leaving the page keeps the exact place.
+    const save = (exact = false) => {
       const positionMs = Math.floor(video.currentTime * 1000);
-      if (!positionMs || Math.abs(positionMs - saved) < 1000) return;
+      if (!positionMs || positionMs === saved || (!exact && Math.abs(positionMs - saved) < 1000)) return;
       saved = positionMs;
       void call('', 'PUT', `/progress/${encodeURIComponent(assetId)}`, { positionMs }).catch(() => undefined);
     };
-    const saver = setInterval(save, PROGRESS_EVERY_MS);
-    video.addEventListener('pause', save);
+    const saver = setInterval(() => save(), PROGRESS_EVERY_MS);
+    video.addEventListener('pause', () => save(true));
     page.addEventListener('abort', () => {
-      save();
+      save(true);
       clearInterval(saver);
       hls?.destroy();
       void call('', 'DELETE', `/sessions/${session.id}`).catch(() => undefined);
