@@ -30,20 +30,25 @@ async function call(client: Client, name: string, args: Record<string, unknown>)
 
 const exec = async (id: string, command: string) => (await (await post(`/api/workspaces/${id}/exec`, { command })).json()) as { exitCode: number; stdout: string };
 
+/** Alice's template from `body`, built and ready. */
+async function buildTemplate(body: Record<string, unknown>) {
+  const res = await post('/api/templates', body);
+  expect(res.status).toBe(202);
+  const { id } = (await res.json()) as { id: string };
+  await waitFor('the template built', async () => {
+    const t = (await (await p.api('workspaces', `/api/templates/${id}`, { as: 'alice' })).json()) as { status: string; reason?: string };
+    if (t.status === 'failed') throw new Error(t.reason);
+    return t.status === 'ready';
+  }, 120_000);
+}
+
 beforeAll(async () => {
   p = await startTestPlatform({ services: ['workspaces'], env: { APP_AUTO_STOP_MINUTES: '0' } });
-  const res = await post('/api/templates', {
+  await buildTemplate({
     name: 'everywhere',
     dockerfile: 'FROM keel/minimal\nUSER root\nCOPY mark.txt /opt/mark.txt\nUSER 1300:1300\nWORKDIR /opt\nENV MARK=from-the-image\n',
     files: { 'mark.txt': 'marked\n' },
   });
-  expect(res.status).toBe(202);
-  const { id } = (await res.json()) as any;
-  await waitFor('the template built', async () => {
-    const t = (await (await p.api('workspaces', `/api/templates/${id}`, { as: 'alice' })).json()) as any;
-    if (t.status === 'failed') throw new Error(t.reason);
-    return t.status === 'ready';
-  }, 120_000);
 }, 180_000);
 
 afterAll(async () => {
@@ -87,7 +92,7 @@ test('a fork of a workspace made from it: each copy runs as the template says, w
 }, 240_000);
 
 test("a named USER runs as its uid and primary gid from the image's files, and owns /workspace", async () => {
-  const res = await post('/api/templates', {
+  await buildTemplate({
     name: 'named-user',
     dockerfile: [
       'FROM keel/minimal',
@@ -97,13 +102,6 @@ test("a named USER runs as its uid and primary gid from the image's files, and o
       '',
     ].join('\n'),
   });
-  expect(res.status).toBe(202);
-  const { id } = (await res.json()) as any;
-  await waitFor('the template built', async () => {
-    const t = (await (await p.api('workspaces', `/api/templates/${id}`, { as: 'alice' })).json()) as any;
-    if (t.status === 'failed') throw new Error(t.reason);
-    return t.status === 'ready';
-  }, 120_000);
   const ws = (await (await post('/api/workspaces', { name: 'named-user-1', template: 'named-user' })).json()) as { id: string };
   await waitStatus(p, ws.id, 'running', { as: 'alice', timeoutMs: 90_000 });
   const r = await exec(ws.id, 'id -un; id -u; id -g; touch /workspace/mine && stat -c %u /workspace/mine');
@@ -164,7 +162,7 @@ test("Keel's images of another actor are not bases: FROM or COPY --from another'
 }, 180_000);
 
 test("an image's ENTRYPOINT is part of its command, not a wrapper of Keel's: the workspace runs it with CMD as its arguments", async () => {
-  const res = await post('/api/templates', {
+  await buildTemplate({
     name: 'with-entrypoint',
     dockerfile: [
       'FROM keel/minimal',
@@ -176,13 +174,6 @@ test("an image's ENTRYPOINT is part of its command, not a wrapper of Keel's: the
       '',
     ].join('\n'),
   });
-  expect(res.status).toBe(202);
-  const { id } = (await res.json()) as any;
-  await waitFor('the template built', async () => {
-    const t = (await (await p.api('workspaces', `/api/templates/${id}`, { as: 'alice' })).json()) as any;
-    if (t.status === 'failed') throw new Error(t.reason);
-    return t.status === 'ready';
-  }, 120_000);
   const ws = (await (await post('/api/workspaces', { name: 'entrypoint-1', template: 'with-entrypoint' })).json()) as { id: string };
   await waitStatus(p, ws.id, 'running', { as: 'alice', timeoutMs: 90_000 });
   const r = await waitFor('the entrypoint ran', async () => {
