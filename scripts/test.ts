@@ -22,6 +22,7 @@ export const POSTGRES_SUITES = [
   'tests/identity',
   'tests/sources',
   'tests/workers',
+  'tests/platform/store-writes-kept.test.ts',
   'tests/playback/progress.test.ts',
   'tests/workspaces/postgres.test.ts',
   'tests/workspaces/quotas',
