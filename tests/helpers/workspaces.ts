@@ -18,6 +18,16 @@ export async function getWorkspace(p: Pick<TestPlatform, 'api'>, id: string, as 
   return { status: res.status, body: await res.json() };
 }
 
+/** Polls until template `id` is built at `version` (a failed build throws its reason); its view then. */
+export function templateBuilt(p: Pick<TestPlatform, 'api'>, id: string, opts: { version?: number; as?: string } = {}): Promise<any> {
+  const version = opts.version ?? 1;
+  return waitFor(`template ${id} at version ${version}`, async () => {
+    const t = (await (await p.api('workspaces', `/api/templates/${id}`, { as: opts.as ?? 'alice' })).json()) as any;
+    if (t.status === 'failed') throw new Error(`build failed: ${t.reason}`);
+    return t.status === 'ready' && t.version === version ? t : null;
+  }, 120_000);
+}
+
 /** Polls until the workspace has `status`; its view then. */
 export function waitStatus(p: Pick<TestPlatform, 'api'>, id: string, status: string, opts: { as?: string; timeoutMs?: number } = {}): Promise<any> {
   return waitFor(

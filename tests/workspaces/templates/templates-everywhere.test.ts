@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { waitFor } from '../../helpers/docker';
-import { closeAndClean, waitStatus } from '../../helpers/workspaces';
+import { closeAndClean, templateBuilt, waitStatus } from '../../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
 
@@ -34,12 +34,7 @@ const exec = async (id: string, command: string) => (await (await post(`/api/wor
 async function buildTemplate(body: Record<string, unknown>) {
   const res = await post('/api/templates', body);
   expect(res.status).toBe(202);
-  const { id } = (await res.json()) as { id: string };
-  await waitFor('the template built', async () => {
-    const t = (await (await p.api('workspaces', `/api/templates/${id}`, { as: 'alice' })).json()) as { status: string; reason?: string };
-    if (t.status === 'failed') throw new Error(t.reason);
-    return t.status === 'ready';
-  }, 120_000);
+  await templateBuilt(p, ((await res.json()) as { id: string }).id);
 }
 
 beforeAll(async () => {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { docker, waitFor } from '../../helpers/docker';
-import { closeAndClean, waitStatus } from '../../helpers/workspaces';
+import { closeAndClean, templateBuilt, waitStatus } from '../../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
 
@@ -13,13 +13,6 @@ let p: TestPlatform;
 const post = (path: string, json: unknown) => p.api('workspaces', path, { method: 'POST', json, as: 'alice' });
 const del = (path: string) => p.api('workspaces', path, { method: 'DELETE', as: 'alice' });
 const hasImage = (ref: string) => docker('image', 'inspect', ref).code === 0;
-
-const built = (id: string, version: number) =>
-  waitFor(`template ${id} at version ${version}`, async () => {
-    const t = (await (await p.api('workspaces', `/api/templates/${id}`, { as: 'alice' })).json()) as any;
-    if (t.status === 'failed') throw new Error(`build failed: ${t.reason}`);
-    return t.status === 'ready' && t.version === version ? t : null;
-  }, 120_000);
 
 async function running(name: string): Promise<string> {
   const res = await post('/api/workspaces', { name, template: 'collected' });
@@ -42,11 +35,11 @@ test('an old version is kept while a workspace names it, then removed; a deleted
   expect(res.status).toBe(202);
   const { id } = (await res.json()) as any;
   const [v1, v2] = [`keel-template:${id}-v1`, `keel-template:${id}-v2`];
-  await built(id, 1);
+  await templateBuilt(p, id);
   const first = await running('collected-1');
 
   expect((await post(`/api/templates/${id}/builds`, {})).status).toBe(202);
-  await built(id, 2);
+  await templateBuilt(p, id, { version: 2 });
   await Bun.sleep(500); // the collection the build's end started
   expect(hasImage(v1)).toBe(true); // collected-1 was made from it
   expect(hasImage(v2)).toBe(true);

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { ownPortRange, requireTestEnv, startTestPlatform, type TestPlatform } from '../../helpers/platform';
 import { docker, inspect, keelInstance, waitFor } from '../../helpers/docker';
-import { closeAndClean, errorCode, waitStatus } from '../../helpers/workspaces';
+import { closeAndClean, errorCode, templateBuilt, waitStatus } from '../../helpers/workspaces';
 
 requireTestEnv('DOCKER_HOST');
 
@@ -37,13 +37,6 @@ async function waiting(): Promise<string[]> {
     .map(([, , pool]) => pool);
 }
 
-const built = (id: string, version: number) =>
-  waitFor(`template ${id} at version ${version}`, async () => {
-    const t = await get(`/api/templates/${id}`);
-    if (t.status === 'failed') throw new Error(`build failed: ${t.reason}`);
-    return t.status === 'ready' && t.version === version ? t : null;
-  }, 120_000);
-
 beforeAll(async () => {
   p = await startTestPlatform({ services: ['workspaces'], env: { APP_WARM_POOL: 'shared=1', APP_AUTO_STOP_MINUTES: '0', APP_WORKSPACE_PORT_RANGE: ownPortRange() } });
   instance = keelInstance(p.dataDir);
@@ -67,7 +60,7 @@ test('no entries while no public template has the name; once its build is ready,
   });
   expect(res.status).toBe(202);
   id = ((await res.json()) as any).id;
-  await built(id, 1);
+  await templateBuilt(p, id, { as: 'admin' });
   // The build's end refreshes the pool at once (no 30 s look-up wait).
   await waitFor('an entry of version 1', async () => (await waiting()).join() === `${id}.v1`, 60_000, 250);
   await Bun.sleep(1_000); // the pool's last poll of readyCommand
@@ -102,7 +95,7 @@ test("a caller's own template of that name is made cold from theirs, the public 
 
 test('a rebuild replaces the waiting entry with one of the new version; a delete empties the pool', async () => {
   expect((await post(`/api/templates/${id}/builds`, {})).status).toBe(202);
-  await built(id, 2);
+  await templateBuilt(p, id, { version: 2, as: 'admin' });
   await waitFor('the entry of version 2 alone', async () => (await waiting()).join() === `${id}.v2`, 60_000, 250);
   const del = await p.api('workspaces', `/api/templates/${id}`, { method: 'DELETE', as: 'admin' });
   expect(del.status).toBe(200);
