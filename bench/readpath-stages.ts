@@ -15,6 +15,7 @@ import { sqliteStore } from '../src/platform/store';
 import { createFixedWindow } from '../src/platform/http/rate-limit';
 import { systemClock } from '../src/platform/runtime';
 import { WorkSchema } from '../src/services/catalog/catalog.model';
+import { toWork } from '../src/services/catalog/catalog.service';
 import { catalogWorks } from '../src/services/catalog/catalog.tables';
 import { createWorksPager } from '../src/services/catalog/works-pager';
 import { WorkspaceList } from '../src/services/workspaces/lifecycle/lifecycle.model';
@@ -79,9 +80,6 @@ export async function stageProfile(dbFile: string, owner: string, secret: string
     const byOffset = (page: number) => offsetPage.offset((page - 1) * 200).all();
     const pager = createWorksPager(sqliteStore(db));
     await pager.page(500, 200); // marks of this version found once
-    const toWork = (r: typeof catalogWorks.$inferSelect) => ({
-      id: r.id, kind: r.kind, title: r.title, originalTitle: r.originalTitle, year: r.year, createdAt: r.createdAt, updatedAt: r.updatedAt,
-    });
     const pageRows = (await pager.page(1, 200)).rows;
     const page = { total: 100_000, works: pageRows.map(toWork) };
     const pageCheck = TypeCompiler.Compile(t.Object({ total: t.Number(), works: t.Array(WorkSchema) }));

@@ -43,7 +43,8 @@ export interface CatalogDeps {
 
 type Tx = Orm;
 
-const toWork = (r: WorkRow): Work => ({
+/** A work row as the API shows it (also the read-path bench's stage profile). */
+export const toWork = (r: WorkRow): Work => ({
   id: r.id, kind: r.kind, title: r.title, originalTitle: r.originalTitle, year: r.year, overview: r.overview, genres: r.genres,
   images: { poster: r.poster ? `/works/${r.id}/images/poster` : null, backdrop: r.backdrop ? `/works/${r.id}/images/backdrop` : null },
   createdAt: r.createdAt, updatedAt: r.updatedAt,
