@@ -309,11 +309,19 @@ export interface PreparedMachine {
   stop(): void;
 }
 
-/** `npm test`: packages, an engine (DOCKER_HOST, or the shared private test engine), a NATS server with a password. */
-export async function prepareTestMachine(): Promise<PreparedMachine> {
+/**
+ * What every test run on this machine shares: packages, the workspace daemon's binary and an engine.
+ * `npm test` makes them once before its two passes start side by side, so they never race for them.
+ */
+export async function prepareTestEngine(): Promise<EngineChoice> {
   installMissing(TEST_APT_PACKAGES);
   daemon();
-  const engine = await ensureEngine({ dir: TEST_ENGINE_DIR, dockerHost: process.env.DOCKER_HOST || undefined });
+  return ensureEngine({ dir: TEST_ENGINE_DIR, dockerHost: process.env.DOCKER_HOST || undefined });
+}
+
+/** `npm test`: packages, an engine (DOCKER_HOST, or the shared private test engine), a NATS server with a password. */
+export async function prepareTestMachine(): Promise<PreparedMachine> {
+  const engine = await prepareTestEngine();
   const nats = await startNats();
   const postgres = await startPostgres().catch((e) => {
     nats.stop();

@@ -4,7 +4,7 @@
 // port range non-admins must stay in.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestPlatform, type TestPlatform } from '../../helpers/platform';
-import { docker, waitFor } from '../../helpers/docker';
+import { docker, keelInstance, waitFor } from '../../helpers/docker';
 import { sseReader } from '../../helpers/sse';
 import { closeAndClean, createRunning, waitStatus } from '../../helpers/workspaces';
 
@@ -23,7 +23,8 @@ async function json(res: Response) {
 }
 const create = (as: string, body: Record<string, unknown>) => api('/api/workspaces', { method: 'POST', json: { template: 'minimal', ...body }, as }).then(json);
 const names = async (as: string) => ((await json(await api('/api/workspaces', { as }))).body.workspaces as any[]).map((w) => w.name).sort();
-const containersOf = (owner: string) => docker('ps', '-aq', '--filter', `label=dev.keel.owner=${owner}`).stdout.split('\n').filter(Boolean).length;
+// This Keel's only: `npm test` runs this file on SQLite and on PostgreSQL, against one engine.
+const containersOf = (owner: string) => docker('ps', '-aq', '--filter', `label=dev.keel.instance=${keelInstance(p.dataDir)}`, '--filter', `label=dev.keel.owner=${owner}`).stdout.split('\n').filter(Boolean).length;
 const usage = async (as: string) => (await json(await api('/api/quotas', { as }))).body.used;
 async function stop(as: string, id: string) {
   expect((await api(`/api/workspaces/${id}/stop`, { method: 'POST', as })).status).toBe(200);
