@@ -83,7 +83,7 @@ function decode(s: string) {
 }
 
 const args = process.argv.slice(2);
-const passes = [];
+const passes: Awaited<ReturnType<typeof pass>>[] = [];
 if (args.length > 0) passes.push(await pass('sqlite', args, {}));
 else {
   const engine = await prepareTestEngine().catch((e) => {
