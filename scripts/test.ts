@@ -6,9 +6,10 @@
 // The whole suite (no arguments) runs in two passes: everything on the embedded SQLite, and the
 // suites of the services that keep their state in PostgreSQL when asked (APP_DATABASE_URL) again
 // with KEEL_TEST_DATABASE=postgres, each test platform on a fresh database of the run's cluster.
-// The two passes run side by side: most of the suite waits on the engine, and the PostgreSQL pass
-// (about 4 of 26 minutes) fits in those waits. Each pass has its own NATS, PostgreSQL, Keel binary
-// and port blocks; the machine they share (packages, daemon binary, engine) is made first, once.
+// They run in two lanes side by side, since most of the suite waits on the engine: the SQLite pass
+// in one; in the other the PostgreSQL pass (about 5 minutes), then the SQLite suites that mostly wait
+// on clocks (SIDE_SUITES). Each `bun test` has its own NATS, PostgreSQL, Keel binary and port blocks;
+// what they share (packages, the daemon's binary, the engine) is made first, once.
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,6 +43,11 @@ export const POSTGRES_SUITES = [
 
 /** Suites under those folders that never reach a database (the media readers against ffprobe). */
 export const POSTGRES_SKIPS = ['tests/catalog/native-probe.test.ts', 'tests/catalog/media-engine.test.ts'];
+
+/** SQLite-pass suites that mostly wait on timers (retries, backoff, idle clocks): run in the second lane. */
+export const SIDE_SUITES = ['tests/workspaces/webhooks/**', 'tests/workspaces/lifecycle/idle-stop.test.ts'];
+
+const ignoring = (globs: string[]) => globs.map((g) => `--path-ignore-patterns=${g}`);
 
 // KEEL_TEST_REPORTS=<dir> keeps each pass's junit report there (per-test times), else a temp dir.
 const keep = process.env.KEEL_TEST_REPORTS;
@@ -96,13 +102,18 @@ else {
     process.exit(1);
   });
   const shared = { DOCKER_HOST: engine.host };
-  const postgresLog = join(reportDir, 'postgres.log');
-  const postgres = pass('postgres', [...POSTGRES_SUITES, ...POSTGRES_SKIPS.map((f) => `--path-ignore-patterns=${f}`)], { ...shared, KEEL_TEST_DATABASE: 'postgres' }, postgresLog);
-  passes.push(await pass('sqlite', [], shared));
-  passes.push(await postgres);
-  // Its output after the SQLite pass's, whole, so a CI log reads as if the passes ran one after the other.
+  const log = (name: string) => join(reportDir, `${name}.log`);
+  const second = (async () => [
+    await pass('postgres', [...POSTGRES_SUITES, ...ignoring(POSTGRES_SKIPS)], { ...shared, KEEL_TEST_DATABASE: 'postgres' }, log('postgres')),
+    await pass('sqlite-side', SIDE_SUITES.map((g) => g.replace(/\/\*\*$/, '')), shared, log('sqlite-side')),
+  ])();
+  passes.push(await pass('sqlite', ignoring(SIDE_SUITES), shared));
+  passes.push(...(await second));
+  // The second lane's output after the first's, whole, so a CI log reads as if they ran one after the other.
+  process.stdout.write('\nThe SQLite suites that mostly wait on timers, run beside the rest:\n');
+  process.stdout.write(readFileSync(log('sqlite-side'), 'utf8'));
   process.stdout.write('\nThe services written for both databases, again on PostgreSQL:\n');
-  process.stdout.write(readFileSync(postgresLog, 'utf8'));
+  process.stdout.write(readFileSync(log('postgres'), 'utf8'));
 }
 
 // The failed tests again at the end, where a CI that keeps only the tail of a log still shows them, then one
