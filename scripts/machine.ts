@@ -311,7 +311,7 @@ export interface PreparedMachine {
 
 /**
  * What every test run on this machine shares: packages, the workspace daemon's binary and an engine.
- * `npm test` makes them once before its two passes start side by side, so they never race for them.
+ * `npm test` makes them once before its two lanes of `bun test` start side by side, so none races for them.
  */
 export async function prepareTestEngine(): Promise<EngineChoice> {
   installMissing(TEST_APT_PACKAGES);
