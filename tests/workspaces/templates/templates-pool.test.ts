@@ -82,7 +82,7 @@ test("a caller's own template of that name is made cold from theirs, the public 
   const own = await post('/api/templates', { name: 'shared', dockerfile: 'FROM keel/minimal\n' }, 'carol');
   expect(own.status).toBe(202);
   const ownId = ((await own.json()) as any).id;
-  await waitFor('carol\'s template built', async () => (await get(`/api/templates/${ownId}`, 'carol')).status === 'ready', 120_000);
+  await templateBuilt(p, ownId, { as: 'carol' });
   const res = await post('/api/workspaces', { name: 'carol-shared', template: 'shared' }, 'carol');
   expect(res.status).toBe(201);
   const ws = (await res.json()) as any;
