@@ -18,7 +18,7 @@ const LOCAL = new Set(['127.0.0.1', 'localhost', '[::1]']);
 export interface TestBrowser {
   browser: Browser;
   /** A new context and page; `outside` lists every request that tried to leave the machine. */
-  page(opts?: { viewport?: { width: number; height: number } }): Promise<{ page: Page; context: BrowserContext; outside: string[]; console: string[] }>;
+  page(opts?: { viewport?: { width: number; height: number } }): Promise<{ page: Page; context: BrowserContext; outside: string[]; console: string[]; inFlight: Set<string>; failed: string[] }>;
   close(): Promise<void>;
 }
 
@@ -46,7 +46,17 @@ export async function launchBrowser(): Promise<TestBrowser> {
         if (m.type() === 'error' || m.type() === 'warning') messages.push(m.text());
       });
       page.on('pageerror', (e) => messages.push(`pageerror: ${e.message}`));
-      return { page, context, outside, console: messages };
+      // What the page waits on now (open streams among them) and the requests that failed, for a test
+      // to say why a view never came.
+      const inFlight = new Set<string>();
+      const failed: string[] = [];
+      page.on('request', (r) => inFlight.add(`${r.method()} ${r.url()}`));
+      page.on('requestfinished', (r) => inFlight.delete(`${r.method()} ${r.url()}`));
+      page.on('requestfailed', (r) => {
+        inFlight.delete(`${r.method()} ${r.url()}`);
+        failed.push(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`);
+      });
+      return { page, context, outside, console: messages, inFlight, failed };
     },
     async close() {
       for (const c of contexts) await c.close().catch(() => undefined);

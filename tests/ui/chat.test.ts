@@ -4,7 +4,7 @@
 // and their output; after a reload, a turn still running is followed, and `Cancel` ends it; a tool
 // call waiting for approval shows with `Approve` and `Deny` buttons that decide it.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { FAKE_KEY, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
 import { startTestPlatform, requireTestEnv, type TestPlatform } from '../helpers/platform';
 import { sseReader } from '../helpers/sse';
@@ -18,6 +18,17 @@ let fake: FakeOpenAI;
 let b: TestBrowser;
 let page: Page;
 let outside: string[];
+let inFlight: Set<string>;
+let failed: string[];
+
+/** Waits for `what` to show; when it never does, says what the page and session `id` showed. */
+async function shows(what: Locator, id: string) {
+  await what.waitFor({ timeout: 30_000 }).catch(async (e) => {
+    const alert = await page.getByRole('region', { name: 'Agent' }).getByRole('alert').textContent({ timeout: 1000 }).catch(() => '(no panel)');
+    const session = await (await p.api('workspaces', `/api/agent/sessions/${id}`)).json();
+    throw new Error(`${String(e)}\nthe panel's alert: ${alert}\nthe page waits on: ${[...inFlight].join(', ')}\nrequests that failed: ${failed.join(', ')}\nthe session: ${JSON.stringify(session)}`);
+  });
+}
 
 async function openWorkspace(name: string) {
   await page.goto(p.url('workspaces') + '/ui#/');
@@ -32,7 +43,7 @@ beforeAll(async () => {
     env: { OPENAI_BASE_URL: fake.baseURL, OPENAI_API_KEY: FAKE_KEY, APP_AGENT_PROVIDER_RETRIES: '0', APP_WORKSPACE_PORT_RANGE: '24300-24349' },
   });
   b = await launchBrowser();
-  ({ page, outside } = await b.page());
+  ({ page, outside, inFlight, failed } = await b.page());
   await page.goto(p.url('workspaces') + '/ui');
   await page.getByLabel('Token', { exact: true }).fill(p.token('alice'));
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
@@ -86,7 +97,7 @@ describe('agent chat', () => {
     await openWorkspace('chat-slow');
     const chat = page.getByRole('region', { name: 'Agent' });
     const conversation = chat.getByRole('log', { name: 'Conversation' });
-    await conversation.getByText('count for me', { exact: true }).waitFor();
+    await shows(conversation.getByText('count for me', { exact: true }), id);
     await conversation.getByText(/tick tick tick/).waitFor({ timeout: 30_000 });
     await chat.getByRole('button', { name: 'Cancel', exact: true }).click();
     await conversation.getByText('(cancelled)').waitFor({ timeout: 30_000 });
@@ -112,7 +123,7 @@ describe('agent chat', () => {
     const chat = page.getByRole('region', { name: 'Agent' });
     const conversation = chat.getByRole('log', { name: 'Conversation' });
     const card = conversation.getByRole('group', { name: 'Approval of run_command' });
-    await card.getByText('Waiting for approval: run_command: echo approved-in-ui').waitFor({ timeout: 30_000 });
+    await shows(card.getByText('Waiting for approval: run_command: echo approved-in-ui'), id);
     await screenshot(page, 'chat-approval', { fullPage: true });
     await card.getByRole('button', { name: 'Approve', exact: true }).click();
     await conversation.getByText(/Tool output: .*approved-in-ui/).waitFor({ timeout: 30_000 });
@@ -156,4 +167,21 @@ describe('agent chat', () => {
     const listed = (await (await p.api('workspaces', `/api/agent/sessions?workspaceId=${ws.id}`)).json()) as { sessions: unknown[] };
     expect(listed.sessions).toHaveLength(2);
   }, 120_000);
+
+  test('a read whose connection breaks is asked again: the panel still shows', async () => {
+    // Chromium on the engine's machine aborts what is in flight (ERR_NETWORK_CHANGED) whenever the
+    // engine adds a workspace network; the page's GETs are sent again. Here two breaks in a row of
+    // the session list; the panel opens on the latest session (the one the test above started).
+    let breaks = 2;
+    const before = failed.length;
+    await page.route('**/api/agent/sessions?workspaceId=*', (route) => (breaks-- > 0 ? route.abort('connectionreset') : route.continue()));
+    try {
+      await openWorkspace('chat-box');
+      await page.getByRole('region', { name: 'Agent' }).getByRole('log', { name: 'Conversation' }).getByText('echo second-session', { exact: true }).first().waitFor();
+      expect(breaks).toBeLessThan(0);
+      expect(failed.slice(before).filter((f) => f.includes('/api/agent/sessions?workspaceId=') && f.endsWith('ERR_CONNECTION_RESET'))).toHaveLength(2);
+    } finally {
+      await page.unroute('**/api/agent/sessions?workspaceId=*');
+    }
+  }, 60_000);
 });

@@ -3,6 +3,7 @@
 // The three services as the media web app calls them: identity (sign in with an API key), the
 // catalog (works, assets, relations, library scans) and playback (this origin: sessions). The access
 // token lives in this tab's session storage only; errors are RFC 9457 problems made readable.
+import { request } from '../../../../platform/browser/request';
 
 const TOKEN_KEY = 'keel.media.token';
 export const token = {
@@ -20,7 +21,7 @@ export class ProblemError extends Error {
 let urls: { catalogUrl: string; identityUrl: string } | undefined;
 /** Where the catalog and identity are, as the playback service tells this page. */
 export async function services() {
-  return (urls ??= (await (await fetch('/app/config.json')).json()) as { catalogUrl: string; identityUrl: string });
+  return (urls ??= (await (await request('/app/config.json', {})).json()) as { catalogUrl: string; identityUrl: string });
 }
 
 let onUnauthorized: (message: string) => void = () => {};
@@ -47,7 +48,7 @@ export async function call<T>(service: 'catalog' | 'identity' | '', method: stri
   const t = token.get();
   if (t && !(service === 'identity' && path === '/sessions')) headers.set('authorization', `Bearer ${t}`);
   if (body !== undefined) headers.set('content-type', 'application/json');
-  const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
+  const res = await request(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
   if (!res.ok) throw await problem(res, headers.has('authorization'));
   return (await res.json()) as T;
 }

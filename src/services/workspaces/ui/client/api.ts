@@ -7,6 +7,7 @@
 // would land in server logs, browser history and Referer headers) by the SDK's one SSE reader.
 
 import { readEvents } from '../../../../../clients/typescript/src/sse';
+import { request } from '../../../../platform/browser/request';
 
 const TOKEN_KEY = 'keel.token';
 
@@ -54,7 +55,7 @@ async function failure(res: Response): Promise<ApiError> {
 }
 
 export async function api<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-  const res = await fetch(path, {
+  const res = await request(path, {
     method,
     headers: headers(body === undefined ? undefined : { 'content-type': 'application/json' }),
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -82,7 +83,7 @@ export async function readStream(
   if (opts.lastEventId) hs.set('last-event-id', opts.lastEventId);
   // A body makes it a POST (a streaming command or agent message); otherwise a GET follow.
   if (opts.body !== undefined) hs.set('content-type', 'application/json');
-  const res = await fetch(path, {
+  const res = await request(path, {
     method: opts.body === undefined ? 'GET' : 'POST',
     body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
     headers: hs,

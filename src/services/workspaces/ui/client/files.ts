@@ -5,6 +5,7 @@
 // fetched and handed to the browser as a blob (a plain link could not carry the Authorization header).
 import { api, ApiError, authorized, messageOf } from './api';
 import { announce, fill, h, uid } from '../../../../platform/browser/dom';
+import { request } from '../../../../platform/browser/request';
 import type { PanelContext } from './workspace';
 
 interface Entry {
@@ -52,7 +53,7 @@ export function filesPanel(ctx: PanelContext): HTMLElement {
 
   async function save(path: string, name: string) {
     try {
-      const res = await fetch(filesUrl(path), { headers: authorized(), signal: ctx.signal });
+      const res = await request(filesUrl(path), { headers: authorized(), signal: ctx.signal });
       if (!res.ok) throw new ApiError(res.status, 'HTTP_' + res.status, `download answered ${res.status}`);
       const url = URL.createObjectURL(await res.blob());
       const a = h('a', { href: url, download: name, hidden: true });
@@ -67,7 +68,7 @@ export function filesPanel(ctx: PanelContext): HTMLElement {
 
   async function edit(path: string) {
     try {
-      const res = await fetch(filesUrl(path), { headers: authorized(), signal: ctx.signal });
+      const res = await request(filesUrl(path), { headers: authorized(), signal: ctx.signal });
       if (!res.ok) throw new ApiError(res.status, 'HTTP_' + res.status, `open answered ${res.status}`);
       const text = await res.text();
       const area = h('textarea', { id: uid('edit'), rows: '14', spellcheck: 'false' });
