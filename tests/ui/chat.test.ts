@@ -2,7 +2,8 @@
 // blocked; the model is the tests' local OpenAI-compatible server (the one permitted double). By the
 // contract's names: a `Message` field and a `Send` button whose reply streams in, with tool calls
 // and their output; after a reload, a turn still running is followed, and `Cancel` ends it; a tool
-// call waiting for approval shows with `Approve` and `Deny` buttons that decide it.
+// call waiting for approval shows with `Approve` and `Deny` buttons that decide it; a read whose
+// connection breaks is sent again.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Locator, Page } from 'playwright-core';
 import { FAKE_KEY, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai';
