@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
 /** docs/screenshots/ with KEEL_UPDATE_SCREENSHOTS=1; else a scratch folder, so a test run leaves the tree clean. */
@@ -50,11 +50,12 @@ export async function launchBrowser(): Promise<TestBrowser> {
       // to say why a view never came.
       const inFlight = new Set<string>();
       const failed: string[] = [];
-      page.on('request', (r) => inFlight.add(`${r.method()} ${r.url()}`));
-      page.on('requestfinished', (r) => inFlight.delete(`${r.method()} ${r.url()}`));
+      const named = (r: Request) => `${r.method()} ${r.url()}`;
+      page.on('request', (r) => inFlight.add(named(r)));
+      page.on('requestfinished', (r) => inFlight.delete(named(r)));
       page.on('requestfailed', (r) => {
-        inFlight.delete(`${r.method()} ${r.url()}`);
-        failed.push(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`);
+        inFlight.delete(named(r));
+        failed.push(`${named(r)}: ${r.failure()?.errorText}`);
       });
       return { page, context, outside, console: messages, inFlight, failed };
     },

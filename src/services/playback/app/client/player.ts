@@ -7,6 +7,7 @@
 // the actor stopped is kept (PUT /progress every few seconds and on pause) and a later Play starts there.
 import { call, messageOf, ProblemError } from './api';
 import { fill, h, uid } from '../../../../platform/browser/dom';
+import { request } from '../../../../platform/browser/request';
 import { duration } from './format';
 
 /** How often the place reached is saved while playing. */
@@ -135,7 +136,7 @@ export async function playerFor(stage: HTMLElement, assetId: string, page: Abort
 
     // The seek bar follows the video; dragging it shows the thumbnail of that moment, letting go seeks.
     const vttUrl = new URL('thumbnails.vtt', master).toString();
-    const cues = await fetch(vttUrl).then((r) => (r.ok ? r.text() : '')).then((t) => parseThumbnails(t, vttUrl)).catch(() => [] as Cue[]);
+    const cues = await request(vttUrl, {}).then((r) => (r.ok ? r.text() : '')).then((t) => parseThumbnails(t, vttUrl)).catch(() => [] as Cue[]);
     let dragging = false;
     video.addEventListener('loadedmetadata', () => (seek.max = String(video.duration || 0)));
     video.addEventListener('timeupdate', () => {
